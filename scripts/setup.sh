@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs everything ollie needs to build, run and test on Debian 12:
+# Debian packages (compiler, CMake, libraries) and pinned PyPI packages in .venv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  g++ cmake ninja-build pkg-config git
+  clang libclang-rt-14-dev          # libFuzzer for the parser fuzz target
+  libcli11-dev nlohmann-json3-dev libfmt-dev
+  libzip-dev zlib1g-dev             # .npz files are zip archives
+  libgtest-dev libgmock-dev
+  python3 python3-venv
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+
+# Python is only for tests and benchmarks (numpy as the second oracle).
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt

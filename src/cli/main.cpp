@@ -1,0 +1,2 @@
+// The `ollie` command (placeholder until the CLI lands).
+int main() { return 0; }

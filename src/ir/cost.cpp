@@ -1,0 +1,50 @@
+// FLOPs and compulsory bytes of a graph at its bound dims (for `ollie check` and the roofline).
+// What counts as one FLOP: one elementwise arithmetic op, comparison or select on one
+// element (a transcendental counts as one, as in most roofline work); a reduction of n
+// elements to one costs n - 1; a contraction costs 2 per multiply-add. Layout ops,
+// conversions, constants and inputs cost nothing.
+#include "ir/ir.h"
+
+namespace ollie::ir {
+
+Cost cost(const Graph& g) {
+  Cost c;
+  auto count = [&](const Shape& s) { return element_count(evaluate_shape(s, g.bound_dims)); };
+  for (const Node& n : g.nodes) {
+    switch (n.kind) {
+      case OpKind::Input: case OpKind::Const: case OpKind::Iota: case OpKind::Convert:
+      case OpKind::Broadcast: case OpKind::Reshape: case OpKind::Transpose: case OpKind::Slice:
+      case OpKind::Concat:
+        break;
+      case OpKind::Reduce:
+        c.flops += count(g.node(n.operands[0]).shape) - count(n.shape);
+        break;
+      case OpKind::Contract: {
+        // Every label appears in the output or is summed: the iteration space is
+        // the product of all distinct labels' sizes.
+        std::map<int, int64_t> size;
+        const Node& a = g.node(n.operands[0]);
+        const Node& b = g.node(n.operands[1]);
+        for (size_t i = 0; i < n.lhs_labels.size(); ++i) size[n.lhs_labels[i]] = a.shape[i].evaluate(g.bound_dims);
+        for (size_t i = 0; i < n.rhs_labels.size(); ++i) size[n.rhs_labels[i]] = b.shape[i].evaluate(g.bound_dims);
+        int64_t space = 1;
+        for (auto& [l, s] : size) space *= s;
+        c.flops += 2 * space;
+        break;
+      }
+      case OpKind::PowI: {
+        int64_t e = n.exponent < 0 ? -n.exponent : n.exponent;
+        c.flops += count(n.shape) * (e > 1 ? e - 1 : 1) + (n.exponent < 0 ? count(n.shape) : 0);
+        break;
+      }
+      default:
+        c.flops += count(n.shape);
+        break;
+    }
+  }
+  for (const auto& p : g.params) c.compulsory_bytes += count(p.shape) * dtype_bytes(p.dtype);
+  for (const auto& r : g.results) c.compulsory_bytes += count(r.shape) * dtype_bytes(r.dtype);
+  return c;
+}
+
+}  // namespace ollie::ir

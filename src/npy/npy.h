@@ -1,0 +1,36 @@
+// Reading and writing numpy .npy and .npz files (npz through libzip), the format of
+// every tensor ollie exchanges with users and with Python. Owns nothing of the pipeline.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ollie::npy {
+
+enum class ElementType { F32, F64, I32, I64, Bool };
+
+// A dense C-order array as stored in a file; values widened to double.
+struct Array {
+  ElementType type = ElementType::F64;
+  std::vector<int64_t> shape;
+  std::vector<double> data;
+};
+
+// A named collection, in file order.
+using ArrayList = std::vector<std::pair<std::string, Array>>;
+
+// Parses / serializes one .npy (version 1.0-3.0; little- or big-endian f4, f8, i4, i8, b1;
+// C or Fortran order on input, C order on output). Throws UserError naming `what`
+// (the file or entry) on malformed data or an unsupported dtype.
+Array parse_npy(const std::string& bytes, const std::string& what);
+std::string serialize_npy(const Array& array);
+
+Array read_npy(const std::string& path);
+void write_npy(const std::string& path, const Array& array);
+// .npz: a zip of "<name>.npy" entries, stored or deflated (numpy.savez / savez_compressed).
+ArrayList read_npz(const std::string& path);
+void write_npz(const std::string& path, const ArrayList& arrays);
+
+}  // namespace ollie::npy
