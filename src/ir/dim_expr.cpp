@@ -87,7 +87,8 @@ DimExpr DimExpr::floordiv(int64_t divisor) const {
   for (const auto& [key, coeff] : rest.terms_)
     for (const auto& atom : key)
       if (auto it = rest.floordivs_.find(atom); it != rest.floordivs_.end()) clean.floordivs_.insert(*it);
-  std::string name = "(" + clean.str() + "//" + std::to_string(divisor) + ")";
+  std::string numerator = clean.terms_.size() == 1 ? clean.str() : "(" + clean.str() + ")";
+  std::string name = "(" + numerator + "//" + std::to_string(divisor) + ")";
   DimExpr atom;
   atom.terms_[{name}] = 1;
   atom.floordivs_ = clean.floordivs_;

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds ollie and runs every test: GoogleTest unit and end-to-end tests (CTest), the
+# numpy cross-checks (pytest), and a bounded run of the spec parser fuzzer.
+# Run scripts/setup.sh first (the README's test command does both).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD_DIR=${OLLIE_BUILD_DIR:-build}
+FUZZ_SECONDS=${OLLIE_FUZZ_SECONDS:-60}
+JOBS=${OLLIE_JOBS:-$(nproc)}
+
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOLLIE_WERROR=ON
+cmake --build "$BUILD_DIR" -j "$JOBS"
+
+echo "== unit and end-to-end tests (ctest)"
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
+
+echo "== numpy cross-checks (pytest)"
+OLLIE_BIN="$PWD/$BUILD_DIR/ollie" .venv/bin/python -m pytest tests/numpy -q
+
+echo "== parser fuzzing (${FUZZ_SECONDS}s)"
+scripts/fuzz.sh "$FUZZ_SECONDS"

@@ -1,0 +1,181 @@
+// End-to-end tests that drive the `ollie` binary: golden `check` output for every
+// example, `eval` files, and the command line's errors and exit codes.
+// Set OLLIE_UPDATE_GOLDEN=1 to rewrite tests/golden/*.txt from the current output.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "npy/npy.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Run {
+  int exit_code;
+  std::string out;  // stdout and stderr together
+};
+
+Run ollie(const std::string& args) {
+  std::string cmd = std::string(OLLIE_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return {-1, "popen failed"};
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+fs::path source_dir() { return fs::path(OLLIE_SOURCE_DIR); }
+
+fs::path temp_dir() {
+  fs::path d = fs::temp_directory_path() / ("ollie_e2e_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+std::vector<std::string> example_names() {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(source_dir() / "examples"))
+    if (e.path().extension() == ".py") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(Cli, EveryExampleMatchesItsGoldenCheckOutput) {
+  auto names = example_names();
+  ASSERT_GE(names.size(), 11u);
+  bool update = std::getenv("OLLIE_UPDATE_GOLDEN") != nullptr;
+  for (const auto& name : names) {
+    Run r = ollie("check " + (source_dir() / "examples" / (name + ".py")).string());
+    ASSERT_EQ(r.exit_code, 0) << name << ":\n" << r.out;
+    // Paths differ between checkouts; the golden text has none.
+    fs::path golden = source_dir() / "tests" / "golden" / (name + ".txt");
+    if (update) {
+      fs::create_directories(golden.parent_path());
+      std::ofstream(golden, std::ios::binary) << r.out;
+      continue;
+    }
+    ASSERT_TRUE(fs::exists(golden)) << "missing " << golden << " (run with OLLIE_UPDATE_GOLDEN=1)";
+    EXPECT_EQ(r.out, read_file(golden)) << "golden mismatch for " << name
+                                        << " (if the change is intended, rerun with OLLIE_UPDATE_GOLDEN=1)";
+  }
+}
+
+TEST(Cli, CheckReportsCostOfMatmul) {
+  Run r = ollie("check " + (source_dir() / "examples/matmul.py").string() + " --dims M=4,K=8,N=2");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("flops             128\n"), std::string::npos) << r.out;
+  // (4*8 + 8*2 + 4*2) floats of 4 bytes.
+  EXPECT_NE(r.out.find("compulsory bytes  224 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dims M=4 K=8 N=2"), std::string::npos) << r.out;
+}
+
+TEST(Cli, EvalWritesValuesAndBoundsAndSaysTheSeed) {
+  fs::path dir = temp_dir();
+  std::string spec = (source_dir() / "examples/matmul.py").string();
+  fs::path out = dir / "out.npz", in = dir / "in.npz";
+  Run r = ollie("eval " + spec + " --dims M=3,K=5,N=2 --seed 42 --out " + out.string() + " --save-inputs " +
+                in.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("seed 42"), std::string::npos) << r.out;
+  auto outputs = ollie::npy::read_npz(out.string());
+  ASSERT_EQ(outputs.size(), 2u);
+  EXPECT_EQ(outputs[0].first, "out0");
+  EXPECT_EQ(outputs[1].first, "out0_bound");
+  EXPECT_EQ(outputs[0].second.shape, (std::vector<int64_t>{3, 2}));
+
+  // The saved inputs reproduce the result exactly, and the product is a real matmul.
+  auto inputs = ollie::npy::read_npz(in.string());
+  ASSERT_EQ(inputs.size(), 2u);
+  const auto& a = inputs[0].second.data;
+  const auto& b = inputs[1].second.data;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 2; ++j) {
+      double s = 0;
+      for (int k = 0; k < 5; ++k) s += a[static_cast<size_t>(i * 5 + k)] * b[static_cast<size_t>(k * 2 + j)];
+      EXPECT_NEAR(outputs[0].second.data[static_cast<size_t>(i * 2 + j)], s, 1e-12 * (1 + std::abs(s)));
+      EXPECT_GT(outputs[1].second.data[static_cast<size_t>(i * 2 + j)], 0.0);
+    }
+  fs::path out2 = dir / "out2.npz";
+  Run again = ollie("eval " + spec + " --dims M=3,K=5,N=2 --inputs " + in.string() + " --out " + out2.string());
+  ASSERT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_EQ(ollie::npy::read_npz(out2.string())[0].second.data, outputs[0].second.data);
+
+  // Same seed, same inputs; different seed, different inputs.
+  fs::path in3 = dir / "in3.npz";
+  ASSERT_EQ(ollie("eval " + spec + " --dims M=3,K=5,N=2 --seed 42 --save-inputs " + in3.string()).exit_code, 0);
+  EXPECT_EQ(ollie::npy::read_npz(in3.string())[0].second.data, a);
+  ASSERT_EQ(ollie("eval " + spec + " --dims M=3,K=5,N=2 --seed 43 --save-inputs " + in3.string()).exit_code, 0);
+  EXPECT_NE(ollie::npy::read_npz(in3.string())[0].second.data, a);
+  fs::remove_all(dir);
+}
+
+TEST(Cli, BadInputIsAClearErrorWithExitCode1) {
+  std::string spec = (source_dir() / "examples/matmul.py").string();
+  Run missing = ollie("check /nonexistent/spec.py");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.out.find("/nonexistent/spec.py"), std::string::npos) << missing.out;
+
+  Run bad_dims = ollie("check " + spec + " --dims M=abc");
+  EXPECT_EQ(bad_dims.exit_code, 1);
+  EXPECT_NE(bad_dims.out.find("--dims"), std::string::npos) << bad_dims.out;
+
+  Run unknown_dim = ollie("check " + spec + " --dims Q=3");
+  EXPECT_EQ(unknown_dim.exit_code, 1);
+  EXPECT_NE(unknown_dim.out.find("Q"), std::string::npos) << unknown_dim.out;
+
+  Run bad_inputs = ollie("eval " + spec + " --inputs /nonexistent/in.npz");
+  EXPECT_EQ(bad_inputs.exit_code, 1);
+  EXPECT_NE(bad_inputs.out.find("/nonexistent/in.npz"), std::string::npos) << bad_inputs.out;
+
+  Run no_verb = ollie("");
+  EXPECT_EQ(no_verb.exit_code, 2);
+  Run bad_flag = ollie("check " + spec + " --frobnicate");
+  EXPECT_EQ(bad_flag.exit_code, 2);
+}
+
+TEST(Cli, SpecErrorPointsAtTheLine) {
+  fs::path dir = temp_dir();
+  fs::path spec = dir / "bad.py";
+  std::ofstream(spec) << "import numpy as np\n"
+                         "DIMS = dict(N=4)\n"
+                         "def f(x: \"f32[N]\") -> \"f32[N]\":\n"
+                         "    for i in range(3):\n"
+                         "        x = x + 1\n"
+                         "    return x\n";
+  Run r = ollie("check " + spec.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find(spec.string() + ":4:5: error:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("    for i in range(3):\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n      ^"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
+TEST(Cli, InputOfTheWrongShapeIsRejected) {
+  fs::path dir = temp_dir();
+  std::string spec = (source_dir() / "examples/matmul.py").string();
+  fs::path in = dir / "in.npz";
+  ASSERT_EQ(ollie("eval " + spec + " --dims M=3,K=5,N=2 --seed 1 --save-inputs " + in.string()).exit_code, 0);
+  Run r = ollie("eval " + spec + " --dims M=3,K=6,N=2 --inputs " + in.string());
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("shape"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
+}  // namespace
