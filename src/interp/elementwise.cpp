@@ -1,0 +1,313 @@
+// Elementwise ops of the reference interpreter: each op's exact value in double and its
+// per-element bound, following the table in docs/error-bounds.md.
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <numbers>
+
+#include "interp/kernels.h"
+
+namespace ollie::interp::detail {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Evaluates r = f(a) everywhere, and e = bound(a, e_a, r) unless the input is exact
+// and the op adds no error of its own (then every bound stays zero).
+template <class F, class B>
+Value map1(const Value& a, ir::DType dtype, bool op_rounds, F f, B bound) {
+  Value out;
+  out.t.dtype = dtype;
+  out.t.shape = a.t.shape;
+  const size_t n = a.t.data.size();
+  out.t.data.resize(n);
+  const double* x = a.t.data.data();
+  double* r = out.t.data.data();
+  for (size_t i = 0; i < n; ++i) r[i] = f(x[i]);
+  if (!a.exact() || op_rounds) {
+    out.e.resize(n);
+    for (size_t i = 0; i < n; ++i) out.e[i] = bound(x[i], a.exact() ? 0.0 : a.e[i], r[i]);
+    finalize(out);
+  }
+  return out;
+}
+
+template <class F, class B>
+Value map2(const Value& a, const Value& b, ir::DType dtype, bool op_rounds, F f, B bound) {
+  Value out;
+  out.t.dtype = dtype;
+  out.t.shape = a.t.shape;
+  const size_t n = a.t.data.size();
+  out.t.data.resize(n);
+  const double* x = a.t.data.data();
+  const double* y = b.t.data.data();
+  double* r = out.t.data.data();
+  for (size_t i = 0; i < n; ++i) r[i] = f(x[i], y[i]);
+  if (!a.exact() || !b.exact() || op_rounds) {
+    out.e.resize(n);
+    for (size_t i = 0; i < n; ++i)
+      out.e[i] = bound(x[i], a.exact() ? 0.0 : a.e[i], y[i], b.exact() ? 0.0 : b.e[i], r[i]);
+    finalize(out);
+  }
+  return out;
+}
+
+// |(|a| + e)^n - |a|^n| for n > 0, never below its first-order part (which the
+// subtraction could lose to cancellation when e is tiny).
+double power_spread(double a, double e, int64_t n) {
+  if (e == 0.0) return 0.0;
+  const double m = std::fabs(a);
+  const double nd = static_cast<double>(n);
+  const double exact = std::pow(m + e, nd) - std::pow(m, nd);
+  const double first = nd * mul0(std::pow(m, nd - 1), e);
+  return std::max(exact, first);
+}
+
+// numpy's floor division and modulo for floats (npy_divmod), so signed zeros and
+// rounding match numpy.
+void float_divmod(double a, double b, double& floordiv, double& mod) {
+  mod = std::fmod(a, b);
+  if (b == 0.0) {
+    floordiv = a / b;
+    return;
+  }
+  double div = (a - mod) / b;
+  if (mod != 0.0) {
+    if ((b < 0) != (mod < 0)) {
+      mod += b;
+      div -= 1.0;
+    }
+  } else {
+    mod = std::copysign(0.0, b);
+  }
+  if (div != 0.0) {
+    floordiv = std::floor(div);
+    if (div - floordiv > 0.5) floordiv += 1.0;
+  } else {
+    floordiv = std::copysign(0.0, a / b);
+  }
+}
+
+// Python floor division on integers held in doubles; numpy gives 0 for x // 0.
+void int_divmod(double a, double b, double& floordiv, double& mod) {
+  const auto x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
+  if (y == 0) {
+    floordiv = 0.0;
+    mod = 0.0;
+    return;
+  }
+  int64_t q = x / y;
+  if (x % y != 0 && ((x < 0) != (y < 0))) --q;
+  floordiv = static_cast<double>(q);
+  mod = static_cast<double>(x - q * y);
+}
+
+double nan_max(double a, double b) { return (std::isnan(a) || std::isnan(b)) ? kNaN : std::max(a, b); }
+double nan_min(double a, double b) { return (std::isnan(a) || std::isnan(b)) ? kNaN : std::min(a, b); }
+
+Value eval_convert(const ir::Node& n, const Value& a) {
+  const ir::DType from = a.t.dtype, to = n.dtype;
+  auto value = [to](double x) { return round_to(to, x); };
+  if (from == ir::DType::Bool || from == to)
+    // Same values (0/1, or an unchanged dtype): the uncertainty carries over unchanged.
+    return map1(a, to, false, value, [](double, double e, double) { return e; });
+  if (ir::is_float(to)) {
+    const double u = ir::unit_roundoff(to);
+    // An exact input rounds exactly as the reference did; an uncertain one may round
+    // to a neighbour, one more rounding error away.
+    return map1(a, to, false, value, [u](double, double e, double r) { return e > 0 ? e + u * std::fabs(r) : 0.0; });
+  }
+  if (to == ir::DType::Bool)
+    return map1(a, to, false, value,
+                [](double x, double e, double) { return (e > 0 && e >= std::fabs(x)) ? 1.0 : 0.0; });
+  return map1(a, to, false, value, [](double, double e, double) { return e > 0 ? e + 1.0 : 0.0; });
+}
+
+Value eval_powi(const ir::Node& n, const Value& a) {
+  const int64_t p = n.exponent;
+  const double pd = static_cast<double>(p);
+  const double u = ir::unit_roundoff(n.dtype);
+  const int64_t mag = p < 0 ? -p : p;
+  auto value = [pd](double x) { return std::pow(x, pd); };
+  if (p == 0) return map1(a, n.dtype, false, [](double) { return 1.0; }, [](double, double, double) { return 0.0; });
+  const double rounding = static_cast<double>(mag) * u;
+  if (p > 0)
+    return map1(a, n.dtype, u > 0 && p > 1, value, [p, rounding](double x, double e, double r) {
+      return power_spread(x, e, p) + rounding * std::fabs(r);
+    });
+  // x^-m as 1 / x^m, with the Div rule applied to a numerator that is exactly 1.
+  return map1(a, n.dtype, u > 0, value, [mag, rounding](double x, double e, double r) {
+    const double denom = std::pow(std::fabs(x), static_cast<double>(mag));
+    const double e_denom = power_spread(x, e, mag);
+    if (!(denom > e_denom)) return kInf;
+    return mul0(std::fabs(r), e_denom) / (denom - e_denom) + rounding * std::fabs(r);
+  });
+}
+
+}  // namespace
+
+Value eval_unary(const ir::Node& n, const Value& a) {
+  const double u = ir::unit_roundoff(n.dtype);
+  const double ku = kLibraryUlps * u;
+  const bool lib = u > 0;  // library functions exist only on floats; they always round
+  switch (n.kind) {
+    case ir::OpKind::Neg:
+      return map1(a, n.dtype, false, [](double x) { return -x; }, [](double, double e, double) { return e; });
+    case ir::OpKind::Abs:
+      return map1(a, n.dtype, false, [](double x) { return std::fabs(x); }, [](double, double e, double) { return e; });
+    case ir::OpKind::Not:
+      return map1(a, n.dtype, false, [](double x) { return x != 0.0 ? 0.0 : 1.0; },
+                  [](double, double e, double) { return e; });
+    case ir::OpKind::Exp:
+      return map1(a, n.dtype, lib, [](double x) { return std::exp(x); }, [ku](double, double e, double r) {
+        return mul0(r, std::expm1(e)) + ku * r;
+      });
+    case ir::OpKind::Log:
+      return map1(a, n.dtype, lib, [](double x) { return std::log(x); }, [ku](double x, double e, double r) {
+        if (!(x > e)) return kInf;
+        return -std::log1p(-e / x) + ku * std::fabs(r);
+      });
+    case ir::OpKind::Sqrt:
+      return map1(a, n.dtype, lib, [](double x) { return std::sqrt(x); }, [u](double x, double e, double r) {
+        if (x == 0.0) return std::sqrt(e);
+        return std::min(e / std::sqrt(x), std::sqrt(e)) + u * r;  // sqrt is correctly rounded
+      });
+    case ir::OpKind::Tanh:
+      return map1(a, n.dtype, lib, [](double x) { return std::tanh(x); }, [ku](double x, double e, double r) {
+        const double t = std::tanh(std::max(0.0, std::fabs(x) - e));
+        return mul0(e, 1.0 - t * t) + ku * std::fabs(r);
+      });
+    case ir::OpKind::Erf:
+      return map1(a, n.dtype, lib, [](double x) { return std::erf(x); }, [ku](double x, double e, double r) {
+        const double m = std::max(0.0, std::fabs(x) - e);
+        return 2.0 / std::sqrt(std::numbers::pi) * mul0(e, std::exp(-m * m)) + ku * std::fabs(r);
+      });
+    case ir::OpKind::Sin: case ir::OpKind::Cos: {
+      const bool is_sin = n.kind == ir::OpKind::Sin;
+      return map1(a, n.dtype, lib, [is_sin](double x) { return is_sin ? std::sin(x) : std::cos(x); },
+                  [ku, u](double, double e, double r) { return e + ku * (std::fabs(r) + u); });
+    }
+    case ir::OpKind::PowI:
+      return eval_powi(n, a);
+    case ir::OpKind::Convert:
+      return eval_convert(n, a);
+    default:
+      OLLIE_CHECK(false, std::string("eval_unary with ") + ir::op_name(n.kind));
+  }
+  return {};
+}
+
+Value eval_binary(const ir::Node& n, const Value& a, const Value& b) {
+  const double u = ir::unit_roundoff(n.dtype);
+  const bool rounds = u > 0;
+  const bool is_int = !ir::is_float(a.t.dtype);
+  switch (n.kind) {
+    case ir::OpKind::Add: case ir::OpKind::Sub: {
+      const bool add = n.kind == ir::OpKind::Add;
+      return map2(a, b, n.dtype, rounds, [add](double x, double y) { return add ? x + y : x - y; },
+                  [u](double, double ea, double, double eb, double r) { return ea + eb + u * std::fabs(r); });
+    }
+    case ir::OpKind::Mul:
+      return map2(a, b, n.dtype, rounds, [](double x, double y) { return x * y; },
+                  [u](double x, double ea, double y, double eb, double r) {
+                    return mul0(std::fabs(y), ea) + mul0(std::fabs(x), eb) + mul0(ea, eb) + u * std::fabs(r);
+                  });
+    case ir::OpKind::Div:
+      // Integer "/" truncates (C semantics); the front end converts numpy true division to float first.
+      return map2(a, b, n.dtype, rounds, [is_int](double x, double y) { return is_int ? std::trunc(x / y) : x / y; },
+                  [u](double, double ea, double y, double eb, double r) {
+                    const double by = std::fabs(y);
+                    if (!(by > eb)) return kInf;
+                    return (ea + mul0(std::fabs(r), eb)) / (by - eb) + u * std::fabs(r);
+                  });
+    case ir::OpKind::Pow:
+      return map2(a, b, n.dtype, rounds, [](double x, double y) { return std::pow(x, y); },
+                  [u](double x, double ea, double y, double eb, double r) {
+                    const double ar = std::fabs(r);
+                    const double lib = kLibraryUlps * u * ar;
+                    if (ea == 0.0 && eb == 0.0) return lib;
+                    if (!(x > ea)) return kInf;
+                    // |b' ln a' - b ln a| <= |b| |ln a' - ln a| + e_b |ln a'|, with
+                    // |ln a' - ln a| <= -log(1 - e_a/a); then |a'^b' - a^b| <= |r| (e^δ - 1).
+                    const double dlog = -std::log1p(-ea / x);
+                    const double delta = mul0(std::fabs(y), dlog) + mul0(eb, std::fabs(std::log(x)) + dlog);
+                    return mul0(ar, std::expm1(delta)) * (1.0 + 1e-6) + lib;
+                  });
+    case ir::OpKind::Max: case ir::OpKind::Min: {
+      const bool is_max = n.kind == ir::OpKind::Max;
+      return map2(a, b, n.dtype, false, [is_max](double x, double y) { return is_max ? nan_max(x, y) : nan_min(x, y); },
+                  [](double, double ea, double, double eb, double) { return std::max(ea, eb); });
+    }
+    case ir::OpKind::FloorDiv: case ir::OpKind::Mod: {
+      const bool want_div = n.kind == ir::OpKind::FloorDiv;
+      return map2(a, b, n.dtype, false,
+                  [is_int, want_div](double x, double y) {
+                    double q, m;
+                    if (is_int) int_divmod(x, y, q, m);
+                    else float_divmod(x, y, q, m);
+                    return want_div ? q : m;
+                  },
+                  // Discontinuous: any uncertainty in the operands can move the result anywhere.
+                  [](double, double ea, double, double eb, double) { return ea == 0.0 && eb == 0.0 ? 0.0 : kInf; });
+    }
+    case ir::OpKind::Lt: case ir::OpKind::Le: case ir::OpKind::Gt:
+    case ir::OpKind::Ge: case ir::OpKind::Eq: case ir::OpKind::Ne: {
+      const ir::OpKind k = n.kind;
+      auto cmp = [k](double x, double y) -> double {
+        switch (k) {
+          case ir::OpKind::Lt: return x < y;
+          case ir::OpKind::Le: return x <= y;
+          case ir::OpKind::Gt: return x > y;
+          case ir::OpKind::Ge: return x >= y;
+          case ir::OpKind::Eq: return x == y;
+          default: return x != y;
+        }
+      };
+      return map2(a, b, n.dtype, false, cmp, [](double x, double ea, double y, double eb, double) {
+        const double slack = ea + eb;
+        return (slack > 0 && std::fabs(x - y) <= slack) ? 1.0 : 0.0;
+      });
+    }
+    case ir::OpKind::And: case ir::OpKind::Or: {
+      const bool is_and = n.kind == ir::OpKind::And;
+      return map2(a, b, n.dtype, false,
+                  [is_and](double x, double y) -> double { return is_and ? (x != 0 && y != 0) : (x != 0 || y != 0); },
+                  // A certain false (and) or certain true (or) operand decides alone.
+                  [is_and](double x, double ea, double y, double eb, double) {
+                    const double decisive = is_and ? 0.0 : 1.0;
+                    if ((ea == 0 && x == decisive) || (eb == 0 && y == decisive)) return 0.0;
+                    return (ea > 0 || eb > 0) ? 1.0 : 0.0;
+                  });
+    }
+    default:
+      OLLIE_CHECK(false, std::string("eval_binary with ") + ir::op_name(n.kind));
+  }
+  return {};
+}
+
+Value eval_select(const Value& c, const Value& x, const Value& y, ir::DType dtype) {
+  Value out;
+  out.t.dtype = dtype;
+  out.t.shape = x.t.shape;
+  const size_t n = x.t.data.size();
+  out.t.data.resize(n);
+  for (size_t i = 0; i < n; ++i) out.t.data[i] = c.t.data[i] != 0.0 ? x.t.data[i] : y.t.data[i];
+  if (c.exact() && x.exact() && y.exact()) return out;
+  out.e.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double ex = x.exact() ? 0.0 : x.e[i], ey = y.exact() ? 0.0 : y.e[i];
+    if (c.exact() || c.e[i] == 0.0) {
+      out.e[i] = c.t.data[i] != 0.0 ? ex : ey;
+    } else {
+      // Either branch may be taken: cover the distance between them.
+      const double xv = x.t.data[i], yv = y.t.data[i];
+      out.e[i] = std::max(ex, ey) + (xv == yv ? 0.0 : std::fabs(xv - yv));
+    }
+  }
+  finalize(out);
+  return out;
+}
+
+}  // namespace ollie::interp::detail

@@ -1,0 +1,345 @@
+// The reference interpreter's driver: checks and rounds inputs, evaluates nodes in
+// order (leaves, layout ops and reductions here; elementwise and contractions in their
+// own files), frees each value after its last use, and returns outputs with bounds.
+#include <algorithm>
+#include <cfloat>
+#include <limits>
+#include <string>
+
+#include "interp/kernels.h"
+
+namespace ollie::interp {
+
+namespace detail {
+
+double round_to(ir::DType t, double x) {
+  switch (t) {
+    case ir::DType::F32: return static_cast<double>(static_cast<float>(x));
+    case ir::DType::F64: return x;
+    case ir::DType::I32: case ir::DType::I64: return std::trunc(x);
+    case ir::DType::Bool: return x != 0.0 ? 1.0 : 0.0;
+  }
+  return x;
+}
+
+void finalize(Value& v) {
+  if (v.exact()) return;
+  const double max_finite = v.t.dtype == ir::DType::F32 ? static_cast<double>(FLT_MAX)
+                                                         : std::numeric_limits<double>::max();
+  const bool is_float = ir::is_float(v.t.dtype);
+  const double* r = v.t.data.data();
+  double* e = v.e.data();
+  bool any = false;
+  for (int64_t i = 0, n = v.t.size(); i < n; ++i) {
+    if (is_float) {
+      if (!std::isfinite(r[i])) e[i] = 0.0;
+      else if (std::fabs(r[i]) > max_finite) e[i] = std::numeric_limits<double>::infinity();
+    }
+    if (std::isnan(e[i])) e[i] = std::numeric_limits<double>::infinity();
+    any = any || e[i] != 0.0;
+  }
+  if (!any) v.e.clear();
+}
+
+std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
+  return s;
+}
+
+void gather(const double* src, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
+            int64_t offset, double* dst) {
+  const int64_t total = ir::element_count(shape);
+  if (total == 0) return;
+  const size_t rank = shape.size();
+  if (rank == 0) {
+    dst[0] = src[offset];
+    return;
+  }
+  const int64_t inner = shape[rank - 1];
+  const int64_t inner_stride = strides[rank - 1];
+  std::vector<int64_t> idx(rank, 0);
+  int64_t base = offset;
+  for (int64_t done = 0; done < total; done += inner) {
+    const double* s = src + base;
+    if (inner_stride == 1) std::copy(s, s + inner, dst);
+    else for (int64_t j = 0; j < inner; ++j) dst[j] = s[j * inner_stride];
+    dst += inner;
+    // Odometer over the outer axes.
+    for (size_t d = rank - 1; d-- > 0;) {
+      base += strides[d];
+      if (++idx[d] < shape[d]) break;
+      base -= strides[d] * shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::Value;
+
+Tensor make_tensor(ir::DType dtype, std::vector<int64_t> shape) {
+  Tensor t;
+  t.dtype = dtype;
+  t.data.assign(static_cast<size_t>(ir::element_count(shape)), 0.0);
+  t.shape = std::move(shape);
+  return t;
+}
+
+// Applies the same strided gather to the values and (if any) the bounds.
+Value gather_value(const Value& x, ir::DType dtype, const std::vector<int64_t>& shape,
+                   const std::vector<int64_t>& strides, int64_t offset) {
+  Value out;
+  out.t = make_tensor(dtype, shape);
+  detail::gather(x.t.data.data(), shape, strides, offset, out.t.data.data());
+  if (!x.exact()) {
+    out.e.assign(out.t.data.size(), 0.0);
+    detail::gather(x.e.data(), shape, strides, offset, out.e.data());
+  }
+  return out;
+}
+
+Value eval_leaf(const ir::Graph& g, const ir::Node& n, const std::vector<int64_t>& shape) {
+  Value v;
+  v.t = make_tensor(n.dtype, shape);
+  if (n.kind == ir::OpKind::Iota) {
+    auto strides = detail::dense_strides(shape);
+    const int64_t stride = strides[static_cast<size_t>(n.axis)];
+    const int64_t len = shape[static_cast<size_t>(n.axis)];
+    for (int64_t i = 0; i < v.t.size(); ++i)
+      v.t.data[static_cast<size_t>(i)] = detail::round_to(n.dtype, static_cast<double>((i / stride) % len));
+    return v;
+  }
+  // Const: the literal's exact value; an implementation in a narrower dtype rounds it.
+  double c = n.const_dim ? static_cast<double>(n.const_dim->evaluate(g.bound_dims)) : n.const_value;
+  if (!ir::is_float(n.dtype)) c = detail::round_to(n.dtype, c);
+  v.t.data[0] = c;
+  if (std::isfinite(c) && detail::round_to(n.dtype, c) != c) {
+    v.e.assign(1, ir::unit_roundoff(n.dtype) * std::fabs(c));
+    detail::finalize(v);
+  }
+  return v;
+}
+
+Value eval_concat(const ir::Node& n, const std::vector<const Value*>& xs, const std::vector<int64_t>& shape) {
+  Value out;
+  out.t = make_tensor(n.dtype, shape);
+  bool any_bound = false;
+  for (auto* x : xs) any_bound = any_bound || !x->exact();
+  if (any_bound) out.e.assign(out.t.data.size(), 0.0);
+  const size_t axis = static_cast<size_t>(n.axis);
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= shape[d];
+  for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
+  const int64_t out_row = shape[axis] * inner;
+  int64_t col = 0;
+  for (auto* x : xs) {
+    const int64_t row = x->t.shape[axis] * inner;
+    for (int64_t o = 0; o < outer; ++o) {
+      std::copy_n(x->t.data.begin() + o * row, row, out.t.data.begin() + o * out_row + col);
+      if (!x->exact()) std::copy_n(x->e.begin() + o * row, row, out.e.begin() + o * out_row + col);
+    }
+    col += row;
+  }
+  return out;
+}
+
+Value eval_reduce(const ir::Node& n, const Value& x, const std::vector<int64_t>& out_shape) {
+  // Bring the reduced axes last so each output element reduces one contiguous row.
+  const auto& in_shape = x.t.shape;
+  std::vector<int> order;
+  std::vector<bool> reduced(in_shape.size(), false);
+  for (int a : n.axes) reduced[static_cast<size_t>(a)] = true;
+  for (size_t d = 0; d < in_shape.size(); ++d) if (!reduced[d]) order.push_back(static_cast<int>(d));
+  for (int a : n.axes) order.push_back(a);
+  int64_t len = 1;
+  for (int a : n.axes) len *= in_shape[static_cast<size_t>(a)];
+  const int64_t rows = ir::element_count(out_shape);
+
+  Value packed;
+  const Value* src = &x;
+  bool identity = true;
+  for (size_t i = 0; i < order.size(); ++i) identity = identity && order[i] == static_cast<int>(i);
+  if (!identity) {
+    std::vector<int64_t> shape, strides;
+    auto dense = detail::dense_strides(in_shape);
+    for (int d : order) {
+      shape.push_back(in_shape[static_cast<size_t>(d)]);
+      strides.push_back(dense[static_cast<size_t>(d)]);
+    }
+    packed = gather_value(x, x.t.dtype, shape, strides, 0);
+    src = &packed;
+  }
+
+  Value out;
+  out.t = make_tensor(n.dtype, out_shape);
+  const double u = ir::unit_roundoff(n.dtype);
+  const bool need_e = !src->exact() || (n.reduce == ir::ReduceKind::Sum && u > 0 && len > 1);
+  if (need_e) out.e.assign(static_cast<size_t>(rows), 0.0);
+  const double gm = u * detail::growth(static_cast<double>(len - 1));
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* v = src->t.data.data() + r * len;
+    const double* e = src->exact() ? nullptr : src->e.data() + r * len;
+    double acc, bound = 0.0;
+    if (n.reduce == ir::ReduceKind::Sum) {
+      double abs_sum = 0.0;
+      acc = 0.0;
+      for (int64_t k = 0; k < len; ++k) { acc += v[k]; abs_sum += std::fabs(v[k]); }
+      if (e) for (int64_t k = 0; k < len; ++k) bound += e[k];
+      bound += gm * abs_sum;
+    } else {
+      const bool is_max = n.reduce == ir::ReduceKind::Max;
+      acc = is_max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+      for (int64_t k = 0; k < len; ++k) {
+        // NaN propagates, as numpy's max/min do.
+        if (std::isnan(v[k]) || std::isnan(acc)) acc = std::numeric_limits<double>::quiet_NaN();
+        else acc = is_max ? std::max(acc, v[k]) : std::min(acc, v[k]);
+      }
+      if (e) for (int64_t k = 0; k < len; ++k) bound = std::max(bound, e[k]);
+    }
+    out.t.data[static_cast<size_t>(r)] = acc;
+    if (need_e) out.e[static_cast<size_t>(r)] = bound;
+  }
+  detail::finalize(out);
+  return out;
+}
+
+Value eval_layout(const ir::Node& n, const Value& x, const std::vector<int64_t>& shape,
+                  const ir::DimBindings& dims) {
+  const auto in_strides = detail::dense_strides(x.t.shape);
+  std::vector<int64_t> strides(shape.size(), 0);
+  int64_t offset = 0;
+  switch (n.kind) {
+    case ir::OpKind::Broadcast:
+      for (size_t d = 0; d < shape.size(); ++d) strides[d] = x.t.shape[d] == 1 ? 0 : in_strides[d];
+      break;
+    case ir::OpKind::Transpose:
+      for (size_t d = 0; d < shape.size(); ++d) strides[d] = in_strides[static_cast<size_t>(n.axes[d])];
+      break;
+    case ir::OpKind::Slice:
+      for (size_t d = 0; d < shape.size(); ++d) {
+        const int64_t start = n.slices[d].start.evaluate(dims);
+        offset += start * in_strides[d];
+        strides[d] = n.slices[d].step * in_strides[d];
+        if (shape[d] > 0 && (start < 0 || start + (shape[d] - 1) * n.slices[d].step >= x.t.shape[d]))
+          throw UserError("slice [" + n.slices[d].start.str() + ":" + n.slices[d].stop.str() + "] of axis " +
+                          std::to_string(d) + " runs past its size " + std::to_string(x.t.shape[d]) +
+                          " at the bound dims; choose dims for which the slice fits");
+      }
+      break;
+    default:
+      OLLIE_CHECK(false, std::string("eval_layout with ") + ir::op_name(n.kind));
+  }
+  return gather_value(x, n.dtype, shape, strides, offset);
+}
+
+Value round_input(const ir::Param& p, const Tensor& in, const std::vector<int64_t>& expected) {
+  auto shape_text = [](const std::vector<int64_t>& s) {
+    std::string t = "[";
+    for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+    return t + "]";
+  };
+  if (in.shape != expected)
+    throw UserError("input '" + p.name + "' has shape " + shape_text(in.shape) + " but the kernel expects " +
+                    ir::shape_str(p.shape) + " = " + shape_text(expected) +
+                    " at the bound dims; pass an array of shape " + shape_text(expected) +
+                    " or bind the dims to match");
+  if (in.size() != ir::element_count(expected))
+    throw UserError("input '" + p.name + "' holds " + std::to_string(in.size()) + " values but its shape " +
+                    shape_text(expected) + " needs " + std::to_string(ir::element_count(expected)));
+  Value v;
+  v.t.dtype = p.dtype;
+  v.t.shape = expected;
+  v.t.data.resize(in.data.size());
+  for (size_t i = 0; i < in.data.size(); ++i) v.t.data[i] = detail::round_to(p.dtype, in.data[i]);
+  return v;
+}
+
+}  // namespace
+
+Result evaluate(const ir::Graph& graph, const std::vector<Tensor>& inputs) {
+  ir::verify(graph);
+  if (inputs.size() != graph.params.size())
+    throw UserError("kernel '" + graph.entry + "' takes " + std::to_string(graph.params.size()) +
+                    " inputs but " + std::to_string(inputs.size()) + " were given");
+
+  // Last use of each value, so that big intermediates are freed as soon as possible.
+  const size_t count = graph.nodes.size();
+  std::vector<size_t> last_use(count, 0);
+  for (size_t i = 0; i < count; ++i)
+    for (ir::ValueId op : graph.nodes[i].operands) last_use[static_cast<size_t>(op)] = i;
+  for (ir::ValueId out : graph.outputs) last_use[static_cast<size_t>(out)] = count;
+
+  std::vector<Value> values(count);
+  for (size_t i = 0; i < count; ++i) {
+    const ir::Node& n = graph.nodes[i];
+    const auto shape = ir::evaluate_shape(n.shape, graph.bound_dims);
+    auto arg = [&](size_t k) -> const Value& { return values[static_cast<size_t>(n.operands[k])]; };
+    Value& v = values[i];
+    switch (n.kind) {
+      case ir::OpKind::Input: {
+        const auto& p = graph.params[static_cast<size_t>(n.input_index)];
+        v = round_input(p, inputs[static_cast<size_t>(n.input_index)], shape);
+        break;
+      }
+      case ir::OpKind::Const: case ir::OpKind::Iota:
+        v = eval_leaf(graph, n, shape);
+        break;
+      case ir::OpKind::Broadcast: case ir::OpKind::Transpose: case ir::OpKind::Slice:
+        v = eval_layout(n, arg(0), shape, graph.bound_dims);
+        break;
+      case ir::OpKind::Reshape:
+        // Row-major order is kept, so only the shape changes.
+        if (last_use[static_cast<size_t>(n.operands[0])] == i) v = std::move(values[static_cast<size_t>(n.operands[0])]);
+        else v = arg(0);
+        v.t.shape = shape;
+        break;
+      case ir::OpKind::Concat: {
+        std::vector<const Value*> xs;
+        for (size_t k = 0; k < n.operands.size(); ++k) xs.push_back(&arg(k));
+        v = eval_concat(n, xs, shape);
+        break;
+      }
+      case ir::OpKind::Reduce:
+        v = eval_reduce(n, arg(0), shape);
+        break;
+      case ir::OpKind::Contract:
+        v = detail::eval_contract(n, arg(0), arg(1));
+        break;
+      case ir::OpKind::Select:
+        v = detail::eval_select(arg(0), arg(1), arg(2), n.dtype);
+        break;
+      default:
+        if (ir::is_elementwise_unary(n.kind)) v = detail::eval_unary(n, arg(0));
+        else v = detail::eval_binary(n, arg(0), arg(1));
+        break;
+    }
+    OLLIE_CHECK(v.t.shape == shape && v.t.size() == ir::element_count(shape),
+                std::string("interp produced a wrong shape for ") + ir::op_name(n.kind));
+    v.t.dtype = n.dtype;
+    for (ir::ValueId op : n.operands)
+      if (last_use[static_cast<size_t>(op)] == i) values[static_cast<size_t>(op)] = Value{};
+  }
+
+  Result result;
+  for (size_t k = 0; k < graph.outputs.size(); ++k) {
+    const size_t id = static_cast<size_t>(graph.outputs[k]);
+    // An output listed twice is copied, not moved, until its last listing.
+    bool later = std::find(graph.outputs.begin() + static_cast<long>(k) + 1, graph.outputs.end(),
+                           graph.outputs[k]) != graph.outputs.end();
+    Value v = later ? values[id] : std::move(values[id]);
+    Tensor bound;
+    bound.dtype = ir::DType::F64;  // a bound is a real magnitude whatever the value's dtype
+    bound.shape = v.t.shape;
+    if (v.exact()) bound.data.assign(v.t.data.size(), 0.0);
+    else bound.data = std::move(v.e);
+    result.values.push_back(std::move(v.t));
+    result.bounds.push_back(std::move(bound));
+  }
+  return result;
+}
+
+}  // namespace ollie::interp

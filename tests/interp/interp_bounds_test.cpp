@@ -1,0 +1,370 @@
+// Error-bound properties of the reference interpreter: real float32 computations (in
+// several orders) stay within the derived bound on random data, while a dropped term
+// or a 1e-4 scale error does not; exact ops have zero bounds; special values.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "test_graph.h"
+
+namespace ollie::interp {
+namespace {
+
+using ir::DType;
+using ir::OpKind;
+using testing::S;
+using testing::T;
+using testing::TestGraph;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Largest |got - value| / bound over all elements (inf if a zero bound is missed).
+double worst_ratio(const std::vector<float>& got, const Tensor& value, const Tensor& bound) {
+  EXPECT_EQ(got.size(), value.data.size());
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double err = std::fabs(static_cast<double>(got[i]) - value.data[i]);
+    if (err == 0) continue;
+    worst = std::max(worst, bound.data[i] > 0 ? err / bound.data[i] : kInf);
+  }
+  return worst;
+}
+
+std::vector<double> to_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+std::vector<float> random_floats(std::mt19937& rng, size_t n, double lo, double hi) {
+  std::uniform_real_distribution<double> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = static_cast<float>(d(rng));
+  return v;
+}
+
+std::vector<float> normal_floats(std::mt19937& rng, size_t n, double sigma = 1.0) {
+  std::normal_distribution<double> d(0.0, sigma);
+  std::vector<float> v(n);
+  for (auto& x : v) x = static_cast<float>(d(rng));
+  return v;
+}
+
+// ---------------------------------------------------------------------------
+// Long sums
+
+struct SumGraph {
+  TestGraph tg;
+  SumGraph(int64_t rows, int64_t n) {
+    auto x = tg.in("x", DType::F32, S({rows, n}));
+    tg.out(tg.b.reduce(ir::ReduceKind::Sum, x, {1}));
+  }
+};
+
+TEST(InterpBounds, FloatSumsInSeveralOrdersStayWithinBound) {
+  const int64_t rows = 64, n = 4096;
+  SumGraph sg(rows, n);
+  for (unsigned seed = 1; seed <= 4; ++seed) {
+    std::mt19937 rng(seed);
+    auto x = random_floats(rng, static_cast<size_t>(rows * n), 0.0, 1.0);
+    auto r = sg.tg.run({T(DType::F32, {rows, n}, to_double(x))});
+    std::vector<float> recursive(rows), reverse(rows), blocked(rows), pairwise(rows);
+    for (int64_t i = 0; i < rows; ++i) {
+      const float* row = x.data() + i * n;
+      float s = 0;
+      for (int64_t k = 0; k < n; ++k) s += row[k];
+      recursive[static_cast<size_t>(i)] = s;
+      s = 0;
+      for (int64_t k = n; k-- > 0;) s += row[k];
+      reverse[static_cast<size_t>(i)] = s;
+      float lanes[8] = {};
+      for (int64_t k = 0; k < n; ++k) lanes[k % 8] += row[k];
+      s = 0;
+      for (float l : lanes) s += l;
+      blocked[static_cast<size_t>(i)] = s;
+      std::vector<float> level(row, row + n);
+      while (level.size() > 1) {
+        for (size_t k = 0; k < level.size() / 2; ++k) level[k] = level[2 * k] + level[2 * k + 1];
+        level.resize(level.size() / 2);
+      }
+      pairwise[static_cast<size_t>(i)] = level[0];
+    }
+    EXPECT_LE(worst_ratio(recursive, r.values[0], r.bounds[0]), 1.0) << "seed " << seed;
+    EXPECT_LE(worst_ratio(reverse, r.values[0], r.bounds[0]), 1.0) << "seed " << seed;
+    EXPECT_LE(worst_ratio(blocked, r.values[0], r.bounds[0]), 1.0) << "seed " << seed;
+    EXPECT_LE(worst_ratio(pairwise, r.values[0], r.bounds[0]), 1.0) << "seed " << seed;
+  }
+}
+
+TEST(InterpBounds, DroppedTermOrScaleErrorInLongSumExceedsBound) {
+  const int64_t rows = 16, n = 4096;
+  SumGraph sg(rows, n);
+  for (unsigned seed = 1; seed <= 3; ++seed) {
+    std::mt19937 rng(100 + seed);
+    auto x = random_floats(rng, static_cast<size_t>(rows * n), 0.0, 1.0);
+    auto r = sg.tg.run({T(DType::F32, {rows, n}, to_double(x))});
+    std::vector<float> dropped(rows), scaled(rows);
+    for (int64_t i = 0; i < rows; ++i) {
+      // Computed in double so the only error is the injected one.
+      double s = 0, all = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        all += x[static_cast<size_t>(i * n + k)];
+        if (k != 17) s += x[static_cast<size_t>(i * n + k)];
+      }
+      dropped[static_cast<size_t>(i)] = static_cast<float>(s);
+      scaled[static_cast<size_t>(i)] = static_cast<float>(all * (1 + 1e-4));
+    }
+    EXPECT_GT(worst_ratio(dropped, r.values[0], r.bounds[0]), 1.0) << "seed " << seed;
+    EXPECT_GT(worst_ratio(scaled, r.values[0], r.bounds[0]), 1.0) << "seed " << seed;
+    // The worst-case n·u bound would have accepted both.
+    const double u = std::ldexp(1.0, -24);
+    double sum0 = r.values[0].data[0];
+    EXPECT_LT(std::fabs(scaled[0] - sum0), n * u * sum0);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Matmul
+
+TEST(InterpBounds, FloatMatmulInSeveralOrdersStaysWithinBoundAndDroppedTermDoesNot) {
+  const int64_t m = 32, k = 1024, n = 24;
+  TestGraph tg;
+  auto a = tg.in("a", DType::F32, S({m, k}));
+  auto b = tg.in("b", DType::F32, S({k, n}));
+  tg.out(tg.b.contract(a, b, {0, 1}, {1, 2}, {0, 2}));
+  for (unsigned seed = 1; seed <= 3; ++seed) {
+    std::mt19937 rng(seed);
+    auto av = normal_floats(rng, static_cast<size_t>(m * k));
+    auto bv = random_floats(rng, static_cast<size_t>(k * n), -2.0, 3.0);
+    auto r = tg.run({T(DType::F32, {m, k}, to_double(av)), T(DType::F32, {k, n}, to_double(bv))});
+    auto A = [&](int64_t i, int64_t kk) { return av[static_cast<size_t>(i * k + kk)]; };
+    auto B = [&](int64_t kk, int64_t j) { return bv[static_cast<size_t>(kk * n + j)]; };
+    std::vector<float> ikj(static_cast<size_t>(m * n), 0.f), rev(static_cast<size_t>(m * n)),
+        fma_tiled(static_cast<size_t>(m * n)), dropped(static_cast<size_t>(m * n));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t kk = 0; kk < k; ++kk)
+        for (int64_t j = 0; j < n; ++j) ikj[static_cast<size_t>(i * n + j)] += A(i, kk) * B(kk, j);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float s = 0;
+        for (int64_t kk = k; kk-- > 0;) s += A(i, kk) * B(kk, j);
+        rev[static_cast<size_t>(i * n + j)] = s;
+        float tiles[16] = {};
+        for (int64_t kk = 0; kk < k; ++kk) tiles[kk % 16] = std::fma(A(i, kk), B(kk, j), tiles[kk % 16]);
+        s = 0;
+        for (float t : tiles) s += t;
+        fma_tiled[static_cast<size_t>(i * n + j)] = s;
+        double d = 0;
+        for (int64_t kk = 0; kk < k; ++kk) if (kk != (i + j) % k) d += double(A(i, kk)) * B(kk, j);
+        dropped[static_cast<size_t>(i * n + j)] = static_cast<float>(d);
+      }
+    EXPECT_LE(worst_ratio(ikj, r.values[0], r.bounds[0]), 1.0) << "seed " << seed;
+    EXPECT_LE(worst_ratio(rev, r.values[0], r.bounds[0]), 1.0) << "seed " << seed;
+    EXPECT_LE(worst_ratio(fma_tiled, r.values[0], r.bounds[0]), 1.0) << "seed " << seed;
+    EXPECT_GT(worst_ratio(dropped, r.values[0], r.bounds[0]), 1.0) << "seed " << seed;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Transcendental chains and softmax
+
+TEST(InterpBounds, FloatExpTanhChainStaysWithinBound) {
+  // y = tanh(exp(x) * 0.3 - 1) / sqrt(x*x + 1), with 0.3 a weak (inexact) f32 constant.
+  const int64_t n = 20000;
+  TestGraph tg;
+  auto x = tg.in("x", DType::F32, S({n}));
+  auto e = tg.b.unary(OpKind::Exp, x);
+  auto t = tg.b.unary(OpKind::Tanh, tg.b.binary(OpKind::Sub, tg.b.binary(OpKind::Mul, e, tg.c(0.3, DType::F32, S({n}))),
+                                                tg.c(1.0, DType::F32, S({n}))));
+  auto d = tg.b.unary(OpKind::Sqrt, tg.b.binary(OpKind::Add, tg.b.powi(x, 2), tg.c(1.0, DType::F32, S({n}))));
+  tg.out(tg.b.binary(OpKind::Div, t, d));
+  for (unsigned seed = 1; seed <= 3; ++seed) {
+    std::mt19937 rng(seed);
+    auto xv = random_floats(rng, static_cast<size_t>(n), -4.0, 4.0);
+    auto r = tg.run({T(DType::F32, {n}, to_double(xv))});
+    std::vector<float> got(static_cast<size_t>(n));
+    for (size_t i = 0; i < got.size(); ++i) {
+      float v = xv[i];
+      got[i] = std::tanh(std::exp(v) * 0.3f - 1.0f) / std::sqrt(v * v + 1.0f);
+    }
+    EXPECT_LE(worst_ratio(got, r.values[0], r.bounds[0]), 1.0) << "seed " << seed;
+    // A 1e-4 relative scale error is far outside it.
+    for (auto& g : got) g *= 1.0f + 1e-4f;
+    EXPECT_GT(worst_ratio(got, r.values[0], r.bounds[0]), 1.0) << "seed " << seed;
+  }
+}
+
+TEST(InterpBounds, FloatSoftmaxStaysWithinBound) {
+  const int64_t rows = 8, n = 1000;
+  TestGraph tg;
+  auto x = tg.in("x", DType::F32, S({rows, n}));
+  auto mx = tg.b.broadcast(tg.b.reshape(tg.b.reduce(ir::ReduceKind::Max, x, {1}), S({rows, 1})), S({rows, n}));
+  auto ex = tg.b.unary(OpKind::Exp, tg.b.binary(OpKind::Sub, x, mx));
+  auto sum = tg.b.broadcast(tg.b.reshape(tg.b.reduce(ir::ReduceKind::Sum, ex, {1}), S({rows, 1})), S({rows, n}));
+  tg.out(tg.b.binary(OpKind::Div, ex, sum));
+  for (unsigned seed = 1; seed <= 3; ++seed) {
+    std::mt19937 rng(seed);
+    auto xv = normal_floats(rng, static_cast<size_t>(rows * n), 3.0);
+    auto r = tg.run({T(DType::F32, {rows, n}, to_double(xv))});
+    std::vector<float> got(xv.size());
+    for (int64_t i = 0; i < rows; ++i) {
+      const float* row = xv.data() + i * n;
+      float m = *std::max_element(row, row + n), s = 0;
+      for (int64_t k = 0; k < n; ++k) s += std::exp(row[k] - m);
+      const float inv = 1.0f / s;  // reciprocal instead of divide: one more rounding, still fine
+      for (int64_t k = 0; k < n; ++k) got[static_cast<size_t>(i * n + k)] = std::exp(row[k] - m) * inv;
+    }
+    EXPECT_LE(worst_ratio(got, r.values[0], r.bounds[0]), 1.0) << "seed " << seed;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Exactness and special values
+
+TEST(InterpBounds, ExactIntegerOpsHaveZeroBounds) {
+  TestGraph tg;
+  auto a = tg.in("a", DType::I32, S({3, 4}));
+  auto b = tg.in("b", DType::I32, S({4, 2}));
+  auto c = tg.b.contract(a, b, {0, 1}, {1, 2}, {0, 2});
+  auto s = tg.b.reduce(ir::ReduceKind::Sum, c, {0});
+  tg.out(tg.b.binary(OpKind::Mul, tg.b.binary(OpKind::Add, c, c), c));
+  tg.out(tg.b.powi(s, 3));
+  tg.out(tg.b.convert(s, DType::F32));
+  std::vector<double> av(12), bv(8);
+  for (size_t i = 0; i < av.size(); ++i) av[i] = static_cast<double>(i % 5) - 2;
+  for (size_t i = 0; i < bv.size(); ++i) bv[i] = static_cast<double>(i % 3) + 1;
+  auto r = tg.run({T(DType::I32, {3, 4}, av), T(DType::I32, {4, 2}, bv)});
+  for (auto& bnd : r.bounds) for (double e : bnd.data) EXPECT_EQ(e, 0.0);
+  // ... while the same contraction in f32 has a nonzero rounding bound.
+  TestGraph tf;
+  auto fa = tf.in("a", DType::F32, S({3, 4}));
+  auto fb = tf.in("b", DType::F32, S({4, 2}));
+  tf.out(tf.b.contract(fa, fb, {0, 1}, {1, 2}, {0, 2}));
+  auto rf = tf.run({T(DType::F32, {3, 4}, av), T(DType::F32, {4, 2}, bv)});
+  EXPECT_GT(*std::max_element(rf.bounds[0].data.begin(), rf.bounds[0].data.end()), 0.0);
+}
+
+TEST(InterpBounds, NegInfMaskThenExpIsExactZero) {
+  const int64_t n = 4;
+  TestGraph tg;
+  auto x = tg.in("x", DType::F32, S({n, n}));
+  auto row = tg.b.iota(S({n, n}), 0, DType::I32);
+  auto col = tg.b.iota(S({n, n}), 1, DType::I32);
+  auto causal = tg.b.binary(OpKind::Ge, row, col);
+  auto masked = tg.b.select(causal, x, tg.c(-kInf, DType::F32, S({n, n})));
+  auto mx = tg.b.broadcast(tg.b.reshape(tg.b.reduce(ir::ReduceKind::Max, masked, {1}), S({n, 1})), S({n, n}));
+  tg.out(tg.b.unary(OpKind::Exp, tg.b.binary(OpKind::Sub, masked, mx)));
+  auto r = tg.run({T(DType::F32, {n, n}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})});
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const size_t k = static_cast<size_t>(i * n + j);
+      if (j > i) {
+        EXPECT_EQ(r.values[0].data[k], 0.0);
+        EXPECT_EQ(r.bounds[0].data[k], 0.0);
+      } else {
+        EXPECT_DOUBLE_EQ(r.values[0].data[k], std::exp(static_cast<double>(j - i)));
+        EXPECT_GT(r.bounds[0].data[k], 0.0);
+        EXPECT_LT(r.bounds[0].data[k], 1e-5);
+      }
+    }
+}
+
+TEST(InterpBounds, UncertainComparisonWidensSelect) {
+  TestGraph tg;
+  auto a = tg.in("a", DType::F32, S({2}));
+  auto b = tg.in("b", DType::F32, S({2}));
+  auto sum = tg.b.binary(OpKind::Add, a, b);                         // carries a rounding bound
+  auto cmp = tg.b.binary(OpKind::Gt, sum, tg.c(1.0, DType::F32, S({2})));
+  tg.out(cmp);
+  tg.out(tg.b.select(cmp, tg.c(10.0, DType::F32, S({2})), tg.c(20.0, DType::F32, S({2}))));
+  const double tiny = std::ldexp(1.0, -30);  // a + b = 1 + 2^-30: within rounding of 1
+  auto r = tg.run({T(DType::F32, {2}, {1.0, 2.0}), T(DType::F32, {2}, {tiny, 0.5})});
+  EXPECT_EQ(r.values[0].data, (std::vector<double>{1, 1}));
+  EXPECT_EQ(r.bounds[0].data, (std::vector<double>{1, 0}));  // first uncertain, second certain
+  EXPECT_EQ(r.values[1].data, (std::vector<double>{10, 10}));
+  EXPECT_GE(r.bounds[1].data[0], 10.0);
+  EXPECT_EQ(r.bounds[1].data[1], 0.0);
+}
+
+TEST(InterpBounds, OverflowIsInfiniteAndNonFiniteResultsExact) {
+  TestGraph tg;
+  auto x = tg.in("x", DType::F32, S({3}));
+  tg.out(tg.b.unary(OpKind::Exp, x));
+  tg.out(tg.b.unary(OpKind::Log, x));
+  auto r = tg.run({T(DType::F32, {3}, {100.0, -kInf, 0.0})});
+  EXPECT_EQ(r.bounds[0].data[0], kInf);   // exp(100) overflows f32
+  EXPECT_EQ(r.values[0].data[1], 0.0);    // exp(-inf) = 0 exactly
+  EXPECT_EQ(r.bounds[0].data[1], 0.0);
+  EXPECT_EQ(r.values[1].data[2], -kInf);  // log(0) = -inf must be reproduced
+  EXPECT_EQ(r.bounds[1].data[2], 0.0);
+  EXPECT_TRUE(std::isnan(r.values[1].data[1]));
+  EXPECT_EQ(r.bounds[1].data[1], 0.0);
+}
+
+TEST(InterpBounds, PropagationRulesOnKnownNumbers) {
+  // Bounds through Mul, Div and a reduce, checked against the formulas by hand.
+  const double u = std::ldexp(1.0, -24);
+  TestGraph tg;
+  auto x = tg.in("x", DType::F32, S({2}));
+  auto y = tg.in("y", DType::F32, S({2}));
+  auto s = tg.b.binary(OpKind::Add, x, y);                 // e_s = u|x+y|
+  tg.out(s);
+  tg.out(tg.b.binary(OpKind::Mul, s, y));                   // |y| e_s + u|r|
+  tg.out(tg.b.binary(OpKind::Div, y, s));                   // |r| e_s / (|s| - e_s) + u|r|
+  tg.out(tg.b.reduce(ir::ReduceKind::Max, s, {0}));         // max e
+  auto r = tg.run({T(DType::F32, {2}, {1.0, 3.0}), T(DType::F32, {2}, {2.0, -1.0})});
+  EXPECT_DOUBLE_EQ(r.bounds[0].data[0], 3 * u);
+  EXPECT_DOUBLE_EQ(r.bounds[0].data[1], 2 * u);
+  EXPECT_DOUBLE_EQ(r.bounds[1].data[0], 2 * 3 * u + 6 * u);
+  EXPECT_DOUBLE_EQ(r.bounds[2].data[0], (2.0 / 3) * 3 * u / (3 - 3 * u) + u * 2.0 / 3);
+  EXPECT_DOUBLE_EQ(r.bounds[3].data[0], 3 * u);
+}
+
+TEST(InterpBounds, ConvertAndPowIOfUncertainValues) {
+  const double u = std::ldexp(1.0, -24);
+  TestGraph tg;
+  auto x = tg.in("x", DType::F32, S({2}));
+  auto y = tg.in("y", DType::F32, S({2}));
+  auto s = tg.b.binary(OpKind::Sub, x, y);                   // e = u|x - y|
+  tg.out(tg.b.convert(s, DType::I32));                        // e + 1
+  tg.out(tg.b.convert(s, DType::Bool));                       // certain unless e >= |s|
+  tg.out(tg.b.powi(s, -1));                                   // 1/s by the Div rule
+  tg.out(tg.b.convert(x, DType::I32));                        // exact input: exact
+  auto r = tg.run({T(DType::F32, {2}, {3.5, 1.0}), T(DType::F32, {2}, {1.0, 1.0})});
+  EXPECT_EQ(r.values[0].data, (std::vector<double>{2, 0}));
+  EXPECT_DOUBLE_EQ(r.bounds[0].data[0], 2.5 * u + 1);
+  EXPECT_EQ(r.bounds[0].data[1], 0.0);                        // 1 - 1 = 0 exactly: e = 0
+  EXPECT_EQ(r.bounds[1].data, (std::vector<double>{0, 0}));
+  const double e = 2.5 * u;
+  EXPECT_DOUBLE_EQ(r.bounds[2].data[0], (1 / 2.5) * e / (2.5 - e) + u / 2.5);
+  EXPECT_EQ(r.values[2].data[1], kInf);                       // 1/0 is inf, reproduced exactly
+  EXPECT_EQ(r.bounds[2].data[1], 0.0);
+  EXPECT_EQ(r.bounds[3].data, (std::vector<double>{0, 0}));
+}
+
+TEST(InterpBounds, LargeContractionIsRight) {
+  // MLA-decode sized: [16, 512] x [512, 4096] with bounds, through the blocked kernel.
+  // (Its speed is measured by bench/frontend_times.sh, not asserted here.)
+  const int64_t m = 16, k = 512, n = 4096;
+  TestGraph tg;
+  auto a = tg.in("a", DType::F32, S({m, k}));
+  auto b = tg.in("b", DType::F32, S({n, k}));
+  tg.out(tg.b.contract(a, b, {0, 1}, {2, 1}, {0, 2}));
+  std::mt19937 rng(3);
+  auto av = normal_floats(rng, static_cast<size_t>(m * k));
+  auto bv = normal_floats(rng, static_cast<size_t>(n * k));
+  auto r = tg.run({T(DType::F32, {m, k}, to_double(av)), T(DType::F32, {n, k}, to_double(bv))});
+  double want = 0;
+  for (int64_t kk = 0; kk < k; ++kk) want += double(av[static_cast<size_t>(5 * k + kk)]) * bv[static_cast<size_t>(77 * k + kk)];
+  EXPECT_NEAR(r.values[0].data[5 * n + 77], want, 1e-9);
+  // Every row block and the 4-row tail of the kernel: check a few more elements.
+  for (int64_t i : {0, 3, 4, 15})
+    for (int64_t j : {0, 1, 4095}) {
+      double s = 0;
+      for (int64_t kk = 0; kk < k; ++kk) s += double(av[static_cast<size_t>(i * k + kk)]) * bv[static_cast<size_t>(j * k + kk)];
+      EXPECT_NEAR(r.values[0].data[static_cast<size_t>(i * n + j)], s, 1e-9);
+      EXPECT_GT(r.bounds[0].data[static_cast<size_t>(i * n + j)], 0.0);
+    }
+}
+
+}  // namespace
+}  // namespace ollie::interp

@@ -1,0 +1,346 @@
+// Exact values of every op in the reference interpreter on small hand-computed
+// tensors, input rounding and shape checking (bounds: interp_bounds_test.cpp).
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <random>
+
+#include "test_graph.h"
+
+namespace ollie::interp {
+namespace {
+
+using ir::DType;
+using ir::OpKind;
+using testing::S;
+using testing::T;
+using testing::TestGraph;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+void expect_values(const Tensor& t, std::vector<int64_t> shape, std::vector<double> want) {
+  ASSERT_EQ(t.shape, shape);
+  ASSERT_EQ(t.data.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(t.data[i])) << "element " << i;
+    else EXPECT_DOUBLE_EQ(t.data[i], want[i]) << "element " << i;
+  }
+}
+
+TEST(InterpValues, UnaryOps) {
+  TestGraph tg;
+  auto x = tg.in("x", DType::F64, S({3}));
+  for (OpKind k : {OpKind::Neg, OpKind::Abs, OpKind::Exp, OpKind::Tanh, OpKind::Erf, OpKind::Sin, OpKind::Cos})
+    tg.out(tg.b.unary(k, x));
+  auto ax = tg.b.unary(OpKind::Abs, x);
+  tg.out(tg.b.unary(OpKind::Log, ax));
+  tg.out(tg.b.unary(OpKind::Sqrt, ax));
+  tg.out(tg.b.powi(x, 3));
+  tg.out(tg.b.powi(x, -2));
+  tg.out(tg.b.powi(x, 0));
+  std::vector<double> in = {-2.0, 0.5, 4.0};
+  auto r = tg.run({T(DType::F64, {3}, in)});
+  std::vector<std::function<double(double)>> fs = {
+      [](double v) { return -v; }, [](double v) { return std::fabs(v); }, [](double v) { return std::exp(v); },
+      [](double v) { return std::tanh(v); }, [](double v) { return std::erf(v); },
+      [](double v) { return std::sin(v); }, [](double v) { return std::cos(v); },
+      [](double v) { return std::log(std::fabs(v)); }, [](double v) { return std::sqrt(std::fabs(v)); },
+      [](double v) { return v * v * v; }, [](double v) { return 1.0 / (v * v); }, [](double) { return 1.0; }};
+  ASSERT_EQ(r.values.size(), fs.size());
+  for (size_t k = 0; k < fs.size(); ++k)
+    expect_values(r.values[k], {3}, {fs[k](in[0]), fs[k](in[1]), fs[k](in[2])});
+}
+
+TEST(InterpValues, BinaryOps) {
+  TestGraph tg;
+  auto a = tg.in("a", DType::F64, S({4}));
+  auto b = tg.in("b", DType::F64, S({4}));
+  for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div, OpKind::Max, OpKind::Min, OpKind::FloorDiv,
+                   OpKind::Mod})
+    tg.out(tg.b.binary(k, a, b));
+  auto r = tg.run({T(DType::F64, {4}, {7, -7, 2.5, NAN}), T(DType::F64, {4}, {2, 2, -0.5, 1})});
+  expect_values(r.values[0], {4}, {9, -5, 2, NAN});
+  expect_values(r.values[1], {4}, {5, -9, 3, NAN});
+  expect_values(r.values[2], {4}, {14, -14, -1.25, NAN});
+  expect_values(r.values[3], {4}, {3.5, -3.5, -5, NAN});
+  expect_values(r.values[4], {4}, {7, 2, 2.5, NAN});     // NaN propagates like np.maximum
+  expect_values(r.values[5], {4}, {2, -7, -0.5, NAN});
+  expect_values(r.values[6], {4}, {3, -4, -5, NAN});     // numpy floor division
+  expect_values(r.values[7], {4}, {1, 1, 0, NAN});       // sign of the divisor
+}
+
+TEST(InterpValues, IntegerFloorDivModAndPow) {
+  TestGraph tg;
+  auto a = tg.in("a", DType::I32, S({3}));
+  auto b = tg.in("b", DType::I32, S({3}));
+  tg.out(tg.b.binary(OpKind::FloorDiv, a, b));
+  tg.out(tg.b.binary(OpKind::Mod, a, b));
+  auto x = tg.in("x", DType::F64, S({2}));
+  auto y = tg.in("y", DType::F64, S({2}));
+  tg.out(tg.b.binary(OpKind::Pow, x, y));
+  auto r = tg.run({T(DType::I32, {3}, {-7, 7, 5}), T(DType::I32, {3}, {2, -2, 0}), T(DType::F64, {2}, {2, 9}),
+                   T(DType::F64, {2}, {0.5, -0.5})});
+  expect_values(r.values[0], {3}, {-4, -4, 0});
+  expect_values(r.values[1], {3}, {1, -1, 0});
+  expect_values(r.values[2], {2}, {std::sqrt(2.0), 1.0 / 3.0});
+}
+
+TEST(InterpValues, ComparisonsLogicAndSelect) {
+  TestGraph tg;
+  auto a = tg.in("a", DType::F32, S({4}));
+  auto b = tg.in("b", DType::F32, S({4}));
+  for (OpKind k : {OpKind::Lt, OpKind::Le, OpKind::Gt, OpKind::Ge, OpKind::Eq, OpKind::Ne})
+    tg.out(tg.b.binary(k, a, b));
+  auto lt = tg.b.binary(OpKind::Lt, a, b);
+  auto eq = tg.b.binary(OpKind::Eq, a, b);
+  tg.out(tg.b.binary(OpKind::And, lt, eq));
+  tg.out(tg.b.binary(OpKind::Or, lt, eq));
+  tg.out(tg.b.unary(OpKind::Not, lt));
+  tg.out(tg.b.select(lt, a, b));
+  auto r = tg.run({T(DType::F32, {4}, {1, 2, 3, NAN}), T(DType::F32, {4}, {2, 2, 1, 0})});
+  expect_values(r.values[0], {4}, {1, 0, 0, 0});
+  expect_values(r.values[1], {4}, {1, 1, 0, 0});
+  expect_values(r.values[2], {4}, {0, 0, 1, 0});
+  expect_values(r.values[3], {4}, {0, 1, 1, 0});
+  expect_values(r.values[4], {4}, {0, 1, 0, 0});
+  expect_values(r.values[5], {4}, {1, 0, 1, 1});  // NaN != x is true
+  expect_values(r.values[6], {4}, {0, 0, 0, 0});
+  expect_values(r.values[7], {4}, {1, 1, 0, 0});
+  expect_values(r.values[8], {4}, {0, 1, 1, 1});
+  expect_values(r.values[9], {4}, {1, 2, 1, 0});  // where(a < b, a, b)
+  EXPECT_EQ(r.values[0].dtype, DType::Bool);
+  for (auto& bnd : r.bounds) for (double e : bnd.data) EXPECT_EQ(e, 0.0);  // exact inputs: certain
+}
+
+TEST(InterpValues, InputsAreRoundedToTheParamDtype) {
+  TestGraph tg;
+  tg.out(tg.in("f", DType::F32, S({2})));
+  tg.out(tg.in("i", DType::I32, S({3})));
+  tg.out(tg.in("p", DType::Bool, S({2})));
+  auto r = tg.run({T(DType::F64, {2}, {0.1, 1.0 + 1e-12}), T(DType::F64, {3}, {2.7, -2.7, 5}),
+                   T(DType::F64, {2}, {0.0, -3.0})});
+  expect_values(r.values[0], {2}, {static_cast<double>(0.1f), 1.0});
+  EXPECT_NE(r.values[0].data[0], 0.1);
+  expect_values(r.values[1], {3}, {2, -2, 5});
+  expect_values(r.values[2], {2}, {0, 1});
+  for (auto& bnd : r.bounds) for (double e : bnd.data) EXPECT_EQ(e, 0.0);
+}
+
+TEST(InterpValues, ConvertRoundsLikeAstype) {
+  TestGraph tg;
+  auto x = tg.in("x", DType::F64, S({4}));
+  tg.out(tg.b.convert(x, DType::F32));
+  tg.out(tg.b.convert(x, DType::I32));
+  tg.out(tg.b.convert(x, DType::Bool));
+  auto f32 = tg.b.convert(x, DType::F32);
+  tg.out(tg.b.convert(f32, DType::F64));
+  auto r = tg.run({T(DType::F64, {4}, {0.1, -2.5, 0.0, 16777217.0})});
+  expect_values(r.values[0], {4}, {static_cast<double>(0.1f), -2.5, 0.0, 16777216.0});
+  expect_values(r.values[1], {4}, {0, -2, 0, 16777217.0});
+  expect_values(r.values[2], {4}, {1, 1, 0, 1});
+  expect_values(r.values[3], {4}, {static_cast<double>(0.1f), -2.5, 0.0, 16777216.0});
+  for (auto& bnd : r.bounds) for (double e : bnd.data) EXPECT_EQ(e, 0.0);  // exact input rounds exactly
+}
+
+TEST(InterpValues, ConstIotaAndDimConst) {
+  TestGraph tg;
+  tg.g.bound_dims = {{"N", 3}};
+  ir::Shape sn = {ir::DimExpr::constant(2), ir::DimExpr::symbol("N")};
+  auto x = tg.in("x", DType::F32, sn);
+  tg.out(tg.b.iota(sn, 0, DType::F32));
+  tg.out(tg.b.iota(sn, 1, DType::I32));
+  auto n = tg.b.dim_constant(ir::DimExpr::symbol("N") * ir::DimExpr::constant(2), DType::F32);
+  tg.out(n);
+  tg.out(tg.b.constant(0.1, DType::F32));
+  tg.out(tg.b.constant(0.5, DType::F32));
+  tg.out(x);
+  auto r = tg.run({T(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6})});
+  expect_values(r.values[0], {2, 3}, {0, 0, 0, 1, 1, 1});
+  expect_values(r.values[1], {2, 3}, {0, 1, 2, 0, 1, 2});
+  expect_values(r.values[2], {}, {6});
+  expect_values(r.values[3], {}, {0.1});  // the literal's exact value, not float(0.1)
+  EXPECT_DOUBLE_EQ(r.bounds[3].data[0], 0.1 * std::ldexp(1.0, -24));
+  EXPECT_EQ(r.bounds[4].data[0], 0.0);  // 0.5 is exact in f32
+  EXPECT_EQ(r.bounds[2].data[0], 0.0);
+}
+
+TEST(InterpValues, LayoutOps) {
+  TestGraph tg;
+  auto x = tg.in("x", DType::F64, S({2, 3}));
+  auto row = tg.in("row", DType::F64, S({1, 3}));
+  auto col = tg.in("col", DType::F64, S({2, 1}));
+  tg.out(tg.b.broadcast(row, S({2, 3})));                         // 0
+  tg.out(tg.b.broadcast(col, S({2, 3})));                         // 1
+  tg.out(tg.b.reshape(x, S({3, 2})));                             // 2
+  tg.out(tg.b.transpose(x, {1, 0}));                              // 3
+  auto c = ir::DimExpr::constant;
+  tg.out(tg.b.slice(x, {{c(0), c(2), 1}, {c(0), c(3), 2}}));      // 4: x[:, ::2]
+  tg.out(tg.b.slice(x, {{c(1), c(2), 1}, {c(1), c(3), 1}}));      // 5: x[1:, 1:]
+  tg.out(tg.b.concat({x, col}, 1));                               // 6
+  tg.out(tg.b.concat({x, row}, 0));                               // 7
+  auto r = tg.run({T(DType::F64, {2, 3}, {1, 2, 3, 4, 5, 6}), T(DType::F64, {1, 3}, {10, 20, 30}),
+                   T(DType::F64, {2, 1}, {7, 8})});
+  expect_values(r.values[0], {2, 3}, {10, 20, 30, 10, 20, 30});
+  expect_values(r.values[1], {2, 3}, {7, 7, 7, 8, 8, 8});
+  expect_values(r.values[2], {3, 2}, {1, 2, 3, 4, 5, 6});
+  expect_values(r.values[3], {3, 2}, {1, 4, 2, 5, 3, 6});
+  expect_values(r.values[4], {2, 2}, {1, 3, 4, 6});
+  expect_values(r.values[5], {1, 2}, {5, 6});
+  expect_values(r.values[6], {2, 4}, {1, 2, 3, 7, 4, 5, 6, 8});
+  expect_values(r.values[7], {3, 3}, {1, 2, 3, 4, 5, 6, 10, 20, 30});
+}
+
+TEST(InterpValues, Transpose3dAndReduceAxes) {
+  TestGraph tg;
+  auto x = tg.in("x", DType::F64, S({2, 3, 4}));
+  tg.out(tg.b.transpose(x, {2, 0, 1}));
+  tg.out(tg.b.reduce(ir::ReduceKind::Sum, x, {0, 2}));
+  tg.out(tg.b.reduce(ir::ReduceKind::Max, x, {1}));
+  tg.out(tg.b.reduce(ir::ReduceKind::Min, x, {0}));
+  tg.out(tg.b.reduce(ir::ReduceKind::Sum, x, {0, 1, 2}));
+  std::vector<double> data(24);
+  for (int i = 0; i < 24; ++i) data[static_cast<size_t>(i)] = (i * 7) % 11;  // not monotone
+  auto r = tg.run({T(DType::F64, {2, 3, 4}, data)});
+  auto at = [&](int i, int j, int k) { return data[static_cast<size_t>(i * 12 + j * 4 + k)]; };
+  std::vector<double> tr, sum02, max1, min0;
+  for (int k = 0; k < 4; ++k) for (int i = 0; i < 2; ++i) for (int j = 0; j < 3; ++j) tr.push_back(at(i, j, k));
+  for (int j = 0; j < 3; ++j) {
+    double s = 0;
+    for (int i = 0; i < 2; ++i) for (int k = 0; k < 4; ++k) s += at(i, j, k);
+    sum02.push_back(s);
+  }
+  for (int i = 0; i < 2; ++i) for (int k = 0; k < 4; ++k) {
+    double m = -1e300;
+    for (int j = 0; j < 3; ++j) m = std::max(m, at(i, j, k));
+    max1.push_back(m);
+  }
+  for (int j = 0; j < 3; ++j) for (int k = 0; k < 4; ++k) min0.push_back(std::min(at(0, j, k), at(1, j, k)));
+  double total = 0;
+  for (double d : data) total += d;
+  expect_values(r.values[0], {4, 2, 3}, tr);
+  expect_values(r.values[1], {3}, sum02);
+  expect_values(r.values[2], {2, 4}, max1);
+  expect_values(r.values[3], {3, 4}, min0);
+  expect_values(r.values[4], {}, {total});
+}
+
+TEST(InterpValues, ContractAsMatmulBatchedAndEinsum) {
+  TestGraph tg;
+  auto a = tg.in("a", DType::F64, S({2, 3}));
+  auto b = tg.in("b", DType::F64, S({3, 2}));
+  tg.out(tg.b.contract(a, b, {0, 1}, {1, 2}, {0, 2}));            // a @ b
+  tg.out(tg.b.contract(a, b, {0, 1}, {1, 2}, {2, 0}));            // (a @ b).T
+  tg.out(tg.b.contract(a, a, {0, 1}, {2, 1}, {0, 2}));            // a @ a.T
+  tg.out(tg.b.contract(a, b, {0, 1}, {2, 3}, {0, 1, 2, 3}));      // outer product
+  auto p = tg.in("p", DType::F64, S({2, 2, 3}));
+  auto q = tg.in("q", DType::F64, S({2, 3, 2}));
+  tg.out(tg.b.contract(p, q, {9, 0, 1}, {9, 1, 2}, {9, 0, 2}));   // batched matmul
+  auto r = tg.run({T(DType::F64, {2, 3}, {1, 2, 3, 4, 5, 6}), T(DType::F64, {3, 2}, {1, 2, 3, 4, 5, 6}),
+                   T(DType::F64, {2, 2, 3}, {1, 2, 3, 4, 5, 6, 1, 0, 0, 0, 1, 0}),
+                   T(DType::F64, {2, 3, 2}, {1, 2, 3, 4, 5, 6, 1, 1, 2, 2, 3, 3})});
+  expect_values(r.values[0], {2, 2}, {22, 28, 49, 64});
+  expect_values(r.values[1], {2, 2}, {22, 49, 28, 64});
+  expect_values(r.values[2], {2, 2}, {14, 32, 32, 77});
+  EXPECT_EQ(r.values[3].shape, (std::vector<int64_t>{2, 3, 3, 2}));
+  EXPECT_DOUBLE_EQ(r.values[3].data[1 * 18 + 2 * 6 + 1 * 2 + 0], 6.0 * 3.0);  // a[1,2] * b[1,0]
+  expect_values(r.values[4], {2, 2, 2}, {22, 28, 49, 64, 1, 1, 2, 2});
+}
+
+// Brute-force einsum for checking general label patterns.
+std::vector<double> einsum(const Tensor& a, const std::vector<int>& la, const Tensor& b, const std::vector<int>& lb,
+                           const std::vector<int>& lo, std::map<int, int64_t> size) {
+  std::vector<int> all;
+  for (auto& [l, s] : size) all.push_back(l);
+  std::vector<int64_t> out_shape;
+  for (int l : lo) out_shape.push_back(size[l]);
+  std::vector<double> out(static_cast<size_t>(ir::element_count(out_shape)), 0.0);
+  std::map<int, int64_t> idx;
+  for (int l : all) idx[l] = 0;
+  auto flat = [&](const std::vector<int>& ls) {
+    int64_t f = 0;
+    for (int l : ls) f = f * size[l] + idx[l];
+    return static_cast<size_t>(f);
+  };
+  while (true) {
+    out[flat(lo)] += a.data[flat(la)] * b.data[flat(lb)];
+    size_t d = 0;
+    for (; d < all.size(); ++d) {
+      if (++idx[all[d]] < size[all[d]]) break;
+      idx[all[d]] = 0;
+    }
+    if (d == all.size()) break;
+  }
+  return out;
+}
+
+TEST(InterpValues, EinsumLabelPatternsMatchBruteForce) {
+  struct Case { std::vector<int> la, lb, lo; };
+  std::map<int, int64_t> size = {{0, 2}, {1, 3}, {2, 4}, {3, 5}};
+  std::vector<Case> cases = {
+      {{0, 1}, {1, 2}, {2, 0}},          // ij,jk->ki
+      {{0, 1, 2}, {2, 1}, {0}},          // ijk,kj->i (two summed labels)
+      {{0, 1}, {1}, {0}},                // matvec
+      {{0, 1}, {2, 1}, {}},              // ij,kj-> (full contraction with one side-only label)
+      {{3, 0, 1}, {1, 2, 3}, {0, 3, 2}}, // batch label in the middle of the output
+      {{1, 1}, {1, 2}, {2}},             // diagonal: sum_j a[j,j] b[j,k]
+  };
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> small(-3, 3);
+  for (const auto& cs : cases) {
+    TestGraph tg;
+    std::vector<int64_t> sa, sb;
+    for (int l : cs.la) sa.push_back(size[l]);
+    for (int l : cs.lb) sb.push_back(size[l]);
+    auto a = tg.in("a", DType::F64, S(sa));
+    auto b = tg.in("b", DType::F64, S(sb));
+    tg.out(tg.b.contract(a, b, cs.la, cs.lb, cs.lo));
+    Tensor ta = T(DType::F64, sa, std::vector<double>(static_cast<size_t>(ir::element_count(sa))));
+    Tensor tb = T(DType::F64, sb, std::vector<double>(static_cast<size_t>(ir::element_count(sb))));
+    for (double& v : ta.data) v = small(rng);
+    for (double& v : tb.data) v = small(rng);
+    auto r = tg.run({ta, tb});
+    std::map<int, int64_t> used;  // only this case's labels are iterated
+    for (int l : cs.la) used[l] = size[l];
+    for (int l : cs.lb) used[l] = size[l];
+    auto want = einsum(ta, cs.la, tb, cs.lb, cs.lo, used);
+    ASSERT_EQ(r.values[0].data.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(r.values[0].data[i], want[i]) << "element " << i;
+  }
+}
+
+TEST(InterpValues, SymbolicDimsAndRepeatedOutputs) {
+  TestGraph tg;
+  tg.g.bound_dims = {{"N", 5}};
+  auto x = tg.in("x", DType::F64, {ir::DimExpr::symbol("N")});
+  auto y = tg.b.unary(OpKind::Neg, x);
+  tg.out(y);
+  tg.out(y);
+  auto r = tg.run({T(DType::F64, {5}, {1, 2, 3, 4, 5})});
+  expect_values(r.values[0], {5}, {-1, -2, -3, -4, -5});
+  expect_values(r.values[1], {5}, {-1, -2, -3, -4, -5});
+}
+
+TEST(InterpErrors, InputShapeMismatchNamesParamAndShapes) {
+  TestGraph tg;
+  tg.g.bound_dims = {{"M", 4}, {"K", 3}};
+  auto x = tg.in("weights", DType::F32, {ir::DimExpr::symbol("M"), ir::DimExpr::symbol("K")});
+  tg.out(x);
+  try {
+    tg.run({T(DType::F32, {3, 4}, std::vector<double>(12, 0.0))});
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("'weights'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("[3, 4]"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("[M, K]"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("[4, 3]"), std::string::npos) << msg;
+  }
+  EXPECT_THROW(tg.run({}), UserError);
+}
+
+}  // namespace
+}  // namespace ollie::interp
