@@ -1,0 +1,160 @@
+// Internal to the elaborator (elaborate.cpp, elab_*.cpp): the abstract values a spec
+// computes with and the Elab state shared by statements, operators and numpy calls.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "spec/ast.h"
+#include "spec/spec.h"
+
+namespace ollie::spec::elab {
+
+using ir::DimExpr;
+using ir::DType;
+using ir::OpKind;
+using ir::Shape;
+using ir::ValueId;
+
+enum class Kind { None, Bool, Int, Float, Str, Tensor, Tuple, List, Dict, Slice, Ellipsis, DType, Module, Func, Builtin };
+
+struct Value;
+using ValuePtr = std::shared_ptr<const Value>;
+
+// One abstract value. Python ints are DimExprs (symbolic when they come from a dim);
+// a Tensor with `weak` set is a Python scalar whose value is only known symbolically
+// (e.g. math.sqrt(x.shape[-1])), promoted like a Python float/int per NEP 50.
+struct Value {
+  Kind kind = Kind::None;
+  bool b = false;
+  DimExpr i;
+  double f = 0.0;
+  std::string s;                  // Str text; Module / Builtin / Func name
+  ValueId t = -1;                 // Tensor
+  bool weak = false;              // Tensor: a Python scalar of unknown value
+  std::vector<ValuePtr> items;    // Tuple, List, Dict values, Slice (lower, upper, step; null if absent)
+  std::vector<std::string> keys;  // Dict keys
+  DType dtype = DType::F64;       // DType
+  std::shared_ptr<const FunctionDef> fn;  // Func
+  std::vector<ValuePtr> defaults;         // Func: one per param (null when none)
+  ValuePtr self;                  // Builtin bound to a tensor (a method)
+};
+
+ValuePtr make_none();
+ValuePtr make_bool(bool v);
+ValuePtr make_int(const DimExpr& v);
+ValuePtr make_int(int64_t v);
+ValuePtr make_float(double v);
+ValuePtr make_str(const std::string& s);
+ValuePtr make_tensor(ValueId id, bool weak = false);
+ValuePtr make_seq(Kind kind, std::vector<ValuePtr> items);
+ValuePtr make_dtype(DType t);
+ValuePtr make_named(Kind kind, const std::string& name, ValuePtr self = nullptr);
+std::string kind_name(const Value& v);
+
+// Arguments of a call after positional/keyword binding against a signature.
+struct CallArgs {
+  std::vector<ValuePtr> pos;
+  std::vector<std::pair<std::string, ValuePtr>> kw;
+  std::vector<SourceLoc> pos_loc;
+  std::vector<SourceLoc> kw_loc;
+};
+
+class Elab;
+// Binds a call's arguments to a numpy-style signature; an absent argument is null.
+std::vector<ValuePtr> bind_args(Elab& el, const CallArgs& a, const std::string& fname,
+                                const std::vector<std::string>& names, size_t required, SourceLoc loc);
+
+using Scope = std::map<std::string, ValuePtr>;
+
+class Elab {
+ public:
+  Elab(const Module& module, const SpecOptions& options);
+  ir::Graph run();
+
+  // ---- diagnostics
+  [[noreturn]] void fail(SourceLoc loc, const std::string& message, const std::string& hint = "") const;
+
+  // ---- graph access
+  const ir::Node& node(ValueId id) const { return graph_.node(id); }
+  DType dtype_of(const Value& v) const { return node(v.t).dtype; }
+  const Shape& shape_of(const Value& v) const { return node(v.t).shape; }
+  std::string type_str(ValueId id) const;
+  // Checks a freshly built value's shape at the bound dims (no negative, not too large).
+  ValueId checked(ValueId id, SourceLoc loc);
+  void check_shape(const Shape& shape, SourceLoc loc);
+  int64_t eval_dim(const DimExpr& d, SourceLoc loc) const;
+  ir::Builder& b() { return builder_; }
+
+  // ---- expressions and statements (elaborate.cpp)
+  ValuePtr eval(const ExprPtr& e);
+  ValuePtr call_value(const ValuePtr& fn, const CallArgs& args, SourceLoc loc, const std::string& shown);
+
+  // ---- operators (elab_ops.cpp)
+  ValuePtr binary(const std::string& op, const ValuePtr& a, const ValuePtr& b, SourceLoc loc);
+  ValuePtr unary(const std::string& op, const ValuePtr& a, SourceLoc loc);
+  ValuePtr compare(const std::string& op, const ValuePtr& a, const ValuePtr& b, SourceLoc loc);
+  ValuePtr matmul(const ValuePtr& a, const ValuePtr& b, SourceLoc loc);
+  ValuePtr einsum(const std::string& spec, const std::vector<ValuePtr>& ops, SourceLoc loc);
+  ValuePtr subscript(const ValuePtr& base, const std::vector<ValuePtr>& idx, SourceLoc loc);
+  // Makes a (strong or weak) tensor out of a scalar or tensor value.
+  ValueId as_tensor(const ValuePtr& v, SourceLoc loc, std::optional<DType> dtype = std::nullopt);
+  // NEP 50 result dtype of several operands (tensors strong or weak, Python scalars weak).
+  DType result_dtype(const std::vector<ValuePtr>& vs, SourceLoc loc);
+  // Converts and broadcasts the operands to a common dtype and shape.
+  std::vector<ValueId> unify(const std::vector<ValuePtr>& vs, SourceLoc loc, std::optional<DType> dtype = std::nullopt);
+  // Two sizes that differ symbolically only through floor division but agree at the bound dims.
+  bool same_at_bounds(const DimExpr& a, const DimExpr& b) const;
+  Shape broadcast_shapes(const std::vector<ValueId>& ids, SourceLoc loc);
+  ValueId to_shape(ValueId id, const Shape& shape, SourceLoc loc);
+  ValueId convert(ValueId id, DType t, SourceLoc loc);
+  ValueId apply_unary(OpKind k, const ValuePtr& x, SourceLoc loc);
+  ValuePtr reduce(const std::string& what, const ValuePtr& x, const ValuePtr& axis, bool keepdims,
+                  int64_t ddof, std::optional<DType> dtype, SourceLoc loc);
+  std::vector<int> axes_arg(const ValuePtr& axis, int rank, SourceLoc loc, bool allow_none = true);
+  int norm_axis(int64_t axis, int rank, SourceLoc loc);
+  ValueId reshape_to(ValueId x, const std::vector<ValuePtr>& dims, SourceLoc loc);
+
+  // ---- numpy functions and methods (elab_numpy.cpp)
+  ValuePtr attribute(const ValuePtr& base, const std::string& name, SourceLoc loc, const std::string& shown);
+  ValuePtr call_builtin(const Value& fn, const CallArgs& args, SourceLoc loc);
+  // Array creation and joining (elab_create.cpp): full/zeros/ones/*_like, tri/triu/tril,
+  // arange, concatenate, stack, split, repeat, tile.
+  ValuePtr call_numpy_more(const Value& fn, const CallArgs& args, SourceLoc loc);
+
+  // ---- scalar helpers
+  bool is_scalar(const Value& v) const {
+    return v.kind == Kind::Bool || v.kind == Kind::Int || v.kind == Kind::Float || (v.kind == Kind::Tensor && v.weak);
+  }
+  DimExpr to_dim(const ValuePtr& v, SourceLoc loc, const std::string& what);
+  int64_t to_const_int(const ValuePtr& v, SourceLoc loc, const std::string& what);
+  std::optional<DType> to_dtype(const ValuePtr& v, SourceLoc loc);
+  bool truthy(const ValuePtr& v, SourceLoc loc);
+
+  const Module& module_;
+  const SpecOptions& options_;
+  ir::Graph graph_;
+  ir::Builder builder_;
+  Scope globals_;
+  Scope* locals_ = nullptr;        // null at module level
+  std::vector<const FunctionDef*> call_stack_;
+  int depth_ = 0;
+  bool in_entry_ = false;          // tensors may only be built inside the entry
+  SourceLoc last_loc_;
+
+ private:
+  void run_module();
+  void exec_body(const std::vector<StmtPtr>& body, ValuePtr* ret);
+  void exec(const Stmt& s, ValuePtr* ret, bool* returned);
+  void assign(const ExprPtr& target, const ValuePtr& v);
+  ValuePtr call_function(const Value& fn, const CallArgs& args, SourceLoc loc);
+  ValuePtr eval_inner(const Expr& e);
+  ValuePtr lookup(const std::string& name, SourceLoc loc);
+};
+
+}  // namespace ollie::spec::elab

@@ -1,0 +1,808 @@
+// Elaboration driver: module constants and DIMS, entry selection, annotations, dim
+// binding, statements, expressions and helper inlining. Operators and numpy calls
+// live in elab_ops.cpp and elab_numpy.cpp.
+#include "spec/elaborate.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "spec/elab_internal.h"
+
+namespace ollie::spec {
+
+namespace elab {
+
+ValuePtr make_none() { return std::make_shared<Value>(); }
+ValuePtr make_bool(bool v) {
+  auto r = std::make_shared<Value>();
+  r->kind = Kind::Bool;
+  r->b = v;
+  return r;
+}
+ValuePtr make_int(const DimExpr& v) {
+  auto r = std::make_shared<Value>();
+  r->kind = Kind::Int;
+  r->i = v;
+  return r;
+}
+ValuePtr make_int(int64_t v) { return make_int(DimExpr::constant(v)); }
+ValuePtr make_float(double v) {
+  auto r = std::make_shared<Value>();
+  r->kind = Kind::Float;
+  r->f = v;
+  return r;
+}
+ValuePtr make_str(const std::string& s) {
+  auto r = std::make_shared<Value>();
+  r->kind = Kind::Str;
+  r->s = s;
+  return r;
+}
+ValuePtr make_tensor(ValueId id, bool weak) {
+  auto r = std::make_shared<Value>();
+  r->kind = Kind::Tensor;
+  r->t = id;
+  r->weak = weak;
+  return r;
+}
+ValuePtr make_seq(Kind kind, std::vector<ValuePtr> items) {
+  auto r = std::make_shared<Value>();
+  r->kind = kind;
+  r->items = std::move(items);
+  return r;
+}
+ValuePtr make_dtype(DType t) {
+  auto r = std::make_shared<Value>();
+  r->kind = Kind::DType;
+  r->dtype = t;
+  return r;
+}
+ValuePtr make_named(Kind kind, const std::string& name, ValuePtr self) {
+  auto r = std::make_shared<Value>();
+  r->kind = kind;
+  r->s = name;
+  r->self = std::move(self);
+  return r;
+}
+
+std::string kind_name(const Value& v) {
+  switch (v.kind) {
+    case Kind::None: return "None";
+    case Kind::Bool: return "a bool";
+    case Kind::Int: return "an int";
+    case Kind::Float: return "a float";
+    case Kind::Str: return "a string";
+    case Kind::Tensor: return v.weak ? "a scalar" : "an array";
+    case Kind::Tuple: return "a tuple";
+    case Kind::List: return "a list";
+    case Kind::Dict: return "a dict";
+    case Kind::Slice: return "a slice";
+    case Kind::Ellipsis: return "...";
+    case Kind::DType: return "a dtype";
+    case Kind::Module: return "module '" + v.s + "'";
+    case Kind::Func: return "function '" + v.s + "'";
+    case Kind::Builtin: return "function '" + v.s + "'";
+  }
+  return "a value";
+}
+
+namespace {
+
+constexpr int kMaxDepth = 150;
+constexpr int64_t kMaxElements = int64_t{1} << 34;
+
+struct AnnDim {
+  std::string name;   // empty for a literal
+  int64_t value = 0;
+  int offset = 0;     // inside the string contents
+};
+
+struct Annotation {
+  DType dtype = DType::F32;
+  std::vector<AnnDim> dims;
+};
+
+SourceLoc inside(SourceLoc str_loc, int offset) { return {str_loc.line, str_loc.col + 1 + offset}; }
+
+const char* kAnnHint = "write a dtype and dims in brackets, e.g. \"f32[M, K]\" or \"f64[]\" for a scalar";
+
+Annotation parse_annotation(const Elab& el, const Expr& e) {
+  if (e.kind != ExprKind::String)
+    el.fail(e.loc, "an annotation must be a string giving dtype and shape", kAnnHint);
+  const std::string& s = e.text;
+  size_t p = 0;
+  auto ws = [&] { while (p < s.size() && (s[p] == ' ' || s[p] == '\t')) ++p; };
+  auto at = [&](size_t off) { return inside(e.loc, static_cast<int>(off)); };
+  ws();
+  size_t start = p;
+  while (p < s.size() && (std::isalnum(static_cast<unsigned char>(s[p])) || s[p] == '_')) ++p;
+  std::string dt = s.substr(start, p - start);
+  Annotation ann;
+  static const std::map<std::string, DType> kNames = {
+      {"f32", DType::F32}, {"float32", DType::F32}, {"f64", DType::F64}, {"float64", DType::F64},
+      {"i32", DType::I32}, {"int32", DType::I32},   {"i64", DType::I64}, {"int64", DType::I64},
+      {"bool", DType::Bool}};
+  auto it = kNames.find(dt);
+  if (dt.empty()) el.fail(at(start), "annotation \"" + s + "\" has no dtype", kAnnHint);
+  if (it == kNames.end())
+    el.fail(at(start), "unknown dtype '" + dt + "' in annotation \"" + s + "\"",
+            "use one of f32, f64, i32, i64, bool");
+  ann.dtype = it->second;
+  ws();
+  if (p >= s.size() || s[p] != '[')
+    el.fail(at(p), "expected '[' after the dtype in annotation \"" + s + "\"", kAnnHint);
+  ++p;
+  ws();
+  if (p < s.size() && s[p] == ']') {
+    ++p;
+  } else {
+    while (true) {
+      ws();
+      size_t d0 = p;
+      if (p < s.size() && std::isdigit(static_cast<unsigned char>(s[p]))) {
+        while (p < s.size() && std::isdigit(static_cast<unsigned char>(s[p]))) ++p;
+        if (p - d0 > 12) el.fail(at(d0), "dim size in annotation is too large");
+        ann.dims.push_back({"", std::stoll(s.substr(d0, p - d0)), static_cast<int>(d0)});
+      } else if (p < s.size() && (std::isalpha(static_cast<unsigned char>(s[p])) || s[p] == '_')) {
+        while (p < s.size() && (std::isalnum(static_cast<unsigned char>(s[p])) || s[p] == '_')) ++p;
+        ann.dims.push_back({s.substr(d0, p - d0), 0, static_cast<int>(d0)});
+      } else {
+        el.fail(at(p), p >= s.size() ? "annotation \"" + s + "\" ends early: expected a dim name or size"
+                                     : "expected a dim name or size in annotation \"" + s + "\"",
+                kAnnHint);
+      }
+      ws();
+      if (p < s.size() && s[p] == ',') {
+        ++p;
+        ws();
+        if (p < s.size() && s[p] == ']') { ++p; break; }
+        continue;
+      }
+      if (p < s.size() && s[p] == ']') { ++p; break; }
+      el.fail(at(p), p >= s.size() ? "annotation \"" + s + "\" ends early: expected ',' or ']'"
+                                   : "expected ',' or ']' in annotation \"" + s + "\"",
+              kAnnHint);
+    }
+  }
+  ws();
+  if (p != s.size()) el.fail(at(p), "unexpected text after ']' in annotation \"" + s + "\"", kAnnHint);
+  return ann;
+}
+
+bool fully_annotated(const FunctionDef& f) {
+  for (auto& p : f.params)
+    if (!p.annotation) return false;
+  return !f.params.empty() || f.returns;
+}
+
+std::string example_annotations(const FunctionDef& f) {
+  std::string s;
+  for (auto& p : f.params) {
+    if (p.annotation) continue;
+    s += (s.empty() ? "" : ", ") + p.name + ": \"f32[M, K]\"";
+    if (s.size() > 60) break;
+  }
+  if (!f.returns) s += std::string(s.empty() ? "" : " and ") + "-> \"f32[M, N]\"";
+  return s;
+}
+
+}  // namespace
+
+Elab::Elab(const Module& module, const SpecOptions& options)
+    : module_(module), options_(options), builder_(graph_) {}
+
+void Elab::fail(SourceLoc loc, const std::string& message, const std::string& hint) const {
+  throw SpecError(module_.file, module_.source, loc.valid() ? loc : last_loc_, message, hint);
+}
+
+std::string Elab::type_str(ValueId id) const {
+  return std::string(ir::dtype_name(node(id).dtype)) + ir::shape_str(node(id).shape);
+}
+
+int64_t Elab::eval_dim(const DimExpr& d, SourceLoc loc) const {
+  try {
+    return d.evaluate(graph_.bound_dims);
+  } catch (const UserError& e) {
+    fail(loc, e.what());
+  }
+}
+
+void Elab::check_shape(const Shape& shape, SourceLoc loc) {
+  long double total = 1;
+  for (auto& d : shape) {
+    int64_t v = eval_dim(d, loc);
+    if (v < 0) fail(loc, "negative size " + d.str() + " = " + std::to_string(v) + " in shape " + ir::shape_str(shape));
+    total *= static_cast<long double>(v);
+    if (total > kMaxElements)
+      fail(loc, "array of shape " + ir::shape_str(shape) + " is too large at the bound dims",
+           "sizes here must stay below 2^34 elements");
+  }
+}
+
+ValueId Elab::checked(ValueId id, SourceLoc loc) {
+  check_shape(node(id).shape, loc);
+  return id;
+}
+
+ValuePtr Elab::lookup(const std::string& name, SourceLoc loc) {
+  if (locals_) {
+    if (auto it = locals_->find(name); it != locals_->end()) return it->second;
+  }
+  if (auto it = globals_.find(name); it != globals_.end()) return it->second;
+  static const std::set<std::string> kBuiltins = {"len", "float", "int", "bool", "range", "tuple", "list",
+                                                  "min", "max", "abs", "print", "sum", "round", "pow", "dict"};
+  if (kBuiltins.count(name)) return make_named(Kind::Builtin, name);
+  if (name == "numpy" || name == "np" || name == "math")
+    fail(loc, "name '" + name + "' is not defined", "add `import " + std::string(name == "math" ? "math" : "numpy as np") + "` at the top");
+  fail(loc, "name '" + name + "' is not defined", "define it before use (module constants, helper parameters or local variables)");
+}
+
+// ---------------------------------------------------------------------------- module level
+
+void Elab::run_module() {
+  for (auto& sp : module_.body) {
+    const Stmt& s = *sp;
+    last_loc_ = s.loc;
+    switch (s.kind) {
+      case StmtKind::Import:
+        for (auto& [mod, alias] : s.names) {
+          std::string bind = alias.empty() ? mod : alias;
+          if (mod == "numpy") globals_[bind] = make_named(Kind::Module, "np");
+          else if (mod == "math") globals_[bind] = make_named(Kind::Module, "math");
+          else if (mod == "numpy.linalg" && !alias.empty()) globals_[bind] = make_named(Kind::Module, "np.linalg");
+          else
+            fail(s.loc, "import of '" + mod + "' is not supported in a spec",
+                 "a spec may import only numpy (as np) and math");
+        }
+        break;
+      case StmtKind::ImportFrom: {
+        if (s.module == "__future__") break;
+        if (s.module != "numpy" && s.module != "math")
+          fail(s.loc, "import from '" + s.module + "' is not supported in a spec",
+               "a spec may import only numpy (as np) and math");
+        auto mod = make_named(Kind::Module, s.module == "numpy" ? "np" : "math");
+        for (auto& [name, alias] : s.names) {
+          if (name == "*") fail(s.loc, "`from " + s.module + " import *` is not supported", "use `import numpy as np`");
+          globals_[alias.empty() ? name : alias] = attribute(mod, name, s.loc, (s.module == "numpy" ? "np." : "math.") + name);
+        }
+        break;
+      }
+      case StmtKind::Def: {
+        auto f = make_named(Kind::Func, s.function->name);
+        auto* fv = const_cast<Value*>(f.get());
+        fv->fn = s.function;
+        for (auto& p : s.function->params) fv->defaults.push_back(p.default_value ? eval(p.default_value) : nullptr);
+        globals_[s.function->name] = f;
+        break;
+      }
+      case StmtKind::Return:
+        fail(s.loc, "'return' outside a function");
+      default: {
+        bool returned = false;
+        exec(s, nullptr, &returned);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------- entry
+
+ir::Graph Elab::run() {
+  run_module();
+
+  // Choose the entry.
+  std::vector<const FunctionDef*> funcs, candidates;
+  for (auto& sp : module_.body)
+    if (sp->kind == StmtKind::Def) {
+      funcs.push_back(sp->function.get());
+      if (fully_annotated(*sp->function)) candidates.push_back(sp->function.get());
+    }
+  auto names = [](const std::vector<const FunctionDef*>& fs) {
+    std::string s;
+    for (auto* f : fs) s += (s.empty() ? "" : ", ") + f->name;
+    return s;
+  };
+  const FunctionDef* entry = nullptr;
+  SourceLoc file_start{1, 1};
+  if (!options_.entry.empty()) {
+    for (auto* f : funcs)
+      if (f->name == options_.entry) entry = f;
+    if (!entry)
+      throw UserError("--entry: no function '" + options_.entry + "' in " + module_.file +
+                      (funcs.empty() ? std::string(" (it defines no functions)") : "; its functions are " + names(funcs)));
+  } else if (candidates.size() == 1) {
+    entry = candidates[0];
+  } else if (candidates.empty()) {
+    if (funcs.empty())
+      fail(file_start, "no entry function: the spec defines no functions",
+           "write the kernel as def f(x: \"f32[M, K]\") -> \"f32[M, K]\": ...");
+    const FunctionDef* partial = nullptr;
+    for (auto* f : funcs) {
+      bool any = f->returns != nullptr;
+      for (auto& p : f->params) any = any || p.annotation;
+      if (any && !partial) partial = f;
+    }
+    if (partial) entry = partial;  // reported as missing annotations below
+    else
+      fail(funcs[0]->name_loc, "no entry function: no function has annotated parameters and return",
+           "annotate the kernel, e.g. def " + funcs[0]->name + "(" + example_annotations(*funcs[0]) + ")");
+  } else {
+    fail(candidates[1]->name_loc, "ambiguous entry: functions " + names(candidates) + " are all annotated",
+         "choose one with --entry NAME, or remove the annotations from the helpers");
+  }
+  for (auto& p : entry->params)
+    if (!p.annotation)
+      fail(p.loc, "entry '" + entry->name + "' needs annotations on every parameter and the return",
+           "write " + example_annotations(*entry));
+  if (!entry->returns)
+    fail(entry->name_loc, "entry '" + entry->name + "' needs a return annotation", "write -> \"f32[M, N]\" after the parameters");
+  for (auto& p : entry->params)
+    if (p.keyword_only || p.default_value)
+      fail(p.loc, "entry parameter '" + p.name + "' may not have a default or be keyword-only");
+
+  // Annotations, dims and their bindings.
+  graph_.entry = entry->name;
+  std::vector<std::pair<Annotation, const Expr*>> params_ann, result_ann;
+  for (auto& p : entry->params) params_ann.push_back({parse_annotation(*this, *p.annotation), p.annotation.get()});
+  if (entry->returns->kind == ExprKind::Tuple) {
+    if (entry->returns->items.empty()) fail(entry->returns->loc, "the return annotation names no outputs", kAnnHint);
+    for (auto& it : entry->returns->items) result_ann.push_back({parse_annotation(*this, *it), it.get()});
+  } else {
+    result_ann.push_back({parse_annotation(*this, *entry->returns), entry->returns.get()});
+  }
+  std::map<std::string, int64_t> dims_default;
+  std::map<std::string, SourceLoc> dims_loc;
+  if (auto it = globals_.find("DIMS"); it != globals_.end()) {
+    const Value& d = *it->second;
+    if (d.kind != Kind::Dict) fail(file_start, "DIMS must be a dict of dim sizes", "write DIMS = dict(M=256, K=512)");
+    for (size_t i = 0; i < d.keys.size(); ++i) {
+      const Value& v = *d.items[i];
+      if (v.kind != Kind::Int || !v.i.is_constant() || *v.i.as_constant() < 1)
+        fail(file_start, "DIMS['" + d.keys[i] + "'] must be a positive integer", "write DIMS = dict(" + d.keys[i] + "=256, ...)");
+      dims_default[d.keys[i]] = *v.i.as_constant();
+    }
+  }
+  auto bind_dims = [&](const std::vector<std::pair<Annotation, const Expr*>>& anns) {
+    for (auto& [ann, ex] : anns)
+      for (auto& d : ann.dims) {
+        if (d.name.empty()) continue;
+        if (std::find(graph_.dims.begin(), graph_.dims.end(), d.name) == graph_.dims.end()) graph_.dims.push_back(d.name);
+        int64_t size = 0;
+        if (auto o = options_.dim_overrides.find(d.name); o != options_.dim_overrides.end()) size = o->second;
+        else if (auto df = dims_default.find(d.name); df != dims_default.end()) size = df->second;
+        else
+          fail(inside(ex->loc, d.offset), "unknown dim '" + d.name + "': it has no size",
+               "add it to DIMS = dict(...) or pass --dims " + d.name + "=SIZE");
+        graph_.bound_dims[d.name] = size;
+      }
+  };
+  bind_dims(params_ann);
+  bind_dims(result_ann);
+  for (auto& [name, size] : options_.dim_overrides) {
+    if (std::find(graph_.dims.begin(), graph_.dims.end(), name) == graph_.dims.end()) {
+      std::string all;
+      for (auto& d : graph_.dims) all += (all.empty() ? "" : ", ") + d;
+      throw UserError("--dims: unknown dim '" + name + "'; the dims of " + entry->name + " are " +
+                      (all.empty() ? std::string("(none)") : all));
+    }
+    if (size < 1) throw UserError("--dims: size of '" + name + "' must be >= 1, got " + std::to_string(size));
+  }
+  auto to_shape = [](const Annotation& a) {
+    Shape s;
+    for (auto& d : a.dims) s.push_back(d.name.empty() ? DimExpr::constant(d.value) : DimExpr::symbol(d.name));
+    return s;
+  };
+
+  // Inputs and the body.
+  Scope scope;
+  in_entry_ = true;
+  for (size_t i = 0; i < entry->params.size(); ++i) {
+    const auto& p = entry->params[i];
+    Shape s = to_shape(params_ann[i].first);
+    check_shape(s, p.loc);
+    graph_.params.push_back({p.name, params_ann[i].first.dtype, s});
+    ValueId id = builder_.input(static_cast<int>(i), p.name, params_ann[i].first.dtype, s, p.loc);
+    graph_.inputs.push_back(id);
+    scope[p.name] = make_tensor(id);
+  }
+  locals_ = &scope;
+  call_stack_.push_back(entry);
+  ValuePtr ret;
+  SourceLoc ret_loc = entry->name_loc;
+  for (auto& st : entry->body) {
+    if (st->kind == StmtKind::Return) ret_loc = st->value ? st->value->loc : st->loc;
+    bool returned = false;
+    exec(*st, &ret, &returned);
+    if (returned) break;
+  }
+  if (!ret) fail(entry->name_loc, "entry '" + entry->name + "' does not return a value", "end it with `return ...`");
+
+  std::vector<ValuePtr> outs;
+  if (result_ann.size() == 1 && entry->returns->kind != ExprKind::Tuple) outs = {ret};
+  else if (ret->kind == Kind::Tuple || ret->kind == Kind::List) outs = ret->items;
+  else
+    fail(ret_loc, "returns one value but the annotation names " + std::to_string(result_ann.size()) + " outputs",
+         "return a tuple: return a, b");
+  if (outs.size() != result_ann.size())
+    fail(ret_loc, "returns " + std::to_string(outs.size()) + " values but the annotation names " +
+                      std::to_string(result_ann.size()) + " outputs");
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const Annotation& a = result_ann[i].first;
+    Shape want = to_shape(a);
+    std::string want_str = std::string(ir::dtype_name(a.dtype)) + ir::shape_str(want);
+    const Value& v = *outs[i];
+    ValueId id;
+    if (v.kind == Kind::Tensor && !v.weak) {
+      id = v.t;
+    } else if (is_scalar(v)) {
+      id = as_tensor(outs[i], ret_loc, a.dtype);
+    } else {
+      fail(ret_loc, "returns " + kind_name(v) + " where the annotation says " + want_str, "return an array");
+    }
+    std::string got = type_str(id);
+    if (node(id).shape != want && node(id).shape.size() == want.size()) {
+      bool ok = true;
+      for (size_t d = 0; d < want.size(); ++d) ok = ok && same_at_bounds(node(id).shape[d], want[d]);
+      if (ok) id = builder_.reshape(id, want, ret_loc);  // e.g. 2*(HD//2) -> HD, valid wherever numpy is
+    }
+    if (node(id).shape != want)
+      fail(ret_loc, "returns " + got + " but the annotation says " + want_str,
+           "fix the computation or the annotation; shapes must agree for every value of the dims");
+    if (node(id).dtype != a.dtype)
+      fail(ret_loc, "returns " + got + " but the annotation says " + want_str,
+           std::string("add .astype(np.") + (a.dtype == DType::F32 ? "float32" : a.dtype == DType::F64 ? "float64"
+                                             : a.dtype == DType::I32 ? "int32" : a.dtype == DType::I64 ? "int64" : "bool_") + ")");
+    graph_.results.push_back({"out" + std::to_string(i), a.dtype, want});
+    graph_.outputs.push_back(id);
+  }
+  ir::verify(graph_);
+  return std::move(graph_);
+}
+
+// ---------------------------------------------------------------------------- statements
+
+void Elab::exec(const Stmt& s, ValuePtr* ret, bool* returned) {
+  last_loc_ = s.loc;
+  switch (s.kind) {
+    case StmtKind::Pass: return;
+    case StmtKind::Expr: {
+      if (s.value && s.value->kind == ExprKind::String) return;  // docstring
+      eval(s.value);
+      return;
+    }
+    case StmtKind::Assign: {
+      ValuePtr v = eval(s.value);
+      for (auto& t : s.targets) assign(t, v);
+      return;
+    }
+    case StmtKind::AnnAssign: {
+      if (!s.value) return;
+      assign(s.targets.at(0), eval(s.value));
+      return;
+    }
+    case StmtKind::AugAssign: {
+      const ExprPtr& t = s.targets.at(0);
+      if (t->kind != ExprKind::Name)
+        fail(t->loc, "augmented assignment to " + std::string(t->kind == ExprKind::Subscript ? "an item" : "this target") +
+                         " is not supported in a spec",
+             "arrays are immutable here: write y = x " + s.op + " ... instead");
+      ValuePtr cur = lookup(t->name, t->loc);
+      ValuePtr v = eval(s.value);
+      assign(t, binary(s.op, cur, v, s.loc));
+      return;
+    }
+    case StmtKind::Return: {
+      if (!ret) fail(s.loc, "'return' outside a function");
+      *ret = s.value ? eval(s.value) : make_none();
+      *returned = true;
+      return;
+    }
+    case StmtKind::Assert: {
+      ValuePtr c = eval(s.value);
+      if (s.message) eval(s.message);
+      if (c->kind == Kind::Tensor) return;  // a check on data, not on shapes: numpy's business
+      if (!truthy(c, s.value->loc)) fail(s.value->loc, "assertion fails for these dims");
+      return;
+    }
+    case StmtKind::Def:
+      fail(s.loc, "nested function definitions are not supported in a spec", "define helpers at module level");
+    case StmtKind::Import:
+    case StmtKind::ImportFrom:
+      fail(s.loc, "imports inside a function are not supported", "import numpy and math at the top of the file");
+  }
+}
+
+void Elab::assign(const ExprPtr& target, const ValuePtr& v) {
+  switch (target->kind) {
+    case ExprKind::Name: {
+      if (v->kind == Kind::Tensor && !v->weak && in_entry_) {
+        ir::Node& n = graph_.nodes[static_cast<size_t>(v->t)];
+        if (n.kind != OpKind::Input && n.name.empty()) n.name = target->name;
+      }
+      (locals_ ? *locals_ : globals_)[target->name] = v;
+      return;
+    }
+    case ExprKind::Tuple:
+    case ExprKind::List: {
+      std::vector<ValuePtr> items;
+      if (v->kind == Kind::Tuple || v->kind == Kind::List) {
+        items = v->items;
+      } else if (v->kind == Kind::Tensor && !v->weak && !shape_of(*v).empty() && shape_of(*v)[0].is_constant() &&
+                 *shape_of(*v)[0].as_constant() <= 64) {
+        for (int64_t k = 0; k < *shape_of(*v)[0].as_constant(); ++k) items.push_back(subscript(v, {make_int(k)}, target->loc));
+      } else {
+        fail(target->loc, "cannot unpack " + kind_name(*v) + " into " + std::to_string(target->items.size()) + " names",
+             "unpack a tuple or list (e.g. the result of a helper or np.split)");
+      }
+      for (auto& t : target->items)
+        if (t->kind == ExprKind::Starred) fail(t->loc, "starred assignment targets are not supported", "unpack every item by name");
+      if (items.size() != target->items.size())
+        fail(target->loc, "cannot unpack " + std::to_string(items.size()) + " values into " +
+                              std::to_string(target->items.size()) + " names",
+             "the number of names on the left must equal the number of values");
+      for (size_t i = 0; i < items.size(); ++i) assign(target->items[i], items[i]);
+      return;
+    }
+    case ExprKind::Subscript:
+      fail(target->loc, "item assignment is not supported in a spec",
+           "arrays are immutable here: build the value with np.where, np.concatenate or slicing");
+    case ExprKind::Attribute:
+      fail(target->loc, "attribute assignment is not supported in a spec");
+    default:
+      fail(target->loc, "cannot assign to this expression");
+  }
+}
+
+// ---------------------------------------------------------------------------- calls
+
+ValuePtr Elab::call_value(const ValuePtr& fn, const CallArgs& args, SourceLoc loc, const std::string& shown) {
+  if (fn->kind == Kind::Func) return call_function(*fn, args, loc);
+  if (fn->kind == Kind::Builtin) return call_builtin(*fn, args, loc);
+  if (fn->kind == Kind::DType) {
+    CallArgs a2 = args;
+    auto r = make_named(Kind::Builtin, "dtype_call");
+    const_cast<Value*>(r.get())->dtype = fn->dtype;
+    return call_builtin(*r, a2, loc);
+  }
+  fail(loc, "'" + shown + "' is " + kind_name(*fn) + ", which cannot be called");
+}
+
+ValuePtr Elab::call_function(const Value& fn, const CallArgs& args, SourceLoc loc) {
+  const FunctionDef& f = *fn.fn;
+  for (auto* g : call_stack_)
+    if (g == &f)
+      fail(loc, "recursive call to '" + f.name + "': helpers are inlined at each call, so they cannot recurse",
+           "write the computation without recursion");
+  if (call_stack_.size() > 64) fail(loc, "helpers nested too deeply");
+  Scope scope;
+  size_t npos = 0;
+  for (auto& p : f.params) npos += p.keyword_only ? 0 : 1;
+  if (args.pos.size() > npos)
+    fail(loc, f.name + "() takes " + std::to_string(npos) + " positional argument" + (npos == 1 ? "" : "s") + " but " +
+                  std::to_string(args.pos.size()) + " were given");
+  size_t k = 0;
+  for (size_t i = 0; i < f.params.size() && k < args.pos.size(); ++i)
+    if (!f.params[i].keyword_only) scope[f.params[i].name] = args.pos[k++];
+  for (size_t j = 0; j < args.kw.size(); ++j) {
+    auto& [name, v] = args.kw[j];
+    auto it = std::find_if(f.params.begin(), f.params.end(), [&](const Param& p) { return p.name == name; });
+    if (it == f.params.end()) fail(args.kw_loc[j], f.name + "() got an unexpected keyword argument '" + name + "'");
+    if (scope.count(name)) fail(args.kw_loc[j], f.name + "() got multiple values for argument '" + name + "'");
+    scope[name] = v;
+  }
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    if (scope.count(f.params[i].name)) continue;
+    if (i < fn.defaults.size() && fn.defaults[i]) scope[f.params[i].name] = fn.defaults[i];
+    else fail(loc, f.name + "() missing required argument '" + f.params[i].name + "'");
+  }
+  Scope* saved = locals_;
+  locals_ = &scope;
+  call_stack_.push_back(&f);
+  ValuePtr ret;
+  for (auto& st : f.body) {
+    bool returned = false;
+    exec(*st, &ret, &returned);
+    if (returned) break;
+  }
+  call_stack_.pop_back();
+  locals_ = saved;
+  return ret ? ret : make_none();
+}
+
+// ---------------------------------------------------------------------------- expressions
+
+ValuePtr Elab::eval(const ExprPtr& e) {
+  if (!e) fail(last_loc_, "missing expression");
+  if (++depth_ > kMaxDepth) {
+    depth_ = 0;
+    fail(e->loc, "expression nested too deeply");
+  }
+  SourceLoc saved = last_loc_;
+  if (e->loc.valid()) last_loc_ = e->loc;
+  ValuePtr r = eval_inner(*e);
+  last_loc_ = saved;
+  --depth_;
+  return r;
+}
+
+ValuePtr Elab::eval_inner(const Expr& e) {
+  switch (e.kind) {
+    case ExprKind::Name: return lookup(e.name, e.loc);
+    case ExprKind::Int: return make_int(e.int_value);
+    case ExprKind::Float: return make_float(e.float_value);
+    case ExprKind::String: return make_str(e.text);
+    case ExprKind::Bool: return make_bool(e.bool_value);
+    case ExprKind::None: return make_none();
+    case ExprKind::Ellipsis: {
+      auto r = std::make_shared<Value>();
+      r->kind = Kind::Ellipsis;
+      return r;
+    }
+    case ExprKind::Tuple:
+    case ExprKind::List: {
+      std::vector<ValuePtr> items;
+      for (auto& it : e.items) {
+        if (it->kind == ExprKind::Starred) {
+          ValuePtr v = eval(it->value);
+          if (v->kind != Kind::Tuple && v->kind != Kind::List) fail(it->loc, "can only unpack a tuple or list with *");
+          items.insert(items.end(), v->items.begin(), v->items.end());
+        } else {
+          items.push_back(eval(it));
+        }
+        if (items.size() > 4096) fail(e.loc, "tuple too long");
+      }
+      return make_seq(e.kind == ExprKind::Tuple ? Kind::Tuple : Kind::List, std::move(items));
+    }
+    case ExprKind::Dict: {
+      auto r = std::make_shared<Value>();
+      r->kind = Kind::Dict;
+      for (size_t i = 0; i < e.keys.size() && i < e.items.size(); ++i) {
+        if (!e.keys[i]) fail(e.loc, "dict unpacking (**) is not supported");
+        ValuePtr k = eval(e.keys[i]);
+        if (k->kind != Kind::Str) fail(e.keys[i]->loc, "dict keys must be strings in a spec");
+        ValuePtr v = eval(e.items[i]);
+        auto pos = std::find(r->keys.begin(), r->keys.end(), k->s);
+        if (pos != r->keys.end()) r->items[static_cast<size_t>(pos - r->keys.begin())] = v;
+        else { r->keys.push_back(k->s); r->items.push_back(v); }
+      }
+      return r;
+    }
+    case ExprKind::Attribute: {
+      ValuePtr base = eval(e.value);
+      std::string shown = e.name;
+      if (e.value->kind == ExprKind::Name) shown = e.value->name + "." + e.name;
+      else if (e.value->kind == ExprKind::Attribute && e.value->value && e.value->value->kind == ExprKind::Name)
+        shown = e.value->value->name + "." + e.value->name + "." + e.name;
+      if (base->kind == Kind::Module) shown = base->s + "." + e.name;
+      return attribute(base, e.name, e.loc, shown);
+    }
+    case ExprKind::Call: {
+      ValuePtr fn = eval(e.value);
+      CallArgs args;
+      for (auto& a : e.items) {
+        if (a->kind == ExprKind::Starred) {
+          ValuePtr v = eval(a->value);
+          if (v->kind != Kind::Tuple && v->kind != Kind::List) fail(a->loc, "can only unpack a tuple or list with *");
+          for (auto& x : v->items) { args.pos.push_back(x); args.pos_loc.push_back(a->loc); }
+        } else {
+          args.pos.push_back(eval(a));
+          args.pos_loc.push_back(a->loc);
+        }
+      }
+      for (auto& k : e.keywords) {
+        if (k.name.empty()) fail(k.loc, "**kwargs in a call is not supported in a spec", "pass keyword arguments by name");
+        args.kw.push_back({k.name, eval(k.value)});
+        args.kw_loc.push_back(k.loc);
+      }
+      std::string shown = e.value->kind == ExprKind::Name ? e.value->name : fn->s;
+      if (fn->kind == Kind::Builtin || fn->kind == Kind::Func) shown = fn->s;
+      return call_value(fn, args, e.loc, shown);
+    }
+    case ExprKind::Subscript: {
+      ValuePtr base = eval(e.value);
+      std::vector<ValuePtr> idx;
+      for (auto& it : e.items) idx.push_back(eval(it));
+      return subscript(base, idx, e.loc);
+    }
+    case ExprKind::Slice: {
+      auto r = std::make_shared<Value>();
+      r->kind = Kind::Slice;
+      for (auto* p : {&e.lower, &e.upper, &e.step}) r->items.push_back(*p ? eval(*p) : nullptr);
+      return r;
+    }
+    case ExprKind::Unary: {
+      ValuePtr v = eval(e.value);
+      if (e.op == "not") {
+        if (v->kind == Kind::Tensor && !v->weak)
+          fail(e.op_loc.valid() ? e.op_loc : e.loc, "`not` on an array is ambiguous", "use ~mask or np.logical_not(mask)");
+        return make_bool(!truthy(v, e.loc));
+      }
+      return unary(e.op, v, e.op_loc.valid() ? e.op_loc : e.loc);
+    }
+    case ExprKind::Binary: {
+      ValuePtr a = eval(e.lhs);
+      ValuePtr c = eval(e.rhs);
+      return binary(e.op, a, c, e.op_loc.valid() ? e.op_loc : e.loc);
+    }
+    case ExprKind::Compare: {
+      if (e.items.size() < 2 || e.ops.size() + 1 != e.items.size()) fail(e.loc, "malformed comparison");
+      ValuePtr lhs = eval(e.items[0]);
+      ValuePtr result;
+      for (size_t i = 0; i < e.ops.size(); ++i) {
+        ValuePtr rhs = eval(e.items[i + 1]);
+        ValuePtr r = compare(e.ops[i], lhs, rhs, e.items[i + 1]->loc.valid() ? e.loc : e.loc);
+        if (e.ops.size() > 1 && r->kind == Kind::Tensor && !r->weak)
+          fail(e.loc, "chained comparisons of arrays are ambiguous", "write (a < x) & (x < b)");
+        if (!result) result = r;
+        else result = make_bool(truthy(result, e.loc) && truthy(r, e.loc));
+        lhs = rhs;
+      }
+      return result;
+    }
+    case ExprKind::BoolOp: {
+      ValuePtr last;
+      for (auto& it : e.items) {
+        last = eval(it);
+        if (last->kind == Kind::Tensor && !last->weak)
+          fail(it->loc, "`" + e.op + "` on an array is ambiguous", std::string("use ") + (e.op == "and" ? "&" : "|") +
+                                                                        " with parentheses: (a > 0) " + (e.op == "and" ? "&" : "|") + " (b > 0)");
+        bool t = truthy(last, it->loc);
+        if (e.op == "and" ? !t : t) return last;
+      }
+      return last ? last : make_none();
+    }
+    case ExprKind::IfExp: {
+      if (e.items.size() != 3) fail(e.loc, "malformed conditional expression");
+      ValuePtr c = eval(e.items[1]);
+      if (c->kind == Kind::Tensor)
+        fail(e.items[1]->loc, "a conditional expression on array values is not supported",
+             "use np.where(cond, a, b)");
+      return truthy(c, e.items[1]->loc) ? eval(e.items[0]) : eval(e.items[2]);
+    }
+    case ExprKind::Starred:
+      fail(e.loc, "*expression is only allowed in calls and tuple displays");
+  }
+  fail(e.loc, "unsupported expression");
+}
+
+bool Elab::truthy(const ValuePtr& v, SourceLoc loc) {
+  switch (v->kind) {
+    case Kind::None: return false;
+    case Kind::Bool: return v->b;
+    case Kind::Int:
+      if (auto c = v->i.as_constant()) return *c != 0;
+      return eval_dim(v->i, loc) != 0;
+    case Kind::Float: return v->f != 0.0;
+    case Kind::Str: return !v->s.empty();
+    case Kind::Tuple: case Kind::List: case Kind::Dict: return !v->items.empty();
+    case Kind::Tensor:
+      fail(loc, "the truth value of an array depends on its data",
+           "a spec cannot branch on data; use np.where(cond, a, b)");
+    default: return true;
+  }
+}
+
+DimExpr Elab::to_dim(const ValuePtr& v, SourceLoc loc, const std::string& what) {
+  if (v->kind == Kind::Int) return v->i;
+  if (v->kind == Kind::Bool) return DimExpr::constant(v->b ? 1 : 0);
+  if (v->kind == Kind::Tensor)
+    fail(loc, "data-dependent shape: " + what + " is computed from array values; the shape of every value must follow from the dims",
+         "use sizes from the dims (x.shape[i], constants); use np.where(mask, x, 0) to keep the shape");
+  fail(loc, what + " must be an integer, not " + kind_name(*v));
+}
+
+int64_t Elab::to_const_int(const ValuePtr& v, SourceLoc loc, const std::string& what) {
+  DimExpr d = to_dim(v, loc, what);
+  if (auto c = d.as_constant()) return *c;
+  fail(loc, what + " must be a constant integer, not the dim expression " + d.str());
+}
+
+}  // namespace elab
+
+ir::Graph elaborate(const Module& module, const SpecOptions& options) {
+  elab::Elab el(module, options);
+  return el.run();
+}
+
+}  // namespace ollie::spec
