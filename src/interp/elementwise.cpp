@@ -113,6 +113,13 @@ Value eval_convert(const ir::Node& n, const Value& a) {
   if (from == ir::DType::Bool || from == to)
     // Same values (0/1, or an unchanged dtype): the uncertainty carries over unchanged.
     return map1(a, to, false, value, [](double, double e, double) { return e; });
+  if (ir::is_float(to) && n.weak) {
+    // A Python scalar taking the array's dtype: the reference keeps its exact value.
+    const double u = ir::unit_roundoff(to);
+    return map1(a, to, false, [](double x) { return x; }, [u, to](double x, double e, double) {
+      return e + (round_to(to, x) != x ? u * std::fabs(x) : 0.0);
+    });
+  }
   if (ir::is_float(to)) {
     const double u = ir::unit_roundoff(to);
     // An exact input rounds exactly as the reference did; an uncertain one may round
@@ -238,7 +245,14 @@ Value eval_binary(const ir::Node& n, const Value& a, const Value& b) {
     case ir::OpKind::Max: case ir::OpKind::Min: {
       const bool is_max = n.kind == ir::OpKind::Max;
       return map2(a, b, n.dtype, false, [is_max](double x, double y) { return is_max ? nan_max(x, y) : nan_min(x, y); },
-                  [](double, double ea, double, double eb, double) { return std::max(ea, eb); });
+                  [is_max](double x, double ea, double y, double eb, double r) {
+                    // Interval rule: the result lies in [max(x-ea, y-eb), max(x+ea, y+eb)]
+                    // (mirrored for min), so the losing operand's error counts only if it can win.
+                    if (!std::isfinite(r)) return std::max(ea, eb);
+                    const double lo = is_max ? std::max(x - ea, y - eb) : std::min(x - ea, y - eb);
+                    const double hi = is_max ? std::max(x + ea, y + eb) : std::min(x + ea, y + eb);
+                    return std::max(r - lo, hi - r);
+                  });
     }
     case ir::OpKind::FloorDiv: case ir::OpKind::Mod: {
       const bool want_div = n.kind == ir::OpKind::FloorDiv;

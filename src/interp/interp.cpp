@@ -198,7 +198,17 @@ Value eval_reduce(const ir::Node& n, const Value& x, const std::vector<int64_t>&
         if (std::isnan(v[k]) || std::isnan(acc)) acc = std::numeric_limits<double>::quiet_NaN();
         else acc = is_max ? std::max(acc, v[k]) : std::min(acc, v[k]);
       }
-      if (e) for (int64_t k = 0; k < len; ++k) bound = std::max(bound, e[k]);
+      if (e && std::isfinite(acc)) {
+        // The implementation's result lies in [max_k(v-e), max_k(v+e)] (for max; mirrored
+        // for min): a masked-out element with a large error cannot move a row's max.
+        double lo = is_max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+        double hi = lo;
+        for (int64_t k = 0; k < len; ++k) {
+          lo = is_max ? std::max(lo, v[k] - e[k]) : std::min(lo, v[k] - e[k]);
+          hi = is_max ? std::max(hi, v[k] + e[k]) : std::min(hi, v[k] + e[k]);
+        }
+        bound = std::max(acc - lo, hi - acc);
+      }
     }
     out.t.data[static_cast<size_t>(r)] = acc;
     if (need_e) out.e[static_cast<size_t>(r)] = bound;

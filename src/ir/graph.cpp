@@ -177,6 +177,7 @@ void check_node(const Graph& g, ValueId id, const Node& n, std::vector<std::stri
     case OpKind::Convert:
       if (!expect_operands(1)) return;
       expect_shape(opnd(0).shape);
+      if (n.weak && (!is_float(n.dtype) || n.shape.size() != 0)) fail("a weak convert makes a float scalar");
       break;
     case OpKind::Neg: case OpKind::Abs: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt:
     case OpKind::Tanh: case OpKind::Erf: case OpKind::Sin: case OpKind::Cos: case OpKind::PowI:
@@ -442,9 +443,10 @@ ValueId Builder::powi(ValueId x, int64_t exponent, SourceLoc loc) {
   return push(std::move(n));
 }
 
-ValueId Builder::convert(ValueId x, DType to, SourceLoc loc) {
+ValueId Builder::convert(ValueId x, DType to, SourceLoc loc, bool weak) {
   Node n;
   n.kind = OpKind::Convert;
+  n.weak = weak;
   n.operands = {x};
   n.shape = node(x).shape;
   n.dtype = to;

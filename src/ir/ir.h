@@ -162,6 +162,10 @@ struct Node {
   // Const: literal value, or (if const_dim is set) the value of a dim expression.
   double const_value = 0.0;
   std::optional<DimExpr> const_dim;
+  // Convert: numpy's implicit conversion of a Python scalar (weak, NEP 50) to an array's
+  // float dtype. The reference keeps the scalar's exact value; an implementation rounds
+  // it, and the bound covers that. An explicit astype/dtype= Convert is never weak.
+  bool weak = false;
   // Iota axis, Concat axis.
   int axis = 0;
   // PowI exponent.
@@ -210,7 +214,7 @@ class Builder {
   ValueId iota(const Shape& shape, int axis, DType dtype, SourceLoc loc = {});
   ValueId unary(OpKind kind, ValueId x, SourceLoc loc = {});
   ValueId powi(ValueId x, int64_t exponent, SourceLoc loc = {});
-  ValueId convert(ValueId x, DType to, SourceLoc loc = {});
+  ValueId convert(ValueId x, DType to, SourceLoc loc = {}, bool weak = false);
   // Operands must already have equal shapes and dtypes (the front end inserts
   // Broadcast and Convert); comparisons and And/Or return bool.
   ValueId binary(OpKind kind, ValueId a, ValueId b, SourceLoc loc = {});

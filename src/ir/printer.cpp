@@ -67,6 +67,7 @@ std::string to_text(const Graph& g) {
         break;
       case OpKind::Iota: out << " axis=" << n.axis; break;
       case OpKind::PowI: out << operands_str(n) << " " << n.exponent; break;
+      case OpKind::Convert: out << (n.weak ? ".weak" : "") << operands_str(n); break;
       case OpKind::Transpose: out << operands_str(n) << " perm=" << int_list(n.axes); break;
       case OpKind::Reduce:
         out << "." << reduce_name(n.reduce) << operands_str(n) << " axes=" << int_list(n.axes);

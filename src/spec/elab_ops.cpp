@@ -57,7 +57,10 @@ ValueId Elab::convert(ValueId id, DType t, SourceLoc loc) {
 ValueId Elab::as_tensor(const ValuePtr& v, SourceLoc loc, std::optional<DType> dtype) {
   if (!in_entry_) fail(loc, "arrays at module level are not supported in a spec", "create arrays inside the entry function");
   switch (v->kind) {
-    case Kind::Tensor: return dtype ? convert(v->t, *dtype, loc) : v->t;
+    case Kind::Tensor:
+      if (dtype && v->weak && ir::is_float(*dtype) && node(v->t).dtype != *dtype)
+        return builder_.convert(v->t, *dtype, loc, /*weak=*/true);  // NEP 50: keeps its exact value
+      return dtype ? convert(v->t, *dtype, loc) : v->t;
     case Kind::Bool: return builder_.constant(v->b ? 1.0 : 0.0, dtype.value_or(DType::Bool), loc);
     case Kind::Int: {
       DType t = dtype.value_or(DType::I64);

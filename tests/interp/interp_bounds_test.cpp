@@ -243,6 +243,39 @@ TEST(InterpBounds, ExactIntegerOpsHaveZeroBounds) {
   EXPECT_GT(*std::max_element(rf.bounds[0].data.begin(), rf.bounds[0].data.end()), 0.0);
 }
 
+// A finite mask value (-1e30, not exact in f32, so its bound is u * 1e30) must not
+// spread its error to the row max: it cannot win the max, so it cannot move it.
+TEST(InterpBounds, LargeFiniteMaskDoesNotLoosenTheRowMax) {
+  const int64_t n = 4;
+  TestGraph tg;
+  auto x = tg.in("x", DType::F32, S({n, n}));
+  auto row = tg.b.iota(S({n, n}), 0, DType::I32);
+  auto col = tg.b.iota(S({n, n}), 1, DType::I32);
+  auto causal = tg.b.binary(OpKind::Ge, row, col);
+  auto masked = tg.b.select(causal, x, tg.c(-1e30, DType::F32, S({n, n})));
+  auto mx = tg.b.reduce(ir::ReduceKind::Max, masked, {1});
+  tg.out(mx);
+  auto mxb = tg.b.broadcast(tg.b.reshape(mx, S({n, 1})), S({n, n}));
+  tg.out(tg.b.unary(OpKind::Exp, tg.b.binary(OpKind::Sub, masked, mxb)));
+  // And the binary form: max(x, -1e30) is x, with x's (zero) error.
+  tg.out(tg.b.binary(OpKind::Max, x, tg.c(-1e30, DType::F32, S({n, n}))));
+  auto r = tg.run({T(DType::F32, {n, n}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})});
+  for (int64_t i = 0; i < n; ++i) EXPECT_EQ(r.bounds[0].data[static_cast<size_t>(i)], 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const size_t k = static_cast<size_t>(i * n + j);
+      EXPECT_LT(r.bounds[1].data[k], 1e-5) << i << "," << j;
+      EXPECT_EQ(r.bounds[2].data[k], 0.0);
+    }
+  // An element whose error could make it win does count.
+  TestGraph t2;
+  auto a = t2.in("a", DType::F32, S({2}));
+  auto big = t2.b.binary(OpKind::Mul, a, t2.c(1e8, DType::F32, S({2})));  // error u * 1e8 * |a|
+  t2.out(t2.b.reduce(ir::ReduceKind::Max, big, {0}));
+  auto r2 = t2.run({T(DType::F32, {2}, {1.0, 1.0 - 1e-9})});
+  EXPECT_GT(r2.bounds[0].data[0], 5.0);  // both candidates are within ~6 of each other's error
+}
+
 TEST(InterpBounds, NegInfMaskThenExpIsExactZero) {
   const int64_t n = 4;
   TestGraph tg;
