@@ -585,7 +585,9 @@ ValuePtr Elab::call_function(const Value& fn, const CallArgs& args, SourceLoc lo
   for (size_t i = 0; i < f.params.size() && k < args.pos.size(); ++i)
     if (!f.params[i].keyword_only) scope[f.params[i].name] = args.pos[k++];
   for (size_t j = 0; j < args.kw.size(); ++j) {
-    auto& [name, v] = args.kw[j];
+    // Plain references, not a structured binding: clang 14 cannot capture bindings in lambdas.
+    const std::string& name = args.kw[j].first;
+    const auto& v = args.kw[j].second;
     auto it = std::find_if(f.params.begin(), f.params.end(), [&](const Param& p) { return p.name == name; });
     if (it == f.params.end()) fail(args.kw_loc[j], f.name + "() got an unexpected keyword argument '" + name + "'");
     if (scope.count(name)) fail(args.kw_loc[j], f.name + "() got multiple values for argument '" + name + "'");
