@@ -29,7 +29,8 @@ std::string serialize_npy(const Array& array);
 
 Array read_npy(const std::string& path);
 void write_npy(const std::string& path, const Array& array);
-// .npz: a zip of "<name>.npy" entries, stored or deflated (numpy.savez / savez_compressed).
+// .npz: a zip of "<name>.npy" entries. Reads stored or deflated entries (numpy.savez /
+// savez_compressed); writes stored ones, like numpy.savez (floats barely compress).
 ArrayList read_npz(const std::string& path);
 void write_npz(const std::string& path, const ArrayList& arrays);
 

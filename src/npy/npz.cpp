@@ -161,7 +161,7 @@ void write_npz(const std::string& path, const ArrayList& arrays) {
       throw zip_failure("entry '" + name + "'");
     }
     if (zip_set_file_compression(archive.get(), static_cast<zip_uint64_t>(index),
-                                 ZIP_CM_DEFLATE, 0) < 0) {
+                                 ZIP_CM_STORE, 0) < 0) {
       throw zip_failure("entry '" + name + "'");
     }
   }

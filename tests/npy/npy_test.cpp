@@ -320,15 +320,16 @@ TEST(NumpyFixtures, GoldenFilesWrittenByOllie) {
 // ---------------------------------------------------------------------------
 // npz written by ollie
 
-TEST(Npz, RoundTripPreservesOrderAndDeflates) {
+TEST(Npz, RoundTripPreservesOrderAndStores) {
   TempDir dir;
   ArrayList arrays = {{"w", make(ElementType::F32, {64, 64}, std::vector<double>(4096, 1.0))},
                       {"b", make(ElementType::F64, {2}, {0.1, 0.2})},
                       {"a", make(ElementType::Bool, {}, {0})}};
   std::string path = (dir / "x.npz").string();
   write_npz(path, arrays);
-  // 4096 equal floats deflate to far less than their 16 KiB.
-  EXPECT_LT(fs::file_size(path), 4096u);
+  // Stored uncompressed, like numpy.savez (floats barely compress; deflate cost more
+  // time than the whole reference evaluation): at least the 16 KiB of payload.
+  EXPECT_GT(fs::file_size(path), 4096u * 4u);
   ArrayList back = read_npz(path);
   ASSERT_EQ(back.size(), 3u);
   for (size_t i = 0; i < 3; ++i) {
