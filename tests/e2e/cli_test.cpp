@@ -17,12 +17,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
+struct CommandResult {
   int exit_code;
   std::string out;  // stdout and stderr together
 };
 
-Run ollie(const std::string& args) {
+CommandResult ollie(const std::string& args) {
   std::string cmd = std::string(OLLIE_BINARY) + " " + args + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return {-1, "popen failed"};
@@ -62,7 +62,7 @@ TEST(Cli, EveryExampleMatchesItsGoldenCheckOutput) {
   ASSERT_GE(names.size(), 11u);
   bool update = std::getenv("OLLIE_UPDATE_GOLDEN") != nullptr;
   for (const auto& name : names) {
-    Run r = ollie("check " + (source_dir() / "examples" / (name + ".py")).string());
+    CommandResult r = ollie("check " + (source_dir() / "examples" / (name + ".py")).string());
     ASSERT_EQ(r.exit_code, 0) << name << ":\n" << r.out;
     // Paths differ between checkouts; the golden text has none.
     fs::path golden = source_dir() / "tests" / "golden" / (name + ".txt");
@@ -78,7 +78,7 @@ TEST(Cli, EveryExampleMatchesItsGoldenCheckOutput) {
 }
 
 TEST(Cli, CheckReportsCostOfMatmul) {
-  Run r = ollie("check " + (source_dir() / "examples/matmul.py").string() + " --dims M=4,K=8,N=2");
+  CommandResult r = ollie("check " + (source_dir() / "examples/matmul.py").string() + " --dims M=4,K=8,N=2");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("flops             128\n"), std::string::npos) << r.out;
   // (4*8 + 8*2 + 4*2) floats of 4 bytes.
@@ -90,7 +90,7 @@ TEST(Cli, EvalWritesValuesAndBoundsAndSaysTheSeed) {
   fs::path dir = temp_dir();
   std::string spec = (source_dir() / "examples/matmul.py").string();
   fs::path out = dir / "out.npz", in = dir / "in.npz";
-  Run r = ollie("eval " + spec + " --dims M=3,K=5,N=2 --seed 42 --out " + out.string() + " --save-inputs " +
+  CommandResult r = ollie("eval " + spec + " --dims M=3,K=5,N=2 --seed 42 --out " + out.string() + " --save-inputs " +
                 in.string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("seed 42"), std::string::npos) << r.out;
@@ -113,7 +113,7 @@ TEST(Cli, EvalWritesValuesAndBoundsAndSaysTheSeed) {
       EXPECT_GT(outputs[1].second.data[static_cast<size_t>(i * 2 + j)], 0.0);
     }
   fs::path out2 = dir / "out2.npz";
-  Run again = ollie("eval " + spec + " --dims M=3,K=5,N=2 --inputs " + in.string() + " --out " + out2.string());
+  CommandResult again = ollie("eval " + spec + " --dims M=3,K=5,N=2 --inputs " + in.string() + " --out " + out2.string());
   ASSERT_EQ(again.exit_code, 0) << again.out;
   EXPECT_EQ(ollie::npy::read_npz(out2.string())[0].second.data, outputs[0].second.data);
 
@@ -128,25 +128,25 @@ TEST(Cli, EvalWritesValuesAndBoundsAndSaysTheSeed) {
 
 TEST(Cli, BadInputIsAClearErrorWithExitCode1) {
   std::string spec = (source_dir() / "examples/matmul.py").string();
-  Run missing = ollie("check /nonexistent/spec.py");
+  CommandResult missing = ollie("check /nonexistent/spec.py");
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.out.find("/nonexistent/spec.py"), std::string::npos) << missing.out;
 
-  Run bad_dims = ollie("check " + spec + " --dims M=abc");
+  CommandResult bad_dims = ollie("check " + spec + " --dims M=abc");
   EXPECT_EQ(bad_dims.exit_code, 1);
   EXPECT_NE(bad_dims.out.find("--dims"), std::string::npos) << bad_dims.out;
 
-  Run unknown_dim = ollie("check " + spec + " --dims Q=3");
+  CommandResult unknown_dim = ollie("check " + spec + " --dims Q=3");
   EXPECT_EQ(unknown_dim.exit_code, 1);
   EXPECT_NE(unknown_dim.out.find("Q"), std::string::npos) << unknown_dim.out;
 
-  Run bad_inputs = ollie("eval " + spec + " --inputs /nonexistent/in.npz");
+  CommandResult bad_inputs = ollie("eval " + spec + " --inputs /nonexistent/in.npz");
   EXPECT_EQ(bad_inputs.exit_code, 1);
   EXPECT_NE(bad_inputs.out.find("/nonexistent/in.npz"), std::string::npos) << bad_inputs.out;
 
-  Run no_verb = ollie("");
+  CommandResult no_verb = ollie("");
   EXPECT_EQ(no_verb.exit_code, 2);
-  Run bad_flag = ollie("check " + spec + " --frobnicate");
+  CommandResult bad_flag = ollie("check " + spec + " --frobnicate");
   EXPECT_EQ(bad_flag.exit_code, 2);
 }
 
@@ -159,7 +159,7 @@ TEST(Cli, SpecErrorPointsAtTheLine) {
                          "    for i in range(3):\n"
                          "        x = x + 1\n"
                          "    return x\n";
-  Run r = ollie("check " + spec.string());
+  CommandResult r = ollie("check " + spec.string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find(spec.string() + ":4:5: error:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("    for i in range(3):\n"), std::string::npos) << r.out;
@@ -172,7 +172,7 @@ TEST(Cli, InputOfTheWrongShapeIsRejected) {
   std::string spec = (source_dir() / "examples/matmul.py").string();
   fs::path in = dir / "in.npz";
   ASSERT_EQ(ollie("eval " + spec + " --dims M=3,K=5,N=2 --seed 1 --save-inputs " + in.string()).exit_code, 0);
-  Run r = ollie("eval " + spec + " --dims M=3,K=6,N=2 --inputs " + in.string());
+  CommandResult r = ollie("eval " + spec + " --dims M=3,K=6,N=2 --inputs " + in.string());
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("shape"), std::string::npos) << r.out;
   fs::remove_all(dir);
