@@ -127,8 +127,27 @@ std::vector<interp::Tensor> random_inputs(const ir::Graph& graph, uint64_t seed)
   return inputs;
 }
 
+bool has_suffix(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// An .npz, or an .npy when the entry has exactly one parameter.
+npy::ArrayList read_arrays(const ir::Graph& graph, const std::string& path) {
+  if (!has_suffix(path, ".npy")) return npy::read_npz(path);
+  if (graph.params.size() != 1)
+    throw UserError(fmt::format("--inputs {}: an .npy file holds one array but {} takes {} parameters; "
+                                "pass an .npz with one array per parameter name",
+                                path, graph.entry, graph.params.size()));
+  return {{graph.params[0].name, npy::read_npy(path)}};
+}
+
+// "out.npy" -> "out<suffix>.npy": where the bounds go beside the values.
+std::string npy_sibling(const std::string& path, const std::string& suffix) {
+  return path.substr(0, path.size() - 4) + suffix + ".npy";
+}
+
 std::vector<interp::Tensor> file_inputs(const ir::Graph& graph, const std::string& path) {
-  npy::ArrayList arrays = npy::read_npz(path);
+  npy::ArrayList arrays = read_arrays(graph, path);
   std::string keys;
   for (const auto& [name, array] : arrays) keys += (keys.empty() ? "" : ", ") + name;
   std::vector<interp::Tensor> inputs;
@@ -187,8 +206,13 @@ int run_eval(const SpecFlags& flags, const EvalFlags& eval) {
     const auto& v = result.values[i];
     const auto& b = result.bounds[i];
     double max_abs = 0, max_bound = 0, max_rel = 0;
+    size_t unbounded = 0;
     for (size_t k = 0; k < v.data.size(); ++k) {
       max_abs = std::max(max_abs, std::fabs(v.data[k]));
+      if (std::isinf(b.data[k])) {
+        ++unbounded;
+        continue;
+      }
       max_bound = std::max(max_bound, b.data[k]);
       if (v.data[k] != 0 && std::isfinite(v.data[k])) max_rel = std::max(max_rel, b.data[k] / std::fabs(v.data[k]));
     }
@@ -196,8 +220,20 @@ int run_eval(const SpecFlags& flags, const EvalFlags& eval) {
     std::cout << fmt::format("out{}: {}{} = {}  max|value| {:.6g}  max bound {:.3g}  max bound/|value| {:.3g}\n", i,
                              ir::dtype_name(r.dtype), ir::shape_str(r.shape), bound_shape_str(r.shape, graph.bound_dims),
                              max_abs, max_bound, max_rel);
+    if (unbounded)
+      std::cout << fmt::format("  warning: {} of {} elements have no finite bound (an intermediate overflows "
+                               "the dtype or divides by a value that may be zero); any value is accepted there\n",
+                               unbounded, v.data.size());
   }
-  if (!eval.out.empty()) {
+  if (!eval.out.empty() && has_suffix(eval.out, ".npy")) {
+    if (result.values.size() != 1)
+      throw UserError(fmt::format("--out {}: {} has {} results; an .npy file holds one array: use an .npz",
+                                  eval.out, graph.entry, result.values.size()));
+    std::string bound_path = npy_sibling(eval.out, "_bound");
+    npy::write_npy(eval.out, to_array(result.values[0]));
+    npy::write_npy(bound_path, to_array(result.bounds[0]));
+    std::cout << "wrote " << eval.out << " (reference values) and " << bound_path << " (error bounds), float64\n";
+  } else if (!eval.out.empty()) {
     npy::ArrayList arrays;
     for (size_t i = 0; i < result.values.size(); ++i) {
       arrays.emplace_back("out" + std::to_string(i), to_array(result.values[i]));
@@ -215,7 +251,14 @@ int run_eval(const SpecFlags& flags, const EvalFlags& eval) {
       a.data = inputs[i].data;
       arrays.emplace_back(graph.params[i].name, std::move(a));
     }
-    npy::write_npz(eval.save_inputs, arrays);
+    if (has_suffix(eval.save_inputs, ".npy")) {
+      if (arrays.size() != 1)
+        throw UserError(fmt::format("--save-inputs {}: {} takes {} parameters; an .npy file holds one array: "
+                                    "use an .npz", eval.save_inputs, graph.entry, arrays.size()));
+      npy::write_npy(eval.save_inputs, arrays[0].second);
+    } else {
+      npy::write_npz(eval.save_inputs, arrays);
+    }
     std::cout << "wrote " << eval.save_inputs << " (the inputs)\n";
   }
   return 0;
@@ -236,11 +279,11 @@ int main(int argc, char** argv) {
   EvalFlags eval;
   CLI::App* eval_cmd = app.add_subcommand("eval", "run the reference interpreter; write values and error bounds");
   add_spec_flags(eval_cmd, eval_flags);
-  eval_cmd->add_option("--inputs", eval.inputs, "inputs .npz, one array per parameter name");
-  eval_cmd->add_option("--out", eval.out, "write out<i> and out<i>_bound (float64) to this .npz");
+  eval_cmd->add_option("--inputs", eval.inputs, "inputs: an .npz with one array per parameter name (or an .npy for one parameter)");
+  eval_cmd->add_option("--out", eval.out, "write out<i> and out<i>_bound (float64) to this .npz (or X.npy and X_bound.npy for one result)");
   eval_cmd->add_option("--seed", eval.seed, "seed for random inputs (default: a fresh one, printed)")
       ->check(CLI::NonNegativeNumber);
-  eval_cmd->add_option("--save-inputs", eval.save_inputs, "write the inputs used to this .npz");
+  eval_cmd->add_option("--save-inputs", eval.save_inputs, "write the inputs used to this .npz (or .npy for one parameter)");
 
   try {
     app.parse(argc, argv);

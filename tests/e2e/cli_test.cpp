@@ -126,6 +126,33 @@ TEST(Cli, EvalWritesValuesAndBoundsAndSaysTheSeed) {
   fs::remove_all(dir);
 }
 
+TEST(Cli, EvalReadsAndWritesNpyForOneArray) {
+  fs::path dir = temp_dir();
+  std::string softmax = (source_dir() / "examples/softmax.py").string();
+  fs::path in = dir / "x.npy", out = dir / "o.npy", out_npz = dir / "o.npz";
+  CommandResult r = ollie("eval " + softmax + " --dims M=3,N=5 --seed 9 --save-inputs " + in.string() + " --out " +
+                          out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto values = ollie::npy::read_npy(out.string());
+  auto bounds = ollie::npy::read_npy((dir / "o_bound.npy").string());
+  EXPECT_EQ(values.shape, (std::vector<int64_t>{3, 5}));
+  EXPECT_EQ(bounds.shape, values.shape);
+  double row = 0;
+  for (int j = 0; j < 5; ++j) row += values.data[static_cast<size_t>(j)];
+  EXPECT_NEAR(row, 1.0, 1e-12);  // a softmax row sums to one
+  CommandResult again = ollie("eval " + softmax + " --dims M=3,N=5 --inputs " + in.string() + " --out " +
+                              out_npz.string());
+  ASSERT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_EQ(ollie::npy::read_npz(out_npz.string())[0].second.data, values.data);
+
+  // An .npy holds one array: a two-parameter entry needs an .npz, and says so.
+  std::string matmul = (source_dir() / "examples/matmul.py").string();
+  CommandResult two = ollie("eval " + matmul + " --dims M=3,K=5,N=2 --inputs " + in.string());
+  EXPECT_EQ(two.exit_code, 1);
+  EXPECT_NE(two.out.find("pass an .npz with one array per parameter name"), std::string::npos) << two.out;
+  fs::remove_all(dir);
+}
+
 TEST(Cli, BadInputIsAClearErrorWithExitCode1) {
   std::string spec = (source_dir() / "examples/matmul.py").string();
   CommandResult missing = ollie("check /nonexistent/spec.py");
