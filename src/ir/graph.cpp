@@ -367,6 +367,21 @@ void verify(const Graph& g) {
 // ----------------------------------------------------------------------------
 // Builder
 
+namespace {
+
+// The fields every node has; op-specific attributes are set by the caller.
+Node make_node(OpKind kind, std::vector<ValueId> operands, Shape shape, DType dtype, SourceLoc loc) {
+  Node n;
+  n.kind = kind;
+  n.operands = std::move(operands);
+  n.shape = std::move(shape);
+  n.dtype = dtype;
+  n.loc = loc;
+  return n;
+}
+
+}  // namespace
+
 ValueId Builder::push(Node node) {
   ValueId id = static_cast<ValueId>(graph_.nodes.size());
   std::vector<std::string> problems;
@@ -381,201 +396,133 @@ ValueId Builder::push(Node node) {
 }
 
 ValueId Builder::input(int index, const std::string& name, DType dtype, const Shape& shape, SourceLoc loc) {
-  Node n;
-  n.kind = OpKind::Input;
+  Node n = make_node(OpKind::Input, {}, shape, dtype, loc);
   n.input_index = index;
   n.name = name;
-  n.dtype = dtype;
-  n.shape = shape;
-  n.loc = loc;
   return push(std::move(n));
 }
 
 ValueId Builder::constant(double value, DType dtype, SourceLoc loc) {
-  Node n;
-  n.kind = OpKind::Const;
+  Node n = make_node(OpKind::Const, {}, {}, dtype, loc);
   n.const_value = value;
-  n.dtype = dtype;
-  n.loc = loc;
   return push(std::move(n));
 }
 
 ValueId Builder::dim_constant(const DimExpr& value, DType dtype, SourceLoc loc) {
   if (auto c = value.as_constant()) return constant(static_cast<double>(*c), dtype, loc);
-  Node n;
-  n.kind = OpKind::Const;
+  Node n = make_node(OpKind::Const, {}, {}, dtype, loc);
   n.const_dim = value;
-  n.dtype = dtype;
-  n.loc = loc;
   return push(std::move(n));
 }
 
 ValueId Builder::iota(const Shape& shape, int axis, DType dtype, SourceLoc loc) {
-  Node n;
-  n.kind = OpKind::Iota;
-  n.shape = shape;
+  Node n = make_node(OpKind::Iota, {}, shape, dtype, loc);
   n.axis = axis;
-  n.dtype = dtype;
-  n.loc = loc;
   return push(std::move(n));
 }
 
 ValueId Builder::unary(OpKind kind, ValueId x, SourceLoc loc) {
   OLLIE_CHECK(is_elementwise_unary(kind) && kind != OpKind::Convert && kind != OpKind::PowI,
               std::string("Builder::unary with ") + op_name(kind));
-  Node n;
-  n.kind = kind;
-  n.operands = {x};
-  n.shape = node(x).shape;
-  n.dtype = kind == OpKind::Not ? DType::Bool : node(x).dtype;
-  n.loc = loc;
-  return push(std::move(n));
+  DType t = kind == OpKind::Not ? DType::Bool : node(x).dtype;
+  return push(make_node(kind, {x}, node(x).shape, t, loc));
 }
 
 ValueId Builder::powi(ValueId x, int64_t exponent, SourceLoc loc) {
-  Node n;
-  n.kind = OpKind::PowI;
-  n.operands = {x};
+  Node n = make_node(OpKind::PowI, {x}, node(x).shape, node(x).dtype, loc);
   n.exponent = exponent;
-  n.shape = node(x).shape;
-  n.dtype = node(x).dtype;
-  n.loc = loc;
   return push(std::move(n));
 }
 
 ValueId Builder::convert(ValueId x, DType to, SourceLoc loc, bool weak) {
-  Node n;
-  n.kind = OpKind::Convert;
+  Node n = make_node(OpKind::Convert, {x}, node(x).shape, to, loc);
   n.weak = weak;
-  n.operands = {x};
-  n.shape = node(x).shape;
-  n.dtype = to;
-  n.loc = loc;
   return push(std::move(n));
 }
 
 ValueId Builder::binary(OpKind kind, ValueId a, ValueId b, SourceLoc loc) {
   OLLIE_CHECK(is_elementwise_binary(kind), std::string("Builder::binary with ") + op_name(kind));
-  Node n;
-  n.kind = kind;
-  n.operands = {a, b};
-  n.shape = node(a).shape;
-  n.dtype = (is_comparison(kind) || kind == OpKind::And || kind == OpKind::Or) ? DType::Bool : node(a).dtype;
-  n.loc = loc;
-  return push(std::move(n));
+  DType t = (is_comparison(kind) || kind == OpKind::And || kind == OpKind::Or) ? DType::Bool : node(a).dtype;
+  return push(make_node(kind, {a, b}, node(a).shape, t, loc));
 }
 
 ValueId Builder::select(ValueId cond, ValueId a, ValueId b, SourceLoc loc) {
-  Node n;
-  n.kind = OpKind::Select;
-  n.operands = {cond, a, b};
-  n.shape = node(a).shape;
-  n.dtype = node(a).dtype;
-  n.loc = loc;
-  return push(std::move(n));
+  return push(make_node(OpKind::Select, {cond, a, b}, node(a).shape, node(a).dtype, loc));
 }
 
 ValueId Builder::broadcast(ValueId x, const Shape& shape, SourceLoc loc) {
   if (node(x).shape == shape) return x;
-  Node n;
-  n.kind = OpKind::Broadcast;
-  n.operands = {x};
-  n.shape = shape;
-  n.dtype = node(x).dtype;
-  n.loc = loc;
-  return push(std::move(n));
+  return push(make_node(OpKind::Broadcast, {x}, shape, node(x).dtype, loc));
 }
 
 ValueId Builder::reshape(ValueId x, const Shape& shape, SourceLoc loc) {
   if (node(x).shape == shape) return x;
-  Node n;
-  n.kind = OpKind::Reshape;
-  n.operands = {x};
-  n.shape = shape;
-  n.dtype = node(x).dtype;
-  n.loc = loc;
-  return push(std::move(n));
+  return push(make_node(OpKind::Reshape, {x}, shape, node(x).dtype, loc));
 }
 
 ValueId Builder::transpose(ValueId x, const std::vector<int>& perm, SourceLoc loc) {
   bool identity = true;
   for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int>(i);
   if (identity && perm.size() == node(x).shape.size()) return x;
-  Node n;
-  n.kind = OpKind::Transpose;
-  n.operands = {x};
-  n.axes = perm;
+  Shape shape;
   for (int a : perm) {
     OLLIE_CHECK(a >= 0 && a < static_cast<int>(node(x).shape.size()), "transpose axis out of range");
-    n.shape.push_back(node(x).shape[static_cast<size_t>(a)]);
+    shape.push_back(node(x).shape[static_cast<size_t>(a)]);
   }
-  n.dtype = node(x).dtype;
-  n.loc = loc;
+  Node n = make_node(OpKind::Transpose, {x}, shape, node(x).dtype, loc);
+  n.axes = perm;
   return push(std::move(n));
 }
 
 ValueId Builder::slice(ValueId x, const std::vector<SliceAxis>& slices, SourceLoc loc) {
-  Node n;
-  n.kind = OpKind::Slice;
-  n.operands = {x};
+  Shape shape;
+  for (auto& s : slices) shape.push_back(s.length());
+  Node n = make_node(OpKind::Slice, {x}, shape, node(x).dtype, loc);
   n.slices = slices;
-  for (auto& s : slices) n.shape.push_back(s.length());
-  n.dtype = node(x).dtype;
-  n.loc = loc;
   return push(std::move(n));
 }
 
 ValueId Builder::concat(const std::vector<ValueId>& xs, int axis, SourceLoc loc) {
   OLLIE_CHECK(!xs.empty(), "concat of nothing");
   if (xs.size() == 1) return xs[0];
-  Node n;
-  n.kind = OpKind::Concat;
-  n.operands = xs;
-  n.axis = axis;
-  n.shape = node(xs[0]).shape;
-  OLLIE_CHECK(axis >= 0 && axis < static_cast<int>(n.shape.size()), "concat axis out of range");
+  Shape shape = node(xs[0]).shape;
+  OLLIE_CHECK(axis >= 0 && axis < static_cast<int>(shape.size()), "concat axis out of range");
   DimExpr total;
   for (ValueId v : xs) {
-    OLLIE_CHECK(node(v).shape.size() == n.shape.size(), "concat ranks differ");
+    OLLIE_CHECK(node(v).shape.size() == shape.size(), "concat ranks differ");
     total = total + node(v).shape[static_cast<size_t>(axis)];
   }
-  n.shape[static_cast<size_t>(axis)] = total;
-  n.dtype = node(xs[0]).dtype;
-  n.loc = loc;
+  shape[static_cast<size_t>(axis)] = total;
+  Node n = make_node(OpKind::Concat, xs, shape, node(xs[0]).dtype, loc);
+  n.axis = axis;
   return push(std::move(n));
 }
 
 ValueId Builder::reduce(ReduceKind kind, ValueId x, std::vector<int> axes, SourceLoc loc) {
   std::sort(axes.begin(), axes.end());
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
-  Node n;
-  n.kind = OpKind::Reduce;
-  n.reduce = kind;
-  n.operands = {x};
-  n.axes = axes;
   const Shape& s = node(x).shape;
+  Shape shape;
   for (size_t d = 0; d < s.size(); ++d)
-    if (!std::binary_search(axes.begin(), axes.end(), static_cast<int>(d))) n.shape.push_back(s[d]);
-  n.dtype = node(x).dtype;
-  n.loc = loc;
+    if (!std::binary_search(axes.begin(), axes.end(), static_cast<int>(d))) shape.push_back(s[d]);
+  Node n = make_node(OpKind::Reduce, {x}, shape, node(x).dtype, loc);
+  n.reduce = kind;
+  n.axes = axes;
   return push(std::move(n));
 }
 
 ValueId Builder::contract(ValueId lhs, ValueId rhs, const std::vector<int>& lhs_labels,
                           const std::vector<int>& rhs_labels, const std::vector<int>& out_labels,
                           SourceLoc loc) {
-  Node n;
-  n.kind = OpKind::Contract;
-  n.operands = {lhs, rhs};
-  n.lhs_labels = lhs_labels;
-  n.rhs_labels = rhs_labels;
-  n.out_labels = out_labels;
   std::map<int, DimExpr> size;
   for (size_t i = 0; i < lhs_labels.size() && i < node(lhs).shape.size(); ++i) size[lhs_labels[i]] = node(lhs).shape[i];
   for (size_t i = 0; i < rhs_labels.size() && i < node(rhs).shape.size(); ++i) size[rhs_labels[i]] = node(rhs).shape[i];
-  for (int l : out_labels) n.shape.push_back(size[l]);
-  n.dtype = node(lhs).dtype;
-  n.loc = loc;
+  Shape shape;
+  for (int l : out_labels) shape.push_back(size[l]);
+  Node n = make_node(OpKind::Contract, {lhs, rhs}, shape, node(lhs).dtype, loc);
+  n.lhs_labels = lhs_labels;
+  n.rhs_labels = rhs_labels;
+  n.out_labels = out_labels;
   return push(std::move(n));
 }
 
