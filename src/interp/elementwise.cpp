@@ -256,7 +256,7 @@ Value eval_binary(const ir::Node& n, const Value& a, const Value& b) {
     }
     case ir::OpKind::FloorDiv: case ir::OpKind::Mod: {
       const bool want_div = n.kind == ir::OpKind::FloorDiv;
-      return map2(a, b, n.dtype, false,
+      return map2(a, b, n.dtype, !want_div && rounds,
                   [is_int, want_div](double x, double y) {
                     double q, m;
                     if (is_int) int_divmod(x, y, q, m);
@@ -264,7 +264,12 @@ Value eval_binary(const ir::Node& n, const Value& a, const Value& b) {
                     return want_div ? q : m;
                   },
                   // Discontinuous: any uncertainty in the operands can move the result anywhere.
-                  [](double, double ea, double, double eb, double) { return ea == 0.0 && eb == 0.0 ? 0.0 : kInf; });
+                  // On exact operands the quotient is an exact integer, but a float modulo whose
+                  // sign differs from the divisor's is fmod + b, which rounds once (-1e-8 % 0.5).
+                  [u, want_div](double, double ea, double, double eb, double r) {
+                    if (ea != 0.0 || eb != 0.0) return kInf;
+                    return want_div ? 0.0 : u * std::fabs(r);
+                  });
     }
     case ir::OpKind::Lt: case ir::OpKind::Le: case ir::OpKind::Gt:
     case ir::OpKind::Ge: case ir::OpKind::Eq: case ir::OpKind::Ne: {

@@ -158,9 +158,11 @@ ValuePtr Elab::call_numpy_more(const Value& fn, const CallArgs& args, SourceLoc 
     if (a[1] && a[1]->kind == Kind::None) fail(loc, "np." + base + " with axis=None is not supported", "reshape the arrays first");
     if (base == "stack") {
       int ax = norm_axis(ax_raw, static_cast<int>(s0.size()) + 1, loc);
-      for (auto& id : ids) {
+      // All shapes are checked before any is reshaped, so the message shows them as given.
+      for (auto& id : ids)
         if (node(id).shape != s0)
           fail(loc, "np.stack needs arrays of equal shape: " + type_str(ids[0]) + " and " + type_str(id));
+      for (auto& id : ids) {
         Shape e = s0;
         e.insert(e.begin() + ax, DimExpr::constant(1));
         id = builder_.reshape(id, e, loc);

@@ -126,8 +126,10 @@ Shape Elab::broadcast_shapes(const std::vector<ValueId>& ids, SourceLoc loc) {
       const DimExpr* c = i + s.size() >= r.size() ? &s[i + s.size() - r.size()] : nullptr;
       if (!a) r[i] = *c;
       else if (!c) r[i] = *a;
-      else if (*a == *c || *c == one || same_at_bounds(*a, *c)) r[i] = *a;
-      else if (*a == one) r[i] = *c;
+      // A literal 1 yields to the other dim before same_at_bounds is asked: 1 and Q//2
+      // agree at Q = 3, but only Q//2 stays right (and matches later ops) for every Q.
+      else if (*a == *c || *c == one) r[i] = *a;
+      else if (*a == one || same_at_bounds(*a, *c)) r[i] = *a == one ? *c : *a;
       else {
         std::string lhs = k == 1 ? type_str(ids[0]) : std::string(ir::dtype_name(node(ids[0]).dtype)) + ir::shape_str(out);
         fail(loc, "cannot broadcast " + lhs + " and " + type_str(ids[k]) + ": dims " + a->str() + " and " + c->str() + " differ",

@@ -118,6 +118,17 @@ ValueId Elab::reshape_to(ValueId x, const std::vector<ValuePtr>& dims, SourceLoc
                     " = " + std::to_string(kv),
            "the known sizes must divide the element count at the bound dims");
     auto q = total.exact_div(known);
+    // exact_div divides by a single term only; a known size like Q*(R - 1) is a sum, so
+    // also try each product of the old sizes as the quotient: [Q, Q, R - 1] -> [-1, Q*(R - 1)]
+    // infers Q. Checked symbolically (q * known == total), so a hit is exact for all dims.
+    if (!q && from.size() <= 12) {
+      for (uint32_t mask = 0; mask < (1u << from.size()) && !q; ++mask) {
+        DimExpr cand = DimExpr::constant(1);
+        for (size_t i = 0; i < from.size(); ++i)
+          if (mask & (1u << i)) cand = cand * from[i];
+        if (cand * known == total) q = cand;
+      }
+    }
     if (!q)
       fail(loc, shown + ": cannot infer -1 symbolically, " + total.str() + " is not a multiple of " + known.str(),
            "give every size explicitly (e.g. from x.shape)");

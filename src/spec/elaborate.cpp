@@ -788,6 +788,11 @@ bool Elab::truthy(const ValuePtr& v, SourceLoc loc) {
 DimExpr Elab::to_dim(const ValuePtr& v, SourceLoc loc, const std::string& what) {
   if (v->kind == Kind::Int) return v->i;
   if (v->kind == Kind::Bool) return DimExpr::constant(v->b ? 1 : 0);
+  // A weak tensor is a Python float known only symbolically (n * 0.5, math.sqrt(n)): not
+  // data-dependent, but still not an integer size, and saying "array values" would mislead.
+  if (v->kind == Kind::Tensor && v->weak)
+    fail(loc, what + " must be an integer, but it is a float computed from a dim",
+         "compute sizes with integers (n // 2, n * 2), then scale: np.arange(n) * 0.5");
   if (v->kind == Kind::Tensor)
     fail(loc, "data-dependent shape: " + what + " is computed from array values; the shape of every value must follow from the dims",
          "use sizes from the dims (x.shape[i], constants); use np.where(mask, x, 0) to keep the shape");

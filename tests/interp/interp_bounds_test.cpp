@@ -399,5 +399,25 @@ TEST(InterpBounds, LargeContractionIsRight) {
     }
 }
 
+TEST(InterpBounds, FloatModuloOfExactOperandsRoundsOnce) {
+  // numpy's float32 -1e-8 % 0.5 is fmod (exact) + 0.5, rounded to 0.5f: the bound must
+  // allow that rounding; the floor quotient of exact operands stays exact.
+  const double u = std::ldexp(1.0, -24);
+  TestGraph tg;
+  auto x = tg.in("x", DType::F32, S({2}));
+  auto y = tg.in("y", DType::F32, S({2}));
+  tg.out(tg.b.binary(OpKind::Mod, x, y));
+  tg.out(tg.b.binary(OpKind::FloorDiv, x, y));
+  const float small = -1e-8f;
+  auto r = tg.run({T(DType::F32, {2}, {small, 0.75}), T(DType::F32, {2}, {0.5, 0.5})});
+  const float got = std::fmod(small, 0.5f) + 0.5f;          // what numpy float32 computes
+  EXPECT_EQ(got, 0.5f);
+  EXPECT_LE(std::fabs(double(got) - r.values[0].data[0]), r.bounds[0].data[0]);
+  EXPECT_GT(std::fabs(double(got) - r.values[0].data[0]), 0.0);
+  EXPECT_DOUBLE_EQ(r.bounds[0].data[1], u * 0.25);
+  EXPECT_EQ(r.values[1].data, (std::vector<double>{-1, 1}));
+  EXPECT_EQ(r.bounds[1].data, (std::vector<double>{0, 0}));
+}
+
 }  // namespace
 }  // namespace ollie::interp

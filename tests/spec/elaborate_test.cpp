@@ -640,5 +640,63 @@ TEST(ElaborateErrors, BadImport) {
   EXPECT_HAS(e.hint, "numpy");
 }
 
+// Regression (corpus): a float computed from a dim is not "array values"; the message
+// must say it is a float and show how to write it with integer bounds.
+TEST(ElaborateErrors, ArangeFloatBoundFromDim) {
+  auto e = error_of(spec("def f(a: \"f32[M]\") -> \"f64[M]\":\n    return np.arange(0.0, a.shape[0] * 0.5, 0.5)\n"));
+  EXPECT_EQ(e.line, 4);
+  EXPECT_EQ(e.col, 12);
+  EXPECT_HAS(e.message, "must be an integer, but it is a float computed from a dim");
+  EXPECT_EQ(e.message.find("array values"), std::string::npos) << e.message;
+  EXPECT_HAS(e.hint, "np.arange(n) * 0.5");
+}
+
+// Regression (corpus): np.stack's shape mismatch names the shapes as the user gave them,
+// not the first array after it was given the new axis.
+TEST(ElaborateErrors, StackMismatchShowsGivenShapes) {
+  auto e = error_of(spec("def f(a: \"f32[M, N]\") -> \"f32[2, M, N]\":\n    return np.stack([a, a[:1]])\n"));
+  EXPECT_EQ(e.line, 4);
+  EXPECT_HAS(e.message, "np.stack needs arrays of equal shape: f32[M, N] and f32[1, N]");
+}
+
+// Regression (random specs, seeds 16 and 652): reshape(-1, ...) whose known sizes are a sum
+// (K - 1 from a slice) divides only term by term; the -1 is still inferred from the old sizes.
+TEST(Elaborate, ReshapeInfersMinusOneAgainstSumSizes) {
+  auto g = compile(spec("def f(a: \"f32[M, K, N]\") -> \"f32[M]\":\n"
+                        "    N = a.shape[2]\n"
+                        "    t = a[:, 1:]\n"
+                        "    return t.reshape(-1, t.shape[1] * N).sum(axis=1)\n"));
+  const ir::Node* r = nullptr;
+  for (auto& node : g.nodes)
+    if (node.kind == OpKind::Reshape && node.shape.size() == 2) r = &node;
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->shape[0], ir::DimExpr::symbol("M"));
+  EXPECT_EQ(r->shape[1], (ir::DimExpr::symbol("K") - ir::DimExpr::constant(1)) * ir::DimExpr::symbol("N"));
+  EXPECT_EQ(out_type(g), "f32[M]");
+}
+
+// Regression (random specs, seed 673): a -1 that stands for exactly 1 ([K - 1] -> [-1, K - 1]).
+TEST(Elaborate, ReshapeInfersMinusOneAsOne) {
+  auto g = compile(spec("def f(a: \"f32[K]\") -> \"f32[1]\":\n"
+                        "    t = a[1:]\n"
+                        "    return t.reshape(-1, t.shape[0]).sum(axis=1)\n"));
+  EXPECT_EQ(out_type(g), "f32[1]");
+}
+
+// Regression (random specs, seed 1701): broadcasting a literal 1 against S//2 keeps S//2,
+// even where S//2 happens to be 1 (S = 3), so a later matmul over that dim still checks.
+TEST(Elaborate, BroadcastOneAgainstFloorDivKeepsTheDim) {
+  auto g = compile(spec("def f(a: \"f32[S]\") -> \"f32[]\":\n"
+                        "    t = a[1::2]\n"
+                        "    u = t[:, None] * t\n"
+                        "    return (u @ t).sum()\n"));
+  const ir::Node* mul = find(g, OpKind::Mul);
+  ASSERT_NE(mul, nullptr);
+  ASSERT_EQ(mul->shape.size(), 2u);
+  EXPECT_EQ(mul->shape[0], mul->shape[1]);
+  EXPECT_FALSE(mul->shape[1].is_constant()) << ir::shape_str(mul->shape);
+  EXPECT_EQ(out_type(g), "f32[]");
+}
+
 }  // namespace
 }  // namespace ollie::spec

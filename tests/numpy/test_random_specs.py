@@ -1,0 +1,72 @@
+# Differential test on random specs (randspec.py): for each seed, `ollie eval` agrees with
+# numpy in float64, and numpy's own float32 result lies inside ollie's per-element bound.
+# OLLIE_RANDSPEC_N sets the number of seeds (default 150), OLLIE_RANDSPEC_START the first.
+import os
+
+import numpy as np
+import pytest
+
+from randspec import generate
+from spec_harness import load_spec, ollie_eval
+
+# The same criterion as test_cross_check.py: per element,
+# |numpy_f64 - ref| <= REL * (|ref| + FLOOR * max|ref|).
+REL = 1e-12
+FLOOR = 1e-3
+
+N_SEEDS = int(os.environ.get("OLLIE_RANDSPEC_N", "150"))
+FIRST_SEED = int(os.environ.get("OLLIE_RANDSPEC_START", "0"))
+_NP_DTYPE = {"f32": np.float32, "f64": np.float64}
+
+
+def _fail(rs, what: str):
+    pytest.fail(f"random spec seed {rs.seed} (regenerate with `python tests/numpy/randspec.py "
+                f"{rs.seed}`): {what}\n--- spec ---\n{rs.text}", pytrace=False)
+
+
+def _where(idx, **arrays):
+    return ", ".join(f"{k}={v[idx]!r}" for k, v in arrays.items())
+
+
+@pytest.mark.parametrize("seed", range(FIRST_SEED, FIRST_SEED + N_SEEDS))
+def test_random_spec(seed, tmp_path):
+    rs = generate(seed)
+    path = tmp_path / f"rand_{seed}.py"
+    path.write_text(rs.text)
+    spec = load_spec(path)
+
+    rng = np.random.default_rng(seed)
+    inputs = {name: np.asarray(rng.uniform(-2.0, 2.0, t.shape(rs.dims)), t.np_dtype)
+              for name, t in spec.params}
+
+    # numpy with the annotated dtypes: the generator's shapes and NEP 50 dtypes must hold.
+    with np.errstate(all="raise", under="ignore"):
+        try:
+            got32 = spec.run_f32(inputs)
+            want64 = spec.run_f64(inputs)
+        except Exception as e:  # the generator must only write valid, finite programs
+            _fail(rs, f"numpy raised {type(e).__name__}: {e}")
+    for i, (r, (dt, shape)) in enumerate(zip(got32, rs.returns)):
+        if r.shape != shape or r.dtype != _NP_DTYPE[dt]:
+            _fail(rs, f"generator bug: out{i} annotated {dt}{list(shape)} but numpy gives "
+                      f"{r.dtype}{list(r.shape)}")
+
+    try:
+        results = ollie_eval(spec, rs.used_dims, inputs, tmp_path / "eval")
+    except pytest.fail.Exception as e:
+        _fail(rs, str(e))
+
+    for i, ((ref, bound), want, r32) in enumerate(zip(results, want64, got32)):
+        diff = np.abs(ref - want)
+        tol = REL * (np.abs(want) + FLOOR * (np.abs(want).max() if want.size else 0.0))
+        bad = ~(diff <= tol)
+        if bad.any():
+            idx = np.unravel_index(np.argmax(np.where(bad, np.nan_to_num(diff - tol, nan=np.inf), -np.inf)), diff.shape)
+            _fail(rs, f"out{i}: {bad.sum()} of {bad.size} elements differ from numpy float64 "
+                      f"beyond {REL:g} relative; worst at {idx}: " + _where(idx, ollie=ref, numpy=want))
+        err = np.abs(r32.astype(np.float64) - ref)
+        bad = ~(err <= bound)
+        if bad.any():
+            idx = np.unravel_index(np.argmax(np.where(bad, np.nan_to_num(err / np.maximum(bound, 1e-300), nan=np.inf), -1)), err.shape)
+            _fail(rs, f"out{i}: numpy float32 lies outside ollie's bound on {bad.sum()} of {bad.size} "
+                      f"elements; worst at {idx}: " + _where(idx, numpy_f32=r32, ref=ref, bound=bound))

@@ -1,0 +1,252 @@
+# Semantic coverage corpus: every spec in tests/numpy/specs/ (one area of the numpy subset
+# each) is run through `ollie eval` and through real numpy, at two small dims settings.
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spec_harness import load_spec, ollie_eval, run_ollie, dims_flag
+
+SPECS_DIR = Path(__file__).resolve().parent / "specs"
+
+# Same criterion as test_cross_check.py: |numpy_f64 - ref| <= REL * (|ref| + FLOOR * max|ref|).
+REL = 1e-12
+FLOOR = 1e-3
+
+SEEDS = (0, 1, 2)
+
+# Per spec: two small dims settings (sizes 1, 3, 7 where the spec allows them; a spec
+# that splits an axis in halves needs it even), and the two input distributions. Inputs
+# of log/sqrt/** specs are built so arguments stay positive whatever the distribution.
+CORPUS = {
+    "bcast_ranks": ([dict(B=1, M=3, N=7), dict(B=3, M=1, N=1)], ("normal", "uniform")),
+    "bcast_size1": ([dict(B=1, M=1, N=7), dict(B=3, M=7, N=1)], ("normal", "uniform")),
+    "promo_pyscalar": ([dict(M=1, N=7), dict(M=3, N=2)], ("normal", "uniform")),
+    "promo_f32_f64": ([dict(M=1, N=3), dict(M=7, N=2)], ("normal", "uniform")),
+    "promo_int_arange": ([dict(M=1, N=7), dict(M=3, N=1)], ("normal", "uniform")),
+    "promo_bool": ([dict(M=1, N=7), dict(M=3, N=3)], ("normal", "uniform")),
+    "elementwise_arith": ([dict(M=1, N=7), dict(M=3, N=3)], ("normal", "uniform")),
+    "math_funcs": ([dict(M=1, N=7), dict(M=3, N=3)], ("normal", "uniform")),
+    "power_int": ([dict(M=1, N=7), dict(M=3, N=3)], ("normal", "uniform")),
+    "power_float": ([dict(M=1, N=7), dict(M=3, N=3)], ("normal", "uniform")),
+    "compare_where": ([dict(M=1, N=7), dict(M=3, N=1)], ("normal", "uniform")),
+    "logic_ops": ([dict(M=1, N=7), dict(M=3, N=3)], ("normal", "uniform")),
+    "reduce_sum": ([dict(A=1, B=3, C=7), dict(A=3, B=1, C=2)], ("normal", "uniform")),
+    "reduce_maxmin": ([dict(A=1, B=3, C=7), dict(A=7, B=1, C=1)], ("normal", "uniform")),
+    "reduce_mean_var": ([dict(A=1, B=3, C=7), dict(A=3, B=7, C=2)], ("normal", "uniform")),
+    "matmul_1d": ([dict(B=1, M=3, K=7), dict(B=3, M=1, K=1)], ("normal", "uniform")),
+    "matmul_batched": ([dict(B=1, H=3, M=7, K=1, N=3), dict(B=3, H=1, M=1, K=7, N=1)], ("normal", "uniform")),
+    "einsum_basic": ([dict(B=1, I=3, J=7, K=1), dict(B=3, I=1, J=2, K=7)], ("normal", "uniform")),
+    "einsum_three": ([dict(B=1, I=3, J=7, K=1, L=3), dict(B=3, I=1, J=2, K=7, L=1)], ("normal", "uniform")),
+    "outer_inner": ([dict(M=1, N=7), dict(M=3, N=1)], ("normal", "uniform")),
+    "reshape_ops": ([dict(A=1, B=3, C=2), dict(A=3, B=7, C=6)], ("normal", "uniform")),
+    "transpose_ops": ([dict(A=1, B=3, C=7), dict(A=3, B=1, C=2)], ("normal", "uniform")),
+    "expand_squeeze": ([dict(M=1, N=7), dict(M=3, N=1)], ("normal", "uniform")),
+    "slicing": ([dict(M=3, HD=2), dict(M=7, HD=6)], ("normal", "uniform")),
+    "int_index": ([dict(A=3, B=3, C=5), dict(A=7, B=4, C=7)], ("normal", "uniform")),
+    "concat_stack": ([dict(M=1, N=7, P=3), dict(M=3, N=1, P=1)], ("normal", "uniform")),
+    "split_ops": ([dict(M=2, N=2), dict(M=6, N=6)], ("normal", "uniform")),
+    "repeat_tile": ([dict(M=1, N=7), dict(M=3, N=1)], ("normal", "uniform")),
+    "create_full": ([dict(M=1, N=7), dict(M=3, N=1)], ("normal", "uniform")),
+    "create_like": ([dict(M=1, N=7), dict(M=3, N=1)], ("normal", "uniform")),
+    "tri_masks": ([dict(S=1, T=3), dict(S=7, T=1)], ("normal", "uniform")),
+    "arange_ops": ([dict(N=1), dict(N=7)], ("normal", "uniform")),
+    "astype_ops": ([dict(M=1, N=7), dict(M=3, N=3)], ("normal", "uniform")),
+    "helpers": ([dict(M=1, N=7), dict(M=3, N=2)], ("normal", "uniform")),
+    "constants": ([dict(M=1, D=7), dict(M=3, D=1)], ("normal", "uniform")),
+    "multi_output": ([dict(M=1, N=7), dict(M=3, N=1)], ("normal", "uniform")),
+    "f64_spec": ([dict(M=1, K=7, N=3), dict(M=3, K=1, N=1)], ("normal", "uniform")),
+    "int_compute": ([dict(M=1, N=7), dict(M=3, N=1)], ("normal", "uniform")),
+    "masks_neg_inf": ([dict(S=1, D=3), dict(S=7, D=1)], ("normal", "uniform")),
+    "minmax_clip": ([dict(M=1, N=7), dict(M=3, N=1)], ("normal", "uniform")),
+    "scalar_shape_math": ([dict(M=1, N=2), dict(M=3, N=6)], ("normal", "uniform")),
+    "float_mod": ([dict(M=1, N=7), dict(M=3, N=3)], ("normal", "uniform")),
+    "slicing_odd": ([dict(M=1, N=7), dict(M=3, N=1)], ("normal", "uniform")),
+    "reduce_dtype": ([dict(M=1, N=7), dict(M=3, N=1)], ("normal", "uniform")),
+    "scalar_outputs": ([dict(N=1), dict(N=7)], ("normal", "uniform")),
+    "mixed_edges": ([dict(M=1, N=7), dict(M=3, N=2)], ("normal", "uniform")),
+}
+
+_CACHE = {}
+
+
+def _spec(name):
+    if name not in _CACHE:
+        _CACHE[name] = load_spec(SPECS_DIR / f"{name}.py")
+    return _CACHE[name]
+
+
+def _inputs(spec, dims, rng, dist):
+    """Float params from spec.inputs (f32-representable); int params small integers
+    (so products and powers stay exact), bool params fair coins."""
+    out = spec.inputs(dims, rng, dist)
+    for pname, t in spec.params:
+        shape = t.shape(dims)
+        if t.dtype == "i32":
+            out[pname] = rng.integers(-6, 7, shape).astype(np.int32)
+        elif t.dtype == "bool":
+            out[pname] = rng.random(shape) < 0.5
+    return out
+
+
+def _as_f64(spec, inputs):
+    return {k: v.astype(np.float64) if v.dtype.kind == "f" else v for k, v in inputs.items()}
+
+
+def _where(idx, **arrays):
+    return ", ".join(f"{k}={v[idx]!r}" for k, v in arrays.items())
+
+
+def _check_special_values(what, i, ref, got):
+    """Non-finite reference elements (a -inf mask, exp(-inf)) must match exactly."""
+    special = ~np.isfinite(ref) | ~np.isfinite(got)
+    same = (ref == got) | (np.isnan(ref) & np.isnan(got))
+    bad = special & ~same
+    if bad.any():
+        idx = tuple(int(j) for j in np.argwhere(bad)[0])
+        pytest.fail(f"{what} out{i}: special values differ on {bad.sum()} elements; first at {idx}: "
+                    + _where(idx, ollie=ref, numpy=got))
+    return special
+
+
+def test_every_spec_is_configured():
+    names = {p.stem for p in SPECS_DIR.glob("*.py")}
+    assert names == set(CORPUS), f"unconfigured: {sorted(names - set(CORPUS))}, " \
+                                 f"missing files: {sorted(set(CORPUS) - names)}"
+    assert len(names) >= 40
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_output_dtypes_match_annotation(name):
+    """numpy's own result has the annotated dtypes, and ollie's IR says the same."""
+    spec = _spec(name)
+    dims = CORPUS[name][0][0]
+    got = spec.run_f32(_inputs(spec, spec.full_dims(dims), np.random.default_rng(0), "normal"))
+    want = [np.dtype(t.np_dtype) for t in spec.returns]
+    assert [g.dtype for g in got] == want, f"{name}: numpy returns {[str(g.dtype) for g in got]}"
+    proc = run_ollie(["check", str(spec.path), "--entry", spec.entry, "--dims", dims_flag(dims)])
+    assert proc.returncode == 0, proc.stderr
+    header = proc.stdout.splitlines()[0]
+    outs = re.findall(r"(f32|f64|i32|i64|bool)\[", header.split("->", 1)[1])
+    assert outs == [t.dtype for t in spec.returns], header
+
+
+@pytest.mark.parametrize("setting", [0, 1])
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_spec_against_numpy(name, setting, tmp_path):
+    spec = _spec(name)
+    settings, dists = CORPUS[name]
+    dims = spec.full_dims(settings[setting])
+    for dist in dists:
+        for seed in SEEDS:
+            what = f"{name} [{dims_flag(dims)}] ({dist}, seed {seed})"
+            inputs = _inputs(spec, dims, np.random.default_rng(1000 * setting + seed), dist)
+            results = ollie_eval(spec, dims, inputs, tmp_path / f"{dist}{seed}")
+            exact = spec.run_f64(_as_f64(spec, inputs))
+            f32 = spec.run_f32(inputs)
+            assert len(results) == len(exact) == len(spec.returns)
+            for i, ((ref, bound), want, got, t) in enumerate(zip(results, exact, f32, spec.returns)):
+                shape = t.shape(dims)
+                assert want.shape == shape and got.shape == shape, \
+                    f"{what} out{i}: numpy shapes {want.shape}/{got.shape}, annotation {shape}"
+                assert got.dtype == t.np_dtype, f"{what} out{i}: numpy dtype {got.dtype}, annotated {t.dtype}"
+                want = want.astype(np.float64)
+                got = got.astype(np.float64)
+
+                # (a) ollie's reference is numpy's meaning computed in double.
+                special = _check_special_values(what + " vs float64", i, ref, want)
+                with np.errstate(invalid="ignore"):       # inf - inf where special (masked out)
+                    diff = np.where(special, 0.0, np.abs(ref - want))
+                finite = np.abs(np.where(special, 0.0, want))
+                tol = REL * (finite + FLOOR * (finite.max() if finite.size else 0.0))
+                bad = diff > tol
+                if bad.any():
+                    idx = np.unravel_index(np.argmax(diff - tol), diff.shape)
+                    pytest.fail(f"{what} out{i}: {bad.sum()} of {bad.size} elements differ from numpy "
+                                f"float64 beyond {REL:g} relative; worst at {idx}: "
+                                + _where(idx, ollie=ref, numpy=want))
+
+                # (b) numpy computing in the declared dtypes is a correct implementation:
+                # it must lie inside ollie's bound on every element.
+                special = _check_special_values(what + " vs declared dtypes", i, ref, got)
+                with np.errstate(invalid="ignore"):
+                    err = np.where(special, 0.0, np.abs(got - ref))
+                bad = err > bound
+                if bad.any():
+                    idx = np.unravel_index(np.argmax(err - bound), err.shape)
+                    pytest.fail(f"{what} out{i}: bound too tight on {bad.sum()} of {bad.size} elements; "
+                                f"worst at {idx}: " + _where(idx, numpy=got, ref=ref, bound=bound))
+
+
+# Specs just outside the subset: each must fail with `file:line:col: error:`, the source
+# line, a caret under the offending expression, and a message naming what is wrong.
+# (body returned by the entry, the column of the caret, a fragment of the message).
+OUTSIDE_SUBSET = {
+    "einsum_trace": ("np.einsum('ii->i', x)", 12, "repeats within operand 'ii'"),
+    "einsum_implicit_output": ("np.einsum('ij,jk', x, x.T)", 12, "needs an explicit output"),
+    "einsum_repeated_output": ("np.einsum('ij->jj', x)", 12, "output label 'j' repeats"),
+    "reversed_slice": ("x[::-1]", 12, "negative slice steps"),
+    "concatenate_axis_none": ("np.concatenate([x, x], axis=None)", 12, "axis=None is not supported"),
+    "arange_float_dim_bound": ("np.arange(0.0, x.shape[0] * 0.5, 0.5)", 12, "float computed from a dim"),
+    "repeat_method": ("x.repeat(2, axis=0)", 12, "array attribute .repeat is not supported"),
+    "log2_array": ("np.log2(x)", 12, "np.log2 is not supported"),
+    "boolean_mask_index": ("x[x > 0]", 12, "data-dependent shape"),
+    "nonzero": ("np.nonzero(x)", 12, "data-dependent shape"),
+    "index_out_of_bounds": ("x[5]", 12, "index 5 is out of bounds for axis 0"),
+    "bad_reshape": ("x.reshape(-1, 5)", 12, "cannot reshape f32[M, N]"),
+    "matmul_mismatch": ("x @ x[:2]", 14, "matmul shape mismatch"),
+    "negate_bool": ("-(x > 0)", 12, "does not negate booleans"),
+    "subtract_bools": ("(x > 0) - (x < 0)", 20, "does not subtract booleans"),
+    "float16": ("x.astype(np.float16)", 21, "np.float16 is not supported"),
+    "axis_out_of_range": ("np.sum(x, axis=2)", 12, "axis 2 is out of bounds"),
+    "stack_mismatch": ("np.stack([x, x[:1]])", 12, "equal shape: f32[M, N] and f32[1, N]"),
+    "int_negative_power": ("(x > 0).astype(np.int32) ** -1", 37, "negative integer powers"),
+    "tile_by_dim": ("np.tile(x[:1], (x.shape[0], 1))", 12, "reps must be a constant integer"),
+    "wrong_return_dtype": ("x.astype(np.float64)", 12, "returns f64[M, N] but the annotation says f32[M, N]"),
+}
+
+_OUTSIDE_TEMPLATE = 'import numpy as np\nDIMS = dict(M=4, N=6)\n\n\ndef f(x: "f32[M, N]") -> "f32[M, N]":\n    return {}\n'
+
+# Statements rather than expressions: (source lines of the entry body, line, col, fragment).
+OUTSIDE_SUBSET_STATEMENTS = {
+    "if_in_function": (["if x.shape[0] > 2:", "    x = x * 2", "return x"], 6, 5, "control flow is not supported"),
+    "for_loop": (["for k in range(3):", "    x = x + k", "return x"], 6, 5, "loops are not supported"),
+    "python_sum": (["return x * sum([1, 2])"], 6, 16, "Python sum() is not supported"),
+}
+
+
+def _check_located_error(path, line, col, fragment, source):
+    proc = run_ollie(["check", str(path)])
+    assert proc.returncode == 1, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    err = proc.stderr
+    assert "Traceback" not in err and "terminate called" not in err and "InternalError" not in err, err
+    head = f"{path}:{line}:{col}: error: "
+    assert err.startswith(head), f"expected the error at {line}:{col}, got:\n{err}"
+    assert fragment in err.splitlines()[0], f"message lacks {fragment!r}:\n{err}"
+    src_line = source.splitlines()[line - 1]
+    lines = err.splitlines()
+    i = next((k for k, ln in enumerate(lines) if ln.endswith(src_line)), None)
+    assert i is not None, f"the source line is not shown:\n{err}"
+    indent = len(lines[i]) - len(src_line)          # the message indents the quoted line
+    caret = lines[i + 1]
+    assert caret.strip() == "^" and caret.index("^") == indent + col - 1, f"caret not under column {col}:\n{err}"
+
+
+@pytest.mark.parametrize("case", sorted(OUTSIDE_SUBSET))
+def test_outside_subset_is_a_located_error(case, tmp_path):
+    body, col, fragment = OUTSIDE_SUBSET[case]
+    source = _OUTSIDE_TEMPLATE.format(body)
+    path = tmp_path / f"{case}.py"
+    path.write_text(source)
+    _check_located_error(path, 6, col, fragment, source)
+
+
+@pytest.mark.parametrize("case", sorted(OUTSIDE_SUBSET_STATEMENTS))
+def test_outside_subset_statement_is_a_located_error(case, tmp_path):
+    body, line, col, fragment = OUTSIDE_SUBSET_STATEMENTS[case]
+    source = 'import numpy as np\nDIMS = dict(M=4, N=6)\n\n\ndef f(x: "f32[M, N]") -> "f32[M, N]":\n' \
+        + "".join(f"    {ln}\n" for ln in body)
+    path = tmp_path / f"{case}.py"
+    path.write_text(source)
+    _check_located_error(path, line, col, fragment, source)
