@@ -10,9 +10,11 @@ build="${OLLIE_FUZZ_BUILD_DIR:-$PWD/build-fuzz}"
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 CXX=clang++ cmake -S . -B "$build" "${generator[@]}" -DOLLIE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" >/dev/null
+  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=undefined" >/dev/null
 cmake --build "$build" --target spec_fuzzer -j "${OLLIE_FUZZ_JOBS:-2}"
 
+# The libraries carry coverage instrumentation (fuzzer-no-link) so libFuzzer can steer into
+# the parser, elaborator and interpreter, not just this file.
 # libFuzzer adds new inputs to its corpus directory: work on a copy, keep the seeds clean.
 corpus="$build/corpus"
 mkdir -p "$corpus"
