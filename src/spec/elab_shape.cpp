@@ -107,6 +107,10 @@ ValueId Elab::reshape_to(ValueId x, const std::vector<ValuePtr>& dims, SourceLoc
     to.push_back(d);
   }
   DimExpr total = product(from);
+  // "M*K = 12", or just "12" when the size is a constant.
+  auto with_value = [](const DimExpr& e, int64_t v) {
+    return e.is_constant() ? std::to_string(v) : e.str() + " = " + std::to_string(v);
+  };
   std::string shown = "cannot reshape " + type_str(x) + " into " + ir::shape_str(to);
   if (infer >= 0) {
     Shape rest = to;
@@ -114,8 +118,7 @@ ValueId Elab::reshape_to(ValueId x, const std::vector<ValuePtr>& dims, SourceLoc
     DimExpr known = product(rest);
     int64_t tv = eval_dim(total, loc), kv = eval_dim(known, loc);
     if (kv <= 0 || tv % kv != 0)
-      fail(loc, shown + ": " + total.str() + " = " + std::to_string(tv) + " elements are not divisible by " + known.str() +
-                    " = " + std::to_string(kv),
+      fail(loc, shown + ": " + with_value(total, tv) + " elements are not divisible by " + with_value(known, kv),
            "the known sizes must divide the element count at the bound dims");
     auto q = total.exact_div(known);
     // exact_div divides by a single term only; a known size like Q*(R - 1) is a sum, so

@@ -390,6 +390,14 @@ TEST(ElaborateErrors, BooleanMaskIsDataDependent) {
   EXPECT_HAS(e.hint, "np.where(mask, x, 0)");
 }
 
+TEST(ElaborateErrors, ReshapeMinusOneThatDoesNotDivideShowsTheCounts) {
+  auto e = error_of(spec("def f(x: \"f32[M, K]\") -> \"f32[M, K]\":\n    y = x.reshape(5, -1)\n    return x\n"));
+  EXPECT_EQ(e.line, 4);
+  EXPECT_EQ(e.col, 9);
+  EXPECT_HAS(e.message, "cannot reshape f32[M, K] into [5, -1]: K*M = 24 elements are not divisible by 5");
+  EXPECT_HAS(e.hint, "must divide the element count");
+}
+
 TEST(ElaborateErrors, NonzeroIsDataDependent) {
   auto e = error_of(spec("def f(x: \"f32[M]\") -> \"f32[M]\":\n    i = np.nonzero(x)\n    return x\n"));
   EXPECT_EQ(e.line, 4);
