@@ -6,12 +6,6 @@
 
 namespace ollie::spec::elab {
 
-namespace {
-
-bool is_none(const ValuePtr& v) { return !v || v->kind == Kind::None; }
-
-}  // namespace
-
 ValuePtr Elab::call_numpy_more(const Value& fn, const CallArgs& args, SourceLoc loc) {
   const std::string& name = fn.s;
   const bool method = name.rfind("method.", 0) == 0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -70,6 +71,33 @@ class Elab;
 std::vector<ValuePtr> bind_args(Elab& el, const CallArgs& a, const std::string& fname,
                                 const std::vector<std::string>& names, size_t required, SourceLoc loc);
 
+inline bool is_none(const ValuePtr& v) { return !v || v->kind == Kind::None; }
+
+// One call of a Python builtin, a math or numpy function or an array method, with the
+// argument helpers the handlers share. A method call is the function form with the array first.
+struct BuiltinCall {
+  BuiltinCall(Elab& elab, const Value& callee, const CallArgs& call_args, SourceLoc at);
+  Elab& el;
+  const Value& fn;
+  const CallArgs& args;
+  SourceLoc loc;
+  std::string name;   // fn.s: "len", "math.sqrt", "np.exp", "method.reshape", "dtype_call"
+  bool method;        // an array method; fn.self is the array
+  std::string base;   // name without its "np." / "method." prefix
+  std::string shown;  // the name in messages: "np.exp", ".reshape"
+  CallArgs full;      // args, with the array first for a method
+
+  // Binds args (sig) or full (fsig) against a signature; an absent argument is null.
+  std::vector<ValuePtr> sig(const std::vector<std::string>& names, size_t required) const;
+  std::vector<ValuePtr> fsig(const std::vector<std::string>& names, size_t required) const;
+  // An array argument; a Python scalar becomes a 0-d array.
+  ValuePtr tensor_arg(const ValuePtr& v, const std::string& what) const;
+  // A size or a tuple/list of sizes, each checked to be an int.
+  std::vector<ValuePtr> int_seq(const ValuePtr& v, const std::string& what) const;
+  // An optional boolean argument (absent or None is false).
+  bool flag(const ValuePtr& v) const;
+};
+
 using Scope = std::map<std::string, ValuePtr>;
 
 class Elab {
@@ -122,7 +150,10 @@ class Elab {
 
   // ---- numpy functions and methods (elab_numpy.cpp)
   ValuePtr attribute(const ValuePtr& base, const std::string& name, SourceLoc loc, const std::string& shown);
+  // Dispatches on fn.s through a table of the handlers below; names it lacks go to call_numpy_more.
   ValuePtr call_builtin(const Value& fn, const CallArgs& args, SourceLoc loc);
+  using BuiltinHandler = ValuePtr (Elab::*)(const BuiltinCall& c);
+  using BuiltinTable = std::map<std::string, BuiltinHandler>;
   // Array creation and joining (elab_create.cpp): full/zeros/ones/*_like, tri/triu/tril,
   // arange, concatenate, stack, split, repeat, tile.
   ValuePtr call_numpy_more(const Value& fn, const CallArgs& args, SourceLoc loc);
@@ -155,6 +186,52 @@ class Elab {
   ValuePtr call_function(const Value& fn, const CallArgs& args, SourceLoc loc);
   ValuePtr eval_inner(const Expr& e);
   ValuePtr lookup(const std::string& name, SourceLoc loc);
+
+  // ---- builtin call handlers, one per function or family of alike functions; each add_*
+  // registers a family's names in call_builtin's table.
+  static void add_builtins(BuiltinTable& t, std::initializer_list<const char*> names, BuiltinHandler h);
+  // Python builtins, math.*, dtype casts (elab_builtins.cpp)
+  static void add_python_builtins(BuiltinTable& t);
+  static void add_math_builtins(BuiltinTable& t);
+  ValuePtr py_print(const BuiltinCall& c);
+  ValuePtr py_len(const BuiltinCall& c);
+  ValuePtr py_scalar_cast(const BuiltinCall& c);
+  ValuePtr py_range(const BuiltinCall& c);
+  ValuePtr py_sequence(const BuiltinCall& c);
+  ValuePtr py_dict(const BuiltinCall& c);
+  ValuePtr py_min_max(const BuiltinCall& c);
+  ValuePtr py_abs(const BuiltinCall& c);
+  ValuePtr py_unsupported(const BuiltinCall& c);
+  ValuePtr math_func(const BuiltinCall& c);
+  ValuePtr dtype_cast(const BuiltinCall& c);
+  // numpy elementwise functions, reductions and contractions (elab_elementwise.cpp)
+  static void add_elementwise_builtins(BuiltinTable& t);
+  static void add_reduction_builtins(BuiltinTable& t);
+  static void add_contraction_builtins(BuiltinTable& t);
+  ValuePtr np_unary(const BuiltinCall& c);
+  ValuePtr np_square(const BuiltinCall& c);
+  ValuePtr np_reciprocal(const BuiltinCall& c);
+  ValuePtr np_arith(const BuiltinCall& c);
+  ValuePtr np_compare(const BuiltinCall& c);
+  ValuePtr np_logical(const BuiltinCall& c);
+  ValuePtr np_max_min(const BuiltinCall& c);
+  ValuePtr np_where(const BuiltinCall& c);
+  ValuePtr np_clip(const BuiltinCall& c);
+  ValuePtr np_reduce(const BuiltinCall& c);
+  ValuePtr np_matmul(const BuiltinCall& c);
+  ValuePtr np_dot(const BuiltinCall& c);
+  ValuePtr np_einsum(const BuiltinCall& c);
+  // numpy layout functions and array methods (elab_layout.cpp)
+  static void add_layout_builtins(BuiltinTable& t);
+  ValuePtr np_reshape(const BuiltinCall& c);
+  ValuePtr np_transpose(const BuiltinCall& c);
+  ValuePtr np_swapaxes(const BuiltinCall& c);
+  ValuePtr np_expand_dims(const BuiltinCall& c);
+  ValuePtr np_squeeze(const BuiltinCall& c);
+  ValuePtr np_astype(const BuiltinCall& c);
+  ValuePtr np_copy(const BuiltinCall& c);
+  ValuePtr np_flatten(const BuiltinCall& c);
+  ValuePtr np_asarray(const BuiltinCall& c);
 };
 
 }  // namespace ollie::spec::elab
