@@ -10,6 +10,8 @@
 #include <iostream>
 #include <random>
 
+#include <unistd.h>
+
 #include "interp/interp.h"
 #include "ir/ir.h"
 #include "npy/npy.h"
@@ -181,6 +183,34 @@ npy::Array to_array(const interp::Tensor& t) {
   return a;
 }
 
+// The reference holds values and bounds in double, and a contraction packs copies of
+// its operands: refuse dims whose estimate exceeds this machine's memory up front, with
+// a clear message, rather than be killed by the kernel halfway.
+void check_reference_fits(const ir::Graph& graph) {
+  double inputs = 0, largest = 0;
+  ir::ValueId largest_id = 0;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const ir::Node& n = graph.nodes[i];
+    double count = 1;
+    for (int64_t d : ir::evaluate_shape(n.shape, graph.bound_dims)) count *= static_cast<double>(d);
+    if (n.kind == ir::OpKind::Input) inputs += count;
+    if (count > largest) {
+      largest = count;
+      largest_id = static_cast<ir::ValueId>(i);
+    }
+  }
+  const double bytes_per_element = 16;  // value and bound, both double
+  const double estimate = (inputs + 6 * largest) * bytes_per_element;
+  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  if (estimate > 0.8 * memory) {
+    const ir::Node& n = graph.node(largest_id);
+    throw UserError(fmt::format(
+        "at these dims the reference needs about {:.1f} GiB but this machine has {:.1f} GiB (largest value: %{} {}{} "
+        "= {:.3g} elements); choose smaller sizes with --dims",
+        estimate / (1 << 30), memory / (1 << 30), largest_id, ir::dtype_name(n.dtype), ir::shape_str(n.shape), largest));
+  }
+}
+
 struct EvalFlags {
   std::string inputs;
   std::string out;
@@ -190,6 +220,7 @@ struct EvalFlags {
 
 int run_eval(const SpecFlags& flags, const EvalFlags& eval) {
   ir::Graph graph = load(flags);
+  check_reference_fits(graph);
   std::vector<interp::Tensor> inputs;
   if (!eval.inputs.empty()) {
     if (eval.seed >= 0) throw UserError("--seed draws random inputs; it cannot be combined with --inputs");

@@ -177,6 +177,16 @@ TEST(Cli, BadInputIsAClearErrorWithExitCode1) {
   EXPECT_EQ(bad_flag.exit_code, 2);
 }
 
+TEST(Cli, EvalRefusesDimsTooLargeForThisMachineUpFront) {
+  // 10^7 cached tokens of 512 latents: ~80 GB of doubles before bounds; refused
+  // with the estimate, not an out-of-memory kill.
+  CommandResult r = ollie("eval " + (source_dir() / "examples/mla_decode.py").string() + " --dims S=10000000");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("at these dims the reference needs about"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("f32[B, S, L]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("choose smaller sizes with --dims"), std::string::npos) << r.out;
+}
+
 TEST(Cli, SpecErrorPointsAtTheLine) {
   fs::path dir = temp_dir();
   fs::path spec = dir / "bad.py";
