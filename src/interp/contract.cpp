@@ -165,7 +165,8 @@ Value eval_contract(const ir::Node& node, const Value& a, const Value& b) {
     if (rounds) {
       bound_matmul_acc(abs_a, abs_b, bound, p);
       const double scale = u * growth(2.0 * static_cast<double>(p.k) - 1.0);
-      for (double& x : bound) x = mul0(x, scale);
+      const double eta = 2.0 * static_cast<double>(p.k) * underflow_unit(node.dtype);  // products and sums
+      for (double& x : bound) x = x > 0 ? mul0(x, scale) + eta : 0.0;  // all-zero terms: exactly 0
     }
     std::vector<double> ea;
     if (!a.exact()) {

@@ -16,6 +16,14 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Evaluates r = f(a) everywhere, and e = bound(a, e_a, r) unless the input is exact
 // and the op adds no error of its own (then every bound stays zero).
+// Adds the underflow term `eta` to bound `e` of result `r` when the computed result may
+// land below the normal range (and so be flushed or rounded absolutely): |r| < eta + e.
+// An exact zero (r = 0, e = 0) stays exact: no rounding happens there.
+inline double with_underflow(double r, double e, double eta) {
+  if (eta == 0.0 || (r == 0.0 && e == 0.0) || !(std::fabs(r) < eta + e)) return e;
+  return e + eta;
+}
+
 template <class F, class B>
 Value map1(const Value& a, ir::DType dtype, bool op_rounds, F f, B bound) {
   Value out;
@@ -27,8 +35,9 @@ Value map1(const Value& a, ir::DType dtype, bool op_rounds, F f, B bound) {
   double* r = out.t.data.data();
   for (size_t i = 0; i < n; ++i) r[i] = f(x[i]);
   if (!a.exact() || op_rounds) {
+    const double eta = op_rounds ? underflow_unit(dtype) : 0.0;
     out.e.resize(n);
-    for (size_t i = 0; i < n; ++i) out.e[i] = bound(x[i], a.exact() ? 0.0 : a.e[i], r[i]);
+    for (size_t i = 0; i < n; ++i) out.e[i] = with_underflow(r[i], bound(x[i], a.exact() ? 0.0 : a.e[i], r[i]), eta);
     finalize(out);
   }
   return out;
@@ -46,9 +55,10 @@ Value map2(const Value& a, const Value& b, ir::DType dtype, bool op_rounds, F f,
   double* r = out.t.data.data();
   for (size_t i = 0; i < n; ++i) r[i] = f(x[i], y[i]);
   if (!a.exact() || !b.exact() || op_rounds) {
+    const double eta = op_rounds ? underflow_unit(dtype) : 0.0;
     out.e.resize(n);
     for (size_t i = 0; i < n; ++i)
-      out.e[i] = bound(x[i], a.exact() ? 0.0 : a.e[i], y[i], b.exact() ? 0.0 : b.e[i], r[i]);
+      out.e[i] = with_underflow(r[i], bound(x[i], a.exact() ? 0.0 : a.e[i], y[i], b.exact() ? 0.0 : b.e[i], r[i]), eta);
     finalize(out);
   }
   return out;
@@ -115,16 +125,20 @@ Value eval_convert(const ir::Node& n, const Value& a) {
     return map1(a, to, false, value, [](double, double e, double) { return e; });
   if (ir::is_float(to) && n.weak) {
     // A Python scalar taking the array's dtype: the reference keeps its exact value.
-    const double u = ir::unit_roundoff(to);
-    return map1(a, to, false, [](double x) { return x; }, [u, to](double x, double e, double) {
-      return e + (round_to(to, x) != x ? u * std::fabs(x) : 0.0);
+    const double u = ir::unit_roundoff(to), eta = underflow_unit(to);
+    return map1(a, to, false, [](double x) { return x; }, [u, eta, to](double x, double e, double) {
+      return e + (round_to(to, x) != x ? u * std::fabs(x) + eta : 0.0);
     });
   }
   if (ir::is_float(to)) {
-    const double u = ir::unit_roundoff(to);
-    // An exact input rounds exactly as the reference did; an uncertain one may round
-    // to a neighbour, one more rounding error away.
-    return map1(a, to, false, value, [u](double, double e, double r) { return e > 0 ? e + u * std::fabs(r) : 0.0; });
+    const double u = ir::unit_roundoff(to), eta = underflow_unit(to);
+    // An exact input rounds exactly as the reference did (unless the result is subnormal
+    // and flushed to zero); an uncertain one may round to a neighbour, one more rounding
+    // error away.
+    return map1(a, to, false, value, [u, eta](double, double e, double r) {
+      if (e > 0) return e + u * std::fabs(r) + eta;
+      return std::fabs(r) < eta ? std::fabs(r) : 0.0;
+    });
   }
   if (to == ir::DType::Bool)
     return map1(a, to, false, value,

@@ -118,7 +118,7 @@ Value eval_leaf(const ir::Graph& g, const ir::Node& n, const std::vector<int64_t
   if (!ir::is_float(n.dtype)) c = detail::round_to(n.dtype, c);
   v.t.data[0] = c;
   if (std::isfinite(c) && detail::round_to(n.dtype, c) != c) {
-    v.e.assign(1, ir::unit_roundoff(n.dtype) * std::fabs(c));
+    v.e.assign(1, ir::unit_roundoff(n.dtype) * std::fabs(c) + detail::underflow_unit(n.dtype));
     detail::finalize(v);
   }
   return v;
@@ -180,6 +180,7 @@ Value eval_reduce(const ir::Node& n, const Value& x, const std::vector<int64_t>&
   const bool need_e = !src->exact() || (n.reduce == ir::ReduceKind::Sum && u > 0 && len > 1);
   if (need_e) out.e.assign(static_cast<size_t>(rows), 0.0);
   const double gm = u * detail::growth(static_cast<double>(len - 1));
+  const double eta = n.reduce == ir::ReduceKind::Sum ? static_cast<double>(len) * detail::underflow_unit(n.dtype) : 0.0;
   for (int64_t r = 0; r < rows; ++r) {
     const double* v = src->t.data.data() + r * len;
     const double* e = src->exact() ? nullptr : src->e.data() + r * len;
@@ -189,7 +190,9 @@ Value eval_reduce(const ir::Node& n, const Value& x, const std::vector<int64_t>&
       acc = 0.0;
       for (int64_t k = 0; k < len; ++k) { acc += v[k]; abs_sum += std::fabs(v[k]); }
       if (e) for (int64_t k = 0; k < len; ++k) bound += e[k];
-      bound += gm * abs_sum;
+      // Partial sums may cancel into the subnormal range and be flushed: one eta per
+      // addition, unless every term is exactly zero.
+      bound += gm * abs_sum + (len > 1 && abs_sum > 0 ? eta : 0.0);
     } else {
       const bool is_max = n.reduce == ir::ReduceKind::Max;
       acc = is_max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
@@ -265,6 +268,15 @@ Value round_input(const ir::Param& p, const Tensor& in, const std::vector<int64_
   v.t.shape = expected;
   v.t.data.resize(in.data.size());
   for (size_t i = 0; i < in.data.size(); ++i) v.t.data[i] = detail::round_to(p.dtype, in.data[i]);
+  // A subnormal input may be read as zero (DAZ): that is its whole error.
+  const double tiny = detail::underflow_unit(p.dtype);
+  for (size_t i = 0; i < v.t.data.size(); ++i) {
+    const double x = std::fabs(v.t.data[i]);
+    if (x != 0.0 && x < tiny) {
+      if (v.e.empty()) v.e.assign(v.t.data.size(), 0.0);
+      v.e[i] = x;
+    }
+  }
   return v;
 }
 

@@ -421,3 +421,41 @@ TEST(InterpBounds, FloatModuloOfExactOperandsRoundsOnce) {
 
 }  // namespace
 }  // namespace ollie::interp
+
+namespace ollie::interp {
+namespace {
+
+// Results below the normal range: a float32 exp lands on a subnormal (absolute error up
+// to half its spacing) or, with flush-to-zero, on 0; both must be inside the bound,
+// which relative terms alone (u·|r|) cannot give. Exact zeros stay exact.
+TEST(InterpBounds, SubnormalAndFlushedResultsAreInsideTheBound) {
+  TestGraph tg;
+  auto x = tg.in("x", DType::F32, S({5}));
+  tg.out(tg.b.unary(OpKind::Exp, x));
+  auto zero = tg.b.binary(OpKind::Sub, x, x);  // exactly 0 in any precision
+  tg.out(zero);
+  const std::vector<double> xs = {-100.0, -103.25, -95.5, -88.0, -1.0};
+  auto r = tg.run({T(DType::F32, {5}, xs)});
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double f32 = std::exp(static_cast<float>(xs[i]));  // a correct f32 exp, gradual underflow
+    EXPECT_LE(std::fabs(f32 - r.values[0].data[i]), r.bounds[0].data[i]) << xs[i];
+    if (r.values[0].data[i] < 0x1p-126) {
+      EXPECT_LE(r.values[0].data[i], r.bounds[0].data[i]) << "flushed to zero must pass at " << xs[i];
+    }
+  }
+  EXPECT_LT(r.bounds[0].data[4], 1e-6);  // exp(-1): only the relative terms
+  for (double b : r.bounds[1].data) EXPECT_EQ(b, 0.0);
+}
+
+// A subnormal input may be read as zero (DAZ): its bound is its own magnitude.
+TEST(InterpBounds, SubnormalInputMayBeReadAsZero) {
+  TestGraph tg;
+  auto x = tg.in("x", DType::F32, S({2}));
+  tg.out(tg.b.binary(OpKind::Mul, x, tg.c(0x1p100, DType::F32, S({2}))));
+  auto r = tg.run({T(DType::F32, {2}, {0x1p-130, 1.0})});
+  EXPECT_GE(r.bounds[0].data[0], 0x1p-30);  // 2^-130 * 2^100 could be 0
+  EXPECT_LT(r.bounds[0].data[1], 0x1p100 * 1e-6);
+}
+
+}  // namespace
+}  // namespace ollie::interp
