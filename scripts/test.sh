@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds ollie and runs every test: GoogleTest unit and end-to-end tests (CTest), the
-# numpy cross-checks (pytest), and a bounded run of the spec parser fuzzer.
+# a bounded run of the spec fuzzer, and the numpy cross-checks (pytest).
 # Run scripts/setup.sh first (the README's test command does both).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,8 +15,8 @@ cmake --build "$BUILD_DIR" -j "$JOBS"
 echo "== unit and end-to-end tests (ctest)"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
 
+echo "== spec front end and reference fuzzing (${FUZZ_SECONDS}s)"
+scripts/fuzz.sh "$FUZZ_SECONDS"
+
 echo "== numpy cross-checks (pytest)"
 OLLIE_BIN="$PWD/$BUILD_DIR/ollie" .venv/bin/python -m pytest tests/numpy -q
-
-echo "== parser fuzzing (${FUZZ_SECONDS}s)"
-scripts/fuzz.sh "$FUZZ_SECONDS"
