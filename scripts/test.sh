@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds ollie and runs every test: GoogleTest unit and end-to-end tests (CTest), the
-# a bounded run of the spec fuzzer, and the numpy cross-checks (pytest).
+# Builds ollie and runs every test: GoogleTest unit and end-to-end tests (CTest), a
+# bounded run of the spec fuzzer, and the numpy cross-checks (pytest).
 # Run scripts/setup.sh first (the README's test command does both).
 set -euo pipefail
 cd "$(dirname "$0")/.."
