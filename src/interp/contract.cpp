@@ -4,6 +4,8 @@
 // and the [batch, M, N] result is permuted to the output label order.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <map>
 
 #include "interp/kernels.h"
@@ -182,6 +184,31 @@ Value eval_contract(const ir::Node& node, const Value& a, const Value& b) {
         bound_matmul_acc(ea, eb, bound, p);
       }
     }
+  }
+
+  // A saturated factor (possibly inf) times anything, even an exact zero (inf * 0 is
+  // NaN), leaves nothing known about the terms it enters: those outputs are unbounded.
+  if (!a.lo.empty() || !b.lo.empty()) {
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    std::vector<uint8_t> row(static_cast<size_t>(p.batch * p.m), 0), col(static_cast<size_t>(p.batch * p.n), 0);
+    if (!a.lo.empty()) {
+      const auto la = pack(a.lo, a.t.shape, node.lhs_labels, a_order, p);  // [batch, M, K]
+      for (size_t i = 0; i < row.size(); ++i)
+        for (int64_t kk = 0; kk < p.k; ++kk)
+          if (la[i * static_cast<size_t>(p.k) + static_cast<size_t>(kk)] > 0) row[i] = 1;
+    }
+    if (!b.lo.empty()) {
+      const auto lb = pack(b.lo, b.t.shape, node.rhs_labels, b_order, p);  // [batch, K, N]
+      for (int64_t bt = 0; bt < p.batch; ++bt)
+        for (int64_t kk = 0; kk < p.k; ++kk)
+          for (int64_t j = 0; j < p.n; ++j)
+            if (lb[static_cast<size_t>((bt * p.k + kk) * p.n + j)] > 0) col[static_cast<size_t>(bt * p.n + j)] = 1;
+    }
+    for (int64_t bt = 0; bt < p.batch; ++bt)
+      for (int64_t i = 0; i < p.m; ++i)
+        for (int64_t j = 0; j < p.n; ++j)
+          if (row[static_cast<size_t>(bt * p.m + i)] || col[static_cast<size_t>(bt * p.n + j)])
+            bound[static_cast<size_t>((bt * p.m + i) * p.n + j)] = inf;
   }
 
   // [batch, M, N] -> output label order.

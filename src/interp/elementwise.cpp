@@ -24,8 +24,14 @@ inline double with_underflow(double r, double e, double eta) {
   return e + eta;
 }
 
-template <class F, class B>
-Value map1(const Value& a, ir::DType dtype, bool op_rounds, F f, B bound) {
+// Rule for ops that know nothing about saturated operands: unbounded (always sound).
+struct NoSat {
+  template <class... Args>
+  SatResult operator()(Args...) const { return unbounded(); }
+};
+
+template <class F, class B, class S = NoSat>
+Value map1(const Value& a, ir::DType dtype, bool op_rounds, F f, B bound, S sat = S{}) {
   Value out;
   out.t.dtype = dtype;
   out.t.shape = a.t.shape;
@@ -38,13 +44,18 @@ Value map1(const Value& a, ir::DType dtype, bool op_rounds, F f, B bound) {
     const double eta = op_rounds ? underflow_unit(dtype) : 0.0;
     out.e.resize(n);
     for (size_t i = 0; i < n; ++i) out.e[i] = with_underflow(r[i], bound(x[i], a.exact() ? 0.0 : a.e[i], r[i]), eta);
+    if (!a.lo.empty())
+      for (size_t i = 0; i < n; ++i)
+        if (a.lo[i] > 0) set_state(out, i, sat(x[i], a.e[i], a.lo[i], r[i]));
     finalize(out);
   }
   return out;
 }
 
-template <class F, class B>
-Value map2(const Value& a, const Value& b, ir::DType dtype, bool op_rounds, F f, B bound) {
+// `sat(x, e_x, lo_x, y, e_y, lo_y, r)` is asked for elements where an operand is
+// saturated (lo > 0; 0 for the other operand when it is not).
+template <class F, class B, class S = NoSat>
+Value map2(const Value& a, const Value& b, ir::DType dtype, bool op_rounds, F f, B bound, S sat = S{}) {
   Value out;
   out.t.dtype = dtype;
   out.t.shape = a.t.shape;
@@ -59,6 +70,12 @@ Value map2(const Value& a, const Value& b, ir::DType dtype, bool op_rounds, F f,
     out.e.resize(n);
     for (size_t i = 0; i < n; ++i)
       out.e[i] = with_underflow(r[i], bound(x[i], a.exact() ? 0.0 : a.e[i], y[i], b.exact() ? 0.0 : b.e[i], r[i]), eta);
+    if (!a.lo.empty() || !b.lo.empty())
+      for (size_t i = 0; i < n; ++i) {
+        const double la = a.lo.empty() ? 0.0 : a.lo[i], lb = b.lo.empty() ? 0.0 : b.lo[i];
+        if (la > 0 || lb > 0)
+          set_state(out, i, sat(x[i], a.exact() ? 0.0 : a.e[i], la, y[i], b.exact() ? 0.0 : b.e[i], lb, r[i]));
+      }
     finalize(out);
   }
   return out;
@@ -114,6 +131,21 @@ void int_divmod(double a, double b, double& floordiv, double& mod) {
   mod = static_cast<double>(x - q * y);
 }
 
+// Saturated stays saturated, its magnitude bound shrunk by `factor` (1 - the op's
+// relative rounding error: rounding is monotone, so |fl(y)| >= lo·(1 - k·u)).
+auto keep_saturated(double factor) {
+  return [factor](double, double, double lo, double) { return saturated(lo * factor); };
+}
+
+// tanh and erf of a saturated value: the implementation lies between f(lo) and ±1.
+template <class F>
+auto toward_one(F f, double ku) {
+  return [f, ku](double, double, double lo, double r) {
+    const double ar = std::fabs(r);
+    return bounded(std::max(ar - f(lo) * (1.0 - ku), 1.0 + ku - ar));
+  };
+}
+
 double nan_max(double a, double b) { return (std::isnan(a) || std::isnan(b)) ? kNaN : std::max(a, b); }
 double nan_min(double a, double b) { return (std::isnan(a) || std::isnan(b)) ? kNaN : std::min(a, b); }
 
@@ -122,13 +154,13 @@ Value eval_convert(const ir::Node& n, const Value& a) {
   auto value = [to](double x) { return round_to(to, x); };
   if (from == ir::DType::Bool || from == to)
     // Same values (0/1, or an unchanged dtype): the uncertainty carries over unchanged.
-    return map1(a, to, false, value, [](double, double e, double) { return e; });
+    return map1(a, to, false, value, [](double, double e, double) { return e; }, keep_saturated(1.0));
   if (ir::is_float(to) && n.weak) {
     // A Python scalar taking the array's dtype: the reference keeps its exact value.
     const double u = ir::unit_roundoff(to), eta = underflow_unit(to);
     return map1(a, to, false, [](double x) { return x; }, [u, eta, to](double x, double e, double) {
       return e + (round_to(to, x) != x ? u * std::fabs(x) + eta : 0.0);
-    });
+    }, keep_saturated(1.0 - u));
   }
   if (ir::is_float(to)) {
     const double u = ir::unit_roundoff(to), eta = underflow_unit(to);
@@ -138,11 +170,13 @@ Value eval_convert(const ir::Node& n, const Value& a) {
     return map1(a, to, false, value, [u, eta](double, double e, double r) {
       if (e > 0) return e + u * std::fabs(r) + eta;
       return std::fabs(r) < eta ? std::fabs(r) : 0.0;
-    });
+    }, keep_saturated(1.0 - u));
   }
   if (to == ir::DType::Bool)
     return map1(a, to, false, value,
-                [](double x, double e, double) { return (e > 0 && e >= std::fabs(x)) ? 1.0 : 0.0; });
+                [](double x, double e, double) { return (e > 0 && e >= std::fabs(x)) ? 1.0 : 0.0; },
+                // A saturated value is certainly nonzero.
+                [](double, double, double, double) { return bounded(0.0); });
   return map1(a, to, false, value, [](double, double e, double) { return e > 0 ? e + 1.0 : 0.0; });
 }
 
@@ -157,13 +191,16 @@ Value eval_powi(const ir::Node& n, const Value& a) {
   if (p > 0)
     return map1(a, n.dtype, u > 0 && p > 1, value, [p, rounding](double x, double e, double r) {
       return power_spread(x, e, p) + rounding * std::fabs(r);
-    });
+    }, [pd, rounding](double, double, double lo, double) { return saturated(std::pow(lo, pd) * (1.0 - rounding)); });
   // x^-m as 1 / x^m, with the Div rule applied to a numerator that is exactly 1.
   return map1(a, n.dtype, u > 0, value, [mag, rounding](double x, double e, double r) {
     const double denom = std::pow(std::fabs(x), static_cast<double>(mag));
     const double e_denom = power_spread(x, e, mag);
     if (!(denom > e_denom)) return kInf;
     return mul0(std::fabs(r), e_denom) / (denom - e_denom) + rounding * std::fabs(r);
+  }, [pd, rounding, eta = underflow_unit(n.dtype)](double, double, double lo, double r) {
+    // |x| >= lo, so |x^-m| <= lo^-m: both it and r lie in [0, lo^-m] in magnitude.
+    return bounded(std::pow(lo, pd) * (1.0 + rounding) + std::fabs(r) + eta);
   });
 }
 
@@ -175,36 +212,45 @@ Value eval_unary(const ir::Node& n, const Value& a) {
   const bool lib = u > 0;  // library functions exist only on floats; they always round
   switch (n.kind) {
     case ir::OpKind::Neg:
-      return map1(a, n.dtype, false, [](double x) { return -x; }, [](double, double e, double) { return e; });
+      return map1(a, n.dtype, false, [](double x) { return -x; }, [](double, double e, double) { return e; },
+                  keep_saturated(1.0));
     case ir::OpKind::Abs:
-      return map1(a, n.dtype, false, [](double x) { return std::fabs(x); }, [](double, double e, double) { return e; });
+      return map1(a, n.dtype, false, [](double x) { return std::fabs(x); }, [](double, double e, double) { return e; },
+                  keep_saturated(1.0));
     case ir::OpKind::Not:
       return map1(a, n.dtype, false, [](double x) { return x != 0.0 ? 0.0 : 1.0; },
                   [](double, double e, double) { return e; });
     case ir::OpKind::Exp:
       return map1(a, n.dtype, lib, [](double x) { return std::exp(x); }, [ku](double, double e, double r) {
         return mul0(r, std::expm1(e)) + ku * r;
+      }, [ku, eta = underflow_unit(n.dtype)](double x, double, double lo, double r) {
+        // exp(+huge) is huge; exp(-huge) and r both lie in [0, exp(-lo)].
+        if (x > 0) return saturated(std::exp(lo) * (1.0 - ku));
+        return bounded(std::exp(-lo) * (1.0 + ku) + std::fabs(r) + eta);
       });
     case ir::OpKind::Log:
       return map1(a, n.dtype, lib, [](double x) { return std::log(x); }, [ku](double x, double e, double r) {
         if (!(x > e)) return kInf;
         return -std::log1p(-e / x) + ku * std::fabs(r);
+      }, [ku](double x, double, double lo, double) {
+        // log of a negative value is NaN for sure (the reference is NaN too, exact).
+        return x > 0 ? saturated(std::log(lo) * (1.0 - ku)) : unbounded();
       });
     case ir::OpKind::Sqrt:
       return map1(a, n.dtype, lib, [](double x) { return std::sqrt(x); }, [u](double x, double e, double r) {
         if (x == 0.0) return std::sqrt(e);
         return std::min(e / std::sqrt(x), std::sqrt(e)) + u * r;  // sqrt is correctly rounded
-      });
+      }, [u](double x, double, double lo, double) { return x > 0 ? saturated(std::sqrt(lo) * (1.0 - u)) : unbounded(); });
     case ir::OpKind::Tanh:
       return map1(a, n.dtype, lib, [](double x) { return std::tanh(x); }, [ku](double x, double e, double r) {
         const double t = std::tanh(std::max(0.0, std::fabs(x) - e));
         return mul0(e, 1.0 - t * t) + ku * std::fabs(r);
-      });
+      }, toward_one([](double x) { return std::tanh(x); }, ku));
     case ir::OpKind::Erf:
       return map1(a, n.dtype, lib, [](double x) { return std::erf(x); }, [ku](double x, double e, double r) {
         const double m = std::max(0.0, std::fabs(x) - e);
         return 2.0 / std::sqrt(std::numbers::pi) * mul0(e, std::exp(-m * m)) + ku * std::fabs(r);
-      });
+      }, toward_one([](double x) { return std::erf(x); }, ku));
     case ir::OpKind::Sin: case ir::OpKind::Cos: {
       const bool is_sin = n.kind == ir::OpKind::Sin;
       return map1(a, n.dtype, lib, [is_sin](double x) { return is_sin ? std::sin(x) : std::cos(x); },
@@ -228,12 +274,26 @@ Value eval_binary(const ir::Node& n, const Value& a, const Value& b) {
     case ir::OpKind::Add: case ir::OpKind::Sub: {
       const bool add = n.kind == ir::OpKind::Add;
       return map2(a, b, n.dtype, rounds, [add](double x, double y) { return add ? x + y : x - y; },
-                  [u](double, double ea, double, double eb, double r) { return ea + eb + u * std::fabs(r); });
+                  [u](double, double ea, double, double eb, double r) { return ea + eb + u * std::fabs(r); },
+                  [u, add](double x, double ea, double la, double y, double eb, double lb, double) {
+                    const double ys = add ? y : -y;
+                    // Both saturated: the same sign adds up, opposite signs may be inf - inf.
+                    if (la > 0 && lb > 0) return (x > 0) == (ys > 0) ? saturated((la + lb) * (1.0 - u)) : unbounded();
+                    if (la > 0) return saturated((la - std::fabs(y) - eb) * (1.0 - u));
+                    return saturated((lb - std::fabs(x) - ea) * (1.0 - u));
+                  });
     }
     case ir::OpKind::Mul:
       return map2(a, b, n.dtype, rounds, [](double x, double y) { return x * y; },
                   [u](double x, double ea, double y, double eb, double r) {
                     return mul0(std::fabs(y), ea) + mul0(std::fabs(x), eb) + mul0(ea, eb) + u * std::fabs(r);
+                  },
+                  [u](double x, double ea, double la, double y, double eb, double lb, double) {
+                    if (la > 0 && lb > 0) return saturated(la * lb * (1.0 - u));
+                    // The other factor must be certainly nonzero: inf * 0 is NaN.
+                    const double least = la > 0 ? std::fabs(y) - eb : std::fabs(x) - ea;
+                    if (!(least > 0)) return unbounded();
+                    return saturated((la > 0 ? la : lb) * least * (1.0 - u));
                   });
     case ir::OpKind::Div:
       // Integer "/" truncates (C semantics); the front end converts numpy true division to float first.
@@ -242,6 +302,16 @@ Value eval_binary(const ir::Node& n, const Value& a, const Value& b) {
                     const double by = std::fabs(y);
                     if (!(by > eb)) return kInf;
                     return (ea + mul0(std::fabs(r), eb)) / (by - eb) + u * std::fabs(r);
+                  },
+                  [u, eta = underflow_unit(n.dtype)](double x, double ea, double la, double y, double eb, double lb,
+                                                     double r) {
+                    if (la > 0 && lb > 0) return unbounded();  // inf / inf is NaN
+                    if (la > 0) {
+                      if (!(std::fabs(y) > eb)) return unbounded();
+                      return saturated(la / (std::fabs(y) + eb) * (1.0 - u));
+                    }
+                    // Finite over huge: the implementation and r both lie in [0, (|x| + e_x)/lo] in magnitude.
+                    return bounded((std::fabs(x) + ea) / lb * (1.0 + u) + std::fabs(r) + eta);
                   });
     case ir::OpKind::Pow:
       return map2(a, b, n.dtype, rounds, [](double x, double y) { return std::pow(x, y); },
@@ -266,6 +336,11 @@ Value eval_binary(const ir::Node& n, const Value& a, const Value& b) {
                     const double lo = is_max ? std::max(x - ea, y - eb) : std::min(x - ea, y - eb);
                     const double hi = is_max ? std::max(x + ea, y + eb) : std::min(x + ea, y + eb);
                     return std::max(r - lo, hi - r);
+                  },
+                  [is_max](double x, double ea, double la, double y, double eb, double lb, double r) {
+                    const Interval p = interval_of(x, ea, la), q = interval_of(y, eb, lb);
+                    return from_interval(r, is_max ? Interval{std::max(p.lo, q.lo), std::max(p.hi, q.hi)}
+                                                   : Interval{std::min(p.lo, q.lo), std::min(p.hi, q.hi)});
                   });
     }
     case ir::OpKind::FloorDiv: case ir::OpKind::Mod: {
@@ -301,6 +376,19 @@ Value eval_binary(const ir::Node& n, const Value& a, const Value& b) {
       return map2(a, b, n.dtype, false, cmp, [](double x, double ea, double y, double eb, double) {
         const double slack = ea + eb;
         return (slack > 0 && std::fabs(x - y) <= slack) ? 1.0 : 0.0;
+      }, [k](double x, double ea, double la, double y, double eb, double lb, double) {
+        // Certain when the operands' intervals decide the comparison alone.
+        const Interval p = interval_of(x, ea, la), q = interval_of(y, eb, lb);
+        const bool below = p.hi < q.lo, above = p.lo > q.hi;
+        bool certain = false;
+        switch (k) {
+          case ir::OpKind::Lt: certain = below || p.lo >= q.hi; break;
+          case ir::OpKind::Le: certain = p.hi <= q.lo || above; break;
+          case ir::OpKind::Gt: certain = above || p.hi <= q.lo; break;
+          case ir::OpKind::Ge: certain = p.lo >= q.hi || below; break;
+          default: certain = below || above; break;  // Eq, Ne: only disjoint intervals decide
+        }
+        return bounded(certain ? 0.0 : 1.0);
       });
     }
     case ir::OpKind::And: case ir::OpKind::Or: {
@@ -332,8 +420,11 @@ Value eval_select(const Value& c, const Value& x, const Value& y, ir::DType dtyp
   for (size_t i = 0; i < n; ++i) {
     const double ex = x.exact() ? 0.0 : x.e[i], ey = y.exact() ? 0.0 : y.e[i];
     if (c.exact() || c.e[i] == 0.0) {
+      const Value& chosen = c.t.data[i] != 0.0 ? x : y;
       out.e[i] = c.t.data[i] != 0.0 ? ex : ey;
+      if (chosen.saturated(i)) set_state(out, i, saturated(chosen.lo[i]));
     } else {
+      // (A saturated branch has e = inf, so an uncertain choice is unbounded.)
       // Either branch may be taken: cover the distance between them.
       const double xv = x.t.data[i], yv = y.t.data[i];
       out.e[i] = std::max(ex, ey) + (xv == yv ? 0.0 : std::fabs(xv - yv));

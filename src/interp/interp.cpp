@@ -24,20 +24,35 @@ double round_to(ir::DType t, double x) {
 
 void finalize(Value& v) {
   if (v.exact()) return;
+  constexpr double inf = std::numeric_limits<double>::infinity();
   const double max_finite = v.t.dtype == ir::DType::F32 ? static_cast<double>(FLT_MAX)
                                                          : std::numeric_limits<double>::max();
   const bool is_float = ir::is_float(v.t.dtype);
   const double* r = v.t.data.data();
   double* e = v.e.data();
-  bool any = false;
+  bool any = false, any_sat = false;
   for (int64_t i = 0, n = v.t.size(); i < n; ++i) {
-    if (is_float) {
-      if (!std::isfinite(r[i])) e[i] = 0.0;
-      else if (std::fabs(r[i]) > max_finite) e[i] = std::numeric_limits<double>::infinity();
+    const auto k = static_cast<size_t>(i);
+    if (v.saturated(k)) {
+      // Sign unknown (should not happen) or the exact infinity certainly reached:
+      // leave the saturated state.
+      if (std::isnan(r[i])) { v.lo[k] = 0.0; e[i] = inf; }
+      else if (std::isinf(r[i]) && std::isinf(v.lo[k])) { v.lo[k] = 0.0; e[i] = 0.0; }
+      else e[i] = inf;
+    } else if (is_float) {
+      if (!std::isfinite(r[i])) {
+        e[i] = 0.0;
+      } else if (std::fabs(r[i]) + e[i] > max_finite) {
+        // The implementation may overflow: only its sign and a lower bound on its
+        // magnitude survive, and only when the interval excludes zero.
+        set_state(v, k, saturated(std::fabs(r[i]) - e[i]));
+      }
     }
-    if (std::isnan(e[i])) e[i] = std::numeric_limits<double>::infinity();
+    if (std::isnan(e[i])) e[i] = inf;
     any = any || e[i] != 0.0;
+    any_sat = any_sat || v.saturated(k);
   }
+  if (!any_sat) v.lo.clear();
   if (!any) v.e.clear();
 }
 
@@ -99,6 +114,10 @@ Value gather_value(const Value& x, ir::DType dtype, const std::vector<int64_t>& 
     out.e.assign(out.t.data.size(), 0.0);
     detail::gather(x.e.data(), shape, strides, offset, out.e.data());
   }
+  if (!x.lo.empty()) {
+    out.lo.assign(out.t.data.size(), 0.0);
+    detail::gather(x.lo.data(), shape, strides, offset, out.lo.data());
+  }
   return out;
 }
 
@@ -127,9 +146,13 @@ Value eval_leaf(const ir::Graph& g, const ir::Node& n, const std::vector<int64_t
 Value eval_concat(const ir::Node& n, const std::vector<const Value*>& xs, const std::vector<int64_t>& shape) {
   Value out;
   out.t = make_tensor(n.dtype, shape);
-  bool any_bound = false;
-  for (auto* x : xs) any_bound = any_bound || !x->exact();
+  bool any_bound = false, any_sat = false;
+  for (auto* x : xs) {
+    any_bound = any_bound || !x->exact();
+    any_sat = any_sat || !x->lo.empty();
+  }
   if (any_bound) out.e.assign(out.t.data.size(), 0.0);
+  if (any_sat) out.lo.assign(out.t.data.size(), 0.0);
   const size_t axis = static_cast<size_t>(n.axis);
   int64_t outer = 1, inner = 1;
   for (size_t d = 0; d < axis; ++d) outer *= shape[d];
@@ -141,10 +164,51 @@ Value eval_concat(const ir::Node& n, const std::vector<const Value*>& xs, const 
     for (int64_t o = 0; o < outer; ++o) {
       std::copy_n(x->t.data.begin() + o * row, row, out.t.data.begin() + o * out_row + col);
       if (!x->exact()) std::copy_n(x->e.begin() + o * row, row, out.e.begin() + o * out_row + col);
+      if (!x->lo.empty()) std::copy_n(x->lo.begin() + o * row, row, out.lo.begin() + o * out_row + col);
     }
     col += row;
   }
   return out;
+}
+
+// The state of a reduction over a row that holds saturated elements (lo[k] > 0).
+// Sum: float summation is monotone in every term whatever the order, so the computed
+// sum is at least what the same order gives on the smallest magnitudes in the
+// saturated direction (lo for saturated terms, sign*x - e for the others), which is
+// within the usual rounding term of their exact sum. Max/min: the interval rule.
+detail::SatResult reduce_saturated(ir::ReduceKind kind, const double* v, const double* e, const double* lo,
+                                   int64_t len, double r, double rounding, double eta) {
+  if (kind != ir::ReduceKind::Sum) {
+    const bool is_max = kind == ir::ReduceKind::Max;
+    detail::Interval iv{0, 0};
+    for (int64_t k = 0; k < len; ++k) {
+      const auto x = detail::interval_of(v[k], e ? e[k] : 0.0, lo[k]);
+      if (k == 0) iv = x;
+      else if (is_max) iv = {std::max(iv.lo, x.lo), std::max(iv.hi, x.hi)};
+      else iv = {std::min(iv.lo, x.lo), std::min(iv.hi, x.hi)};
+    }
+    return detail::from_interval(r, iv);
+  }
+  double sign = 0.0;
+  for (int64_t k = 0; k < len; ++k) {
+    if (!(lo[k] > 0)) continue;
+    const double s = v[k] > 0 ? 1.0 : -1.0;
+    if (sign != 0.0 && s != sign) return detail::unbounded();  // inf - inf may be NaN
+    sign = s;
+    if (std::isinf(lo[k])) return detail::saturated(lo[k]);  // an infinity absorbs every finite term
+  }
+  double least = 0.0, magnitude = 0.0;
+  for (int64_t k = 0; k < len; ++k) {
+    const double ek = e ? e[k] : 0.0;
+    if (lo[k] > 0) {
+      least += lo[k];
+      magnitude += lo[k];
+    } else {
+      least += sign * v[k] - ek;
+      magnitude += std::fabs(v[k]) + ek;
+    }
+  }
+  return detail::saturated(least - rounding * magnitude - eta);
 }
 
 Value eval_reduce(const ir::Node& n, const Value& x, const std::vector<int64_t>& out_shape) {
@@ -215,6 +279,11 @@ Value eval_reduce(const ir::Node& n, const Value& x, const std::vector<int64_t>&
     }
     out.t.data[static_cast<size_t>(r)] = acc;
     if (need_e) out.e[static_cast<size_t>(r)] = bound;
+    if (!src->lo.empty()) {
+      const double* lo = src->lo.data() + r * len;
+      if (std::any_of(lo, lo + len, [](double l) { return l > 0; }))
+        detail::set_state(out, static_cast<size_t>(r), reduce_saturated(n.reduce, v, e, lo, len, acc, gm, eta));
+    }
   }
   detail::finalize(out);
   return out;

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "interp/interp.h"
@@ -14,11 +16,59 @@ namespace ollie::interp::detail {
 
 // A value and its per-element bound. An empty `e` means every bound is zero, which
 // lets exact chains (integer ops, layout moves, inputs) skip all bound work.
+// `lo` marks saturated elements (docs/error-bounds.md, "Saturated values"): lo[i] > 0
+// means the implementation may have overflowed there and is only known to have the
+// sign of r[i] and a magnitude >= lo[i] (lo may be inf). Such an element always has
+// e[i] = inf, so code that ignores `lo` stays sound. Empty when nothing is saturated,
+// so ordinary values pay nothing.
 struct Value {
   Tensor t;
   std::vector<double> e;
+  std::vector<double> lo;
   bool exact() const { return e.empty(); }
+  bool saturated(size_t i) const { return !lo.empty() && lo[i] > 0; }
 };
+
+// What a rule says about one element with a saturated operand: saturated with
+// magnitude >= lo (lo > 0), or an ordinary bound e (inf when nothing better is known).
+struct SatResult {
+  double lo = 0.0;
+  double e = std::numeric_limits<double>::infinity();
+};
+inline SatResult unbounded() { return {}; }
+// A NaN or non-positive lower bound proves nothing: unbounded then.
+inline SatResult saturated(double lo) { return lo > 0 ? SatResult{lo, std::numeric_limits<double>::infinity()} : SatResult{}; }
+inline SatResult bounded(double e) { return {0.0, e}; }
+
+// Where an implementation's value may lie: [r - e, r + e], or a half-line for a
+// saturated element.
+struct Interval {
+  double lo, hi;
+};
+inline Interval interval_of(double r, double e, double sat_lo) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  if (sat_lo > 0) return r > 0 ? Interval{sat_lo, inf} : Interval{-inf, -sat_lo};
+  return {r - e, r + e};
+}
+// The state that covers an implementation known to lie in `iv` (which contains r).
+inline SatResult from_interval(double r, Interval iv) {
+  if (std::isfinite(iv.lo) && std::isfinite(iv.hi)) return bounded(std::max(r - iv.lo, iv.hi - r));
+  if (iv.lo > 0) return saturated(iv.lo);
+  if (iv.hi < 0) return saturated(-iv.hi);
+  return unbounded();
+}
+
+// Records rule result `s` for element i of `v` (allocating `lo` on first use).
+inline void set_state(Value& v, size_t i, SatResult s) {
+  if (s.lo > 0) {
+    if (v.lo.empty()) v.lo.assign(v.t.data.size(), 0.0);
+    v.lo[i] = s.lo;
+    v.e[i] = std::numeric_limits<double>::infinity();
+  } else {
+    if (!v.lo.empty()) v.lo[i] = 0.0;
+    v.e[i] = s.e;
+  }
+}
 
 // λ of the probabilistic summation model (docs/error-bounds.md).
 constexpr double kLambda = 6.0;
@@ -53,8 +103,10 @@ inline double mul0(double a, double b) { return (a == 0.0 || b == 0.0) ? 0.0 : a
 double round_to(ir::DType t, double x);
 
 // Applies the rules that hold for every float result: a non-finite reference value
-// has bound 0 (an implementation must reproduce it), an overflowing one has bound
-// inf, a NaN bound becomes inf. Drops `e` when it is all zero.
+// has bound 0 (an implementation must reproduce it); one whose interval reaches past
+// the dtype's largest finite value becomes saturated (or unbounded when its sign is
+// not certain); a NaN bound becomes inf. Drops `e` when it is all zero and `lo` when
+// nothing is saturated.
 void finalize(Value& v);
 
 // Copies a strided view of `src` (shape `shape`, element strides `strides`, starting

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -455,6 +456,162 @@ TEST(InterpBounds, SubnormalInputMayBeReadAsZero) {
   auto r = tg.run({T(DType::F32, {2}, {0x1p-130, 1.0})});
   EXPECT_GE(r.bounds[0].data[0], 0x1p-30);  // 2^-130 * 2^100 could be 0
   EXPECT_LT(r.bounds[0].data[1], 0x1p100 * 1e-6);
+}
+
+// ---------------------------------------------------------------------------
+// Saturated values: an f32 intermediate that overflows (exp(-g) for g < -88.7) must
+// not make everything after it unbounded, and the answer f32 gives must stay inside.
+
+// True iff every f32 result lies within its bound (an infinite bound accepts anything,
+// a NaN result is accepted only there).
+::testing::AssertionResult all_within(const std::vector<float>& got, const Result& r, size_t out = 0) {
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double b = r.bounds[out].data[i], v = r.values[out].data[i], y = got[i];
+    if (b == kInf || y == v) continue;
+    if (!(std::fabs(y - v) <= b))
+      return ::testing::AssertionFailure() << "element " << i << ": f32 " << y << " reference " << v << " bound " << b;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Inputs that overflow exp in f32 (|x| in [90, 120]) mixed with ordinary ones.
+std::vector<float> overflow_mix(unsigned seed, size_t n) {
+  std::mt19937 rng(seed);
+  auto v = random_floats(rng, n, -6.0, 6.0);
+  auto big = random_floats(rng, n, 90.0, 120.0);
+  for (size_t i = 0; i < n; i += 3) v[i] = (i % 2 ? 1.0f : -1.0f) * big[i];
+  v[0] = -100.0f;
+  v[1] = 100.0f;
+  return v;
+}
+
+TEST(InterpSaturation, SiluSigmoidAndGatedSiluHaveFiniteBoundsThatHoldPastOverflow) {
+  const int64_t n = 3000;
+  TestGraph tg;
+  auto g = tg.in("g", DType::F32, S({n}));
+  auto one = tg.c(1.0, DType::F32, S({n}));
+  auto denom = tg.b.binary(OpKind::Add, one, tg.b.unary(OpKind::Exp, tg.b.unary(OpKind::Neg, g)));
+  tg.out(tg.b.binary(OpKind::Div, g, denom));                                       // silu
+  auto sig = tg.b.binary(OpKind::Div, one, denom);
+  tg.out(sig);                                                                      // sigmoid
+  tg.out(tg.b.binary(OpKind::Mul, g, sig));                                         // g * sigmoid(g)
+  for (unsigned seed = 1; seed <= 3; ++seed) {
+    auto gv = overflow_mix(seed, static_cast<size_t>(n));
+    auto r = tg.run({T(DType::F32, {n}, to_double(gv))});
+    std::vector<float> silu(gv.size()), sigmoid(gv.size()), gated(gv.size());
+    for (size_t i = 0; i < gv.size(); ++i) {
+      const float d = 1.0f + std::exp(-gv[i]);  // inf for g < -88.7
+      silu[i] = gv[i] / d;
+      sigmoid[i] = 1.0f / d;
+      gated[i] = gv[i] * sigmoid[i];
+    }
+    EXPECT_TRUE(all_within(silu, r, 0)) << "seed " << seed;
+    EXPECT_TRUE(all_within(sigmoid, r, 1)) << "seed " << seed;
+    EXPECT_TRUE(all_within(gated, r, 2)) << "seed " << seed;
+    for (size_t k = 0; k < 3; ++k)
+      for (size_t i = 0; i < gv.size(); ++i) {
+        ASSERT_TRUE(std::isfinite(r.bounds[k].data[i])) << "output " << k << " g = " << gv[i];
+        if (gv[i] <= -90.0f) {
+          EXPECT_LT(r.bounds[k].data[i], 1e-30) << "output " << k << " g = " << gv[i];
+        }
+      }
+  }
+  // Without saturation a wrong answer is still caught: silu(-100) off by 1e-20.
+  auto r = tg.run({T(DType::F32, {n}, to_double(overflow_mix(1, static_cast<size_t>(n))))});
+  EXPECT_LT(r.bounds[0].data[0], 1e-20);
+  EXPECT_LT(r.bounds[0].data[1] / 100.0, 1e-5);  // silu(100) = 100 to f32 accuracy
+}
+
+TEST(InterpSaturation, SoftmaxWithoutMaxSubtractionAndSoftplus) {
+  const int64_t rows = 4, n = 50;
+  TestGraph tg;
+  auto x = tg.in("x", DType::F32, S({rows, n}));
+  auto ex = tg.b.unary(OpKind::Exp, x);
+  auto sum = tg.b.broadcast(tg.b.reshape(tg.b.reduce(ir::ReduceKind::Sum, ex, {1}), S({rows, 1})), S({rows, n}));
+  tg.out(tg.b.binary(OpKind::Div, ex, sum));
+  tg.out(tg.b.unary(OpKind::Log, tg.b.binary(OpKind::Add, tg.c(1.0, DType::F32, S({rows, n})), ex)));  // softplus
+  std::mt19937 rng(7);
+  auto xv = random_floats(rng, static_cast<size_t>(rows * n), -5.0, 5.0);
+  xv[3] = 100.0f;   // row 0 overflows in one element
+  xv[60] = 95.0f;   // row 1 in two
+  xv[61] = 120.0f;
+  auto r = tg.run({T(DType::F32, {rows, n}, to_double(xv))});
+  std::vector<float> soft(xv.size()), plus(xv.size());
+  for (int64_t i = 0; i < rows; ++i) {
+    float s = 0;
+    for (int64_t k = 0; k < n; ++k) s += std::exp(xv[static_cast<size_t>(i * n + k)]);
+    for (int64_t k = 0; k < n; ++k) {
+      const size_t j = static_cast<size_t>(i * n + k);
+      soft[j] = std::exp(xv[j]) / s;  // inf / inf = NaN where it overflowed, 0 beside it
+      plus[j] = std::log(1.0f + std::exp(xv[j]));
+    }
+  }
+  EXPECT_TRUE(all_within(soft, r, 0));
+  EXPECT_TRUE(all_within(plus, r, 1));
+  // Only the overflowing elements themselves are unbounded; their row neighbours
+  // (finite / saturated sum) are tiny and bounded, the other rows ordinary.
+  for (size_t j = 0; j < xv.size(); ++j) {
+    const bool overflows = xv[j] > 88.8f;
+    EXPECT_EQ(std::isinf(r.bounds[0].data[j]), overflows) << j;
+    EXPECT_EQ(std::isinf(r.bounds[1].data[j]), overflows) << j;  // softplus(100): f32 gives inf
+    if (!overflows && j < 2 * static_cast<size_t>(n)) {
+      EXPECT_LT(r.bounds[0].data[j], 1e-30) << j;
+    }
+  }
+  EXPECT_TRUE(std::isinf(plus[3]));
+}
+
+TEST(InterpSaturation, ResultNearFltMaxWhoseBoundCrossesItIsUnbounded) {
+  // FLT_MAX - 2^102 is below FLT_MAX, but its rounding error reaches past it: an f32
+  // implementation may return inf, so no finite bound may exclude inf.
+  TestGraph tg;
+  auto x = tg.in("x", DType::F32, S({2}));
+  auto y = tg.in("y", DType::F32, S({2}));
+  tg.out(tg.b.binary(OpKind::Add, x, y));
+  auto r = tg.run({T(DType::F32, {2}, {static_cast<double>(FLT_MAX), 1.0}), T(DType::F32, {2}, {-0x1p102, 2.0})});
+  EXPECT_LT(r.values[0].data[0], static_cast<double>(FLT_MAX));
+  EXPECT_EQ(r.bounds[0].data[0], kInf);
+  EXPECT_LT(r.bounds[0].data[1], 1e-6);
+}
+
+TEST(InterpSaturation, RulesOnSaturatedOperands) {
+  TestGraph tg;
+  auto x = tg.in("x", DType::F32, S({1}));
+  auto z = tg.in("z", DType::F32, S({1}));
+  auto big = tg.b.unary(OpKind::Exp, x);  // x = 100: saturated
+  auto five = tg.c(5.0, DType::F32, S({1}));
+  tg.out(tg.b.binary(OpKind::Mul, big, z));                          // 0: inf * 0 is NaN -> unbounded
+  tg.out(tg.b.binary(OpKind::Min, big, five));                       // 1: certainly 5
+  tg.out(tg.b.select(tg.b.binary(OpKind::Gt, big, five), five, big)); // 2: certain comparison picks 5
+  tg.out(tg.b.unary(OpKind::Tanh, big));                             // 3: 1 within f32 accuracy
+  tg.out(tg.b.binary(OpKind::Sub, big, big));                        // 4: inf - inf
+  tg.out(tg.b.binary(OpKind::Max, big, five));                       // 5: still saturated -> inf at the output
+  tg.out(tg.b.unary(OpKind::Exp, tg.b.unary(OpKind::Neg, tg.b.binary(OpKind::Mul, big, big))));  // 6: exp(-huge)
+  auto r = tg.run({T(DType::F32, {1}, {100.0}), T(DType::F32, {1}, {0.0})});
+  EXPECT_EQ(r.bounds[0].data[0], kInf);
+  EXPECT_EQ(r.values[1].data[0], 5.0);
+  EXPECT_EQ(r.bounds[1].data[0], 0.0);
+  EXPECT_EQ(r.values[2].data[0], 5.0);
+  EXPECT_EQ(r.bounds[2].data[0], 0.0);
+  EXPECT_LT(r.bounds[3].data[0], 1e-6);
+  EXPECT_LE(std::fabs(1.0 - r.values[3].data[0]), r.bounds[3].data[0]);
+  EXPECT_EQ(r.bounds[4].data[0], kInf);
+  EXPECT_EQ(r.bounds[5].data[0], kInf);
+  EXPECT_LT(r.bounds[6].data[0], 1e-37);
+}
+
+TEST(InterpSaturation, ContractionWithSaturatedTermIsUnboundedOnlyWhereItEnters) {
+  // exp(x) @ w with one overflowing element in row 0: row 0 is unbounded (even where
+  // w is zero: inf * 0 is NaN), row 1 keeps its ordinary bound.
+  TestGraph tg;
+  auto x = tg.in("x", DType::F32, S({2, 3}));
+  auto w = tg.in("w", DType::F32, S({3, 2}));
+  tg.out(tg.b.contract(tg.b.unary(OpKind::Exp, x), w, {0, 1}, {1, 2}, {0, 2}));
+  auto r = tg.run({T(DType::F32, {2, 3}, {100, 1, 2, 0.5, 1, 2}), T(DType::F32, {3, 2}, {0, 1, 1, 1, 1, 1})});
+  EXPECT_EQ(r.bounds[0].data[0], kInf);
+  EXPECT_EQ(r.bounds[0].data[1], kInf);
+  EXPECT_LT(r.bounds[0].data[2], 1e-4);
+  EXPECT_LT(r.bounds[0].data[3], 1e-4);
 }
 
 }  // namespace
