@@ -8,17 +8,8 @@ import numpy as np
 import pytest
 
 from cases import NO_REDUCTION, REDUCTION_CASES, SMALL_DIMS, make_inputs
+from compare import bound_violation, float64_mismatch
 from spec_harness import EXAMPLES_DIR, load_spec, ollie_eval, run_ollie, dims_flag
-
-# Test 1 tolerance, per element: |numpy_f64 - ref| <= REL * (|ref| + FLOOR * max|ref|).
-# Both sides compute in double, possibly in different orders and with different libm,
-# so they differ by a few ulps of the terms; the floor covers elements that cancel to ~0.
-REL = 1e-12
-FLOOR = 1e-3
-
-
-def _describe(idx, **arrays):
-    return ", ".join(f"{k}={v[idx]!r}" for k, v in arrays.items())
 
 
 def test_check_prints_ir(spec):
@@ -34,15 +25,9 @@ def test_reference_agrees_with_numpy_float64(spec, seed, tmp_path):
     inputs = make_inputs(spec, dims, np.random.default_rng(seed), "normal")
     expected = spec.run_f64(inputs)
     for i, ((ref, _), want) in enumerate(zip(ollie_eval(spec, dims, inputs, tmp_path), expected)):
-        assert ref.shape == want.shape
-        diff = np.abs(ref - want)
-        tol = REL * (np.abs(want) + FLOOR * np.abs(want).max())
-        bad = diff > tol
-        if bad.any():
-            idx = np.unravel_index(np.argmax(diff - tol), diff.shape)
-            pytest.fail(f"{spec.name} out{i}: {bad.sum()} of {bad.size} elements differ from numpy "
-                        f"float64 beyond {REL:g} relative; worst at {idx}: "
-                        + _describe(idx, ollie=ref, numpy=want))
+        why = float64_mismatch(ref, want)
+        if why:
+            pytest.fail(f"{spec.name} out{i}: {why}")
 
 
 @pytest.mark.parametrize("dist", ["normal", "uniform", "positive"])
@@ -53,13 +38,9 @@ def test_bound_contains_numpy_float32(spec, dist, tmp_path):
         got = spec.run_f32(inputs)
         results = ollie_eval(spec, dims, inputs, tmp_path / f"s{seed}")
         for i, ((ref, bound), r32) in enumerate(zip(results, got)):
-            err = np.abs(r32.astype(np.float64) - ref)
-            bad = err > bound
-            if bad.any():
-                idx = np.unravel_index(np.argmax(err - bound), err.shape)
-                pytest.fail(f"{spec.name} out{i} ({dist}, seed {100 + seed}): bound too tight on "
-                            f"{bad.sum()} of {bad.size} elements; worst at {idx}: "
-                            + _describe(idx, numpy_f32=r32, ref=ref, bound=bound))
+            why = bound_violation(ref, bound, r32)
+            if why:
+                pytest.fail(f"{spec.name} out{i} ({dist}, seed {100 + seed}), numpy float32: {why}")
 
 
 def test_bound_rejects_scaled_reference(spec, tmp_path):

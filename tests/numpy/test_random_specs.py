@@ -6,13 +6,9 @@ import os
 import numpy as np
 import pytest
 
+from compare import bound_violation, float64_mismatch
 from randspec import generate
 from spec_harness import load_spec, ollie_eval
-
-# The same criterion as test_cross_check.py: per element,
-# |numpy_f64 - ref| <= REL * (|ref| + FLOOR * max|ref|).
-REL = 1e-12
-FLOOR = 1e-3
 
 N_SEEDS = int(os.environ.get("OLLIE_RANDSPEC_N", "150"))
 FIRST_SEED = int(os.environ.get("OLLIE_RANDSPEC_START", "0"))
@@ -22,10 +18,6 @@ _NP_DTYPE = {"f32": np.float32, "f64": np.float64}
 def _fail(rs, what: str):
     pytest.fail(f"random spec seed {rs.seed} (regenerate with `python tests/numpy/randspec.py "
                 f"{rs.seed}`): {what}\n--- spec ---\n{rs.text}", pytrace=False)
-
-
-def _where(idx, **arrays):
-    return ", ".join(f"{k}={v[idx]!r}" for k, v in arrays.items())
 
 
 @pytest.mark.parametrize("seed", range(FIRST_SEED, FIRST_SEED + N_SEEDS))
@@ -57,16 +49,9 @@ def test_random_spec(seed, tmp_path):
         _fail(rs, str(e))
 
     for i, ((ref, bound), want, r32) in enumerate(zip(results, want64, got32)):
-        diff = np.abs(ref - want)
-        tol = REL * (np.abs(want) + FLOOR * (np.abs(want).max() if want.size else 0.0))
-        bad = ~(diff <= tol)
-        if bad.any():
-            idx = np.unravel_index(np.argmax(np.where(bad, np.nan_to_num(diff - tol, nan=np.inf), -np.inf)), diff.shape)
-            _fail(rs, f"out{i}: {bad.sum()} of {bad.size} elements differ from numpy float64 "
-                      f"beyond {REL:g} relative; worst at {idx}: " + _where(idx, ollie=ref, numpy=want))
-        err = np.abs(r32.astype(np.float64) - ref)
-        bad = ~(err <= bound)
-        if bad.any():
-            idx = np.unravel_index(np.argmax(np.where(bad, np.nan_to_num(err / np.maximum(bound, 1e-300), nan=np.inf), -1)), err.shape)
-            _fail(rs, f"out{i}: numpy float32 lies outside ollie's bound on {bad.sum()} of {bad.size} "
-                      f"elements; worst at {idx}: " + _where(idx, numpy_f32=r32, ref=ref, bound=bound))
+        why = float64_mismatch(ref, want)
+        if why:
+            _fail(rs, f"out{i}: {why}")
+        why = bound_violation(ref, bound, r32)
+        if why:
+            _fail(rs, f"out{i}, numpy float32: {why}")

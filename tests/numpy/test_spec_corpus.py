@@ -6,13 +6,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from compare import bound_violation, float64_mismatch
 from spec_harness import load_spec, ollie_eval, run_ollie, dims_flag
 
 SPECS_DIR = Path(__file__).resolve().parent / "specs"
 
-# Same criterion as test_cross_check.py: |numpy_f64 - ref| <= REL * (|ref| + FLOOR * max|ref|).
-REL = 1e-12
-FLOOR = 1e-3
+# The agreement criterion and the bound check are those of every cross-check (compare.py).
 
 SEEDS = (0, 1, 2)
 
@@ -94,22 +93,6 @@ def _as_f64(spec, inputs):
     return {k: v.astype(np.float64) if v.dtype.kind == "f" else v for k, v in inputs.items()}
 
 
-def _where(idx, **arrays):
-    return ", ".join(f"{k}={v[idx]!r}" for k, v in arrays.items())
-
-
-def _check_special_values(what, i, ref, got):
-    """Non-finite reference elements (a -inf mask, exp(-inf)) must match exactly."""
-    special = ~np.isfinite(ref) | ~np.isfinite(got)
-    same = (ref == got) | (np.isnan(ref) & np.isnan(got))
-    bad = special & ~same
-    if bad.any():
-        idx = tuple(int(j) for j in np.argwhere(bad)[0])
-        pytest.fail(f"{what} out{i}: special values differ on {bad.sum()} elements; first at {idx}: "
-                    + _where(idx, ollie=ref, numpy=got))
-    return special
-
-
 def test_every_spec_is_configured():
     names = {p.stem for p in SPECS_DIR.glob("*.py")}
     assert names == set(CORPUS), f"unconfigured: {sorted(names - set(CORPUS))}, " \
@@ -155,28 +138,15 @@ def test_spec_against_numpy(name, setting, tmp_path):
                 got = got.astype(np.float64)
 
                 # (a) ollie's reference is numpy's meaning computed in double.
-                special = _check_special_values(what + " vs float64", i, ref, want)
-                with np.errstate(invalid="ignore"):       # inf - inf where special (masked out)
-                    diff = np.where(special, 0.0, np.abs(ref - want))
-                finite = np.abs(np.where(special, 0.0, want))
-                tol = REL * (finite + FLOOR * (finite.max() if finite.size else 0.0))
-                bad = diff > tol
-                if bad.any():
-                    idx = np.unravel_index(np.argmax(diff - tol), diff.shape)
-                    pytest.fail(f"{what} out{i}: {bad.sum()} of {bad.size} elements differ from numpy "
-                                f"float64 beyond {REL:g} relative; worst at {idx}: "
-                                + _where(idx, ollie=ref, numpy=want))
+                why = float64_mismatch(ref, want)
+                if why:
+                    pytest.fail(f"{what} out{i}: {why}")
 
                 # (b) numpy computing in the declared dtypes is a correct implementation:
                 # it must lie inside ollie's bound on every element.
-                special = _check_special_values(what + " vs declared dtypes", i, ref, got)
-                with np.errstate(invalid="ignore"):
-                    err = np.where(special, 0.0, np.abs(got - ref))
-                bad = err > bound
-                if bad.any():
-                    idx = np.unravel_index(np.argmax(err - bound), err.shape)
-                    pytest.fail(f"{what} out{i}: bound too tight on {bad.sum()} of {bad.size} elements; "
-                                f"worst at {idx}: " + _where(idx, numpy=got, ref=ref, bound=bound))
+                why = bound_violation(ref, bound, got)
+                if why:
+                    pytest.fail(f"{what} out{i}, numpy in declared dtypes: {why}")
 
 
 # Specs just outside the subset: each must fail with `file:line:col: error:`, the source
