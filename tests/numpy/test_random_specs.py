@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from compare import bound_violation, float64_mismatch
+from compare import F64_FROM_F32, bound_violation, float64_mismatch
 from randspec import generate
 from spec_harness import load_spec, ollie_eval
 
@@ -49,7 +49,10 @@ def test_random_spec(seed, tmp_path):
         _fail(rs, str(e))
 
     for i, ((ref, bound), want, r32) in enumerate(zip(results, want64, got32)):
-        why = float64_mismatch(ref, want)
+        # Random programs hit ill-conditioned elements (near-constant variances, cancelling
+        # sums): there the tolerance is ollie's own bound scaled to double precision.
+        scale = F64_FROM_F32 if r32.dtype == np.float32 else 1.0
+        why = float64_mismatch(ref, want, f64_bound=bound * scale)
         if why:
             _fail(rs, f"out{i}: {why}")
         why = bound_violation(ref, bound, r32)
