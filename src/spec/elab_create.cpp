@@ -186,7 +186,9 @@ ValuePtr Elab::call_numpy_more(const Value& fn, const CallArgs& args, SourceLoc 
     std::vector<DimExpr> cuts = {DimExpr()};
     if (a[1]->kind == Kind::Int) {
       int64_t n = to_const_int(a[1], loc, "the number of sections");
-      if (n <= 0 || n > 4096) fail(loc, "np.split needs a positive number of sections, got " + std::to_string(n));
+      if (n <= 0 || n > 4096)
+        fail(loc, "np.split needs between 1 and 4096 sections, got " + std::to_string(n),
+             "split into as many sections as the axis can be divided into, e.g. np.split(x, 2, axis=-1)");
       if (dv % n != 0)
         fail(loc, "np.split: " + d.str() + " = " + std::to_string(dv) + " does not divide into " + std::to_string(n) + " equal sections",
              "use a section count that divides the dim, or give split indices");

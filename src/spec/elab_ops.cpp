@@ -252,7 +252,10 @@ ValuePtr Elab::binary(const std::string& op, const ValuePtr& a, const ValuePtr& 
       int64_t n = to_const_int(seq_a ? b : a, loc, "sequence repeat count");
       if (n * static_cast<int64_t>(s->items.size()) > 4096) fail(loc, "sequence too long");
       std::vector<ValuePtr> items;
-      for (int64_t k = 0; k < n; ++k) items.insert(items.end(), s->items.begin(), s->items.end());
+      // An empty sequence repeated any number of times is empty: no loop over a huge count
+      // (found by fuzzing: `3306285477545 * ()`).
+      if (!s->items.empty())
+        for (int64_t k = 0; k < n; ++k) items.insert(items.end(), s->items.begin(), s->items.end());
       return make_seq(s->kind, items);
     }
     return bad();

@@ -422,13 +422,19 @@ void expect_terminates(const std::string& source) {
   }
 }
 
-// Found by spec_fuzzer: `0**60**6` folds 0 ** 46656000000 one multiplication at a time
-// in the elaborator (elab_ops.cpp fold_int), which never finishes. Disabled until the
-// elaborator short-circuits bases 0, 1 and -1; enable it then.
+// Found by spec_fuzzer: `0**60**6` folded 0 ** 46656000000 one multiplication at a time
+// in the elaborator (elab_ops.cpp fold_int) and never finished; bases 0, 1 and -1 are
+// now answered directly.
 TEST(FuzzRegressions, HugePowerOfZeroBase) {
   expect_terminates("0**60**6");
   expect_terminates("x = (-1) ** 10**15\n");
   expect_terminates("x = 1 ** 10**18\n");
+}
+
+// Found by spec_fuzzer: `3306285477545 * ()` looped once per repetition of an empty tuple.
+TEST(FuzzRegressions, HugeRepeatOfEmptyTuple) {
+  expect_terminates("7*7(+4+3306285477545*())");
+  expect_terminates("x = () * 10**15\n");
 }
 
 }  // namespace
