@@ -1,0 +1,59 @@
+// Shared pieces of the `ollie` verbs (src/cli/): spec flags, inputs from files or seeds,
+// array conversions, and the verbs themselves, one file each.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "interp/interp.h"
+#include "ir/ir.h"
+#include "npy/npy.h"
+
+namespace ollie::cli {
+
+struct SpecFlags {
+  std::string spec_path;
+  std::string entry;
+  std::string dims;
+};
+
+void add_spec_flags(CLI::App* cmd, SpecFlags& flags);
+// Parses and elaborates the spec the flags name (UserError on bad input).
+ir::Graph load(const SpecFlags& flags);
+// "1,234,567"
+std::string grouped(int64_t n);
+// The shape at the bound dims, "[256, 512]".
+std::string bound_shape_str(const ir::Shape& shape, const ir::DimBindings& dims);
+
+npy::ElementType element_type(ir::DType t);
+const char* element_type_name(npy::ElementType t);
+bool has_suffix(const std::string& s, const std::string& suffix);
+// "out.npy" -> "out<suffix>.npy"
+std::string npy_sibling(const std::string& path, const std::string& suffix);
+npy::Array to_array(const interp::Tensor& t);             // as float64
+npy::Array to_array_as(const interp::Tensor& t, ir::DType dtype);  // in a dtype
+// Seeded random inputs: normal(0, 1) for floats, small integers for ints, coin flips for bools.
+std::vector<interp::Tensor> random_inputs(const ir::Graph& graph, uint64_t seed);
+// One array per parameter from an .npz (or an .npy for a one-parameter entry).
+std::vector<interp::Tensor> file_inputs(const ir::Graph& graph, const std::string& path);
+// Inputs from --inputs, else random with --seed (or a fresh seed); says which on stdout.
+std::vector<interp::Tensor> obtain_inputs(const ir::Graph& graph, const std::string& inputs_path, int64_t seed);
+// Writes arrays to an .npz, or to an .npy when there is exactly one (`what` names the flag).
+void write_arrays(const std::string& path, const npy::ArrayList& arrays, const std::string& what);
+// Refuses dims whose reference evaluation would not fit in this machine's memory.
+void check_reference_fits(const ir::Graph& graph);
+
+// The verbs.
+int run_check(const SpecFlags& flags);
+struct EvalFlags {
+  std::string inputs;
+  std::string out;
+  std::string save_inputs;
+  int64_t seed = -1;
+};
+int run_eval(const SpecFlags& flags, const EvalFlags& eval);
+
+}  // namespace ollie::cli

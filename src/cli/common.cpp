@@ -1,0 +1,209 @@
+// Helpers shared by the `ollie` verbs: loading specs, inputs, array files.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iostream>
+#include <random>
+
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "spec/spec.h"
+
+namespace ollie::cli {
+
+
+void add_spec_flags(CLI::App* cmd, SpecFlags& flags) {
+  cmd->add_option("spec", flags.spec_path, "the numpy spec file (.py)")->required();
+  cmd->add_option("--entry", flags.entry, "the entry function (default: the only annotated function)");
+  cmd->add_option("--dims", flags.dims, "override dim sizes, e.g. --dims M=256,N=128");
+}
+
+ir::Graph load(const SpecFlags& flags) {
+  spec::SpecOptions options;
+  options.entry = flags.entry;
+  if (!flags.dims.empty()) options.dim_overrides = spec::parse_dims_flag(flags.dims);
+  return spec::load_spec(flags.spec_path, options);
+}
+
+std::string grouped(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (n < 0 ? "-" : "") + out;
+}
+
+std::string bound_shape_str(const ir::Shape& shape, const ir::DimBindings& dims) {
+  auto values = ir::evaluate_shape(shape, dims);
+  std::string s = "[";
+  for (size_t i = 0; i < values.size(); ++i) s += (i ? ", " : "") + std::to_string(values[i]);
+  return s + "]";
+}
+
+// ---------------------------------------------------------------------------- eval
+
+npy::ElementType element_type(ir::DType t) {
+  switch (t) {
+    case ir::DType::F32: return npy::ElementType::F32;
+    case ir::DType::F64: return npy::ElementType::F64;
+    case ir::DType::I32: return npy::ElementType::I32;
+    case ir::DType::I64: return npy::ElementType::I64;
+    case ir::DType::Bool: return npy::ElementType::Bool;
+  }
+  return npy::ElementType::F64;
+}
+
+const char* element_type_name(npy::ElementType t) {
+  switch (t) {
+    case npy::ElementType::F32: return "float32";
+    case npy::ElementType::F64: return "float64";
+    case npy::ElementType::I32: return "int32";
+    case npy::ElementType::I64: return "int64";
+    case npy::ElementType::Bool: return "bool";
+  }
+  return "?";
+}
+
+// Seeded random inputs: normal(0, 1) for floats, small integers for ints, coin flips for bools.
+std::vector<interp::Tensor> random_inputs(const ir::Graph& graph, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_int_distribution<int> small(-8, 8);
+  std::bernoulli_distribution coin(0.5);
+  std::vector<interp::Tensor> inputs;
+  for (const auto& p : graph.params) {
+    interp::Tensor t;
+    t.dtype = p.dtype;
+    t.shape = ir::evaluate_shape(p.shape, graph.bound_dims);
+    t.data.resize(static_cast<size_t>(ir::element_count(t.shape)));
+    for (double& v : t.data) {
+      switch (p.dtype) {
+        case ir::DType::F32: v = static_cast<float>(normal(rng)); break;
+        case ir::DType::F64: v = normal(rng); break;
+        case ir::DType::I32: case ir::DType::I64: v = small(rng); break;
+        case ir::DType::Bool: v = coin(rng) ? 1.0 : 0.0; break;
+      }
+    }
+    inputs.push_back(std::move(t));
+  }
+  return inputs;
+}
+
+bool has_suffix(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// An .npz, or an .npy when the entry has exactly one parameter.
+npy::ArrayList read_arrays(const ir::Graph& graph, const std::string& path) {
+  if (!has_suffix(path, ".npy")) return npy::read_npz(path);
+  if (graph.params.size() != 1)
+    throw UserError(fmt::format("--inputs {}: an .npy file holds one array but {} takes {} parameters; "
+                                "pass an .npz with one array per parameter name",
+                                path, graph.entry, graph.params.size()));
+  return {{graph.params[0].name, npy::read_npy(path)}};
+}
+
+// "out.npy" -> "out<suffix>.npy": where the bounds go beside the values.
+std::string npy_sibling(const std::string& path, const std::string& suffix) {
+  return path.substr(0, path.size() - 4) + suffix + ".npy";
+}
+
+std::vector<interp::Tensor> file_inputs(const ir::Graph& graph, const std::string& path) {
+  npy::ArrayList arrays = read_arrays(graph, path);
+  std::string keys;
+  for (const auto& [name, array] : arrays) keys += (keys.empty() ? "" : ", ") + name;
+  std::vector<interp::Tensor> inputs;
+  for (const auto& p : graph.params) {
+    auto it = std::find_if(arrays.begin(), arrays.end(), [&](const auto& kv) { return kv.first == p.name; });
+    if (it == arrays.end())
+      throw UserError(fmt::format("--inputs {}: no array named '{}' (the entry's parameter); the file has: {}",
+                                  path, p.name, keys.empty() ? "nothing" : keys));
+    const npy::Array& a = it->second;
+    interp::Tensor t;
+    t.dtype = p.dtype;
+    t.shape = a.shape;
+    t.data = a.data;
+    if (a.type != element_type(p.dtype))
+      std::cerr << fmt::format("note: input '{}' is {}, converted to {} as the spec declares\n", p.name,
+                               element_type_name(a.type), ir::dtype_name(p.dtype));
+    inputs.push_back(std::move(t));
+  }
+  for (const auto& [name, array] : arrays) {
+    bool known = std::any_of(graph.params.begin(), graph.params.end(), [&](const ir::Param& p) { return p.name == name; });
+    if (!known) std::cerr << fmt::format("note: --inputs {}: array '{}' is not a parameter; ignored\n", path, name);
+  }
+  return inputs;
+}
+
+npy::Array to_array(const interp::Tensor& t) {
+  npy::Array a;
+  a.type = npy::ElementType::F64;
+  a.shape = t.shape;
+  a.data = t.data;
+  return a;
+}
+
+// The reference holds values and bounds in double, and a contraction packs copies of
+// its operands: refuse dims whose estimate exceeds this machine's memory up front, with
+// a clear message, rather than be killed by the kernel halfway.
+void check_reference_fits(const ir::Graph& graph) {
+  double inputs = 0, largest = 0;
+  ir::ValueId largest_id = 0;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const ir::Node& n = graph.nodes[i];
+    double count = 1;
+    for (int64_t d : ir::evaluate_shape(n.shape, graph.bound_dims)) count *= static_cast<double>(d);
+    if (n.kind == ir::OpKind::Input) inputs += count;
+    if (count > largest) {
+      largest = count;
+      largest_id = static_cast<ir::ValueId>(i);
+    }
+  }
+  const double bytes_per_element = 16;  // value and bound, both double
+  const double estimate = (inputs + 6 * largest) * bytes_per_element;
+  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  if (estimate > 0.8 * memory) {
+    const ir::Node& n = graph.node(largest_id);
+    throw UserError(fmt::format(
+        "at these dims the reference needs about {:.1f} GiB but this machine has {:.1f} GiB (largest value: %{} {}{} "
+        "= {:.3g} elements); choose smaller sizes with --dims",
+        estimate / (1 << 30), memory / (1 << 30), largest_id, ir::dtype_name(n.dtype), ir::shape_str(n.shape), largest));
+  }
+}
+
+
+npy::Array to_array_as(const interp::Tensor& t, ir::DType dtype) {
+  npy::Array a;
+  a.type = element_type(dtype);
+  a.shape = t.shape;
+  a.data = t.data;
+  return a;
+}
+
+std::vector<interp::Tensor> obtain_inputs(const ir::Graph& graph, const std::string& inputs_path, int64_t seed) {
+  if (!inputs_path.empty()) {
+    if (seed >= 0) throw UserError("--seed draws random inputs; it cannot be combined with --inputs");
+    auto inputs = file_inputs(graph, inputs_path);
+    std::cout << "inputs: " << inputs_path << "\n";
+    return inputs;
+  }
+  uint64_t s = seed >= 0 ? static_cast<uint64_t>(seed) : std::random_device{}() & 0x7fffffffu;
+  std::cout << fmt::format("inputs: random (normal(0,1) floats), seed {} (rerun with --seed {})\n", s, s);
+  return random_inputs(graph, s);
+}
+
+void write_arrays(const std::string& path, const npy::ArrayList& arrays, const std::string& what) {
+  if (!has_suffix(path, ".npy")) {
+    npy::write_npz(path, arrays);
+    return;
+  }
+  if (arrays.size() != 1)
+    throw UserError(fmt::format("{} {}: {} arrays to write but an .npy file holds one; use an .npz", what, path,
+                                arrays.size()));
+  npy::write_npy(path, arrays[0].second);
+}
+
+}  // namespace ollie::cli
