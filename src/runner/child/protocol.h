@@ -1,0 +1,62 @@
+// The wire format between the runner library (parent) and ollie-runner (child); see the
+// comment at the top of runner_main.cpp. Header-only and dependency-free on purpose.
+#pragma once
+
+#include <cstdint>
+
+namespace ollie::runner::protocol {
+
+// File descriptors the child finds already open (the parent dup2s them into place).
+constexpr int kMemFd = 3;       // the memfd: header, then every buffer
+constexpr int kReportFd = 4;    // write end of the report pipe
+
+constexpr char kRequestMagic[8] = {'O', 'L', 'L', 'I', 'E', 'R', 'Q', '1'};
+constexpr uint32_t kReportMagic = 0x4f4c5231;  // "OLR1"
+constexpr uint32_t kVersion = 1;
+
+// At offset 0 of the memfd. Followed directly by
+//   Buffer buffers[n_inputs + n_outputs];   inputs first, then outputs
+//   int64_t dims[n_dims];
+//   char so_path[path_len];                 not NUL-terminated
+// The header region is padded to a page; every buffer starts on a page boundary and
+// its pages are preceded and followed by a guard page (never a buffer's page).
+struct RequestHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t n_inputs;
+  uint32_t n_outputs;
+  uint32_t n_dims;
+  uint64_t total_size;    // bytes of the whole memfd
+  uint64_t header_size;   // bytes of the header region (a multiple of the page size)
+  uint32_t path_len;
+  uint32_t flags;         // kProtect...
+  uint64_t parent_pid;    // the child dies with this process (PR_SET_PDEATHSIG)
+};
+
+// Inputs read-only, guard pages and the header PROT_NONE while the kernel runs.
+constexpr uint32_t kProtect = 1;
+
+struct Buffer {
+  uint64_t offset;        // page-aligned
+  uint64_t bytes;         // payload bytes (the mapping covers whole pages)
+};
+
+enum class ReportStatus : uint32_t {
+  Ok = 0,          // the kernel returned; `seconds` is the call's wall time
+  LoadError = 1,   // dlopen/dlsym failed; message is dlerror()
+  BadRequest = 2,  // the child could not read the request; message says why
+};
+
+// Written once to kReportFd, in a single write() (header + message <= PIPE_BUF, so
+// the parent never sees half a report).
+struct Report {
+  uint32_t magic;
+  uint32_t status;        // ReportStatus
+  double seconds;
+  uint32_t message_len;   // bytes following this struct
+  uint32_t reserved;
+};
+
+constexpr uint32_t kMaxMessage = 3000;
+
+}  // namespace ollie::runner::protocol

@@ -1,0 +1,436 @@
+// The parent side of the runner protocol (documented in child/runner_main.cpp): lays the
+// buffers out in a memfd, spawns ollie-runner, enforces the timeout, reads results back.
+#include "runner/runner.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <thread>
+
+#include "runner/child/protocol.h"
+#include "support/error.h"
+
+extern char** environ;
+
+namespace ollie::runner {
+
+namespace {
+
+namespace proto = protocol;
+using Clock = std::chrono::steady_clock;
+
+// Owns one file descriptor.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  Fd(Fd&& other) noexcept : fd_(other.release()) {}
+  Fd& operator=(Fd&& other) noexcept {
+    reset(other.release());
+    return *this;
+  }
+  ~Fd() { reset(); }
+  int get() const { return fd_; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void reset(int fd = -1) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Owns one shared mapping.
+class Mapping {
+ public:
+  Mapping(int fd, size_t bytes) : bytes_(bytes) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) throw UserError(std::string("runner: cannot map the buffer memory: ") + std::strerror(errno));
+    base_ = static_cast<char*>(p);
+  }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping() { munmap(base_, bytes_); }
+  char* base() const { return base_; }
+
+ private:
+  char* base_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+[[noreturn]] void fail_errno(const std::string& what) {
+  throw UserError("runner: " + what + ": " + std::strerror(errno));
+}
+
+uint64_t round_up(uint64_t n, uint64_t page) { return (n + page - 1) / page * page; }
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string default_runner_path() {
+  std::vector<char> buf(4096);
+  ssize_t n = readlink("/proc/self/exe", buf.data(), buf.size() - 1);
+  if (n <= 0) return "ollie-runner";
+  std::string exe(buf.data(), static_cast<size_t>(n));
+  auto slash = exe.rfind('/');
+  return slash == std::string::npos ? "ollie-runner" : exe.substr(0, slash + 1) + "ollie-runner";
+}
+
+// What a run needs, laid out: shapes, dtypes and byte offsets of every buffer.
+struct Layout {
+  std::vector<proto::Buffer> buffers;            // inputs, then outputs
+  std::vector<ir::DType> dtypes;
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<int64_t> dims;
+  uint64_t header_size = 0;
+  uint64_t total_size = 0;
+};
+
+Layout plan(const std::string& so_path, const ir::Graph& graph, const std::vector<interp::Tensor>& inputs) {
+  if (inputs.size() != graph.params.size())
+    throw UserError("runner: the kernel '" + graph.entry + "' takes " + std::to_string(graph.params.size()) +
+                    " inputs but " + std::to_string(inputs.size()) + " were given; pass one tensor per parameter");
+  Layout layout;
+  for (const auto& name : graph.dims) {
+    auto it = graph.bound_dims.find(name);
+    if (it == graph.bound_dims.end())
+      throw UserError("runner: dim '" + name + "' has no value; bind it in DIMS or with --dims " + name + "=...");
+    layout.dims.push_back(it->second);
+  }
+  for (size_t i = 0; i < graph.params.size(); ++i) {
+    auto shape = ir::evaluate_shape(graph.params[i].shape, graph.bound_dims);
+    if (shape != inputs[i].shape)
+      throw UserError("runner: input '" + graph.params[i].name + "' has shape " + shape_text(inputs[i].shape) +
+                      " but the kernel expects " + shape_text(shape) + " at the bound dims");
+    if (static_cast<int64_t>(inputs[i].data.size()) != ir::element_count(shape))
+      throw UserError("runner: input '" + graph.params[i].name + "' holds " + std::to_string(inputs[i].data.size()) +
+                      " values but its shape " + shape_text(shape) + " needs " +
+                      std::to_string(ir::element_count(shape)));
+    layout.dtypes.push_back(graph.params[i].dtype);
+    layout.shapes.push_back(std::move(shape));
+  }
+  for (const auto& result : graph.results) {
+    layout.dtypes.push_back(result.dtype);
+    layout.shapes.push_back(ir::evaluate_shape(result.shape, graph.bound_dims));
+  }
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const size_t n = layout.dtypes.size();
+  layout.header_size = round_up(sizeof(proto::RequestHeader) + n * sizeof(proto::Buffer) +
+                                    layout.dims.size() * sizeof(int64_t) + so_path.size(),
+                                page);
+  uint64_t cursor = layout.header_size;
+  for (size_t i = 0; i < n; ++i) {
+    cursor += page;  // guard page before every buffer
+    const uint64_t bytes = static_cast<uint64_t>(ir::element_count(layout.shapes[i])) *
+                           static_cast<uint64_t>(ir::dtype_bytes(layout.dtypes[i]));
+    layout.buffers.push_back({cursor, bytes});
+    cursor += round_up(bytes, page);
+  }
+  layout.total_size = cursor + page;  // and one after the last
+  return layout;
+}
+
+template <typename T>
+void store_as(char* dst, const std::vector<double>& values) {
+  auto* out = reinterpret_cast<T*>(dst);
+  for (size_t i = 0; i < values.size(); ++i) out[i] = static_cast<T>(values[i]);
+}
+
+void store(char* dst, ir::DType dtype, const std::vector<double>& values) {
+  switch (dtype) {
+    case ir::DType::F32: return store_as<float>(dst, values);
+    case ir::DType::F64: return store_as<double>(dst, values);
+    case ir::DType::I32: return store_as<int32_t>(dst, values);
+    case ir::DType::I64: return store_as<int64_t>(dst, values);
+    case ir::DType::Bool:
+      for (size_t i = 0; i < values.size(); ++i) dst[i] = values[i] != 0 ? 1 : 0;
+      return;
+  }
+}
+
+template <typename T>
+void load_as(const char* src, std::vector<double>& values) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    T v;
+    std::memcpy(&v, src + i * sizeof(T), sizeof(T));
+    values[i] = static_cast<double>(v);
+  }
+}
+
+void load(const char* src, ir::DType dtype, std::vector<double>& values) {
+  switch (dtype) {
+    case ir::DType::F32: return load_as<float>(src, values);
+    case ir::DType::F64: return load_as<double>(src, values);
+    case ir::DType::I32: return load_as<int32_t>(src, values);
+    case ir::DType::I64: return load_as<int64_t>(src, values);
+    case ir::DType::Bool:
+      // Anything but 0 or 1 (the poison, or garbage) must not pass as a truth value.
+      for (size_t i = 0; i < values.size(); ++i) {
+        const auto b = static_cast<unsigned char>(src[i]);
+        values[i] = b <= 1 ? b : std::numeric_limits<double>::quiet_NaN();
+      }
+      return;
+  }
+}
+
+// Creates the memfd with the header, the inputs and poisoned outputs.
+Fd make_request(const std::string& so_path, const Layout& layout, const std::vector<interp::Tensor>& inputs) {
+  Fd fd(memfd_create("ollie-buffers", MFD_CLOEXEC));
+  if (fd.get() < 0) fail_errno("memfd_create");
+  if (ftruncate(fd.get(), static_cast<off_t>(layout.total_size)) != 0) fail_errno("cannot size the buffer memory");
+  Mapping map(fd.get(), layout.total_size);
+  char* base = map.base();
+  std::memset(base + layout.header_size, 0xFF, layout.total_size - layout.header_size);
+
+  proto::RequestHeader header{};
+  std::memcpy(header.magic, proto::kRequestMagic, sizeof header.magic);
+  header.version = proto::kVersion;
+  header.n_inputs = static_cast<uint32_t>(inputs.size());
+  header.n_outputs = static_cast<uint32_t>(layout.buffers.size() - inputs.size());
+  header.n_dims = static_cast<uint32_t>(layout.dims.size());
+  header.total_size = layout.total_size;
+  header.header_size = layout.header_size;
+  header.path_len = static_cast<uint32_t>(so_path.size());
+  header.flags = proto::kProtect;
+  header.parent_pid = static_cast<uint64_t>(getpid());
+  char* at = base;
+  auto put = [&at](const void* src, size_t bytes) {
+    if (bytes) std::memcpy(at, src, bytes);
+    at += bytes;
+  };
+  put(&header, sizeof header);
+  put(layout.buffers.data(), layout.buffers.size() * sizeof(proto::Buffer));
+  put(layout.dims.data(), layout.dims.size() * sizeof(int64_t));
+  put(so_path.data(), so_path.size());
+  for (size_t i = 0; i < inputs.size(); ++i) store(base + layout.buffers[i].offset, layout.dtypes[i], inputs[i].data);
+  return fd;
+}
+
+// The child's environment: ours, with OMP_NUM_THREADS replaced when asked.
+std::vector<std::string> child_environment(const Options& options) {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    if (options.threads > 0 && std::strncmp(*e, "OMP_NUM_THREADS=", 16) == 0) continue;
+    env.emplace_back(*e);
+  }
+  if (options.threads > 0) env.push_back("OMP_NUM_THREADS=" + std::to_string(options.threads));
+  return env;
+}
+
+pid_t spawn_child(const std::string& runner, int memfd, int report_fd, const Options& options) {
+  Fd devnull(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (devnull.get() < 0) fail_errno("cannot open /dev/null");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // Its own process group, so a kill on timeout also reaches anything the kernel forked.
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawn_file_actions_adddup2(&actions, devnull.get(), 0);
+  posix_spawn_file_actions_adddup2(&actions, 2, 1);
+  posix_spawn_file_actions_adddup2(&actions, memfd, proto::kMemFd);
+  posix_spawn_file_actions_adddup2(&actions, report_fd, proto::kReportFd);
+  posix_spawn_file_actions_addclosefrom_np(&actions, proto::kReportFd + 1);
+
+  auto env = child_environment(options);
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string arg0 = runner;
+  char* argv[] = {arg0.data(), nullptr};
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, runner.c_str(), &actions, &attr, argv, envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    errno = rc;
+    fail_errno("cannot start the runner '" + runner + "'");
+  }
+  return pid;
+}
+
+// Waits for `pid` to exit, at most until `deadline`. Returns true when it exited (not
+// yet reaped: the pid stays ours until waitpid, so killing its group is safe).
+bool wait_for_exit(pid_t pid, Clock::time_point deadline) {
+  Fd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (pidfd.get() >= 0) {
+      pollfd p{pidfd.get(), POLLIN, 0};
+      int r = poll(&p, 1, static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left, 1 << 30))));
+      if (r > 0) return true;
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) pidfd.reset();  // fall back to polling waitid below
+      else return false;
+    } else {
+      // Without pidfds (old kernels): WNOWAIT looks without reaping.
+      siginfo_t info{};
+      if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid)
+        return true;
+      if (left <= 0) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(left, 2)));
+    }
+  }
+}
+
+int reap(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+// Reads whatever the child wrote to the report pipe (it has exited; never blocks).
+std::string drain(int fd) {
+  std::string data;
+  char buf[4096];
+  while (true) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      data.append(buf, static_cast<size_t>(n));
+      if (data.size() > 1 << 16) break;
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      break;  // EOF, or EAGAIN when a leftover grandchild still holds the write end
+    }
+  }
+  return data;
+}
+
+std::string signal_text(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  std::string name = abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+  const char* description = sigdescr_np(sig);
+  return description ? name + " (" + description + ")" : name;
+}
+
+}  // namespace
+
+const char* status_name(Status s) {
+  switch (s) {
+    case Status::Ok: return "ok";
+    case Status::LoadError: return "load-error";
+    case Status::Crash: return "crash";
+    case Status::Timeout: return "timeout";
+    case Status::ProtocolError: return "protocol-error";
+  }
+  return "unknown";
+}
+
+Outcome run(const std::string& so_path, const ir::Graph& graph, const std::vector<interp::Tensor>& inputs,
+            const Options& options) {
+  const std::string runner = options.runner_path.empty() ? default_runner_path() : options.runner_path;
+  if (access(runner.c_str(), X_OK) != 0)
+    throw UserError("runner: no runner executable at '" + runner +
+                    "'; build the ollie-runner target next to ollie, or set the runner path");
+  const Layout layout = plan(so_path, graph, inputs);
+  Fd memfd = make_request(so_path, layout, inputs);
+
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) fail_errno("pipe");
+  Fd report_read(pipe_fds[0]);
+  Fd report_write(pipe_fds[1]);
+  // The child's end blocks normally; only our reading end is non-blocking.
+  fcntl(report_write.get(), F_SETFL, fcntl(report_write.get(), F_GETFL) & ~O_NONBLOCK);
+
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(std::max(0.0, options.timeout_seconds)));
+  const pid_t pid = spawn_child(runner, memfd.get(), report_write.get(), options);
+  report_write.reset();
+
+  Outcome outcome;
+  const bool exited = wait_for_exit(pid, deadline);
+  kill(-pid, SIGKILL);  // the child is gone or out of time; take any forked helpers with it
+  const int wait_status = reap(pid);
+  if (!exited) {
+    outcome.status = Status::Timeout;
+    char text[128];
+    std::snprintf(text, sizeof text, "the kernel did not finish within %g s and was killed", options.timeout_seconds);
+    outcome.message = text;
+    return outcome;
+  }
+
+  const std::string report = drain(report_read.get());
+  const bool has_report = report.size() >= sizeof(proto::Report);
+  proto::Report header{};
+  if (has_report) std::memcpy(&header, report.data(), sizeof header);
+  const std::string message =
+      has_report ? report.substr(sizeof header, std::min<size_t>(header.message_len, report.size() - sizeof header)) : "";
+
+  if (WIFSIGNALED(wait_status)) {
+    outcome.status = Status::Crash;
+    outcome.signal = WTERMSIG(wait_status);
+    outcome.message = "the kernel was killed by " + signal_text(outcome.signal);
+    return outcome;
+  }
+  const int code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
+  if (!has_report || header.magic != proto::kReportMagic) {
+    outcome.status = code != 0 ? Status::Crash : Status::ProtocolError;
+    outcome.message = "the runner exited with status " + std::to_string(code) + " without reporting" +
+                      (code != 0 ? " (the kernel called exit?)" : " (the kernel called exit(0)?)");
+    return outcome;
+  }
+  switch (static_cast<proto::ReportStatus>(header.status)) {
+    case proto::ReportStatus::LoadError:
+      outcome.status = Status::LoadError;
+      outcome.message = "cannot load '" + so_path + "': " + message;
+      return outcome;
+    case proto::ReportStatus::BadRequest:
+      outcome.status = Status::ProtocolError;
+      outcome.message = message;
+      return outcome;
+    case proto::ReportStatus::Ok:
+      break;
+    default:
+      outcome.status = Status::ProtocolError;
+      outcome.message = "the runner sent an unknown report status " + std::to_string(header.status);
+      return outcome;
+  }
+  if (code != 0) {
+    outcome.status = Status::Crash;
+    outcome.message = "the runner exited with status " + std::to_string(code) + " after the kernel returned";
+    return outcome;
+  }
+
+  Mapping map(memfd.get(), layout.total_size);
+  for (size_t r = 0; r < graph.results.size(); ++r) {
+    const size_t b = inputs.size() + r;
+    interp::Tensor t;
+    t.dtype = layout.dtypes[b];
+    t.shape = layout.shapes[b];
+    t.data.resize(static_cast<size_t>(ir::element_count(t.shape)));
+    load(map.base() + layout.buffers[b].offset, t.dtype, t.data);
+    outcome.outputs.push_back(std::move(t));
+  }
+  outcome.status = Status::Ok;
+  outcome.seconds = header.seconds;
+  outcome.message = "ok";
+  return outcome;
+}
+
+}  // namespace ollie::runner
