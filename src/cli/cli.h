@@ -55,5 +55,17 @@ struct EvalFlags {
   int64_t seed = -1;
 };
 int run_eval(const SpecFlags& flags, const EvalFlags& eval);
+struct RunKernelFlags {
+  std::string kernel_path;
+  std::string inputs;
+  std::string out;
+  std::string compiler;        // empty: the build driver's default (g++)
+  int64_t seed = -1;
+  double timeout_seconds = 60;
+  int threads = 0;
+};
+// Exit code 0 when the kernel ran and agrees with the reference within the bound, 4 when
+// it ran but differs, 1 when it does not compile or fails.
+int run_kernel(const SpecFlags& flags, const RunKernelFlags& run);
 
 }  // namespace ollie::cli

@@ -1,6 +1,7 @@
 // The `ollie` command: ties the pipeline stages together behind verbs.
-// Exit codes: 0 success, 1 bad input (message on stderr), 2 bad command line,
-// 3 internal error (a bug in ollie).
+// Exit codes: 0 success, 1 bad input or a kernel that fails (message on stderr), 2 bad
+// command line, 3 internal error (a bug in ollie), 4 a kernel whose outputs differ from
+// the reference beyond the bound.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -29,6 +30,20 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   eval_cmd->add_option("--save-inputs", eval.save_inputs, "write the inputs used to this .npz (or .npy for one parameter)");
 
+  SpecFlags run_flags;
+  RunKernelFlags run;
+  CLI::App* run_cmd = app.add_subcommand("run-kernel", "compile a kernel, run it in the runner, compare with the reference");
+  add_spec_flags(run_cmd, run_flags);
+  run_cmd->add_option("kernel", run.kernel_path, "the kernel source (.cpp) in the ollie ABI")->required();
+  run_cmd->add_option("--inputs", run.inputs, "inputs: an .npz with one array per parameter name (or an .npy for one parameter)");
+  run_cmd->add_option("--out", run.out, "write the kernel's outputs (out<i>, in their dtypes) to this .npz (or .npy)");
+  run_cmd->add_option("--seed", run.seed, "seed for random inputs (default: a fresh one, printed)")
+      ->check(CLI::NonNegativeNumber);
+  run_cmd->add_option("--timeout", run.timeout_seconds, "seconds the kernel may run")->check(CLI::PositiveNumber);
+  run_cmd->add_option("--threads", run.threads, "OMP_NUM_THREADS for the kernel (default: as the environment says)")
+      ->check(CLI::NonNegativeNumber);
+  run_cmd->add_option("--compiler", run.compiler, "the C++ compiler (default g++)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -39,6 +54,7 @@ int main(int argc, char** argv) {
   try {
     if (*check) return run_check(check_flags);
     if (*eval_cmd) return run_eval(eval_flags, eval);
+    if (*run_cmd) return run_kernel(run_flags, run);
   } catch (const UserError& e) {
     std::cerr << e.what() << "\n";
     return 1;

@@ -22,8 +22,8 @@ struct CommandResult {
   std::string out;  // stdout and stderr together
 };
 
-CommandResult ollie(const std::string& args) {
-  std::string cmd = std::string(OLLIE_BINARY) + " " + args + " 2>&1";
+CommandResult ollie_with_env(const std::string& env, const std::string& args) {
+  std::string cmd = env + (env.empty() ? "" : " ") + std::string(OLLIE_BINARY) + " " + args + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return {-1, "popen failed"};
   std::string out;
@@ -33,6 +33,8 @@ CommandResult ollie(const std::string& args) {
   int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
+
+CommandResult ollie(const std::string& args) { return ollie_with_env("", args); }
 
 std::string read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -185,6 +187,55 @@ TEST(Cli, EvalRefusesDimsTooLargeForThisMachineUpFront) {
   EXPECT_NE(r.out.find("at these dims the reference needs about"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("f32[B, S, L]"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("choose smaller sizes with --dims"), std::string::npos) << r.out;
+}
+
+// `ollie run-kernel` with hand-written kernels (tests/e2e/kernels/), each built into a
+// fresh cache so the test never depends on what an earlier run left.
+class RunKernel : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = temp_dir() / "run_kernel"; fs::create_directories(dir_); }
+  void TearDown() override { fs::remove_all(dir_); }
+  CommandResult run(const std::string& kernel, const std::string& extra = "") {
+    return ollie_with_env("OLLIE_CACHE_DIR=" + (dir_ / "cache").string(),
+                          "run-kernel " + (source_dir() / "examples/softmax.py").string() + " " +
+                              (source_dir() / "tests/e2e/kernels" / kernel).string() + " --dims M=4,N=16 --seed 3 " + extra);
+  }
+  fs::path dir_;
+};
+
+TEST_F(RunKernel, CorrectKernelAgreesWithTheReference) {
+  CommandResult r = run("softmax_rows.cpp", "--out " + (dir_ / "o.npz").string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("out0: agrees with the reference on all 64 elements"), std::string::npos) << r.out;
+  auto outputs = ollie::npy::read_npz((dir_ / "o.npz").string());
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs[0].second.type, ollie::npy::ElementType::F32);
+  double row = 0;
+  for (int j = 0; j < 16; ++j) row += outputs[0].second.data[static_cast<size_t>(j)];
+  EXPECT_NEAR(row, 1.0, 1e-5);
+  // The same source again is not compiled again.
+  CommandResult again = run("softmax_rows.cpp");
+  ASSERT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_NE(again.out.find("(cached"), std::string::npos) << again.out;
+}
+
+TEST_F(RunKernel, WrongKernelIsReportedAsDiffering) {
+  CommandResult r = run("softmax_drops_last_column.cpp");
+  EXPECT_EQ(r.exit_code, 4) << r.out;
+  EXPECT_NE(r.out.find("out0: DIFFERS from the reference on 64 of 64 elements"), std::string::npos) << r.out;
+}
+
+TEST_F(RunKernel, CrashingKernelIsReportedAndOllieSurvives) {
+  CommandResult r = run("softmax_segfaults.cpp");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("SIGSEGV"), std::string::npos) << r.out;
+}
+
+TEST_F(RunKernel, CompileErrorShowsTheCompilersMessage) {
+  CommandResult r = run("softmax_does_not_compile.cpp");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("does not compile"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("undeclared_variable"), std::string::npos) << r.out;
 }
 
 TEST(Cli, SpecErrorPointsAtTheLine) {
