@@ -157,7 +157,7 @@ Value eval_contract(const ir::Node& node, const Value& a, const Value& b) {
   matmul_acc<false>(pa.data(), pb.data(), value.data(), p);
 
   // Bound: e_a·|b| + (|a| + e_a)·e_b + u·g(2n-1)·|a|·|b|, skipping the zero parts.
-  const double u = ir::unit_roundoff(node.dtype);
+  const double u = rounding_unit(node.dtype);
   const bool rounds = u > 0 && p.k > 0;
   std::vector<double> bound;
   if (rounds || !a.exact() || !b.exact()) {

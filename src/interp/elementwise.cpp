@@ -183,7 +183,7 @@ Value eval_convert(const ir::Node& n, const Value& a) {
 Value eval_powi(const ir::Node& n, const Value& a) {
   const int64_t p = n.exponent;
   const double pd = static_cast<double>(p);
-  const double u = ir::unit_roundoff(n.dtype);
+  const double u = rounding_unit(n.dtype);
   const int64_t mag = p < 0 ? -p : p;
   auto value = [pd](double x) { return std::pow(x, pd); };
   if (p == 0) return map1(a, n.dtype, false, [](double) { return 1.0; }, [](double, double, double) { return 0.0; });
@@ -207,7 +207,7 @@ Value eval_powi(const ir::Node& n, const Value& a) {
 }  // namespace
 
 Value eval_unary(const ir::Node& n, const Value& a) {
-  const double u = ir::unit_roundoff(n.dtype);
+  const double u = rounding_unit(n.dtype);
   const double ku = kLibraryUlps * u;
   const bool lib = u > 0;  // library functions exist only on floats; they always round
   switch (n.kind) {
@@ -267,7 +267,7 @@ Value eval_unary(const ir::Node& n, const Value& a) {
 }
 
 Value eval_binary(const ir::Node& n, const Value& a, const Value& b) {
-  const double u = ir::unit_roundoff(n.dtype);
+  const double u = rounding_unit(n.dtype);
   const bool rounds = u > 0;
   const bool is_int = !ir::is_float(a.t.dtype);
   switch (n.kind) {
@@ -333,9 +333,11 @@ Value eval_binary(const ir::Node& n, const Value& a, const Value& b) {
                     // Interval rule: the result lies in [max(x-ea, y-eb), max(x+ea, y+eb)]
                     // (mirrored for min), so the losing operand's error counts only if it can win.
                     if (!std::isfinite(r)) return std::max(ea, eb);
-                    const double lo = is_max ? std::max(x - ea, y - eb) : std::min(x - ea, y - eb);
-                    const double hi = is_max ? std::max(x + ea, y + eb) : std::min(x + ea, y + eb);
-                    return std::max(r - lo, hi - r);
+                    // As distances from r, so the winner's error comes out exactly.
+                    const double dx = x - r, dy = y - r;
+                    const double below = is_max ? std::min(ea - dx, eb - dy) : std::max(ea - dx, eb - dy);
+                    const double above = is_max ? std::max(dx + ea, dy + eb) : std::min(dx + ea, dy + eb);
+                    return std::max(below, above);
                   },
                   [is_max](double x, double ea, double la, double y, double eb, double lb, double r) {
                     const Interval p = interval_of(x, ea, la), q = interval_of(y, eb, lb);

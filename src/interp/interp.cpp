@@ -240,7 +240,7 @@ Value eval_reduce(const ir::Node& n, const Value& x, const std::vector<int64_t>&
 
   Value out;
   out.t = make_tensor(n.dtype, out_shape);
-  const double u = ir::unit_roundoff(n.dtype);
+  const double u = detail::rounding_unit(n.dtype);
   const bool need_e = !src->exact() || (n.reduce == ir::ReduceKind::Sum && u > 0 && len > 1);
   if (need_e) out.e.assign(static_cast<size_t>(rows), 0.0);
   const double gm = u * detail::growth(static_cast<double>(len - 1));
@@ -268,13 +268,16 @@ Value eval_reduce(const ir::Node& n, const Value& x, const std::vector<int64_t>&
       if (e && std::isfinite(acc)) {
         // The implementation's result lies in [max_k(v-e), max_k(v+e)] (for max; mirrored
         // for min): a masked-out element with a large error cannot move a row's max.
-        double lo = is_max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
-        double hi = lo;
+        // Measured as distances from the result (d = v - acc, exactly 0 for the winner), so
+        // the winner's own error comes out exactly rather than as acc - (acc - e).
+        const double inf = std::numeric_limits<double>::infinity();
+        double below = is_max ? inf : -inf, above = is_max ? -inf : inf;
         for (int64_t k = 0; k < len; ++k) {
-          lo = is_max ? std::max(lo, v[k] - e[k]) : std::min(lo, v[k] - e[k]);
-          hi = is_max ? std::max(hi, v[k] + e[k]) : std::min(hi, v[k] + e[k]);
+          const double d = v[k] - acc;
+          below = is_max ? std::min(below, e[k] - d) : std::max(below, e[k] - d);
+          above = is_max ? std::max(above, d + e[k]) : std::min(above, d + e[k]);
         }
-        bound = std::max(acc - lo, hi - acc);
+        bound = std::max(below, above);
       }
     }
     out.t.data[static_cast<size_t>(r)] = acc;

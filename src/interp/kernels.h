@@ -75,6 +75,12 @@ constexpr double kLambda = 6.0;
 // Allowed error of a library function (exp, log, tanh, ...), in units of u.
 constexpr double kLibraryUlps = 8.0;
 
+// The rounding unit of an op's bound: the implementation's (the unit roundoff of the
+// dtype) plus the reference's own, since the reference is itself computed in double and
+// rounds too (2^-53 per op: negligible next to f32's 2^-24, but it doubles an f64 bound, so
+// an f64 kernel that fuses a multiply-add rounds differently from the reference and passes).
+inline double rounding_unit(ir::DType t) { return ir::is_float(t) ? ir::unit_roundoff(t) + 0x1p-53 : 0.0; }
+
 // Absolute error one rounding may add near zero: an implementation may flush subnormal
 // results and operands to zero (FTZ/DAZ, as GPU and fast-math code does), so each
 // rounding op may be off by the smallest normal number, FLT_MIN for f32 (2^-126) and
