@@ -1,0 +1,290 @@
+// Writes loop-nest kernels as readable C++ (one loop per line, OpenMP pragmas for
+// parallel and vectorized loops) plus the documenting header.
+#include "emit/emit.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+namespace ollie::emit {
+namespace {
+
+using ir::DType;
+using ir::OpKind;
+using loops::Expr;
+using loops::ExprKind;
+using loops::Stmt;
+using loops::StmtKind;
+
+const char* c_type(DType t) {
+  switch (t) {
+    case DType::F32: return "float";
+    case DType::F64: return "double";
+    case DType::I32: return "int32_t";
+    case DType::I64: return "int64_t";
+    case DType::Bool: return "bool";
+  }
+  throw InternalError("emit: unknown dtype");
+}
+
+// Numpy semantics that C++ operators do not give directly (NaN-propagating max/min,
+// floor division and modulo, integer powers).
+const char* kHelpers = R"(namespace {
+
+template <class T> inline T ollie_max(T a, T b) { return (a > b || a != a) ? a : b; }
+template <class T> inline T ollie_min(T a, T b) { return (a < b || a != a) ? a : b; }
+
+template <class T> inline T ollie_powi(T x, int64_t n) {
+  if (n < 0) return T(1) / ollie_powi(x, -n);
+  T r = T(1);
+  for (; n; n >>= 1, x *= x)
+    if (n & 1) r *= x;
+  return r;
+}
+
+template <class T> inline T ollie_mod(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    if (b == 0) return 0;
+    T r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+  } else {
+    T m = std::fmod(a, b);
+    if (b == 0) return m;
+    if (m != 0) return ((b < 0) != (m < 0)) ? m + b : m;
+    return std::copysign(T(0), b);
+  }
+}
+
+template <class T> inline T ollie_floordiv(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    if (b == 0) return 0;
+    T q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+  } else {
+    if (b == 0) return a / b;
+    T m = std::fmod(a, b);
+    T d = (a - m) / b;
+    if (m != 0 && ((b < 0) != (m < 0))) d -= T(1);
+    if (d == 0) return std::copysign(T(0), a / b);
+    T f = std::floor(d);
+    return d - f > T(0.5) ? f + T(1) : f;
+  }
+}
+
+}  // namespace
+)";
+
+class Printer {
+ public:
+  explicit Printer(const loops::Kernel& k) {
+    for (size_t i = 0; i < k.dims.size(); ++i) dim_names_[k.dims[i]] = k.dim_names[i];
+  }
+
+  std::string expr(const Expr& e) {
+    switch (e->kind) {
+      case ExprKind::IntImm: return int_text(e->int_value, e->dtype);
+      case ExprKind::FloatImm: return float_text(e->float_value, e->dtype);
+      case ExprKind::Var: return e->name;
+      case ExprKind::Dim: return dim_text(e->dim);
+      case ExprKind::Load: return e->name + "[" + expr(e->args[0]) + "]";
+      case ExprKind::Unary:
+        switch (e->op) {
+          case OpKind::Neg: return "(-" + expr(e->args[0]) + ")";
+          case OpKind::Not: return "(!" + expr(e->args[0]) + ")";
+          case OpKind::Abs: return "std::abs(" + expr(e->args[0]) + ")";
+          default: return "ollie_powi(" + expr(e->args[0]) + ", " + std::to_string(e->int_value) + ")";
+        }
+      case ExprKind::Binary: {
+        const std::string a = expr(e->args[0]), b = expr(e->args[1]);
+        // Explicit template arguments: an i64 index may meet a plain int literal.
+        const std::string t = c_type(e->args[0]->dtype);
+        switch (e->op) {
+          case OpKind::Add: return "(" + a + " + " + b + ")";
+          case OpKind::Sub: return "(" + a + " - " + b + ")";
+          case OpKind::Mul: return "(" + a + " * " + b + ")";
+          case OpKind::Div: return "(" + a + " / " + b + ")";
+          case OpKind::Lt: return "(" + a + " < " + b + ")";
+          case OpKind::Le: return "(" + a + " <= " + b + ")";
+          case OpKind::Gt: return "(" + a + " > " + b + ")";
+          case OpKind::Ge: return "(" + a + " >= " + b + ")";
+          case OpKind::Eq: return "(" + a + " == " + b + ")";
+          case OpKind::Ne: return "(" + a + " != " + b + ")";
+          case OpKind::And: return "(" + a + " && " + b + ")";
+          case OpKind::Or: return "(" + a + " || " + b + ")";
+          case OpKind::Max: return "ollie_max<" + t + ">(" + a + ", " + b + ")";
+          case OpKind::Min: return "ollie_min<" + t + ">(" + a + ", " + b + ")";
+          case OpKind::FloorDiv: return "ollie_floordiv<" + t + ">(" + a + ", " + b + ")";
+          case OpKind::Mod: return "ollie_mod<" + t + ">(" + a + ", " + b + ")";
+          default: throw InternalError(std::string("emit: binary ") + ir::op_name(e->op));
+        }
+      }
+      case ExprKind::Select:
+        return "(" + expr(e->args[0]) + " ? " + expr(e->args[1]) + " : " + expr(e->args[2]) + ")";
+      case ExprKind::Cast: return std::string("static_cast<") + c_type(e->dtype) + ">(" + expr(e->args[0]) + ")";
+      case ExprKind::Call: {
+        std::string s = "std::" + e->name + "(";
+        for (size_t i = 0; i < e->args.size(); ++i) s += (i ? ", " : "") + expr(e->args[i]);
+        return s + ")";
+      }
+    }
+    throw InternalError("emit: unknown expr");
+  }
+
+  void stmt(const Stmt& s, int depth, std::ostringstream& out) {
+    const std::string pad(static_cast<size_t>(depth) * 2, ' ');
+    switch (s->kind) {
+      case StmtKind::For: {
+        switch (s->for_kind) {
+          case loops::ForKind::Parallel: out << pad << "#pragma omp parallel for\n"; break;
+          case loops::ForKind::Vectorized: out << pad << "#pragma omp simd\n"; break;
+          case loops::ForKind::Unrolled: out << pad << "#pragma GCC unroll 8\n"; break;
+          case loops::ForKind::Serial: break;
+        }
+        const bool from_zero = s->min->kind == ExprKind::IntImm && s->min->int_value == 0;
+        const std::string lo = expr(s->min);
+        const std::string hi = from_zero ? expr(s->extent) : lo + " + " + expr(s->extent);
+        out << pad << "for (int64_t " << s->name << " = " << lo << "; " << s->name << " < " << hi << "; ++"
+            << s->name << ") {\n";
+        stmt(s->body[0], depth + 1, out);
+        out << pad << "}\n";
+        break;
+      }
+      case StmtKind::Block:
+        for (const auto& b : s->body) stmt(b, depth, out);
+        break;
+      case StmtKind::Store:
+        out << pad << s->name << "[" << expr(s->index) << "] = " << expr(s->value) << ";\n";
+        break;
+      case StmtKind::Allocate: {
+        const char* t = c_type(s->dtype);
+        // On the heap: intermediates grow with the dims and would overflow the stack.
+        out << pad << "std::unique_ptr<" << t << "[]> " << s->name << "_mem(new " << t << "[" << expr(s->size)
+            << "]);\n"
+            << pad << t << "* " << s->name << " = " << s->name << "_mem.get();\n";
+        stmt(s->body[0], depth, out);
+        break;
+      }
+    }
+  }
+
+ private:
+  static std::string int_text(int64_t v, DType t) {
+    if (t == DType::Bool) return v ? "true" : "false";
+    if (v == std::numeric_limits<int64_t>::min()) return "std::numeric_limits<int64_t>::min()";
+    std::string s = std::to_string(v);
+    if (t == DType::I64) return (v > INT32_MAX || v < INT32_MIN) ? "int64_t(" + s + "LL)" : s;
+    if (v == INT32_MIN) return "std::numeric_limits<int32_t>::min()";
+    return "int32_t(" + s + ")";
+  }
+
+  static std::string float_text(double v, DType t) {
+    const std::string ty = c_type(t);
+    if (std::isnan(v)) return "std::numeric_limits<" + ty + ">::quiet_NaN()";
+    if (std::isinf(v)) return std::string(v < 0 ? "-" : "") + "std::numeric_limits<" + ty + ">::infinity()";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    std::string s = buf;
+    if (s.find_first_of(".e") == std::string::npos) s += ".0";
+    if (t == DType::F32) s += "f";
+    return v < 0 ? "(" + s + ")" : s;
+  }
+
+  // DimExpr text ("2*D + 1", "(HD//2)") is C++ once dims map to their local names and
+  // floor division of non-negative sizes becomes '/'.
+  std::string dim_text(const ir::DimExpr& d) {
+    const std::string s = d.str();
+    std::string out;
+    for (size_t i = 0; i < s.size();) {
+      if (std::isalpha(static_cast<unsigned char>(s[i])) || s[i] == '_') {
+        size_t j = i;
+        while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_')) ++j;
+        const std::string id = s.substr(i, j - i);
+        auto it = dim_names_.find(id);
+        out += it == dim_names_.end() ? id : it->second;
+        i = j;
+      } else if (s.compare(i, 2, "//") == 0) {
+        out += "/";
+        i += 2;
+      } else {
+        out += s[i++];
+      }
+    }
+    const bool atom = out.find_first_of(" +-*/()") == std::string::npos;
+    return atom ? out : "(" + out + ")";
+  }
+
+  std::map<std::string, std::string> dim_names_;
+};
+
+std::string bound_dims_text(const ir::Graph& g) {
+  std::string s;
+  for (const auto& d : g.dims) {
+    auto it = g.bound_dims.find(d);
+    s += (s.empty() ? "" : ", ") + d + "=" + (it == g.bound_dims.end() ? "?" : std::to_string(it->second));
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string kernel_declaration(const ir::Graph& graph) {
+  const std::vector<std::string> names = loops::abi_param_names(graph);
+  std::ostringstream out;
+  out << "extern \"C\" void ollie_kernel(";
+  for (size_t i = 0; i < graph.params.size(); ++i)
+    out << "const " << c_type(graph.params[i].dtype) << "* " << names[i] << ", ";
+  for (size_t i = 0; i < graph.results.size(); ++i) out << c_type(graph.results[i].dtype) << "* out" << i << ", ";
+  out << "const int64_t* dims);";
+  return out.str();
+}
+
+std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph) {
+  std::ostringstream out;
+  out << "// Generated by ollie from the spec entry `" << graph.entry << "`.\n"
+      << "// dims (ABI order): [";
+  for (size_t i = 0; i < graph.dims.size(); ++i) out << (i ? ", " : "") << graph.dims[i];
+  out << "]; bound for this build: " << bound_dims_text(graph) << ".\n"
+      << "// The kernel is generic: every size is read from `dims`.\n"
+      << "#include <cmath>\n#include <cstdint>\n#include <limits>\n#include <memory>\n#include <type_traits>\n\n"
+      << kHelpers << "\n";
+  std::string decl = kernel_declaration(graph);
+  decl.pop_back();  // the ';'
+  out << decl << " {\n";
+  for (size_t i = 0; i < kernel.dims.size(); ++i)
+    out << "  [[maybe_unused]] const int64_t " << kernel.dim_names[i] << " = dims[" << i << "];\n";
+  Printer p(kernel);
+  p.stmt(kernel.body, 1, out);
+  out << "}\n";
+  return out.str();
+}
+
+std::string emit_header(const ir::Graph& graph) {
+  const std::vector<std::string> names = loops::abi_param_names(graph);
+  std::ostringstream out;
+  out << "// Generated by ollie: the kernel ABI of the spec entry `" << graph.entry << "`.\n"
+      << "// Tensors are dense, row-major and must not alias; sizes come from `dims`.\n"
+      << "#pragma once\n\n#include <cstdint>\n\n"
+      << "// Parameters, in order:\n";
+  for (size_t i = 0; i < graph.params.size(); ++i)
+    out << "//   " << names[i] << ": \"" << ir::dtype_name(graph.params[i].dtype)
+        << ir::shape_str(graph.params[i].shape) << "\"  (input " << i << ")\n";
+  for (size_t i = 0; i < graph.results.size(); ++i)
+    out << "//   out" << i << ": \"" << ir::dtype_name(graph.results[i].dtype) << ir::shape_str(graph.results[i].shape)
+        << "\"  (result " << i << ")\n";
+  out << "//   dims: the sizes, in the order below.\n"
+      << kernel_declaration(graph) << "\n\n"
+      << "// dims[i] order and the sizes bound for this run.\n"
+      << "namespace ollie_dims {\n"
+      << "constexpr int64_t count = " << graph.dims.size() << ";\n";
+  for (size_t i = 0; i < graph.dims.size(); ++i) {
+    auto it = graph.bound_dims.find(graph.dims[i]);
+    out << "constexpr int64_t " << graph.dims[i] << " = "
+        << (it == graph.bound_dims.end() ? 0 : it->second) << ";  // dims[" << i << "]\n";
+  }
+  out << "}  // namespace ollie_dims\n";
+  return out.str();
+}
+
+}  // namespace ollie::emit

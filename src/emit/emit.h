@@ -1,0 +1,24 @@
+// The C++ emitter (stage 3b): writes a lowered loop-nest Kernel as C++ source in the
+// kernel ABI of DESIGN.md section 3, and the `<entry>.ollie.h` header that documents it.
+#pragma once
+
+#include <string>
+
+#include "ir/ir.h"
+#include "loops/loops.h"
+
+namespace ollie::emit {
+
+// The kernel translation unit: a comment header naming the spec entry and its dims,
+// the includes and small helpers it needs, and the definition of ollie_kernel.
+std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph);
+
+// `extern "C" void ollie_kernel(...)` exactly as the ABI (and build::kernel_declaration)
+// spells it, ending in ';'.
+std::string kernel_declaration(const ir::Graph& graph);
+
+// `<entry>.ollie.h`: the declaration, each parameter's annotation, the dims order and the
+// sizes bound for this run as constexpr values.
+std::string emit_header(const ir::Graph& graph);
+
+}  // namespace ollie::emit

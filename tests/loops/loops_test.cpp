@@ -1,0 +1,114 @@
+// Tests of the loop-nest IR: make functions reject ill-typed nodes, and lowering's text
+// form is pinned for matmul (golden) and checked for its loop kinds elsewhere.
+#include "loops/loops.h"
+
+#include <gtest/gtest.h>
+
+#include "spec/spec.h"
+
+namespace {
+
+using namespace ollie::loops;
+using ollie::ir::DType;
+using ollie::ir::OpKind;
+using ollie::InternalError;
+
+ollie::ir::Graph spec(const std::string& source) {
+  return ollie::spec::compile_spec("test.py", "import numpy as np\n" + source, {});
+}
+
+TEST(LoopsIR, MakeRejectsIllTypedNodes) {
+  Expr f = make_float(1.0, DType::F32);
+  Expr d = make_float(1.0, DType::F64);
+  Expr i = make_var("i");
+  EXPECT_THROW(make_binary(OpKind::Add, f, d), InternalError);         // dtype mismatch
+  EXPECT_THROW(make_binary(OpKind::Exp, f, f), InternalError);         // not a binary op
+  EXPECT_THROW(make_binary(OpKind::And, f, f), InternalError);         // And of floats
+  EXPECT_THROW(make_unary(OpKind::Not, f), InternalError);             // Not of a float
+  EXPECT_THROW(make_load("a", DType::F32, f), InternalError);          // float index
+  EXPECT_THROW(make_store("a", d, f), InternalError);                  // float index
+  EXPECT_THROW(make_select(f, f, f), InternalError);                   // non-bool condition
+  EXPECT_THROW(make_select(make_binary(OpKind::Lt, f, f), f, d), InternalError);
+  EXPECT_THROW(make_call("exp", {i}), InternalError);                  // exp of an integer
+  EXPECT_THROW(make_call("frobnicate", {f}), InternalError);
+  EXPECT_THROW(make_call("pow", {f}), InternalError);                  // arity
+  EXPECT_THROW(make_int(1, DType::F32), InternalError);
+  EXPECT_THROW(make_float(1, DType::I32), InternalError);
+  Stmt body = make_store("a", i, f);
+  EXPECT_THROW(make_for("i", make_int(0), make_int(4), ForKind::Parallel, body, /*reduction=*/true), InternalError);
+  EXPECT_THROW(make_for("i", make_int(0), f, ForKind::Serial, body), InternalError);
+  EXPECT_THROW(make_allocate("t", DType::F32, f, body), InternalError);
+}
+
+TEST(LoopsIR, MakeTypesAndFoldsIndexArithmetic) {
+  Expr f = make_float(1.0, DType::F32);
+  EXPECT_EQ(make_binary(OpKind::Lt, f, f)->dtype, DType::Bool);
+  Expr i = make_var("i");
+  EXPECT_EQ(make_binary(OpKind::Add, make_int(0), i), i);
+  EXPECT_EQ(make_binary(OpKind::Mul, i, make_int(1)), i);
+  EXPECT_EQ(to_text(make_binary(OpKind::Mul, make_int(3), make_int(4))), "12");
+  EXPECT_EQ(make_cast(DType::F32, f), f);
+  EXPECT_EQ(make_dim(ollie::ir::DimExpr::constant(7))->kind, ExprKind::IntImm);
+  EXPECT_EQ(to_text(make_binary(OpKind::Max, f, make_float(-1.5, DType::F32))), "max(f32(1), f32(-1.5))");
+}
+
+TEST(LoopsLower, MatmulGolden) {
+  const auto g = ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/matmul.py", {});
+  EXPECT_EQ(to_text(lower(g)), R"(kernel matmul(in a: f32[M, K], in b: f32[K, N], out out0: f32[M, N]) dims [M, K, N]
+  parallel for m in [0, M):
+    vectorized for n in [0, N):
+      out0[((m * N) + n)] = f32(0)
+  parallel for m in [0, M):
+    for n in [0, N):
+      for k in [0, K) reduce:
+        out0[((m * N) + n)] = (out0[((m * N) + n)] + (a[((m * K) + k)] * b[((k * N) + n)]))
+)");
+}
+
+TEST(LoopsLower, LayoutOpsBecomeIndexArithmetic) {
+  const auto g = spec("DIMS = dict(M=3, N=4)\n"
+                      "def f(x: \"f32[M, N]\", v: \"f32[N]\") -> \"f32[N, M]\":\n"
+                      "    return (x + v).T\n");
+  // The add is inlined into the transposed copy; the broadcast of v is just v[n].
+  EXPECT_EQ(to_text(lower(g)), R"(kernel f(in x: f32[M, N], in v: f32[N], out out0: f32[N, M]) dims [M, N]
+  parallel for n in [0, N):
+    vectorized for m in [0, M):
+      out0[((n * M) + m)] = (x[((m * N) + n)] + v[n])
+)");
+  // Without compute_inline the add gets its own local buffer and nest.
+  const std::string plain = to_text(lower(g, {.inline_elementwise = false}));
+  EXPECT_NE(plain.find("allocate t"), std::string::npos) << plain;
+  EXPECT_NE(plain.find("= (x[((m * N) + n)] + v[n])"), std::string::npos) << plain;
+}
+
+TEST(LoopsLower, InlinesOnlySingleReadElementwise) {
+  // e = exp(x) is read twice (sum and divide): it keeps its buffer; x - 1 is read once.
+  const auto g = spec("DIMS = dict(M=3, N=4)\n"
+                      "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n"
+                      "    e = np.exp(x - 1.0)\n"
+                      "    return e / e.sum(axis=-1, keepdims=True)\n");
+  const std::string text = to_text(lower(g));
+  EXPECT_NE(text.find("= exp((x[((m * N) + n)] - f32(1)))"), std::string::npos) << text;
+  EXPECT_NE(text.find("allocate t"), std::string::npos) << text;
+}
+
+TEST(LoopsLower, ReductionLoopsAreInnermostAndNeverParallel) {
+  const auto g = spec("DIMS = dict(M=3, N=4)\n"
+                      "def f(x: \"f32[M, N]\") -> \"f32[N]\":\n"
+                      "    return x.max(axis=0)\n");
+  const std::string text = to_text(lower(g));
+  EXPECT_NE(text.find("parallel for n in [0, N):\n    for m in [0, M) reduce:\n      out0[n] = max(out0[n], x[((m * N) + n)])"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("out0[n] = f32(-inf)"), std::string::npos) << text;
+}
+
+TEST(LoopsLower, SameDimTwiceGetsDistinctLoopNames) {
+  const auto g = spec("DIMS = dict(N=4)\n"
+                      "def f(u: \"f32[N]\", v: \"f32[N]\") -> \"f32[N, N]\":\n"
+                      "    return np.einsum('i,j->ij', u, v)\n");
+  const std::string text = to_text(lower(g));
+  EXPECT_NE(text.find("for n1 in [0, N)"), std::string::npos) << text;
+}
+
+}  // namespace
