@@ -81,11 +81,6 @@ class Driver {
   std::shared_ptr<State> state_;
 };
 
-// The C++ declaration of the kernel of `graph` in the ABI, e.g.
-//   extern "C" void ollie_kernel(const float* a, const float* b, float* out0, const int64_t* dims);
-// Parameter names are the spec's, with '_' appended to one that is a C++ keyword or that
-// clashes with out<i> or dims.
-std::string kernel_declaration(const ir::Graph& graph);
 
 // The adapter translation unit compiled into every candidate: it declares ollie_kernel with
 // the exact ABI of `graph` (const T* inputs in signature order, U* outputs in return order,

@@ -13,7 +13,7 @@ namespace ollie::emit {
 // the includes and small helpers it needs, and the definition of ollie_kernel.
 std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph);
 
-// `extern "C" void ollie_kernel(...)` exactly as the ABI (and build::kernel_declaration)
+// `extern "C" void ollie_kernel(...)` exactly as the ABI (DESIGN.md section 3)
 // spells it, ending in ';'.
 std::string kernel_declaration(const ir::Graph& graph);
 

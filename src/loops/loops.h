@@ -107,7 +107,7 @@ struct LowerOptions {
 // users, and so are single-use elementwise values when options.inline_elementwise.
 Kernel lower(const ir::Graph& graph, const LowerOptions& options = {});
 // The C++ names of the entry's parameters in the ABI (spec names, '_' appended to a C++
-// keyword or a clash with out<i>/dims), as build::kernel_declaration spells them.
+// keyword or a clash with out<i>/dims), as emit::kernel_declaration spells them.
 std::vector<std::string> abi_param_names(const ir::Graph& graph);
 
 // Stable text forms (golden tests pin them).

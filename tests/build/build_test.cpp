@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "build/build.h"
+#include "emit/emit.h"
 #include "spec/spec.h"
 
 namespace fs = std::filesystem;
@@ -214,7 +215,7 @@ TEST_F(BuildTest, AdapterRunsAHandWrittenMatmulWithTheDefaultToolchain) {
                                    {});
   const std::string decl =
       "extern \"C\" void ollie_kernel(const float* a, const float* b, float* out0, const int64_t* dims);";
-  EXPECT_EQ(kernel_declaration(g), decl);
+  EXPECT_EQ(emit::kernel_declaration(g), decl);
   std::string adapter = adapter_source(g);
   EXPECT_NE(adapter.find(decl), std::string::npos) << adapter;
   EXPECT_NE(adapter.find("extern \"C\" void ollie_entry(void* const* buffers, const int64_t* dims)"),
@@ -280,7 +281,7 @@ TEST(Adapter, MapsEveryDtypeAndRenamesClashingParameters) {
   g.outputs.push_back(g.inputs[3]);
   g.results.push_back({"out1", ir::DType::F64, n});
   g.outputs.push_back(g.inputs[0]);
-  EXPECT_EQ(kernel_declaration(g),
+  EXPECT_EQ(emit::kernel_declaration(g),
             "extern \"C\" void ollie_kernel(const double* new_, const int32_t* dims_, const int64_t* out1_, "
             "const bool* mask, bool* out0, double* out1, const int64_t* dims);");
   std::string adapter = adapter_source(g);
