@@ -55,6 +55,8 @@ struct EvalFlags {
   int64_t seed = -1;
 };
 int run_eval(const SpecFlags& flags, const EvalFlags& eval);
+// Writes <entry>.cpp and <entry>.ollie.h into out_dir.
+int run_emit(const SpecFlags& flags, const std::string& out_dir);
 struct RunKernelFlags {
   std::string kernel_path;
   std::string inputs;

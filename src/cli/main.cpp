@@ -30,6 +30,12 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   eval_cmd->add_option("--save-inputs", eval.save_inputs, "write the inputs used to this .npz (or .npy for one parameter)");
 
+  SpecFlags emit_flags;
+  std::string emit_dir = ".";
+  CLI::App* emit_cmd = app.add_subcommand("emit", "write the baseline kernel (C++ in the ABI) and its header");
+  add_spec_flags(emit_cmd, emit_flags);
+  emit_cmd->add_option("-o,--out-dir", emit_dir, "directory for <entry>.cpp and <entry>.ollie.h (default: .)");
+
   SpecFlags run_flags;
   RunKernelFlags run;
   CLI::App* run_cmd = app.add_subcommand("run-kernel", "compile a kernel, run it in the runner, compare with the reference");
@@ -55,6 +61,7 @@ int main(int argc, char** argv) {
     if (*check) return run_check(check_flags);
     if (*eval_cmd) return run_eval(eval_flags, eval);
     if (*run_cmd) return run_kernel(run_flags, run);
+    if (*emit_cmd) return run_emit(emit_flags, emit_dir);
   } catch (const UserError& e) {
     std::cerr << e.what() << "\n";
     return 1;

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <map>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -236,6 +237,35 @@ TEST_F(RunKernel, CompileErrorShowsTheCompilersMessage) {
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("does not compile"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("undeclared_variable"), std::string::npos) << r.out;
+}
+
+// `ollie emit` then `ollie run-kernel` on what it wrote: the baseline kernel of every
+// example compiles, runs in the runner and agrees with the reference within its bound.
+TEST(Cli, EmittedBaselineOfEveryExampleAgreesWithTheReference) {
+  const std::map<std::string, std::string> small_dims = {
+      {"matmul", "M=8,K=16,N=8"}, {"matmul_bias_relu", "M=8,K=16,N=8"}, {"softmax", "M=4,N=16"},
+      {"layernorm", "T=4,D=16"}, {"rmsnorm", "T=4,D=16"}, {"gelu", "M=4,N=16"},
+      {"swiglu_mlp", "T=4,D=16,F=32"}, {"attention_causal", "S=16,D=8"}, {"mha_causal", "S=8,DM=16,H=2,HD=4"},
+      {"rope", "S=8,H=2,HD=8"}, {"mla_decode", "B=1,H=2,S=16,L=8,DR=4,DN=8,DV=8"}};
+  fs::path dir = temp_dir() / "emit";
+  const std::string env = "OLLIE_CACHE_DIR=" + (dir / "cache").string();
+  for (const auto& name : example_names()) {
+    ASSERT_TRUE(small_dims.count(name)) << "no small dims for example " << name;
+    const std::string spec = (source_dir() / "examples" / (name + ".py")).string();
+    const std::string dims = " --dims " + small_dims.at(name);
+    CommandResult emitted = ollie("emit " + spec + dims + " -o " + (dir / name).string());
+    ASSERT_EQ(emitted.exit_code, 0) << emitted.out;
+    // The file is named after the entry; find it.
+    fs::path kernel;
+    for (const auto& e : fs::directory_iterator(dir / name))
+      if (e.path().extension() == ".cpp") kernel = e.path();
+    ASSERT_FALSE(kernel.empty()) << name;
+    EXPECT_TRUE(fs::exists(kernel.parent_path() / (kernel.stem().string() + ".ollie.h"))) << name;
+    CommandResult ran = ollie_with_env(env, "run-kernel " + spec + " " + kernel.string() + dims + " --seed 5");
+    EXPECT_EQ(ran.exit_code, 0) << name << ":\n" << ran.out;
+    EXPECT_NE(ran.out.find("agrees with the reference"), std::string::npos) << name << ":\n" << ran.out;
+  }
+  fs::remove_all(dir);
 }
 
 TEST(Cli, SpecErrorPointsAtTheLine) {
