@@ -44,16 +44,12 @@ bool materialized(OpKind k) {
   }
 }
 
+// The library function computing an op, which has the op's own name (exp, log, ...).
 const char* call_name(OpKind k) {
   switch (k) {
-    case OpKind::Exp: return "exp";
-    case OpKind::Log: return "log";
-    case OpKind::Sqrt: return "sqrt";
-    case OpKind::Tanh: return "tanh";
-    case OpKind::Erf: return "erf";
-    case OpKind::Sin: return "sin";
-    case OpKind::Cos: return "cos";
-    case OpKind::Pow: return "pow";
+    case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt: case OpKind::Tanh:
+    case OpKind::Erf: case OpKind::Sin: case OpKind::Cos: case OpKind::Pow:
+      return ir::op_name(k);
     default: return nullptr;
   }
 }
