@@ -6,20 +6,6 @@
 #include "emit/emit.h"
 
 namespace ollie::build {
-namespace {
-
-const char* c_type(ir::DType t) {
-  switch (t) {
-    case ir::DType::F32: return "float";
-    case ir::DType::F64: return "double";
-    case ir::DType::I32: return "int32_t";
-    case ir::DType::I64: return "int64_t";
-    case ir::DType::Bool: return "bool";
-  }
-  throw InternalError("unknown dtype");
-}
-
-}  // namespace
 
 std::string signature_text(const ir::Graph& graph) {
   std::ostringstream out;
@@ -46,9 +32,9 @@ std::string adapter_source(const ir::Graph& graph) {
       << "  ollie_kernel(";
   size_t slot = 0;
   for (const auto& p : graph.params)
-    out << "\n      static_cast<const " << c_type(p.dtype) << "*>(buffers[" << slot++ << "]),";
+    out << "\n      static_cast<const " << emit::c_type(p.dtype) << "*>(buffers[" << slot++ << "]),";
   for (const auto& r : graph.results)
-    out << "\n      static_cast<" << c_type(r.dtype) << "*>(buffers[" << slot++ << "]),";
+    out << "\n      static_cast<" << emit::c_type(r.dtype) << "*>(buffers[" << slot++ << "]),";
   out << "\n      dims);\n}\n";
   return out.str();
 }

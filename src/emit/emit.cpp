@@ -18,16 +18,6 @@ using loops::ExprKind;
 using loops::Stmt;
 using loops::StmtKind;
 
-const char* c_type(DType t) {
-  switch (t) {
-    case DType::F32: return "float";
-    case DType::F64: return "double";
-    case DType::I32: return "int32_t";
-    case DType::I64: return "int64_t";
-    case DType::Bool: return "bool";
-  }
-  throw InternalError("emit: unknown dtype");
-}
 
 // Numpy semantics that C++ operators do not give directly (NaN-propagating max/min,
 // floor division and modulo, integer powers).
@@ -228,6 +218,17 @@ std::string bound_dims_text(const ir::Graph& g) {
 }
 
 }  // namespace
+
+const char* c_type(DType t) {
+  switch (t) {
+    case DType::F32: return "float";
+    case DType::F64: return "double";
+    case DType::I32: return "int32_t";
+    case DType::I64: return "int64_t";
+    case DType::Bool: return "bool";
+  }
+  throw InternalError("emit: unknown dtype");
+}
 
 std::string kernel_declaration(const ir::Graph& graph) {
   const std::vector<std::string> names = loops::abi_param_names(graph);

@@ -13,6 +13,9 @@ namespace ollie::emit {
 // the includes and small helpers it needs, and the definition of ollie_kernel.
 std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph);
 
+// The C++ type of a dtype in the ABI: float, double, int32_t, int64_t, bool.
+const char* c_type(ir::DType t);
+
 // `extern "C" void ollie_kernel(...)` exactly as the ABI (DESIGN.md section 3)
 // spells it, ending in ';'.
 std::string kernel_declaration(const ir::Graph& graph);
