@@ -7,23 +7,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spec_harness import EXAMPLES_DIR, dims_flag, load_spec, run_ollie
+from spec_harness import EXAMPLES_DIR, load_spec, ollie_eval, run_ollie
 
 SPECS = Path(__file__).resolve().parent / "specs_overflow"
 F32_EXP_LIMIT = 88.72  # np.exp overflows float32 above this
 
 
 def eval_with_bounds(spec, dims, inputs, workdir):
-    """(reference, bound) per result of `ollie eval`; unlike the harness's ollie_eval an
-    infinite bound is allowed here (the tests say where)."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    in_path, out_path = workdir / "in.npz", workdir / "out.npz"
-    np.savez(in_path, **inputs)
-    proc = run_ollie(["eval", str(spec.path), "--entry", spec.entry, "--dims", dims_flag(dims),
-                      "--inputs", str(in_path), "--out", str(out_path)])
-    assert proc.returncode == 0, proc.stderr
-    with np.load(out_path) as npz:
-        return [(npz[f"out{i}"], npz[f"out{i}_bound"]) for i in range(len(spec.returns))]
+    """(reference, bound) per result of `ollie eval`; infinite bounds are allowed here (the
+    tests say where)."""
+    return ollie_eval(spec, dims, inputs, workdir, allow_infinite_bounds=True)
 
 
 def numpy_f32(spec, inputs):
