@@ -138,13 +138,7 @@ std::vector<interp::Tensor> file_inputs(const ir::Graph& graph, const std::strin
   return inputs;
 }
 
-npy::Array to_array(const interp::Tensor& t) {
-  npy::Array a;
-  a.type = npy::ElementType::F64;
-  a.shape = t.shape;
-  a.data = t.data;
-  return a;
-}
+npy::Array to_array(const interp::Tensor& t) { return to_array_as(t, ir::DType::F64); }
 
 // The reference holds values and bounds in double, and a contraction packs copies of
 // its operands: refuse dims whose estimate exceeds this machine's memory up front, with
