@@ -82,6 +82,15 @@ class Driver {
 };
 
 
+// The symbol names of one adapter. The defaults are the ones every candidate uses; other
+// names let one shared object hold several candidates (one kernel/adapter pair each),
+// which the runner then calls by entry name (runner::Options::entry_symbol).
+struct AdapterNames {
+  std::string kernel = "ollie_kernel";
+  std::string entry = "ollie_entry";
+  std::string signature = "ollie_signature";
+};
+
 // The adapter translation unit compiled into every candidate: it declares ollie_kernel with
 // the exact ABI of `graph` (const T* inputs in signature order, U* outputs in return order,
 // const int64_t* dims; f32 = float, f64 = double, i32 = int32_t, i64 = int64_t, bool = bool)
@@ -91,7 +100,9 @@ class Driver {
 // calls only ollie_entry, so it never needs to know the signature. It also defines
 //   extern "C" const char ollie_signature[];  // e.g. "matmul(f32[M, K], f32[K, N]) -> (f32[M, N]); dims [M, K, N]"
 // so a runner can check that a shared object was built for the graph it was handed.
-std::string adapter_source(const ir::Graph& graph);
+// `names` renames the three symbols (the default output is unchanged byte for byte);
+// throws InternalError when a name is not a C identifier.
+std::string adapter_source(const ir::Graph& graph, const AdapterNames& names = {});
 // ollie_signature's text for `graph`.
 std::string signature_text(const ir::Graph& graph);
 

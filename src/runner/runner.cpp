@@ -108,7 +108,19 @@ struct Layout {
   uint64_t total_size = 0;
 };
 
-Layout plan(const std::string& so_path, const ir::Graph& graph, const std::vector<interp::Tensor>& inputs) {
+// The entry symbol must be a C identifier: dlsym would accept anything, but nothing else
+// can be an extern "C" function the adapter defined.
+void check_entry_symbol(const std::string& name) {
+  bool ok = !name.empty() && !(name[0] >= '0' && name[0] <= '9');
+  for (char c : name)
+    ok = ok && (c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'));
+  if (!ok)
+    throw UserError("runner: the entry symbol '" + name +
+                    "' is not a C identifier; name an extern \"C\" function such as ollie_entry");
+}
+
+Layout plan(const std::string& so_path, const std::string& entry_symbol, const ir::Graph& graph,
+            const std::vector<interp::Tensor>& inputs) {
   if (inputs.size() != graph.params.size())
     throw UserError("runner: the kernel '" + graph.entry + "' takes " + std::to_string(graph.params.size()) +
                     " inputs but " + std::to_string(inputs.size()) + " were given; pass one tensor per parameter");
@@ -138,7 +150,7 @@ Layout plan(const std::string& so_path, const ir::Graph& graph, const std::vecto
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   const size_t n = layout.dtypes.size();
   layout.header_size = round_up(sizeof(proto::RequestHeader) + n * sizeof(proto::Buffer) +
-                                    layout.dims.size() * sizeof(int64_t) + so_path.size(),
+                                    layout.dims.size() * sizeof(int64_t) + so_path.size() + entry_symbol.size(),
                                 page);
   uint64_t cursor = layout.header_size;
   for (size_t i = 0; i < n; ++i) {
@@ -196,7 +208,8 @@ void load(const char* src, ir::DType dtype, std::vector<double>& values) {
 }
 
 // Creates the memfd with the header, the inputs and poisoned outputs.
-Fd make_request(const std::string& so_path, const Layout& layout, const std::vector<interp::Tensor>& inputs) {
+Fd make_request(const std::string& so_path, const std::string& entry_symbol, const Layout& layout,
+                const std::vector<interp::Tensor>& inputs) {
   Fd fd(memfd_create("ollie-buffers", MFD_CLOEXEC));
   if (fd.get() < 0) fail_errno("memfd_create");
   if (ftruncate(fd.get(), static_cast<off_t>(layout.total_size)) != 0) fail_errno("cannot size the buffer memory");
@@ -215,6 +228,7 @@ Fd make_request(const std::string& so_path, const Layout& layout, const std::vec
   header.path_len = static_cast<uint32_t>(so_path.size());
   header.flags = proto::kProtect;
   header.parent_pid = static_cast<uint64_t>(getpid());
+  header.entry_len = static_cast<uint32_t>(entry_symbol.size());
   char* at = base;
   auto put = [&at](const void* src, size_t bytes) {
     if (bytes) std::memcpy(at, src, bytes);
@@ -224,6 +238,7 @@ Fd make_request(const std::string& so_path, const Layout& layout, const std::vec
   put(layout.buffers.data(), layout.buffers.size() * sizeof(proto::Buffer));
   put(layout.dims.data(), layout.dims.size() * sizeof(int64_t));
   put(so_path.data(), so_path.size());
+  put(entry_symbol.data(), entry_symbol.size());
   for (size_t i = 0; i < inputs.size(); ++i) store(base + layout.buffers[i].offset, layout.dtypes[i], inputs[i].data);
   return fd;
 }
@@ -347,8 +362,9 @@ Outcome run(const std::string& so_path, const ir::Graph& graph, const std::vecto
   if (access(runner.c_str(), X_OK) != 0)
     throw UserError("runner: no runner executable at '" + runner +
                     "'; build the ollie-runner target next to ollie, or set the runner path");
-  const Layout layout = plan(so_path, graph, inputs);
-  Fd memfd = make_request(so_path, layout, inputs);
+  check_entry_symbol(options.entry_symbol);
+  const Layout layout = plan(so_path, options.entry_symbol, graph, inputs);
+  Fd memfd = make_request(so_path, options.entry_symbol, layout, inputs);
 
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) fail_errno("pipe");

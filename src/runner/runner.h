@@ -1,7 +1,8 @@
-// The runner stage: runs a compiled candidate kernel (a .so exporting ollie_entry) once,
-// in a fresh `ollie-runner` child process, so that untrusted code never runs inside
-// `ollie`. Owns the parent side of the protocol (shared-memory buffers, spawning, the
-// timeout, mapping a child's death to a Status) and reading outputs back as Tensors.
+// The runner stage: runs a compiled candidate kernel (a .so exporting ollie_entry, or
+// another entry symbol when one .so holds several candidates) once, in a fresh
+// `ollie-runner` child process, so that untrusted code never runs inside `ollie`. Owns
+// the parent side of the protocol (shared-memory buffers, spawning, the timeout, mapping
+// a child's death to a Status) and reading outputs back as Tensors.
 #pragma once
 
 #include <string>
@@ -16,6 +17,7 @@ struct Options {
   double timeout_seconds = 60;      // wall-clock limit of one run; the child is killed after it
   std::string runner_path;          // default: "ollie-runner" next to the running executable (/proc/self/exe)
   int threads = 0;                  // OMP_NUM_THREADS for the child; 0 = leave as is
+  std::string entry_symbol = "ollie_entry";  // the adapter entry to call (build::AdapterNames::entry)
 };
 
 enum class Status { Ok, LoadError, Crash, Timeout, ProtocolError };
@@ -29,14 +31,16 @@ struct Outcome {
   double seconds = 0;               // wall time of the kernel call itself, measured in the child
 };
 
-// Runs ollie_entry of `so_path` once on `inputs` (one per graph param, shapes at
+// Runs options.entry_symbol of `so_path` once on `inputs` (one per graph param, shapes at
 // graph.bound_dims) in a fresh child process; never throws for anything the kernel does.
 // Outputs start as 0xFF bytes: an unwritten float element reads back as NaN, an
 // unwritten bool as NaN, an unwritten integer as -1. Inputs are mapped read-only in the
 // child and every buffer has guard pages around it, so a write to an input or past a
 // page-rounded buffer end is a Crash (SIGSEGV).
+// A .so that cannot be loaded or lacks the entry symbol is a LoadError naming it.
 // Throws UserError for the caller's mistakes: wrong number or shapes of inputs, an
-// unbound dim, or no runner executable at the runner path.
+// unbound dim, an entry symbol that is not a C identifier, or no runner executable at
+// the runner path.
 Outcome run(const std::string& so_path, const ir::Graph& graph,
             const std::vector<interp::Tensor>& inputs, const Options& options = {});
 

@@ -1,5 +1,6 @@
 // Tests of the build driver: compiling candidates to shared objects, the content-addressed
-// cache, compile errors, parallel batches, and the adapter entry point run through dlsym.
+// cache, compile errors, parallel batches, and the adapter entry point run through dlsym
+// (also renamed, several candidates in one library).
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 #include "build/build.h"
 #include "emit/emit.h"
 #include "spec/spec.h"
+#include "support/error.h"
 
 namespace fs = std::filesystem;
 using namespace ollie;
@@ -288,6 +290,71 @@ TEST(Adapter, MapsEveryDtypeAndRenamesClashingParameters) {
   EXPECT_NE(adapter.find("static_cast<const bool*>(buffers[3])"), std::string::npos) << adapter;
   EXPECT_NE(adapter.find("static_cast<double*>(buffers[5])"), std::string::npos) << adapter;
   EXPECT_EQ(adapter.find("buffers[6]"), std::string::npos) << adapter;
+}
+
+TEST_F(BuildTest, RenamedAdaptersPutTwoCandidatesInOneLibrary) {
+  const ir::Graph g = add_one_graph();
+  // The default names give today's text exactly (the cache keys on it).
+  const std::string fallback = adapter_source(g);
+  EXPECT_EQ(adapter_source(g, AdapterNames{}), fallback);
+  EXPECT_EQ(fallback.find("cand"), std::string::npos);
+
+  AdapterNames a{"cand0_kernel", "cand0_entry", "cand0_signature"};
+  AdapterNames b{"cand1_kernel", "cand1_entry", "cand1_signature"};
+  const std::string adapter_a = adapter_source(g, a);
+  EXPECT_NE(adapter_a.find("extern \"C\" void cand0_kernel(const float* x, float* out0, const int64_t* dims);"),
+            std::string::npos)
+      << adapter_a;
+  EXPECT_NE(adapter_a.find("extern \"C\" const char cand0_signature[]"), std::string::npos) << adapter_a;
+  EXPECT_NE(adapter_a.find("extern \"C\" void cand0_entry(void* const* buffers, const int64_t* dims)"),
+            std::string::npos)
+      << adapter_a;
+  EXPECT_NE(adapter_a.find("  cand0_kernel("), std::string::npos) << adapter_a;
+  EXPECT_EQ(adapter_a.find("ollie_"), std::string::npos) << adapter_a;
+
+  auto kernel = [](const std::string& name, const std::string& op) {
+    return "#include <cstdint>\nextern \"C\" void " + name +
+           "(const float* x, float* out0, const int64_t* dims) {\n"
+           "  for (int64_t i = 0; i < dims[0]; ++i) out0[i] = x[i] " + op + ";\n}\n";
+  };
+  Driver driver(cache());
+  Result r = driver.compile(Request{{{"kernel0.cpp", kernel("cand0_kernel", "+ 1.0f")},
+                                     {"adapter0.cpp", adapter_a},
+                                     {"kernel1.cpp", kernel("cand1_kernel", "* 2.0f")},
+                                     {"adapter1.cpp", adapter_source(g, b)}},
+                                    quick()});
+  ASSERT_TRUE(r.ok) << r.log;
+  EXPECT_EQ(driver.compiler_runs(), 1);
+  Library lib(r.so_path);
+  ASSERT_NE(lib.handle, nullptr) << dlerror();
+  EXPECT_EQ(lib.sym("ollie_entry"), nullptr);
+  ASSERT_NE(lib.sym("cand1_signature"), nullptr);
+  EXPECT_STREQ(static_cast<const char*>(lib.sym("cand1_signature")), "add_one(f32[N]) -> (f32[N]); dims [N]");
+  auto entry0 = reinterpret_cast<EntryFn>(lib.sym("cand0_entry"));
+  auto entry1 = reinterpret_cast<EntryFn>(lib.sym("cand1_entry"));
+  ASSERT_NE(entry0, nullptr);
+  ASSERT_NE(entry1, nullptr);
+  float x[2] = {1.5f, -3.0f}, out0[2] = {0, 0}, out1[2] = {0, 0};
+  int64_t dims[1] = {2};
+  void* buffers0[2] = {x, out0};
+  void* buffers1[2] = {x, out1};
+  entry0(buffers0, dims);
+  entry1(buffers1, dims);
+  EXPECT_EQ(out0[0], 2.5f);
+  EXPECT_EQ(out0[1], -2.0f);
+  EXPECT_EQ(out1[0], 3.0f);
+  EXPECT_EQ(out1[1], -6.0f);
+}
+
+TEST(Adapter, NamesMustBeCIdentifiers) {
+  ir::Graph g = spec::compile_spec("f.py",
+                                   "import numpy as np\nDIMS = dict(N=2)\n"
+                                   "def f(x: \"f32[N]\") -> \"f32[N]\":\n    return x\n",
+                                   {});
+  EXPECT_THROW(adapter_source(g, AdapterNames{"", "e", "s"}), InternalError);
+  EXPECT_THROW(adapter_source(g, AdapterNames{"k", "2e", "s"}), InternalError);
+  EXPECT_THROW(adapter_source(g, AdapterNames{"k", "e", "s[]; int x"}), InternalError);
+  EXPECT_NO_THROW(adapter_source(g, AdapterNames{"_k9", "E_0", "s"}));
 }
 
 TEST_F(BuildTest, MissingCompilerIsAUserErrorNamingIt) {

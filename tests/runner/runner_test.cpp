@@ -1,5 +1,6 @@
 // Tests of the runner: hand-written kernels compiled to .so files here, run through the
-// real ollie-runner child, including kernels that crash, hang, or misbehave.
+// real ollie-runner child, including kernels that crash, hang, or misbehave, and libraries
+// holding several entry points picked by name.
 #include "runner/runner.h"
 
 #include <dirent.h>
@@ -15,6 +16,7 @@
 #include <map>
 #include <thread>
 
+#include "build/build.h"
 #include "interp/interp.h"
 #include "spec/spec.h"
 #include "support/error.h"
@@ -350,6 +352,81 @@ extern "C" void ollie_kernel(const float*, float*, const int64_t*) {}
   Outcome out = ollie::runner::run(so, vector_graph(), vector_inputs(), options());
   EXPECT_EQ(out.status, Status::LoadError) << out.message;
   EXPECT_NE(out.message.find("ollie_entry"), std::string::npos) << out.message;
+}
+
+// Two candidates in one library, as a batch compile makes them: each is run by its name.
+const char* kTwoEntries = R"(
+extern "C" void plus_one_entry(void* const* buffers, const int64_t* dims) {
+  const float* x = static_cast<const float*>(buffers[0]);
+  float* y = static_cast<float*>(buffers[1]);
+  for (int64_t i = 0; i < dims[0]; ++i) y[i] = x[i] + 1.0f;
+}
+extern "C" void times_ten_entry(void* const* buffers, const int64_t* dims) {
+  const float* x = static_cast<const float*>(buffers[0]);
+  float* y = static_cast<float*>(buffers[1]);
+  for (int64_t i = 0; i < dims[0]; ++i) y[i] = x[i] * 10.0f;
+}
+)";
+
+TEST(Runner, EntrySymbolPicksTheKernelInASharedLibrary) {
+  const std::string so = build_so("two_entries", kTwoEntries);
+  Options o = options();
+  o.entry_symbol = "times_ten_entry";
+  Outcome ten = ollie::runner::run(so, vector_graph(), vector_inputs(), o);
+  ASSERT_EQ(ten.status, Status::Ok) << ten.message;
+  EXPECT_EQ(ten.outputs[0].data, (std::vector<double>{10, 20, 30, 40}));
+  o.entry_symbol = "plus_one_entry";
+  Outcome one = ollie::runner::run(so, vector_graph(), vector_inputs(), o);
+  ASSERT_EQ(one.status, Status::Ok) << one.message;
+  EXPECT_EQ(one.outputs[0].data, (std::vector<double>{2, 3, 4, 5}));
+}
+
+TEST(Runner, MissingEntrySymbolIsLoadErrorNamingIt) {
+  const std::string so = build_so("two_entries", kTwoEntries);
+  Options o = options();
+  o.entry_symbol = "candidate_17_entry";
+  Outcome out = ollie::runner::run(so, vector_graph(), vector_inputs(), o);
+  EXPECT_EQ(out.status, Status::LoadError) << out.message;
+  EXPECT_NE(out.message.find("defines no candidate_17_entry symbol"), std::string::npos) << out.message;
+  // And the default asks for ollie_entry, which this library lacks.
+  out = ollie::runner::run(so, vector_graph(), vector_inputs(), options());
+  EXPECT_EQ(out.status, Status::LoadError) << out.message;
+  EXPECT_NE(out.message.find("defines no ollie_entry symbol"), std::string::npos) << out.message;
+}
+
+TEST(Runner, EntrySymbolMustBeACIdentifier) {
+  const std::string so = build_so("two_entries", kTwoEntries);
+  for (const std::string bad : {"", "9lives", "plus_one_entry ", "a-b", "x@@VERS_1"}) {
+    Options o = options();
+    o.entry_symbol = bad;
+    try {
+      ollie::runner::run(so, vector_graph(), vector_inputs(), o);
+      FAIL() << "expected a UserError for '" << bad << "'";
+    } catch (const ollie::UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("not a C identifier"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// The intended use: build::adapter_source with its own names for every candidate, all
+// compiled into one library, each run by its entry.
+TEST(Runner, RenamedAdaptersShareOneLibrary) {
+  const auto graph = vector_graph();
+  std::string body;
+  for (int c = 0; c < 3; ++c) {
+    const std::string id = "cand" + std::to_string(c);
+    body += "extern \"C\" void " + id + "_kernel(const float* x, float* out0, const int64_t* dims) {\n"
+            "  for (int64_t i = 0; i < dims[0]; ++i) out0[i] = x[i] + " + std::to_string(c) + ".0f;\n}\n";
+    body += ollie::build::adapter_source(graph, {id + "_kernel", id + "_entry", id + "_signature"});
+  }
+  const std::string so = build_so("three_adapters", body);
+  for (int c = 0; c < 3; ++c) {
+    Options o = options();
+    o.entry_symbol = "cand" + std::to_string(c) + "_entry";
+    Outcome out = ollie::runner::run(so, graph, vector_inputs(), o);
+    ASSERT_EQ(out.status, Status::Ok) << o.entry_symbol << ": " << out.message;
+    EXPECT_EQ(out.outputs[0].data, (std::vector<double>{1.0 + c, 2.0 + c, 3.0 + c, 4.0 + c})) << o.entry_symbol;
+  }
 }
 
 TEST(Runner, MissingLibraryIsLoadError) {

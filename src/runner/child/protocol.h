@@ -12,12 +12,13 @@ constexpr int kReportFd = 4;    // write end of the report pipe
 
 constexpr char kRequestMagic[8] = {'O', 'L', 'L', 'I', 'E', 'R', 'Q', '1'};
 constexpr uint32_t kReportMagic = 0x4f4c5231;  // "OLR1"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 // At offset 0 of the memfd. Followed directly by
 //   Buffer buffers[n_inputs + n_outputs];   inputs first, then outputs
 //   int64_t dims[n_dims];
 //   char so_path[path_len];                 not NUL-terminated
+//   char entry_symbol[entry_len];           not NUL-terminated; a C identifier
 // The header region is padded to a page; every buffer starts on a page boundary and
 // its pages are preceded and followed by a guard page (never a buffer's page).
 struct RequestHeader {
@@ -31,6 +32,8 @@ struct RequestHeader {
   uint32_t path_len;
   uint32_t flags;         // kProtect...
   uint64_t parent_pid;    // the child dies with this process (PR_SET_PDEATHSIG)
+  uint32_t entry_len;     // bytes of the entry symbol's name
+  uint32_t reserved;
 };
 
 // Inputs read-only, guard pages and the header PROT_NONE while the kernel runs.
@@ -43,7 +46,7 @@ struct Buffer {
 
 enum class ReportStatus : uint32_t {
   Ok = 0,          // the kernel returned; `seconds` is the call's wall time
-  LoadError = 1,   // dlopen/dlsym failed; message is dlerror()
+  LoadError = 1,   // dlopen/dlsym failed; the message carries dlerror()
   BadRequest = 2,  // the child could not read the request; message says why
 };
 

@@ -1,24 +1,26 @@
 // ollie-runner: the only process that executes candidate kernel code. It loads one
 // compiled kernel, calls it once on buffers shared with the parent, and reports back.
 //
-// Protocol (version 1; structs in protocol.h):
+// Protocol (version 2; structs in protocol.h):
 //   * The parent (src/runner/runner.cpp) starts `ollie-runner` with posix_spawn, no
 //     arguments, stdin = /dev/null, stdout and stderr = the parent's stderr, and exactly
 //     two more descriptors: fd 3 = a memfd, fd 4 = the write end of a report pipe.
 //     Everything else is closed.
 //   * The memfd starts with a RequestHeader (magic, version, counts, total size), the
 //     offset/size of every buffer (inputs in signature order, then outputs in return
-//     order), the dims values in graph.dims order, and the path of the .so. Buffers are
+//     order), the dims values in graph.dims order, the path of the .so and the name of
+//     its entry symbol (ollie_entry unless the parent asks for another). Buffers are
 //     page-aligned, each surrounded by guard pages; inputs hold their dtype's values,
 //     outputs are pre-filled with 0xFF bytes (NaN for floats) so an unwritten element
 //     shows.
 //   * The child maps the memfd, makes the header and guard pages inaccessible and the
 //     inputs read-only (flag kProtect), dlopen()s the .so (RTLD_NOW | RTLD_LOCAL),
-//     looks up `ollie_entry(void* const* buffers, const int64_t* dims)`, times one call
-//     with CLOCK_MONOTONIC, writes one Report to fd 4 and _exit(0)s (no static
-//     destructors of the kernel run).
-//   * Load failures are reported (status LoadError, message = dlerror()). A crash or
-//     a hang produces no report: the parent learns from the wait status or its timeout.
+//     looks up the entry symbol (a `void (void* const* buffers, const int64_t* dims)`,
+//     like the adapter's ollie_entry), times one call with CLOCK_MONOTONIC, writes one
+//     Report to fd 4 and _exit(0)s (no static destructors of the kernel run).
+//   * Load failures are reported (status LoadError; the message carries dlerror() and,
+//     for a missing entry, the symbol's name). A crash or a hang produces no report:
+//     the parent learns from the wait status or its timeout.
 //     Exit codes: 0 after a report, 2 when the request itself was unreadable, 3 when
 //     the parent was already gone. The child gets SIGKILL when its parent dies.
 #include <dlfcn.h>
@@ -105,12 +107,15 @@ int main() {
   std::vector<proto::Buffer> buffers(n_buffers);
   std::vector<int64_t> dims(header.n_dims);
   std::vector<char> path(size_t{header.path_len} + 1, '\0');
+  std::vector<char> symbol(size_t{header.entry_len} + 1, '\0');
   off_t at = sizeof header;
   if (!read_exact(buffers.data(), n_buffers * sizeof(proto::Buffer), at)) bad_request("buffer table");
   at += static_cast<off_t>(n_buffers * sizeof(proto::Buffer));
   if (!read_exact(dims.data(), dims.size() * sizeof(int64_t), at)) bad_request("dims");
   at += static_cast<off_t>(dims.size() * sizeof(int64_t));
   if (!read_exact(path.data(), header.path_len, at)) bad_request("so path");
+  at += static_cast<off_t>(header.path_len);
+  if (!read_exact(symbol.data(), header.entry_len, at)) bad_request("entry symbol");
 
   void* mapped = mmap(nullptr, header.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, proto::kMemFd, 0);
   if (mapped == MAP_FAILED) bad_request("mmap of the buffers");
@@ -132,11 +137,11 @@ int main() {
     _exit(0);
   }
   dlerror();
-  auto entry = reinterpret_cast<EntryFn>(dlsym(handle, "ollie_entry"));
+  auto entry = reinterpret_cast<EntryFn>(dlsym(handle, symbol.data()));
   if (!entry) {
     const char* err = dlerror();
     char message[proto::kMaxMessage];
-    std::snprintf(message, sizeof message, "the library defines no ollie_entry symbol (%s)",
+    std::snprintf(message, sizeof message, "the library defines no %s symbol (%s)", symbol.data(),
                   err ? err : "it resolves to null");
     write_report(proto::ReportStatus::LoadError, 0, message);
     _exit(0);
