@@ -56,7 +56,12 @@ struct EvalFlags {
 };
 int run_eval(const SpecFlags& flags, const EvalFlags& eval);
 // Writes <entry>.cpp and <entry>.ollie.h into out_dir.
-int run_emit(const SpecFlags& flags, const std::string& out_dir);
+struct EmitFlags {
+  std::string out_dir = ".";
+  std::string schedule;      // a file or the text; empty: the default schedule
+  bool show_stages = false;
+};
+int run_emit(const SpecFlags& flags, const EmitFlags& emit_flags);
 struct RunKernelFlags {
   std::string kernel_path;
   std::string inputs;

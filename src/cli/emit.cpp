@@ -1,5 +1,6 @@
-// `ollie emit`: the baseline kernel of a spec (lowered to loop nests, emitted as C++ in the
-// ABI) and its header `<entry>.ollie.h`, written to a directory.
+// `ollie emit`: the kernel of a spec under a schedule (the default one unless --schedule
+// names a file or gives the text), emitted as C++ in the ABI, with its header
+// `<entry>.ollie.h` and the schedule used `<entry>.schedule`, written to a directory.
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -7,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "cli/cli.h"
 #include "emit/emit.h"
@@ -23,22 +25,51 @@ void write_text(const std::filesystem::path& path, const std::string& text) {
   if (!out) throw UserError(fmt::format("-o: cannot write '{}': {}", path.string(), std::strerror(errno)));
 }
 
+// The schedule --schedule names: a file, the text itself, or the default one.
+loops::Schedule schedule_from_flag(const ir::Graph& graph, const std::string& flag) {
+  if (flag.empty()) return loops::default_schedule(graph);
+  if (std::filesystem::is_regular_file(flag)) {
+    std::ifstream in(flag, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in) throw UserError(fmt::format("--schedule: cannot read '{}': {}", flag, std::strerror(errno)));
+    return loops::parse_schedule(text.str(), flag);
+  }
+  if (flag.find_first_of(" \t\n;") == std::string::npos)
+    throw UserError(fmt::format("--schedule: '{}' is neither a file nor a schedule", flag) +
+                    "\n  hint: give a file, or the directives themselves separated by ';', e.g. "
+                    "--schedule 'split out0 n 16; vectorize out0 n_i'");
+  return loops::parse_schedule(flag, "--schedule");
+}
+
 }  // namespace
 
-int run_emit(const SpecFlags& flags, const std::string& out_dir) {
+int run_emit(const SpecFlags& flags, const EmitFlags& emit_flags) {
   ir::Graph graph = load(flags);
-  loops::Kernel kernel = loops::lower(graph, {});
-  const std::string source = emit::emit_kernel(kernel, graph);
+  if (emit_flags.show_stages) {
+    std::cout << "stages of " << graph.entry << " (what a schedule names):\n"
+              << loops::describe_stages(graph) << "\ndefault schedule:\n"
+              << loops::to_text(loops::default_schedule(graph));
+    return 0;
+  }
+  const loops::Schedule schedule = schedule_from_flag(graph, emit_flags.schedule);
+  const loops::Kernel kernel = loops::lower(graph, schedule);
+  const std::string schedule_text = loops::to_text(schedule);
+  const std::string source = emit::emit_kernel(kernel, graph, {.schedule_text = schedule_text});
   const std::string header = emit::emit_header(graph);
+  const std::string& out_dir = emit_flags.out_dir;
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec) throw UserError(fmt::format("-o {}: cannot create the directory: {}", out_dir, ec.message()));
   const auto cpp_path = std::filesystem::path(out_dir) / (graph.entry + ".cpp");
   const auto h_path = std::filesystem::path(out_dir) / (graph.entry + ".ollie.h");
+  const auto schedule_path = std::filesystem::path(out_dir) / (graph.entry + ".schedule");
   write_text(cpp_path, source);
   write_text(h_path, header);
-  std::cout << fmt::format("wrote {} (the kernel) and {} (its ABI: declaration, dims order, bound sizes)\n",
-                           cpp_path.string(), h_path.string());
+  write_text(schedule_path, "# schedule of " + graph.entry + " (ollie emit --schedule reads it back)\n" + schedule_text);
+  std::cout << fmt::format(
+      "wrote {} (the kernel), {} (its ABI: declaration, dims order, bound sizes) and {} (the schedule)\n",
+      cpp_path.string(), h_path.string(), schedule_path.string());
   return 0;
 }
 

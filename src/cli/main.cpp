@@ -31,10 +31,16 @@ int main(int argc, char** argv) {
   eval_cmd->add_option("--save-inputs", eval.save_inputs, "write the inputs used to this .npz (or .npy for one parameter)");
 
   SpecFlags emit_flags;
-  std::string emit_dir = ".";
-  CLI::App* emit_cmd = app.add_subcommand("emit", "write the baseline kernel (C++ in the ABI) and its header");
+  EmitFlags emit_opts;
+  CLI::App* emit_cmd =
+      app.add_subcommand("emit", "write the kernel (C++ in the ABI) under a schedule, its header and the schedule");
   add_spec_flags(emit_cmd, emit_flags);
-  emit_cmd->add_option("-o,--out-dir", emit_dir, "directory for <entry>.cpp and <entry>.ollie.h (default: .)");
+  emit_cmd->add_option("-o,--out-dir", emit_opts.out_dir,
+                       "directory for <entry>.cpp, <entry>.ollie.h and <entry>.schedule (default: .)");
+  emit_cmd->add_option("--schedule", emit_opts.schedule,
+                       "a schedule file, or its directives separated by ';' (default: the default schedule)");
+  emit_cmd->add_flag("--show-stages", emit_opts.show_stages,
+                     "print the stages and loops a schedule can name, and the default schedule");
 
   SpecFlags run_flags;
   RunKernelFlags run;
@@ -61,7 +67,7 @@ int main(int argc, char** argv) {
     if (*check) return run_check(check_flags);
     if (*eval_cmd) return run_eval(eval_flags, eval);
     if (*run_cmd) return run_kernel(run_flags, run);
-    if (*emit_cmd) return run_emit(emit_flags, emit_dir);
+    if (*emit_cmd) return run_emit(emit_flags, emit_opts);
   } catch (const UserError& e) {
     std::cerr << e.what() << "\n";
     return 1;

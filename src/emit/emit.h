@@ -9,9 +9,18 @@
 
 namespace ollie::emit {
 
-// The kernel translation unit: a comment header naming the spec entry and its dims,
-// the includes and small helpers it needs, and the definition of ollie_kernel.
-std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph);
+struct EmitOptions {
+  std::string symbol = "ollie_kernel";  // the function's name (tests put many kernels in one TU)
+  bool prelude = true;                  // the comment header, includes and helpers
+  std::string schedule_text;            // recorded in the comment header when not empty
+};
+
+// The kernel translation unit: a comment header naming the spec entry, its dims and the
+// schedule, the includes and small helpers it needs (kernel_prelude), and the definition
+// of ollie_kernel.
+std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph, const EmitOptions& options = {});
+// The includes and helpers every kernel needs, once per translation unit.
+std::string kernel_prelude();
 
 // The C++ type of a dtype in the ABI: float, double, int32_t, int64_t, bool.
 const char* c_type(ir::DType t);

@@ -85,13 +85,70 @@ Expr make_dim(const ir::DimExpr& dim) {
   return n;
 }
 
-Expr make_load(const std::string& buffer, DType dtype, Expr index) {
+Expr make_load(const std::string& buffer, DType dtype, Expr index, std::vector<Expr> multi) {
   require(!buffer.empty(), "Load needs a buffer");
   require(index && index->dtype == DType::I64, "Load index must be i64");
+  for (const auto& i : multi) require(i && i->dtype == DType::I64, "Load multi-index must be i64");
   auto n = node(ExprKind::Load, dtype);
   n->name = buffer;
   n->args = {std::move(index)};
+  for (auto& i : multi) n->args.push_back(std::move(i));
   return n;
+}
+
+Expr substitute(const Expr& e, const std::map<std::string, Expr>& vars) {
+  switch (e->kind) {
+    case ExprKind::IntImm: case ExprKind::FloatImm: case ExprKind::Dim: return e;
+    case ExprKind::Var: {
+      auto it = vars.find(e->name);
+      return it == vars.end() ? e : it->second;
+    }
+    default: break;
+  }
+  std::vector<Expr> a;
+  bool changed = false;
+  for (const auto& x : e->args) {
+    a.push_back(substitute(x, vars));
+    changed = changed || a.back() != x;
+  }
+  if (!changed) return e;
+  switch (e->kind) {
+    case ExprKind::Load: {
+      Expr flat = a[0];
+      a.erase(a.begin());
+      return make_load(e->name, e->dtype, flat, a);
+    }
+    case ExprKind::Unary: return e->op == OpKind::PowI ? make_powi(a[0], e->int_value) : make_unary(e->op, a[0]);
+    case ExprKind::Binary: return make_binary(e->op, a[0], a[1]);
+    case ExprKind::Select: return make_select(a[0], a[1], a[2]);
+    case ExprKind::Cast: return make_cast(e->dtype, a[0]);
+    case ExprKind::Call: return make_call(e->name, a);
+    default: throw InternalError("loops: substitute: unexpected expr");
+  }
+}
+
+bool equal(const Expr& a, const Expr& b) {
+  if (a == b) return true;
+  if (a->kind != b->kind || a->dtype != b->dtype || a->args.size() != b->args.size()) return false;
+  switch (a->kind) {
+    case ExprKind::IntImm: return a->int_value == b->int_value;
+    case ExprKind::FloatImm:
+      return a->float_value == b->float_value || (std::isnan(a->float_value) && std::isnan(b->float_value));
+    case ExprKind::Var: return a->name == b->name;
+    case ExprKind::Dim: return a->dim == b->dim;
+    default: break;
+  }
+  if (a->name != b->name || a->op != b->op || a->int_value != b->int_value) return false;
+  for (size_t i = 0; i < a->args.size(); ++i)
+    if (!equal(a->args[i], b->args[i])) return false;
+  return true;
+}
+
+bool mentions(const Expr& e, const std::string& var) {
+  if (e->kind == ExprKind::Var) return e->name == var;
+  for (const auto& x : e->args)
+    if (mentions(x, var)) return true;
+  return false;
 }
 
 Expr make_unary(OpKind op, Expr a) {

@@ -13,11 +13,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "ir/ir.h"
+#include "support/error.h"
 
 namespace ollie::loops {
 
@@ -36,20 +38,29 @@ struct ExprNode {
   std::string name;             // Var / Load buffer / Call function
   ir::DimExpr dim;              // Dim: a symbolic size over the kernel's dims
   ir::OpKind op = ir::OpKind::Add;  // Unary / Binary
-  std::vector<Expr> args;       // operands; Load: {index}; Select: {cond, a, b}
+  std::vector<Expr> args;       // operands; Load: {flat index, then the multi-index when
+                                //   known}; Select: {cond, a, b}
 };
 
 Expr make_int(int64_t value, ir::DType dtype = ir::DType::I64);
 Expr make_float(double value, ir::DType dtype);
 Expr make_var(const std::string& name);               // a loop index, i64
 Expr make_dim(const ir::DimExpr& dim);                 // folds to IntImm when constant
-Expr make_load(const std::string& buffer, ir::DType dtype, Expr index);
+// A load of buffer[index]; `multi`, when given, is the same element as a row-major
+// multi-index (schedules use it to reason about dependences and to pack tiles).
+Expr make_load(const std::string& buffer, ir::DType dtype, Expr index, std::vector<Expr> multi = {});
 Expr make_unary(ir::OpKind op, Expr a);
 Expr make_powi(Expr a, int64_t exponent);
 Expr make_binary(ir::OpKind op, Expr a, Expr b);      // folds i64 +0, *1, *0 and constants
 Expr make_select(Expr cond, Expr a, Expr b);
 Expr make_cast(ir::DType to, Expr a);                  // returns `a` if already `to`
 Expr make_call(const std::string& fn, std::vector<Expr> args);  // dtype of args[0]
+
+// Expression utilities: simultaneous substitution of Vars by name (rebuilt through the
+// make_* functions, so constants fold), structural equality, and whether `e` reads a Var.
+Expr substitute(const Expr& e, const std::map<std::string, Expr>& vars);
+bool equal(const Expr& a, const Expr& b);
+bool mentions(const Expr& e, const std::string& var);
 
 enum class StmtKind { For, Block, Store, Allocate };
 enum class ForKind { Serial, Parallel, Vectorized, Unrolled };
@@ -95,17 +106,109 @@ struct Kernel {
   Stmt body;
 };
 
-struct LowerOptions {
-  // Fold single-use elementwise values into their consumer's nest (compute_inline)
-  // instead of giving each its own buffer and nest.
-  bool inline_elementwise = true;
+// ---- Schedules ----
+//
+// Lowering first builds one *stage* per materialized op: a perfect loop nest over the
+// op's own loop variables (named after the dims they walk) around one store. A stage is
+// named after the buffer it writes: `t<N>` for the intermediate of tensor-IR node N,
+// `out<i>` for result i; the parts of a concatenation are `<buffer>.<part>`. Reductions
+// (Reduce, Contract) are one stage whose reduction loops start innermost; its
+// initialisation is placed by lowering (just before the reduction loops when they are
+// innermost, else as its own nest in front of the stage).
+//
+// A schedule is a list of directives applied in order; each either transforms the stages'
+// loops or is rejected (ScheduleError) with the loop and the dependence that forbid it.
+// The text form is one directive per line, `#` starts a comment:
+//
+//   split STAGE LOOP FACTOR     LOOP -> LOOP_o (outer), LOOP_i (inner, extent FACTOR;
+//                               a tail is guarded by min() when FACTOR may not divide)
+//   reorder STAGE LOOP...       the named loops take the positions they occupy, in this order
+//   parallel STAGE LOOP         OpenMP parallel for (not on a reduction loop)
+//   vectorize STAGE LOOP        omp simd (innermost, no reduction carried, nothing inside it)
+//   unroll STAGE LOOP           an unroll hint
+//   compute_at STAGE HOST LOOP  compute STAGE inside HOST's loop LOOP: the loops of HOST down
+//                               to LOOP are shared; legal when every reader of STAGE's buffer
+//                               reads, at one iteration of the shared loops, only elements
+//                               STAGE writes at that same iteration (or runs after HOST)
+//   inline STAGE                recompute an elementwise stage inside its readers' loads
+//   pack STAGE BUFFER LOOP      copy the tile of BUFFER that STAGE reads inside LOOP into a
+//                               contiguous local buffer at the start of LOOP's body
+//   rfactor STAGE LOOP          factor the reduction over LOOP: a new stage STAGE_rf keeps one
+//                               partial result per LOOP value (LOOP becomes a pure loop there,
+//                               so it can be vectorized); STAGE then reduces over them
+enum class DirectiveKind { Split, Reorder, Parallel, Vectorize, Unroll, ComputeAt, Inline, Pack, Rfactor };
+const char* directive_name(DirectiveKind kind);
+
+struct Directive {
+  DirectiveKind kind;
+  std::string stage;
+  std::vector<std::string> args;  // loops (Split: {loop}; Reorder: the order), or {HOST, LOOP}, {BUFFER, LOOP}
+  int64_t factor = 0;             // Split
+  int line = 0;                   // 1-based line in the parsed text; 0 when built in code
 };
 
-// Lowers every op of `graph` to loop nests: one per materialized op (Reduce and Contract
-// get an init nest and an accumulate nest whose reduction loops are innermost); layout
-// ops, Convert, Const and Iota are folded into the index arithmetic and loads of their
-// users, and so are single-use elementwise values when options.inline_elementwise.
-Kernel lower(const ir::Graph& graph, const LowerOptions& options = {});
+struct Schedule {
+  std::vector<Directive> directives;
+};
+
+// One directive / a whole schedule as text (parse_schedule(to_text(s)) == s).
+std::string to_text(const Directive& d);
+std::string to_text(const Schedule& s);
+// Parses the text form; a malformed line is a SpecError at `file`:line:column.
+Schedule parse_schedule(const std::string& text, const std::string& file = "<schedule>");
+
+// A directive that cannot be applied. `reason` is the short form (one line, for the
+// search loop: "vectorize t5 k: loop k carries the reduction into t5"), `detail` the long
+// form for a person (the dependence, and what would make it legal); what() is both,
+// prefixed with the directive's line when it came from text.
+class ScheduleError : public UserError {
+ public:
+  ScheduleError(const Directive& directive, const std::string& reason, const std::string& detail);
+  const Directive& directive() const { return directive_; }
+  const std::string& reason() const { return reason_; }
+  const std::string& detail() const { return detail_; }
+
+ private:
+  Directive directive_;
+  std::string reason_, detail_;
+};
+
+// What the machine offers the schedule: the SIMD width in bytes (64 with AVX-512) and the
+// number of cores worth splitting parallel work over.
+struct Target {
+  int vector_bytes = 64;
+  int cores = 2;
+};
+Target host_target();
+
+// The stages of `graph` and their loops before any directive, one line per stage, e.g.
+// "t3: for m in [0, M), for n in [0, N) reduce  (Reduce max)": what a schedule names.
+std::string describe_stages(const ir::Graph& graph);
+
+// Lowers `graph` to loop nests transformed by `schedule` (throws ScheduleError when a
+// directive is illegal; nothing is applied then). Single-use elementwise values are
+// inlined into their reader before any directive runs.
+Kernel lower(const ir::Graph& graph, const Schedule& schedule = {});
+
+// The baseline schedule every search starts from: producers computed at their consumer's
+// outer loops (fused chains), contractions ordered so the innermost loop walks the output
+// contiguously, row reductions factored over a vector of partial results, innermost pure
+// loops vectorized, and the outermost symbolic loop of each root nest parallel.
+Schedule default_schedule(const ir::Graph& graph, const Target& target = host_target());
+
+// A random schedule: `moves` random directives proposed against the stages, starting from
+// the default schedule or from nothing (seeded, deterministic). Legal ones are kept;
+// rejected ones are appended to `rejected` (with the legal prefix they were tried after)
+// when it is not null.
+struct RejectedDirective {
+  Schedule prefix;
+  Directive directive;
+  std::string reason;
+};
+Schedule random_schedule(const ir::Graph& graph, uint64_t seed, int moves,
+                         std::vector<RejectedDirective>* rejected = nullptr,
+                         const Target& target = host_target());
+
 // The C++ names of the entry's parameters in the ABI (spec names, '_' appended to a C++
 // keyword or a clash with out<i>/dims), as emit::kernel_declaration spells them.
 std::vector<std::string> abi_param_names(const ir::Graph& graph);

@@ -1,12 +1,12 @@
-// Lowering of the tensor IR to loop nests: one nest per materialized op, with layout
-// ops, Convert, Const and Iota folded into index arithmetic and loads of their users.
+// Lowering of the tensor IR to stages: one perfect loop nest per materialized op, with
+// layout ops, Convert, Const and Iota folded into index arithmetic and loads of their users.
 #include <cctype>
 #include <functional>
 #include <limits>
 #include <map>
 #include <set>
 
-#include "loops/loops.h"
+#include "loops/stages.h"
 
 namespace ollie::loops {
 namespace {
@@ -64,7 +64,7 @@ bool is_elementwise(OpKind k) {
 // or Concat nest. A Broadcast or Contract consumer would recompute it many times, and an
 // output must be stored anyway, so those keep their buffer. (Schedules will later make
 // this a per-producer choice; this is the default.)
-std::set<ValueId> compute_inline(const ir::Graph& g) {
+std::set<ValueId> compute_inline_set(const ir::Graph& g) {
   std::vector<std::vector<ValueId>> users(g.nodes.size());
   for (size_t i = 0; i < g.nodes.size(); ++i)
     for (ValueId o : g.nodes[i].operands) users[static_cast<size_t>(o)].push_back(static_cast<ValueId>(i));
@@ -104,35 +104,35 @@ struct Loop {
 
 class Lowerer {
  public:
-  Lowerer(const ir::Graph& g, bool inline_elementwise) : g_(g), inline_elementwise_(inline_elementwise) {}
+  Lowerer(const ir::Graph& g, std::set<ValueId> inlined) : g_(g), inlined_(std::move(inlined)) {}
 
-  Kernel run() {
+  Stages run() {
     ir::verify(g_);
-    k_.entry = g_.entry;
-    k_.dims = g_.dims;
-    reserved_ = cpp_keywords();
-    for (size_t i = 0; i < g_.results.size(); ++i) reserved_.insert("out" + std::to_string(i));
+    Kernel& k = st_.kernel;
+    k.entry = g_.entry;
+    k.dims = g_.dims;
+    st_.reserved = cpp_keywords();
+    for (size_t i = 0; i < g_.results.size(); ++i) st_.reserved.insert("out" + std::to_string(i));
     for (size_t i = 0; i < g_.params.size(); ++i) {
       std::string name = g_.params[i].name.empty() ? "in" + std::to_string(i) : g_.params[i].name;
-      while (reserved_.count(name) || name.rfind("__", 0) == 0) name += "_";
-      reserved_.insert(name);
-      k_.buffers.push_back({name, BufferRole::Input, g_.params[i].dtype, g_.params[i].shape});
+      while (st_.reserved.count(name) || name.rfind("__", 0) == 0) name += "_";
+      st_.reserved.insert(name);
+      k.buffers.push_back({name, BufferRole::Input, g_.params[i].dtype, g_.params[i].shape});
       buf_[g_.inputs[i]] = name;
     }
     for (size_t i = 0; i < g_.results.size(); ++i) {
       const std::string name = "out" + std::to_string(i);
-      k_.buffers.push_back({name, BufferRole::Output, g_.results[i].dtype, g_.results[i].shape});
+      k.buffers.push_back({name, BufferRole::Output, g_.results[i].dtype, g_.results[i].shape});
       const ValueId v = g_.outputs[i];
       if (materialized(g_.node(v).kind) && !buf_.count(v)) buf_[v] = name;
     }
     for (const auto& d : g_.dims) {
       std::string name = d;
-      while (reserved_.count(name)) name = "dim_" + name;
-      reserved_.insert(name);
-      k_.dim_names.push_back(name);
+      while (st_.reserved.count(name)) name = "dim_" + name;
+      st_.reserved.insert(name);
+      k.dim_names.push_back(name);
     }
-    for (size_t i = 0; i < g_.nodes.size(); ++i) reserved_.insert("t" + std::to_string(i));
-    if (inline_elementwise_) inlined_ = compute_inline(g_);
+    for (size_t i = 0; i < g_.nodes.size(); ++i) st_.reserved.insert("t" + std::to_string(i));
 
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const auto v = static_cast<ValueId>(i);
@@ -140,7 +140,7 @@ class Lowerer {
       if (!buf_.count(v)) {
         const std::string name = "t" + std::to_string(i);
         buf_[v] = name;
-        locals_.push_back({name, BufferRole::Local, g_.node(v).dtype, g_.node(v).shape});
+        st_.locals.push_back({name, BufferRole::Local, g_.node(v).dtype, g_.node(v).shape});
       }
       lower_node(v);
     }
@@ -148,15 +148,12 @@ class Lowerer {
       const ValueId v = g_.outputs[i];
       const std::string name = "out" + std::to_string(i);
       if (buf_.at_or(v) == name) continue;
-      emit(nest(g_.node(v).shape, true, [&](const std::vector<Expr>& idx) {
-        return make_store(name, flatten(idx, g_.node(v).shape), access(v, idx));
-      }));
+      const Node& n = g_.node(v);
+      Stage& s = new_stage(name, name, n.dtype, n.shape, loops_of(n.shape), "copy");
+      s.store_index = vars_of(s);
+      s.value = access(v, s.store_index);
     }
-    Stmt body = make_block(stmts_);
-    for (auto it = locals_.rbegin(); it != locals_.rend(); ++it)
-      body = make_allocate(it->name, it->dtype, size_of(it->shape), body);
-    k_.body = body;
-    return k_;
+    return std::move(st_);
   }
 
  private:
@@ -167,20 +164,15 @@ class Lowerer {
     }
   };
 
-  void emit(Stmt s) { stmts_.push_back(std::move(s)); }
-
-  static Expr size_of(const ir::Shape& shape) {
-    DimExpr n = DimExpr::constant(1);
-    for (const auto& d : shape) n = n * d;
-    return make_dim(n);
+  static std::vector<Loop> loops_of(const ir::Shape& shape) {
+    std::vector<Loop> loops;
+    for (const auto& d : shape) loops.push_back({d, false});
+    return loops;
   }
-
-  // Row-major flat index of `idx` in `shape`, Horner form: ((i0*d1 + i1)*d2 + i2).
-  static Expr flatten(const std::vector<Expr>& idx, const ir::Shape& shape) {
-    Expr flat = make_int(0);
-    for (size_t i = 0; i < shape.size(); ++i)
-      flat = make_binary(OpKind::Add, make_binary(OpKind::Mul, flat, make_dim(shape[i])), idx[i]);
-    return flat;
+  static std::vector<Expr> vars_of(const Stage& s) {
+    std::vector<Expr> vars;
+    for (const auto& v : s.vars) vars.push_back(make_var(v));
+    return vars;
   }
 
   static std::vector<Expr> unflatten(const Expr& flat, const ir::Shape& shape) {
@@ -202,48 +194,46 @@ class Lowerer {
       for (char c : syms[0]) base += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     }
     std::string name = base;
-    for (int n = 1; reserved_.count(name) || taken.count(name) || k_dim_name_clash(name); ++n)
+    for (int n = 1; st_.reserved.count(name) || taken.count(name) || dim_name_clash(name); ++n)
       name = base + std::to_string(n);
     taken.insert(name);
     return name;
   }
-  bool k_dim_name_clash(const std::string& name) const {
-    for (const auto& d : k_.dim_names)
+  bool dim_name_clash(const std::string& name) const {
+    for (const auto& d : st_.kernel.dim_names)
       if (d == name) return true;
     return false;
   }
 
-  // A loop nest over `loops` (outermost first). Outermost loop Parallel when it walks a
-  // symbolic dim and carries no reduction; innermost Vectorized when the nest is a pure
-  // elementwise one (`elementwise`).
-  Stmt nest(const std::vector<Loop>& loops, bool elementwise,
-            const std::function<Stmt(const std::vector<Expr>&)>& body) {
+  // A new stage writing `buffer` with one loop per `loops` entry (outermost first), each
+  // walking its own variable; the caller fills in the store.
+  Stage& new_stage(const std::string& name, const std::string& buffer, DType dtype, const ir::Shape& shape,
+                   const std::vector<Loop>& loops, const std::string& what) {
+    Stage s;
+    s.name = name;
+    s.buffer = buffer;
+    s.dtype = dtype;
+    s.buffer_shape = shape;
+    s.what = what;
     std::set<std::string> taken;
-    std::vector<std::string> names;
-    std::vector<Expr> vars;
     for (const auto& l : loops) {
-      names.push_back(var_name(l.extent, taken));
-      vars.push_back(make_var(names.back()));
+      const std::string v = var_name(l.extent, taken);
+      s.vars.push_back(v);
+      s.loops.push_back({v, make_dim(l.extent), l.extent, l.reduction, ForKind::Serial});
+      s.subst[v] = make_var(v);
     }
-    Stmt s = body(vars);
-    for (size_t i = loops.size(); i-- > 0;) {
-      ForKind kind = ForKind::Serial;
-      if (i == 0 && !loops[i].reduction && !loops[i].extent.is_constant()) kind = ForKind::Parallel;
-      else if (i + 1 == loops.size() && elementwise) kind = ForKind::Vectorized;
-      s = make_for(names[i], make_int(0), make_dim(loops[i].extent), kind, s, loops[i].reduction);
-    }
-    return s;
+    st_.stages.push_back(std::move(s));
+    return st_.stages.back();
   }
-  Stmt nest(const ir::Shape& shape, bool elementwise, const std::function<Stmt(const std::vector<Expr>&)>& body) {
-    std::vector<Loop> loops;
-    for (const auto& d : shape) loops.push_back({d, false});
-    return nest(loops, elementwise, body);
+
+  Expr load(const std::string& b, DType t, const std::vector<Expr>& idx, const ir::Shape& shape) {
+    return make_load(b, t, flatten(idx, shape), idx);
   }
 
   // The element of value `v` at flat index `flat` (row-major in v's shape).
   Expr access_flat(ValueId v, const Expr& flat) {
     const Node& n = g_.node(v);
-    if (auto b = buf_.at_or(v); !b.empty()) return make_load(b, n.dtype, flat);
+    if (auto b = buf_.at_or(v); !b.empty()) return make_load(b, n.dtype, flat, unflatten(flat, n.shape));
     if (n.kind == OpKind::Reshape) return access_flat(n.operands[0], flat);
     return access(v, unflatten(flat, n.shape));
   }
@@ -251,7 +241,7 @@ class Lowerer {
   // The element of value `v` at multi-index `idx`.
   Expr access(ValueId v, const std::vector<Expr>& idx) {
     const Node& n = g_.node(v);
-    if (auto b = buf_.at_or(v); !b.empty()) return make_load(b, n.dtype, flatten(idx, n.shape));
+    if (auto b = buf_.at_or(v); !b.empty()) return load(b, n.dtype, idx, n.shape);
     switch (n.kind) {
       case OpKind::Const:
         if (n.const_dim) return make_cast(n.dtype, make_dim(*n.const_dim));
@@ -299,28 +289,30 @@ class Lowerer {
 
   void lower_node(ValueId v) {
     const Node& n = g_.node(v);
-    const std::string& out = buf_.at(v);
+    const std::string out = buf_.at(v);
     switch (n.kind) {
       case OpKind::Reduce: return lower_reduce(v, out);
       case OpKind::Contract: return lower_contract(v, out);
       case OpKind::Concat: {
         DimExpr offset;
-        for (ValueId o : n.operands) {
+        for (size_t part = 0; part < n.operands.size(); ++part) {
+          const ValueId o = n.operands[part];
           const auto& shape = g_.node(o).shape;
-          emit(nest(shape, true, [&](const std::vector<Expr>& idx) {
-            std::vector<Expr> at = idx;
-            auto ax = static_cast<size_t>(n.axis);
-            at[ax] = make_binary(OpKind::Add, make_dim(offset), idx[ax]);
-            return make_store(out, flatten(at, n.shape), access(o, idx));
-          }));
-          offset = offset + shape[static_cast<size_t>(n.axis)];
+          Stage& s = new_stage(out + "." + std::to_string(part), out, n.dtype, n.shape, loops_of(shape), "concat part");
+          std::vector<Expr> idx = vars_of(s), at = idx;
+          const auto ax = static_cast<size_t>(n.axis);
+          at[ax] = make_binary(OpKind::Add, make_dim(offset), idx[ax]);
+          s.store_index = at;
+          s.value = access(o, idx);
+          offset = offset + shape[ax];
         }
         return;
       }
-      default:
-        emit(nest(n.shape, true, [&](const std::vector<Expr>& idx) {
-          return make_store(out, flatten(idx, n.shape), elementwise(v, idx));
-        }));
+      default: {
+        Stage& s = new_stage(out, out, n.dtype, n.shape, loops_of(n.shape), ir::op_name(n.kind));
+        s.store_index = vars_of(s);
+        s.value = elementwise(v, s.store_index);
+      }
     }
   }
 
@@ -343,10 +335,7 @@ class Lowerer {
     const Node& n = g_.node(v);
     const ValueId src = n.operands[0];
     const auto& in_shape = g_.node(src).shape;
-    emit(nest(n.shape, true, [&](const std::vector<Expr>& idx) {
-      return make_store(out, flatten(idx, n.shape), reduce_init(n.reduce, n.dtype));
-    }));
-    // Kept axes outside (parallel-safe), reduced axes inside.
+    // Kept axes outside, reduced axes inside.
     std::vector<Loop> loops;
     std::vector<size_t> order;
     std::set<int> red(n.axes.begin(), n.axes.end());
@@ -354,16 +343,17 @@ class Lowerer {
       if (!red.count(static_cast<int>(i))) { loops.push_back({in_shape[i], false}); order.push_back(i); }
     for (size_t i = 0; i < in_shape.size(); ++i)
       if (red.count(static_cast<int>(i))) { loops.push_back({in_shape[i], true}); order.push_back(i); }
-    const OpKind combine = n.reduce == ir::ReduceKind::Sum ? OpKind::Add
-                           : n.reduce == ir::ReduceKind::Max ? OpKind::Max : OpKind::Min;
-    emit(nest(loops, false, [&](const std::vector<Expr>& vars) {
-      std::vector<Expr> in_idx(in_shape.size()), out_idx;
-      for (size_t j = 0; j < order.size(); ++j) in_idx[order[j]] = vars[j];
-      for (size_t i = 0; i < in_shape.size(); ++i)
-        if (!red.count(static_cast<int>(i))) out_idx.push_back(in_idx[i]);
-      Expr at = flatten(out_idx, n.shape);
-      return make_store(out, at, make_binary(combine, make_load(out, n.dtype, at), access(src, in_idx)));
-    }));
+    const char* kind = n.reduce == ir::ReduceKind::Sum ? "sum" : n.reduce == ir::ReduceKind::Max ? "max" : "min";
+    Stage& s = new_stage(out, out, n.dtype, n.shape, loops, std::string("Reduce ") + kind);
+    std::vector<Expr> vars = vars_of(s), in_idx(in_shape.size()), out_idx;
+    for (size_t j = 0; j < order.size(); ++j) in_idx[order[j]] = vars[j];
+    for (size_t i = 0; i < in_shape.size(); ++i)
+      if (!red.count(static_cast<int>(i))) out_idx.push_back(in_idx[i]);
+    s.store_index = out_idx;
+    s.value = access(src, in_idx);
+    s.reduce = true;
+    s.combine = n.reduce == ir::ReduceKind::Sum ? OpKind::Add : n.reduce == ir::ReduceKind::Max ? OpKind::Max : OpKind::Min;
+    s.init = reduce_init(n.reduce, n.dtype);
   }
 
   void lower_contract(ValueId v, const std::string& out) {
@@ -382,47 +372,68 @@ class Lowerer {
     };
     note(n.lhs_labels, g_.node(lhs).shape);
     note(n.rhs_labels, g_.node(rhs).shape);
-    emit(nest(n.shape, true, [&](const std::vector<Expr>& idx) {
-      return make_store(out, flatten(idx, n.shape), zero(n.dtype));
-    }));
     std::vector<Loop> loops;
     std::vector<int> labels;
     for (size_t i = 0; i < n.out_labels.size(); ++i) { loops.push_back({n.shape[i], false}); labels.push_back(n.out_labels[i]); }
     for (int l : summed) { loops.push_back({extent.at(l), true}); labels.push_back(l); }
-    emit(nest(loops, false, [&](const std::vector<Expr>& vars) {
-      std::map<int, Expr> var_of;
-      for (size_t j = 0; j < labels.size(); ++j) var_of[labels[j]] = vars[j];
-      auto pick = [&](const std::vector<int>& ls) {
-        std::vector<Expr> idx;
-        for (int l : ls) idx.push_back(var_of.at(l));
-        return idx;
-      };
-      Expr at = flatten(pick(n.out_labels), n.shape);
-      Expr prod = make_binary(OpKind::Mul, access(lhs, pick(n.lhs_labels)), access(rhs, pick(n.rhs_labels)));
-      return make_store(out, at, make_binary(OpKind::Add, make_load(out, n.dtype, at), prod));
-    }));
+    Stage& s = new_stage(out, out, n.dtype, n.shape, loops, "Contract");
+    const std::vector<Expr> vars = vars_of(s);
+    std::map<int, Expr> var_of;
+    for (size_t j = 0; j < labels.size(); ++j) var_of[labels[j]] = vars[j];
+    auto pick = [&](const std::vector<int>& ls) {
+      std::vector<Expr> idx;
+      for (int l : ls) idx.push_back(var_of.at(l));
+      return idx;
+    };
+    s.store_index = pick(n.out_labels);
+    s.value = make_binary(OpKind::Mul, access(lhs, pick(n.lhs_labels)), access(rhs, pick(n.rhs_labels)));
+    s.reduce = true;
+    s.combine = OpKind::Add;
+    s.init = zero(n.dtype);
+    s.contract = true;
   }
 
   const ir::Graph& g_;
-  bool inline_elementwise_;
   std::set<ValueId> inlined_;
-  Kernel k_;
+  Stages st_;
   BufMap buf_;
-  std::vector<Buffer> locals_;
-  std::vector<Stmt> stmts_;
-  std::set<std::string> reserved_;
 };
 
 }  // namespace
 
-Kernel lower(const ir::Graph& graph, const LowerOptions& options) {
-  return Lowerer(graph, options.inline_elementwise).run();
+Expr flatten(const std::vector<Expr>& idx, const ir::Shape& shape) {
+  Expr flat = make_int(0);
+  for (size_t i = 0; i < shape.size(); ++i)
+    flat = make_binary(OpKind::Add, make_binary(OpKind::Mul, flat, make_dim(shape[i])), idx[i]);
+  return flat;
+}
+
+std::set<ValueId> default_inlined(const ir::Graph& graph) { return compute_inline_set(graph); }
+
+Stages build_stages(const ir::Graph& graph, const std::set<ValueId>& inline_nodes) {
+  std::set<ValueId> inlined = compute_inline_set(graph);
+  inlined.insert(inline_nodes.begin(), inline_nodes.end());
+  return Lowerer(graph, std::move(inlined)).run();
+}
+
+int Stages::find(const std::string& stage) const {
+  for (size_t i = 0; i < stages.size(); ++i)
+    if (stages[i].name == stage) return static_cast<int>(i);
+  return -1;
+}
+
+const Buffer* Stages::buffer(const std::string& name) const {
+  for (const auto& b : kernel.buffers)
+    if (b.name == name) return &b;
+  for (const auto& b : locals)
+    if (b.name == name) return &b;
+  return nullptr;
 }
 
 std::vector<std::string> abi_param_names(const ir::Graph& graph) {
-  Kernel k = Lowerer(graph, false).run();
+  Stages st = build_stages(graph, {});
   std::vector<std::string> names;
-  for (const auto& b : k.buffers)
+  for (const auto& b : st.kernel.buffers)
     if (b.role == BufferRole::Input) names.push_back(b.name);
   return names;
 }

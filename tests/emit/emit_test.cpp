@@ -3,117 +3,23 @@
 // and compared per element with the reference interpreter's derived bound.
 #include "emit/emit.h"
 
-#include <gtest/gtest.h>
-#include <unistd.h>
-
-#include <cmath>
 #include <algorithm>
-#include <filesystem>
-#include <random>
 
-#include "build/build.h"
-#include "interp/interp.h"
-#include "loops/loops.h"
-#include "runner/runner.h"
 #include "spec/spec.h"
+#include "kernel_check.h"
 
 namespace {
 
-namespace fs = std::filesystem;
-using ollie::interp::Tensor;
-using ollie::ir::DType;
+using namespace ollie_test;
 
-struct ScratchDir {
-  std::string path;
-  ScratchDir() {
-    char tmpl[] = "/tmp/ollie-emit-test-XXXXXX";
-    const char* d = mkdtemp(tmpl);
-    if (!d) throw std::runtime_error("mkdtemp failed");
-    path = d;
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
-
-ollie::build::Driver& driver() {
-  static const ScratchDir dir;
-  static ollie::build::Driver d(dir.path);
-  return d;
-}
-
-std::vector<Tensor> random_inputs(const ollie::ir::Graph& g, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::uniform_int_distribution<int> small(-5, 5);
-  std::vector<Tensor> inputs;
-  for (const auto& p : g.params) {
-    Tensor t;
-    t.dtype = p.dtype;
-    t.shape = ollie::ir::evaluate_shape(p.shape, g.bound_dims);
-    t.data.resize(static_cast<size_t>(ollie::ir::element_count(t.shape)));
-    for (auto& x : t.data) {
-      switch (p.dtype) {
-        case DType::F32: x = static_cast<float>(normal(rng)); break;
-        case DType::F64: x = normal(rng); break;
-        case DType::I32: case DType::I64: x = small(rng); break;
-        case DType::Bool: x = small(rng) > 0 ? 1 : 0; break;
-      }
-    }
-    inputs.push_back(std::move(t));
-  }
-  return inputs;
-}
-
-// Lowers, emits and builds `g`; returns the shared object (fails the test if it does not compile).
-std::string build_kernel(const ollie::ir::Graph& g, std::string* source_out = nullptr) {
-  const ollie::loops::Kernel k = ollie::loops::lower(g);
-  const std::string source = ollie::emit::emit_kernel(k, g);
-  if (source_out) *source_out = ollie::loops::to_text(k) + source;
-  ollie::build::Request request;
-  request.units = {{g.entry + ".ollie.h", ollie::emit::emit_header(g)},
-                   {"kernel.cpp", "#include \"" + g.entry + ".ollie.h\"\n" + source},
-                   {"ollie_adapter.cpp", ollie::build::adapter_source(g)}};
-  const ollie::build::Result built = driver().compile(request);
-  EXPECT_TRUE(built.ok) << built.log << "\n" << source;
-  return built.ok ? built.so_path : std::string();
-}
-
-// Runs `so_path` on two random input sets at g's bound dims; every output element must be
-// within the reference's bound (or the same NaN/Inf).
-void run_and_compare(const std::string& so_path, const ollie::ir::Graph& g, const std::string& source) {
-  for (unsigned seed : {1u, 2u}) {
-    const std::vector<Tensor> inputs = random_inputs(g, seed);
-    ollie::runner::Options options;
-    options.runner_path = OLLIE_RUNNER;
-    options.timeout_seconds = 30;
-    options.threads = 2;
-    const ollie::runner::Outcome outcome = ollie::runner::run(so_path, g, inputs, options);
-    ASSERT_EQ(outcome.status, ollie::runner::Status::Ok) << outcome.message << "\n" << source;
-    const ollie::interp::Result ref = ollie::interp::evaluate(g, inputs);
-    ASSERT_EQ(outcome.outputs.size(), ref.values.size());
-    for (size_t i = 0; i < ref.values.size(); ++i) {
-      const auto& got = outcome.outputs[i].data;
-      const auto& want = ref.values[i].data;
-      const auto& bound = ref.bounds[i].data;
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t e = 0; e < got.size(); ++e) {
-        const bool same_special = !std::isfinite(want[e]) &&
-                                  (got[e] == want[e] || (std::isnan(got[e]) && std::isnan(want[e])));
-        ASSERT_TRUE(same_special || std::abs(got[e] - want[e]) <= bound[e])
-            << g.entry << " out" << i << "[" << e << "] seed " << seed << ": got " << got[e] << ", expected "
-            << want[e] << ", bound " << bound[e] << "\n" << source;
-      }
-    }
-  }
-}
-
-void check_agrees(const ollie::ir::Graph& g) {
+void check_agrees(const ollie::ir::Graph& g, const ollie::loops::Schedule& schedule) {
   std::string source;
-  const std::string so = build_kernel(g, &source);
+  const std::string so = build_kernel(g, schedule, &source);
   if (!so.empty()) run_and_compare(so, g, source);
 }
+
+// The default schedule's kernel (the baseline every search starts from).
+void check_agrees(const ollie::ir::Graph& g) { check_agrees(g, ollie::loops::default_schedule(g)); }
 
 struct Example {
   const char* name;
@@ -150,6 +56,8 @@ class ExampleTest : public ::testing::TestWithParam<Example> {};
 
 TEST_P(ExampleTest, KernelAgreesWithReference) { check_agrees(load_example(GetParam())); }
 
+TEST_P(ExampleTest, UnscheduledKernelAgreesWithReference) { check_agrees(load_example(GetParam()), {}); }
+
 TEST_P(ExampleTest, DeclarationMatchesBuildDriver) {
   const ollie::ir::Graph g = load_example(GetParam());
   EXPECT_NE(ollie::emit::emit_header(g).find(ollie::emit::kernel_declaration(g)), std::string::npos);
@@ -160,7 +68,7 @@ TEST_P(ExampleTest, GenericAcrossDims) {
   const Example& ex = GetParam();
   const std::string name = ex.name;
   const ollie::ir::Graph built_for = load_example(ex);
-  const std::string so = build_kernel(built_for);
+  const std::string so = build_kernel(built_for, ollie::loops::default_schedule(built_for));
   ASSERT_FALSE(so.empty());
   Example other = ex;
   const int64_t primes[] = {3, 5, 7, 11, 13, 1, 2};
@@ -223,7 +131,7 @@ constexpr int64_t N = 256;  // dims[2]
 
 TEST(EmitKernel, ReadableAndParallel) {
   const ollie::ir::Graph g = load_example(examples()[2]);  // softmax
-  const std::string src = ollie::emit::emit_kernel(ollie::loops::lower(g), g);
+  const std::string src = ollie::emit::emit_kernel(ollie::loops::lower(g, ollie::loops::default_schedule(g)), g);
   EXPECT_NE(src.find("`softmax`"), std::string::npos);
   EXPECT_NE(src.find("#pragma omp parallel for\n  for (int64_t m = 0; m < M; ++m) {"), std::string::npos) << src;
   EXPECT_NE(src.find("#pragma omp simd"), std::string::npos) << src;

@@ -1,0 +1,302 @@
+// Turns scheduled stages into the kernel body (stages computed at their hosts' loops,
+// reduction initialisation, packed tiles, local buffers), and the lower() driver that
+// builds the stages and applies a schedule's directives in order.
+#include <thread>
+
+#include "loops/stages.h"
+
+namespace ollie::loops {
+namespace {
+
+using ir::OpKind;
+
+class Realizer {
+ public:
+  explicit Realizer(const Stages& st) : st_(st) {
+    for (size_t i = 0; i < st.stages.size(); ++i) {
+      if (st.stages[i].host >= 0) children_[st.stages[i].host].push_back(static_cast<int>(i));
+      for (const auto& p : st.stages[i].packs) packed_.insert(p.local);
+    }
+  }
+
+  Stmt run() {
+    std::vector<Stmt> nests;
+    for (size_t i = 0; i < st_.stages.size(); ++i)
+      if (st_.stages[i].host < 0) nests.push_back(body_at(static_cast<int>(i), 0, {}, {}));
+    Stmt body = make_block(nests);
+    for (auto it = st_.locals.rbegin(); it != st_.locals.rend(); ++it) {
+      if (packed_.count(it->name)) continue;
+      body = make_allocate(it->name, it->dtype, size_of(it->shape), body);
+    }
+    return body;
+  }
+
+ private:
+  static Expr size_of(const ir::Shape& shape) {
+    ir::DimExpr n = ir::DimExpr::constant(1);
+    for (const auto& d : shape) n = n * d;
+    return make_dim(n);
+  }
+
+  std::string fresh(const std::string& base, const std::set<std::string>& scope) const {
+    std::string name = base;
+    for (int i = 2; scope.count(name) || st_.reserved.count(name); ++i) name = base + "_" + std::to_string(i);
+    return name;
+  }
+
+  // The statements of stage `s` once its first `t` loops are open; `names` maps those
+  // loops' names to the realized loop variables, `scope` holds every loop variable in scope.
+  Stmt body_at(int si, int t, std::map<std::string, Expr> names, std::set<std::string> scope) {
+    const Stage& s = st_.stages[static_cast<size_t>(si)];
+    std::vector<Stmt> out;
+    if (auto it = children_.find(si); it != children_.end())
+      for (int c : it->second) {
+        const Stage& child = st_.stages[static_cast<size_t>(c)];
+        if (child.shared != t) continue;
+        std::map<std::string, Expr> cnames;
+        for (int i = 0; i < t; ++i)
+          cnames[child.loops[static_cast<size_t>(i)].name] = names.at(s.loops[static_cast<size_t>(i)].name);
+        out.push_back(body_at(c, t, cnames, scope));
+      }
+    for (const auto& p : s.packs)
+      if (p.depth == t) out.push_back(pack_copy(p, names, scope));
+    const int n = static_cast<int>(s.loops.size());
+    if (s.reduce) {
+      int r = 0;
+      while (r < n && !s.loops[static_cast<size_t>(r)].reduction) ++r;
+      bool innermost = true;
+      for (int i = r; i < n; ++i) innermost = innermost && s.loops[static_cast<size_t>(i)].reduction;
+      if (innermost && r == t) out.push_back(make_store(s.buffer, store_index(s, names), s.init));
+      if (!innermost && t == r) out.push_back(init_nest(s, t, names, scope));
+    }
+    if (t == n) {
+      out.push_back(store(s, names));
+    } else {
+      const StageLoop& l = s.loops[static_cast<size_t>(t)];
+      const std::string name = fresh(l.name, scope);
+      const Expr extent = substitute(l.extent, names);
+      names[l.name] = make_var(name);
+      scope.insert(name);
+      out.push_back(make_for(name, make_int(0), extent, l.kind, body_at(si, t + 1, names, scope), l.reduction));
+    }
+    Stmt body = out.size() == 1 ? out[0] : make_block(out);
+    // A packed tile lives from its copy to the end of the loop body it was copied in.
+    for (const auto& p : s.packs)
+      if (p.depth == t) body = make_allocate(p.local, st_.buffer(p.source)->dtype, size_of(p.extent), body);
+    return body;
+  }
+
+  std::map<std::string, Expr> vars(const Stage& s, const std::map<std::string, Expr>& names) const {
+    std::map<std::string, Expr> out;
+    for (const auto& [v, e] : s.subst) out[v] = substitute(e, names);
+    return out;
+  }
+
+  Expr store_index(const Stage& s, const std::map<std::string, Expr>& names) const {
+    const auto v = vars(s, names);
+    std::vector<Expr> idx;
+    for (const auto& i : s.store_index) idx.push_back(substitute(i, v));
+    return flatten(idx, s.buffer_shape);
+  }
+
+  // Loads of packed buffers read their local tile instead.
+  Expr repack(const Stage& s, const Expr& e, const std::map<std::string, Expr>& names) const {
+    if (s.packs.empty()) return e;
+    if (e->kind == ExprKind::Load) {
+      for (const auto& p : s.packs) {
+        if (p.source != e->name) continue;
+        std::vector<Expr> idx;
+        for (size_t d = 0; d < p.start.size(); ++d)
+          idx.push_back(make_binary(OpKind::Sub, e->args[d + 1], substitute(p.start[d], names)));
+        return make_load(p.local, e->dtype, flatten(idx, p.extent), idx);
+      }
+      return e;
+    }
+    if (e->args.empty()) return e;
+    bool changed = false;
+    std::vector<Expr> a;
+    for (const auto& x : e->args) {
+      a.push_back(repack(s, x, names));
+      changed = changed || a.back() != x;
+    }
+    if (!changed) return e;
+    switch (e->kind) {
+      case ExprKind::Unary: return e->op == OpKind::PowI ? make_powi(a[0], e->int_value) : make_unary(e->op, a[0]);
+      case ExprKind::Binary: return make_binary(e->op, a[0], a[1]);
+      case ExprKind::Select: return make_select(a[0], a[1], a[2]);
+      case ExprKind::Cast: return make_cast(e->dtype, a[0]);
+      case ExprKind::Call: return make_call(e->name, a);
+      default: throw InternalError("loops: repack: unexpected expr");
+    }
+  }
+
+  Stmt store(const Stage& s, const std::map<std::string, Expr>& names) const {
+    const Expr at = store_index(s, names);
+    Expr value = repack(s, substitute(s.value, vars(s, names)), names);
+    if (s.reduce) value = make_binary(s.combine, make_load(s.buffer, s.dtype, at), value);
+    return make_store(s.buffer, at, value);
+  }
+
+  // The initialisation of a reduction whose pure loops are not all outside its reduction
+  // loops: a nest over the pure loops inside the first reduction loop (depth t), just
+  // before it.
+  Stmt init_nest(const Stage& s, int t, std::map<std::string, Expr> names, std::set<std::string> scope) const {
+    std::vector<const StageLoop*> loops;
+    for (size_t i = static_cast<size_t>(t); i < s.loops.size(); ++i)
+      if (!s.loops[i].reduction) loops.push_back(&s.loops[i]);
+    // A pure loop whose extent depends on a reduction loop (the split tail of a factored
+    // reduction) cannot be walked here; then walk the buffer's own dims instead.
+    for (const StageLoop* l : loops)
+      for (const auto& other : s.loops)
+        if (other.reduction && mentions(l->extent, other.name)) return init_by_dims(s, names, scope);
+    std::vector<std::pair<std::string, Expr>> opened;
+    for (const StageLoop* l : loops) {
+      const Expr extent = substitute(l->extent, names);
+      const std::string name = fresh(l->name, scope);
+      scope.insert(name);
+      names[l->name] = make_var(name);
+      opened.push_back({name, extent});
+    }
+    Stmt body = make_store(s.buffer, store_index(s, names), s.init);
+    for (size_t i = opened.size(); i-- > 0;)
+      body = make_for(opened[i].first, make_int(0), opened[i].second,
+                      i + 1 == opened.size() ? ForKind::Vectorized : ForKind::Serial, body);
+    return body;
+  }
+
+  // The initialisation over every buffer dim not fixed by the open loops (`names`).
+  Stmt init_by_dims(const Stage& s, const std::map<std::string, Expr>& names, std::set<std::string> scope) const {
+    const auto v = vars(s, names);
+    std::vector<Expr> idx;
+    std::vector<std::pair<std::string, Expr>> opened;
+    for (size_t d = 0; d < s.store_index.size(); ++d) {
+      const Expr e = substitute(s.store_index[d], v);
+      bool free = false;
+      for (const auto& l : s.loops) free = free || (!names.count(l.name) && mentions(e, l.name));
+      if (!free) {
+        idx.push_back(e);
+        continue;
+      }
+      OLLIE_CHECK(s.store_index[d]->kind == ExprKind::Var, "init of " + s.name + ": a free dim is not a plain var");
+      const std::string name = fresh(s.store_index[d]->name, scope);
+      scope.insert(name);
+      idx.push_back(make_var(name));
+      opened.push_back({name, make_dim(s.buffer_shape[d])});
+    }
+    Stmt body = make_store(s.buffer, flatten(idx, s.buffer_shape), s.init);
+    for (size_t i = opened.size(); i-- > 0;)
+      body = make_for(opened[i].first, make_int(0), opened[i].second,
+                      i + 1 == opened.size() ? ForKind::Vectorized : ForKind::Serial, body);
+    return body;
+  }
+
+  // Copies the tile of p.source into p.local (zeros past the source's edges).
+  Stmt pack_copy(const PackedTile& p, const std::map<std::string, Expr>& names, std::set<std::string> scope) const {
+    const Buffer* src = st_.buffer(p.source);
+    std::vector<Expr> idx, at;
+    std::vector<std::string> loop_names;
+    Expr inside;
+    for (size_t d = 0; d < p.extent.size(); ++d) {
+      const std::string name = fresh("p" + std::to_string(d), scope);
+      scope.insert(name);
+      loop_names.push_back(name);
+      idx.push_back(make_var(name));
+      const Expr start = substitute(p.start[d], names);
+      at.push_back(make_binary(OpKind::Add, start, make_var(name)));
+      const Expr ok = make_binary(OpKind::Lt, at.back(), make_dim(src->shape[d]));
+      inside = inside ? make_binary(OpKind::And, inside, ok) : ok;
+    }
+    const Expr zero = ir::is_float(src->dtype) ? make_float(0, src->dtype) : make_int(0, src->dtype);
+    Expr value = make_load(p.source, src->dtype, flatten(at, src->shape), at);
+    if (inside) value = make_select(inside, value, zero);
+    Stmt body = make_store(p.local, flatten(idx, p.extent), value);
+    for (size_t d = p.extent.size(); d-- > 0;)
+      body = make_for(loop_names[d], make_int(0), make_dim(p.extent[d]),
+                      d + 1 == p.extent.size() ? ForKind::Vectorized : ForKind::Serial, body);
+    return body;
+  }
+
+  const Stages& st_;
+  std::map<int, std::vector<int>> children_;
+  std::set<std::string> packed_;
+};
+
+}  // namespace
+
+Kernel realize(const Stages& st) {
+  Kernel k = st.kernel;
+  k.body = Realizer(st).run();
+  return k;
+}
+
+Target host_target() {
+  Target t;
+  __builtin_cpu_init();
+  t.vector_bytes = __builtin_cpu_supports("avx512f") ? 64 : __builtin_cpu_supports("avx2") ? 32 : 16;
+  t.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return t;
+}
+
+namespace {
+
+// The value ids named by `inline` directives so far, checked.
+ir::ValueId inline_target(const ir::Graph& graph, const Stages& st, const Directive& d) {
+  const int i = st.find(d.stage);
+  if (i < 0) {
+    std::string all;
+    for (const auto& s : st.stages) all += (all.empty() ? "" : ", ") + s.name;
+    throw ScheduleError(d, "there is no stage " + d.stage, "the stages are: " + all);
+  }
+  const Stage& s = st.stages[static_cast<size_t>(i)];
+  if (s.buffer.rfind("out", 0) == 0 && st.buffer(s.buffer)->role == BufferRole::Output)
+    throw ScheduleError(d, s.name + " is a result of the kernel; it must be stored", "");
+  if (s.reduce || s.what == "concat part" || s.what == "copy" || s.buffer[0] != 't')
+    throw ScheduleError(d, s.name + " is a " + s.what + ", not an elementwise value", "only elementwise stages inline");
+  const auto v = static_cast<ir::ValueId>(std::stoll(s.buffer.substr(1)));
+  OLLIE_CHECK(static_cast<size_t>(v) < graph.nodes.size(), "inline: bad stage buffer " + s.buffer);
+  return v;
+}
+
+}  // namespace
+
+Kernel lower(const ir::Graph& graph, const Schedule& schedule) {
+  std::set<ir::ValueId> inlined;
+  Stages st = build_stages(graph, inlined);
+  std::vector<const Directive*> applied;
+  for (const auto& d : schedule.directives) {
+    if (d.kind != DirectiveKind::Inline) {
+      apply_directive(graph, st, d);
+      applied.push_back(&d);
+      continue;
+    }
+    // Inlining removes a stage: rebuild without it and replay what came before.
+    std::set<ir::ValueId> more = inlined;
+    more.insert(inline_target(graph, st, d));
+    Stages rebuilt = build_stages(graph, more);
+    for (const Directive* p : applied) {
+      try {
+        apply_directive(graph, rebuilt, *p);
+      } catch (const ScheduleError& e) {
+        throw ScheduleError(d, "an earlier directive (" + to_text(*p) + ") no longer applies", e.reason());
+      }
+    }
+    st = std::move(rebuilt);
+    inlined = std::move(more);
+  }
+  return realize(st);
+}
+
+std::string describe_stages(const ir::Graph& graph) {
+  const Stages st = build_stages(graph, {});
+  std::string out;
+  for (const auto& s : st.stages) {
+    out += s.name + ":";
+    for (size_t i = 0; i < s.loops.size(); ++i)
+      out += std::string(i ? "," : "") + " for " + s.loops[i].name + " in [0, " + to_text(s.loops[i].extent) + ")" +
+             (s.loops[i].reduction ? " reduce" : "");
+    out += "  (" + s.what + ")\n";
+  }
+  return out;
+}
+
+}  // namespace ollie::loops

@@ -1,0 +1,87 @@
+// Internal to loops/: the stages lowering builds from the tensor IR and the scheduled
+// state that directives transform (apply.cpp) and that realize.cpp turns into loop nests.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "loops/loops.h"
+
+namespace ollie::loops {
+
+// One loop of a scheduled stage. `extent` may mention outer loops of the same stage (the
+// guarded tail of a split); `nominal` is a dims-only upper bound of it (buffer sizes).
+struct StageLoop {
+  std::string name;
+  Expr extent;
+  ir::DimExpr nominal;
+  bool reduction = false;
+  ForKind kind = ForKind::Serial;
+};
+
+// A local buffer whose tile a stage copies at the start of one of its loops.
+struct PackedTile {
+  std::string source;          // the buffer read
+  std::string local;           // the packed copy
+  int depth = 0;               // copied inside the first `depth` loops of the stage
+  std::vector<Expr> start;     // per dim of `source`, over those outer loops
+  ir::Shape extent;            // per dim: the tile's size (a dims-only bound)
+};
+
+// A perfect loop nest around one store: buffer[store_index] = value, or for a reduction
+// buffer[store_index] = combine(buffer[store_index], value) after buffer = init.
+// store_index and value are over the stage's variables (`vars`); `subst` maps each of
+// them to an expression over the loops.
+struct Stage {
+  std::string name;
+  std::string buffer;
+  ir::DType dtype = ir::DType::F32;
+  ir::Shape buffer_shape;
+  std::vector<std::string> vars;
+  std::vector<Expr> store_index;
+  Expr value;
+  bool reduce = false;
+  ir::OpKind combine = ir::OpKind::Add;
+  Expr init;
+  std::string what;            // "Reduce max", "Contract", "exp", ...: for describe_stages
+  bool contract = false;
+
+  // Scheduled state.
+  std::vector<StageLoop> loops;
+  std::map<std::string, Expr> subst;
+  int host = -1;               // compute_at: index of the host stage, -1 at the root
+  int shared = 0;              // loops shared with the host (its first `shared` loops)
+  std::vector<PackedTile> packs;
+};
+
+// Everything lowering produced: the kernel's ABI buffers and dims, the local buffers,
+// and the stages in execution order.
+struct Stages {
+  Kernel kernel;               // entry, buffers, dims, dim_names (body unset)
+  std::vector<Buffer> locals;
+  std::vector<Stage> stages;
+  std::set<std::string> reserved;  // C++ names taken (keywords, buffers, dims)
+
+  int find(const std::string& stage) const;
+  const Buffer* buffer(const std::string& name) const;
+};
+
+// Stages of `graph` with the default loops; `inline_nodes` lists the tensor-IR values
+// (beyond the default single-use ones) to recompute inside their readers.
+Stages build_stages(const ir::Graph& graph, const std::set<ir::ValueId>& inline_nodes);
+
+// The elementwise values that lowering inlines by default.
+std::set<ir::ValueId> default_inlined(const ir::Graph& graph);
+
+// Applies one directive to `st` or throws ScheduleError; `st` is unchanged on error.
+void apply_directive(const ir::Graph& graph, Stages& st, const Directive& d);
+
+// The kernel body: every stage's loop nest, producers computed at their hosts, local
+// buffers allocated around it.
+Kernel realize(const Stages& st);
+
+// Row-major flat index of `idx` in `shape`.
+Expr flatten(const std::vector<Expr>& idx, const ir::Shape& shape);
+
+}  // namespace ollie::loops

@@ -1,0 +1,128 @@
+// Property test of schedules: for every example, many random legal schedules (seeded)
+// lower, emit, compile and agree with the reference; every random directive that was
+// rejected is rejected again, with the same reason, by lower(). All kernels of one
+// example go into one shared object (one compile), each run in the runner by its own
+// entry symbol. OLLIE_SCHEDULES (default 200) and OLLIE_SCHEDULE_SEED (default 1) set
+// the count and the seed; a failure prints both and the schedule text.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <set>
+
+#include "kernel_check.h"
+#include "spec/spec.h"
+
+namespace {
+
+using namespace ollie_test;
+namespace loops = ollie::loops;
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+struct Case {
+  const char* name;
+  ollie::ir::DimBindings dims;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+// Small dims, odd where the spec allows, so that split factors leave tails.
+const std::vector<Case>& cases() {
+  static const std::vector<Case> list = {
+      {"matmul", {{"M", 5}, {"K", 7}, {"N", 9}}},
+      {"matmul_bias_relu", {{"M", 5}, {"K", 7}, {"N", 9}}},
+      {"softmax", {{"M", 3}, {"N", 19}}},
+      {"layernorm", {{"T", 3}, {"D", 19}}},
+      {"rmsnorm", {{"T", 3}, {"D", 19}}},
+      {"gelu", {{"M", 3}, {"N", 17}}},
+      {"swiglu_mlp", {{"T", 3}, {"D", 7}, {"F", 11}}},
+      {"attention_causal", {{"S", 9}, {"D", 5}}},
+      {"mha_causal", {{"S", 5}, {"DM", 6}, {"H", 3}, {"HD", 2}}},
+      {"rope", {{"S", 5}, {"H", 3}, {"HD", 6}}},
+      {"mla_decode", {{"B", 2}, {"H", 3}, {"S", 7}, {"L", 5}, {"DR", 4}, {"DN", 3}, {"DV", 5}}},
+  };
+  return list;
+}
+
+class SchedulePropertyTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SchedulePropertyTest, RandomLegalSchedulesAgreeAndIllegalOnesAreRejected) {
+  const Case& c = GetParam();
+  ollie::spec::SpecOptions options;
+  options.dim_overrides = c.dims;
+  const ollie::ir::Graph g =
+      ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/" + c.name + ".py", options);
+  const int count = env_int("OLLIE_SCHEDULES", 200);
+  const uint64_t seed = static_cast<uint64_t>(env_int("OLLIE_SCHEDULE_SEED", 1));
+  const loops::Target target{64, 2};
+
+  std::vector<loops::Schedule> schedules;
+  std::vector<loops::RejectedDirective> rejected;
+  std::set<std::string> distinct;
+  std::string kernels = ollie::emit::kernel_prelude(), adapters;
+  for (int i = 0; i < count; ++i) {
+    const uint64_t s = seed * 1000003 + static_cast<uint64_t>(i);
+    const loops::Schedule sched = loops::random_schedule(g, s, 8, &rejected, target);
+    schedules.push_back(sched);
+    distinct.insert(loops::to_text(sched));
+    const std::string id = std::to_string(i);
+    loops::Kernel k;
+    try {
+      k = loops::lower(g, sched);
+    } catch (const std::exception& e) {
+      FAIL() << c.name << " seed " << s << ": a schedule random_schedule accepted does not lower: " << e.what()
+             << "\n" << loops::to_text(sched);
+    }
+    kernels += "// schedule " + id + " (seed " + std::to_string(s) + ")\n" +
+               ollie::emit::emit_kernel(k, g, {.symbol = "ollie_kernel_" + id, .prelude = false, .schedule_text = {}}) + "\n";
+    adapters += ollie::build::adapter_source(
+        g, {.kernel = "ollie_kernel_" + id, .entry = "ollie_entry_" + id, .signature = "ollie_signature_" + id});
+  }
+  // The random moves must explore: many different schedules, and some rejections.
+  EXPECT_GT(distinct.size(), static_cast<size_t>(count) / 2) << c.name;
+  EXPECT_FALSE(rejected.empty()) << c.name;
+
+  ollie::build::Request request;
+  request.units = {{"kernels.cpp", kernels}, {"adapters.cpp", adapters}};
+  const ollie::build::Result built = driver().compile(request);
+  if (!built.ok) {
+    std::string culprits;
+    for (int i = 0; i < count; ++i)
+      if (built.log.find("ollie_kernel_" + std::to_string(i) + "(") != std::string::npos)
+        culprits += "schedule " + std::to_string(i) + " (seed " + std::to_string(seed * 1000003 + static_cast<uint64_t>(i)) +
+                    "):\n" + loops::to_text(schedules[static_cast<size_t>(i)]);
+    FAIL() << c.name << ": the kernels do not compile\n" << culprits << built.log.substr(0, 3000);
+  }
+  for (int i = 0; i < count; ++i) {
+    SCOPED_TRACE(std::string(c.name) + " seed " + std::to_string(seed * 1000003 + static_cast<uint64_t>(i)) +
+                 ", schedule:\n" + loops::to_text(schedules[static_cast<size_t>(i)]));
+    run_and_compare(built.so_path, g, "", "ollie_entry_" + std::to_string(i), {static_cast<unsigned>(i) + 1});
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+
+  // Every rejected move is rejected by lower() too, with the same reason, which names
+  // the stage or a loop.
+  for (const auto& r : rejected) {
+    loops::Schedule s = r.prefix;
+    s.directives.push_back(r.directive);
+    const std::string text = loops::to_text(s);
+    EXPECT_FALSE(r.reason.empty()) << text;
+    try {
+      loops::lower(g, s);
+      ADD_FAILURE() << c.name << ": a rejected directive was accepted by lower():\n" << text;
+    } catch (const loops::ScheduleError& e) {
+      EXPECT_EQ(e.reason(), r.reason) << text;
+      bool names_something = e.reason().find(r.directive.stage) != std::string::npos;
+      for (const auto& a : r.directive.args) names_something = names_something || e.reason().find(a) != std::string::npos;
+      EXPECT_TRUE(names_something) << e.reason() << "\n" << text;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, SchedulePropertyTest, ::testing::ValuesIn(cases()),
+                         [](const auto& p) { return std::string(p.param.name); });
+
+}  // namespace

@@ -1,0 +1,583 @@
+// Tests of schedules: the directive text form (round trip, located parse errors), the
+// effect of each directive on the realized loop nests of small specs, the legality checks
+// (a rejected directive names the loop or stage and the dependence), and a few scheduled
+// kernels compiled and run against the reference interpreter.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "build/build.h"
+#include "emit/emit.h"
+#include "interp/interp.h"
+#include "loops/loops.h"
+#include "runner/runner.h"
+#include "spec/spec.h"
+
+namespace {
+
+using namespace ollie::loops;
+
+ollie::ir::Graph spec(const std::string& source) {
+  return ollie::spec::compile_spec("test.py", "import numpy as np\n" + source, {});
+}
+
+// Stages t1 (row max), t5 (exp), t6 (row sum), out0 (divide).
+const ollie::ir::Graph& softmax() {
+  static const ollie::ir::Graph g = spec(
+      "DIMS = dict(M=3, N=5)\n"
+      "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n"
+      "    e = np.exp(x - x.max(axis=-1, keepdims=True))\n"
+      "    return e / e.sum(axis=-1, keepdims=True)\n");
+  return g;
+}
+
+// One stage out0: for m, for n, for k reduce.
+const ollie::ir::Graph& matmul() {
+  static const ollie::ir::Graph g = spec(
+      "DIMS = dict(M=3, K=4, N=5)\n"
+      "def f(a: \"f32[M, K]\", b: \"f32[K, N]\") -> \"f32[M, N]\":\n"
+      "    return a @ b\n");
+  return g;
+}
+
+// t1 = exp(x) is read twice by out0, so it keeps a stage of its own.
+const ollie::ir::Graph& square() {
+  static const ollie::ir::Graph g = spec(
+      "DIMS = dict(M=3, N=5)\n"
+      "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n"
+      "    e = np.exp(x)\n"
+      "    return e * e\n");
+  return g;
+}
+
+// EXPECT_TRUE(contains(text, part)): the text is printed when the part is missing.
+::testing::AssertionResult contains(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "missing:\n" << part << "\nin:\n" << text;
+}
+
+std::string lowered(const ollie::ir::Graph& g, const std::string& schedule) {
+  return to_text(lower(g, parse_schedule(schedule)));
+}
+
+// The error lower() rejects `schedule` with (a test failure when it is accepted).
+ScheduleError rejection(const ollie::ir::Graph& g, const std::string& schedule) {
+  try {
+    lower(g, parse_schedule(schedule));
+  } catch (const ScheduleError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "accepted: " << schedule;
+  return ScheduleError(Directive{}, "", "");
+}
+
+std::string reason(const ollie::ir::Graph& g, const std::string& schedule) { return rejection(g, schedule).reason(); }
+
+// ---- Text form ----
+
+TEST(ScheduleText, RoundTripsEveryDirective) {
+  const Schedule s{{
+      {DirectiveKind::Split, "t1", {"n"}, 16, 0},
+      {DirectiveKind::Reorder, "out0", {"n_i", "m", "n_o"}, 0, 0},
+      {DirectiveKind::Parallel, "out0", {"m"}, 0, 0},
+      {DirectiveKind::Vectorize, "t1_rf", {"n_i"}, 0, 0},
+      {DirectiveKind::Unroll, "t6", {"n"}, 0, 0},
+      {DirectiveKind::ComputeAt, "t6", {"out0", "m"}, 0, 0},
+      {DirectiveKind::Inline, "t5", {}, 0, 0},
+      {DirectiveKind::Pack, "out0", {"b", "m"}, 0, 0},
+      {DirectiveKind::Rfactor, "t4.0", {"n_i"}, 0, 0},
+  }};
+  const std::string text = to_text(s);
+  EXPECT_EQ(text,
+            "split t1 n 16\nreorder out0 n_i m n_o\nparallel out0 m\nvectorize t1_rf n_i\nunroll t6 n\n"
+            "compute_at t6 out0 m\ninline t5\npack out0 b m\nrfactor t4.0 n_i\n");
+  const Schedule back = parse_schedule(text);
+  ASSERT_EQ(back.directives.size(), s.directives.size());
+  for (size_t i = 0; i < s.directives.size(); ++i) {
+    const Directive& a = s.directives[i];
+    const Directive& b = back.directives[i];
+    EXPECT_EQ(b.kind, a.kind) << i;
+    EXPECT_EQ(b.stage, a.stage) << i;
+    EXPECT_EQ(b.args, a.args) << i;
+    EXPECT_EQ(b.factor, a.factor) << i;
+    EXPECT_EQ(b.line, static_cast<int>(i) + 1);
+    EXPECT_EQ(directive_name(b.kind), to_text(b).substr(0, to_text(b).find(' ')));
+  }
+  EXPECT_EQ(to_text(back), text);
+}
+
+TEST(ScheduleText, CommentsSemicolonsAndBlankLines) {
+  const Schedule s = parse_schedule(
+      "# a schedule\n"
+      "split out0 n 8   # the vector loop\n"
+      "\n"
+      "\treorder out0 n_i m;vectorize out0 n_i ;; parallel out0 m;\n"
+      "# split out0 m 2\n");
+  EXPECT_EQ(to_text(s), "split out0 n 8\nreorder out0 n_i m\nvectorize out0 n_i\nparallel out0 m\n");
+  ASSERT_EQ(s.directives.size(), 4u);
+  EXPECT_EQ(s.directives[0].line, 2);
+  EXPECT_EQ(s.directives[1].line, 4);
+  EXPECT_EQ(s.directives[3].line, 4);
+  EXPECT_TRUE(parse_schedule("").directives.empty());
+  EXPECT_TRUE(parse_schedule(" ; # nothing\n;;").directives.empty());
+}
+
+ollie::SpecError parse_error(const std::string& text) {
+  try {
+    parse_schedule(text, "tiles.schedule");
+  } catch (const ollie::SpecError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "parsed: " << text;
+  return ollie::SpecError("", "", {}, "");
+}
+
+void expect_parse_error(const std::string& text, int line, int col, const std::string& message,
+                        const std::string& hint) {
+  SCOPED_TRACE(text);
+  const ollie::SpecError e = parse_error(text);
+  EXPECT_EQ(e.loc().line, line);
+  EXPECT_EQ(e.loc().col, col);
+  EXPECT_EQ(e.message(), message);
+  const std::string what = e.what();
+  EXPECT_TRUE(contains(what, "tiles.schedule:" + std::to_string(line) + ":" + std::to_string(col) + ": error: "));
+  EXPECT_TRUE(contains(what, "hint: " + hint));
+}
+
+TEST(ScheduleText, ErrorsAreLocatedWithAHint) {
+  expect_parse_error("split out0 n 8\n  frob out0 n", 2, 3, "unknown schedule directive 'frob'",
+                     "directives are: split, reorder, parallel, vectorize, unroll, compute_at, inline, pack, rfactor");
+  // Too few arguments point just past the directive, too many at the first extra one.
+  expect_parse_error("split out0 n", 1, 13, "wrong number of arguments to split", "write: split STAGE LOOP FACTOR");
+  expect_parse_error("split out0 n 8 9", 1, 16, "wrong number of arguments to split", "write: split STAGE LOOP FACTOR");
+  expect_parse_error("vectorize out0 n; compute_at t1 out0", 1, 37, "wrong number of arguments to compute_at",
+                     "write: compute_at STAGE HOST LOOP");
+  expect_parse_error("reorder out0 n", 1, 15, "wrong number of arguments to reorder",
+                     "write: reorder STAGE LOOP LOOP...");
+  expect_parse_error("inline", 1, 7, "wrong number of arguments to inline", "write: inline STAGE");
+  expect_parse_error("inline t1 t2", 1, 11, "wrong number of arguments to inline", "write: inline STAGE");
+  for (const std::string f : {"0", "1", "x", "-3", "2.5", "99999999999"})
+    expect_parse_error("# tile\nsplit out0 n " + f, 2, 14, "split factor must be an integer >= 2, got '" + f + "'",
+                       "e.g. split t3 n 16");
+  expect_parse_error("split out0 n 2\nvectorize out0 3n", 2, 16, "'3n' is not a stage, loop or buffer name",
+                     "names are letters, digits, '_' and '.', starting with a letter or '_'");
+  expect_parse_error("pack out0 a-b m", 1, 11, "'a-b' is not a stage, loop or buffer name",
+                     "names are letters, digits, '_' and '.', starting with a letter or '_'");
+}
+
+// ---- What each directive does ----
+
+TEST(ScheduleDirectives, DescribeStagesListsWhatAScheduleNames) {
+  EXPECT_EQ(describe_stages(softmax()),
+            "t1: for m in [0, M), for n in [0, N) reduce  (Reduce max)\n"
+            "t5: for m in [0, M), for n in [0, N)  (exp)\n"
+            "t6: for m in [0, M), for n in [0, N) reduce  (Reduce sum)\n"
+            "out0: for m in [0, M), for n in [0, N)  (div)\n");
+}
+
+TEST(ScheduleDirectives, SplitGuardsTheTailOnlyWhenTheFactorMayNotDivide) {
+  EXPECT_EQ(lowered(square(), "split t1 n 2"), R"(kernel f(in x: f32[M, N], out out0: f32[M, N]) dims [M, N]
+  allocate t1: f32[M*N]
+  for m in [0, M):
+    for n_o in [0, ((N + 1)//2)):
+      for n_i in [0, min(2, (N - (n_o * 2)))):
+        t1[((m * N) + ((n_o * 2) + n_i))] = exp(x[((m * N) + ((n_o * 2) + n_i))])
+  for m in [0, M):
+    for n in [0, N):
+      out0[((m * N) + n)] = (t1[((m * N) + n)] * t1[((m * N) + n)])
+)");
+  // A split reduction loop stays a reduction on both halves.
+  EXPECT_TRUE(contains(lowered(softmax(), "split t1 n 2"),
+                       "    for n_o in [0, ((N + 1)//2)) reduce:\n"
+                       "      for n_i in [0, min(2, (N - (n_o * 2)))) reduce:\n"
+                       "        t1[m] = max(t1[m], x[((m * N) + ((n_o * 2) + n_i))])\n"));
+  const auto fixed = spec(
+      "DIMS = dict(M=3)\n"
+      "def f(x: \"f32[M, 4]\") -> \"f32[M, 4]\":\n"
+      "    return x * 2.0\n");
+  EXPECT_TRUE(contains(lowered(fixed, "split out0 i 2"), "    for i_o in [0, 2):\n      for i_i in [0, 2):\n"));
+  EXPECT_TRUE(contains(lowered(fixed, "split out0 i 3"),
+                       "    for i_o in [0, 2):\n      for i_i in [0, min(3, (4 - (i_o * 3)))):\n"));
+  // A factor beyond the extent: one outer iteration.
+  EXPECT_TRUE(contains(lowered(fixed, "split out0 i 8"),
+                       "    for i_o in [0, 1):\n      for i_i in [0, min(8, (4 - (i_o * 8)))):\n"));
+  // Splitting a tail splits its guarded extent again.
+  EXPECT_TRUE(contains(lowered(square(), "split out0 n 4; split out0 n_i 2"),
+                       "    for n_o in [0, ((N + 3)//4)):\n"
+                       "      for n_i_o in [0, floordiv((min(4, (N - (n_o * 4))) + 1), 2)):\n"
+                       "        for n_i_i in [0, min(2, (min(4, (N - (n_o * 4))) - (n_i_o * 2)))):\n"
+                       "          out0[((m * N) + ((n_o * 4) + ((n_i_o * 2) + n_i_i)))] = "));
+}
+
+TEST(ScheduleDirectives, ReorderPermutesTheNamedLoops) {
+  EXPECT_TRUE(contains(lowered(square(), "reorder out0 n m"),
+                       "  for n in [0, N):\n    for m in [0, M):\n      out0[((m * N) + n)] = "));
+  // The named loops take the positions they occupy; the others stay put.
+  EXPECT_TRUE(contains(lowered(matmul(), "reorder out0 k m"),
+                       "  for k in [0, K) reduce:\n    for n in [0, N):\n      for m in [0, M):\n"));
+}
+
+TEST(ScheduleDirectives, LoopKindsAppearInTheText) {
+  EXPECT_TRUE(contains(lowered(square(), "parallel out0 n; unroll out0 m"),
+                       "  unrolled for m in [0, M):\n    parallel for n in [0, N):\n      out0["));
+  // Matmul with the output's row innermost: the initialisation becomes a loop of its own
+  // in front of the reduction loop.
+  EXPECT_EQ(lowered(matmul(), "reorder out0 k n; vectorize out0 n; parallel out0 m; unroll out0 k"),
+            R"(kernel f(in a: f32[M, K], in b: f32[K, N], out out0: f32[M, N]) dims [M, K, N]
+  parallel for m in [0, M):
+    vectorized for n in [0, N):
+      out0[((m * N) + n)] = f32(0)
+    unrolled for k in [0, K) reduce:
+      vectorized for n in [0, N):
+        out0[((m * N) + n)] = (out0[((m * N) + n)] + (a[((m * K) + k)] * b[((k * N) + n)]))
+)");
+  // An unroll hint is fine on a reduction loop.
+  EXPECT_TRUE(contains(lowered(softmax(), "unroll t1 n"), "    unrolled for n in [0, N) reduce:\n"));
+}
+
+TEST(ScheduleDirectives, ComputeAtFusesSoftmaxIntoOneRowLoop) {
+  EXPECT_EQ(lowered(softmax(), "compute_at t6 out0 m; compute_at t5 out0 m; compute_at t1 out0 m; parallel out0 m"),
+            R"(kernel f(in x: f32[M, N], out out0: f32[M, N]) dims [M, N]
+  allocate t1: f32[M]
+  allocate t5: f32[M*N]
+  allocate t6: f32[M]
+  parallel for m in [0, M):
+    t1[m] = f32(-inf)
+    for n in [0, N) reduce:
+      t1[m] = max(t1[m], x[((m * N) + n)])
+    for n in [0, N):
+      t5[((m * N) + n)] = exp((x[((m * N) + n)] - t1[m]))
+    t6[m] = f32(0)
+    for n in [0, N) reduce:
+      t6[m] = (t6[m] + t5[((m * N) + n)])
+    for n in [0, N):
+      out0[((m * N) + n)] = (t5[((m * N) + n)] / t6[m])
+)");
+}
+
+TEST(ScheduleDirectives, ComputeAtSharesEveryLoopDownToTheNamedOne) {
+  EXPECT_TRUE(contains(lowered(square(), "compute_at t1 out0 n"),
+                       "  for m in [0, M):\n    for n in [0, N):\n"
+                       "      t1[((m * N) + n)] = exp(x[((m * N) + n)])\n"
+                       "      out0[((m * N) + n)] = (t1[((m * N) + n)] * t1[((m * N) + n)])\n"));
+  // Split alike, the producer can share the tail loop too.
+  EXPECT_TRUE(contains(lowered(square(), "split out0 n 2; split t1 n 2; compute_at t1 out0 n_i"),
+                       "      for n_i in [0, min(2, (N - (n_o * 2)))):\n"
+                       "        t1[((m * N) + ((n_o * 2) + n_i))] = exp(x[((m * N) + ((n_o * 2) + n_i))])\n"
+                       "        out0[((m * N) + ((n_o * 2) + n_i))] = "));
+  // Inside a host's reduction loop: exp computed element by element as the sum reads it,
+  // and that sum in turn inside out0's rows (nested hosts are built inside out).
+  EXPECT_TRUE(contains(lowered(softmax(), "compute_at t5 t6 n; compute_at t6 out0 m"),
+                       "  for m in [0, M):\n"
+                       "    t6[m] = f32(0)\n"
+                       "    for n in [0, N) reduce:\n"
+                       "      t5[((m * N) + n)] = exp((x[((m * N) + n)] - t1[m]))\n"
+                       "      t6[m] = (t6[m] + t5[((m * N) + n)])\n"
+                       "    for n in [0, N):\n"
+                       "      out0[((m * N) + n)] = (t5[((m * N) + n)] / t6[m])\n"));
+}
+
+TEST(ScheduleDirectives, RfactorMakesAStageOfPartialResultsOverAPureLoop) {
+  const std::string text = lowered(softmax(), "split t1 n 2; rfactor t1 n_i; vectorize t1_rf n_i");
+  EXPECT_TRUE(contains(text, "  allocate t1_rf: f32[2*M]\n"));
+  // All partial results are initialised (the tail may not reach them), then accumulated
+  // over n_o with n_i a pure, vectorized loop, then reduced into t1.
+  EXPECT_TRUE(
+      contains(text,
+               "  for m in [0, M):\n"
+               "    vectorized for n_i in [0, 2):\n"
+               "      t1_rf[((m * 2) + n_i)] = f32(-inf)\n"
+               "    for n_o in [0, ((N + 1)//2)) reduce:\n"
+               "      vectorized for n_i in [0, min(2, (N - (n_o * 2)))):\n"
+               "        t1_rf[((m * 2) + n_i)] = max(t1_rf[((m * 2) + n_i)], x[((m * N) + ((n_o * 2) + n_i))])\n"
+               "  for m in [0, M):\n"
+               "    t1[m] = f32(-inf)\n"
+               "    for n_i in [0, 2) reduce:\n"
+               "      t1[m] = max(t1[m], t1_rf[((m * 2) + n_i)])\n"));
+  // The new stage is scheduled like any other: computed at the consumer's rows.
+  EXPECT_TRUE(contains(lowered(matmul(), "reorder out0 k n; rfactor out0 k; compute_at out0_rf out0 m"),
+                       "  for m in [0, M):\n"
+                       "    for k in [0, K):\n"
+                       "      for n in [0, N):\n"
+                       "        out0_rf[((((m * N) + n) * K) + k)] = f32(0)\n"
+                       "        out0_rf[((((m * N) + n) * K) + k)] = (out0_rf[((((m * N) + n) * K) + k)] + "
+                       "(a[((m * K) + k)] * b[((k * N) + n)]))\n"
+                       "    for n in [0, N):\n"
+                       "      out0[((m * N) + n)] = f32(0)\n"
+                       "      for k in [0, K) reduce:\n"
+                       "        out0[((m * N) + n)] = (out0[((m * N) + n)] + out0_rf[((((m * N) + n) * K) + k)])\n"));
+}
+
+TEST(ScheduleDirectives, PackCopiesTheTileIntoALocalBuffer) {
+  EXPECT_EQ(lowered(matmul(), "split out0 n 2; reorder out0 n_o m; pack out0 b m"),
+            R"(kernel f(in a: f32[M, K], in b: f32[K, N], out out0: f32[M, N]) dims [M, K, N]
+  for n_o in [0, ((N + 1)//2)):
+    for m in [0, M):
+      allocate b_out0_pack: f32[2*K]
+      for p0 in [0, K):
+        vectorized for p1 in [0, 2):
+          b_out0_pack[((p0 * 2) + p1)] = select(((p0 < K) && (((n_o * 2) + p1) < N)), b[((p0 * N) + ((n_o * 2) + p1))], f32(0))
+      for n_i in [0, min(2, (N - (n_o * 2)))):
+        out0[((m * N) + ((n_o * 2) + n_i))] = f32(0)
+        for k in [0, K) reduce:
+          out0[((m * N) + ((n_o * 2) + n_i))] = (out0[((m * N) + ((n_o * 2) + n_i))] + (a[((m * K) + k)] * b_out0_pack[((k * 2) + (((n_o * 2) + n_i) - (n_o * 2)))]))
+)");
+}
+
+TEST(ScheduleDirectives, InlineRecomputesAValueReadTwice) {
+  EXPECT_EQ(lowered(square(), "inline t1"), R"(kernel f(in x: f32[M, N], out out0: f32[M, N]) dims [M, N]
+  for m in [0, M):
+    for n in [0, N):
+      out0[((m * N) + n)] = (exp(x[((m * N) + n)]) * exp(x[((m * N) + n)]))
+)");
+  // Directives before the inline are replayed without the stage.
+  const std::string text = lowered(softmax(), "compute_at t6 out0 m; inline t5; compute_at t1 out0 m");
+  EXPECT_EQ(text.find("t5"), std::string::npos) << text;
+  EXPECT_TRUE(contains(text,
+                       "      t6[m] = (t6[m] + exp((x[((m * N) + n)] - t1[m])))\n"
+                       "    for n in [0, N):\n"
+                       "      out0[((m * N) + n)] = (exp((x[((m * N) + n)] - t1[m])) / t6[m])\n"));
+}
+
+// ---- Rejections ----
+
+TEST(ScheduleRejects, ParallelOrVectorizedReductionLoops) {
+  const ScheduleError e = rejection(softmax(), "vectorize t1 n");
+  EXPECT_EQ(e.reason(), "loop n carries the reduction into t1[m]");
+  EXPECT_TRUE(contains(e.detail(), "rfactor t1 n first"));
+  EXPECT_EQ(e.directive().kind, DirectiveKind::Vectorize);
+  EXPECT_EQ(e.directive().line, 1);
+  EXPECT_TRUE(contains(std::string(e.what()), "schedule line 1: cannot vectorize t1 n: loop n carries the reduction"));
+  EXPECT_EQ(reason(softmax(), "parallel t6 n"), "loop n carries the reduction into t6[m]");
+  EXPECT_EQ(reason(matmul(), "reorder out0 k n; parallel out0 k"), "loop k carries the reduction into out0[m, n]");
+  EXPECT_EQ(reason(matmul(), "split out0 k 2; vectorize out0 k_i"), "loop k_i carries the reduction into out0[m, n]");
+}
+
+TEST(ScheduleRejects, VectorizeOnlyTheInnermostLoop) {
+  EXPECT_EQ(reason(square(), "vectorize out0 m"), "loop m is not innermost (n is inside it)");
+  EXPECT_EQ(reason(square(), "vectorize out0 n; reorder out0 n m"), "loop n is vectorized and must stay innermost");
+  EXPECT_EQ(reason(square(), "vectorize out0 n; compute_at t1 out0 n"),
+            "loop n of out0 is vectorized; nothing can be computed inside it");
+}
+
+TEST(ScheduleRejects, ASplitTailStaysInsideItsOuterLoop) {
+  const ScheduleError e = rejection(square(), "split out0 n 2; reorder out0 n_i n_o");
+  EXPECT_EQ(e.reason(), "the extent of loop n_i depends on loop n_o");
+  EXPECT_EQ(e.detail(), "n_i is the guarded tail of a split of n_o; it must stay inside it");
+  EXPECT_EQ(reason(square(), "split out0 m 2; reorder out0 n m_o"), "the extent of loop m_i depends on loop m_o");
+  EXPECT_EQ(reason(square(), "reorder out0 n n"), "loop n is named twice");
+}
+
+TEST(ScheduleRejects, ComputeAtWhereTheHostReadsOtherIterations) {
+  // Through a transpose: out0[n, n1] reads e[n1, n], written at another row.
+  const auto transposed = spec(
+      "DIMS = dict(N=3)\n"
+      "def f(x: \"f32[N, N]\") -> \"f32[N, N]\":\n"
+      "    e = np.exp(x)\n"
+      "    return e.T + e\n");
+  for (const char* loop : {"n", "n1"}) {
+    const ScheduleError e = rejection(transposed, std::string("compute_at t1 out0 ") + loop);
+    EXPECT_EQ(e.reason(), "out0 reads elements of t1 that t1 writes at other iterations of out0.n");
+    EXPECT_TRUE(contains(e.detail(), "only read the slice written at that iteration"));
+  }
+  // A column sum reduces over the rows the shared loop would hand out one at a time.
+  const auto columns = spec(
+      "DIMS = dict(N=3)\n"
+      "def f(x: \"f32[N, N]\") -> \"f32[N]\":\n"
+      "    y = np.exp(x)\n"
+      "    return y.sum(axis=0) + y.max(axis=0)\n");
+  EXPECT_EQ(reason(columns, "compute_at t1 t2 n"),
+            "t2 reads elements of t1 that t1 writes at other iterations of t2.n");
+  // Another reader still runs before the moved producer.
+  const ScheduleError early = rejection(softmax(), "compute_at t1 out0 m");
+  EXPECT_EQ(early.reason(), "t5 reads t1 before t1 writes it");
+  EXPECT_EQ(early.detail(), "the reader's nest runs first");
+  EXPECT_EQ(reason(softmax(), "compute_at t5 out0 n"), "t6 reads t5 before t5 writes it");
+}
+
+TEST(ScheduleRejects, ComputeAtNeedsMatchingPureLoops) {
+  const auto columns = spec(
+      "DIMS = dict(M=3, N=5)\n"
+      "def f(x: \"f32[M, N]\") -> \"f32[N]\":\n"
+      "    y = np.exp(x)\n"
+      "    return y.sum(axis=0) + y.max(axis=0)\n");
+  const ScheduleError e = rejection(columns, "compute_at t1 t2 n");
+  EXPECT_EQ(e.reason(), "loop m of t1 walks [0, M) but loop n of t2 walks [0, N)");
+  EXPECT_TRUE(contains(e.detail(), "split both stages alike first"));
+  EXPECT_EQ(reason(square(), "split out0 n 2; split t1 n 3; compute_at t1 out0 n_o"),
+            "loop n_o of t1 walks [0, ((N + 2)//3)) but loop n_o of out0 walks [0, ((N + 1)//2))");
+  EXPECT_EQ(reason(square(), "split out0 n 2; compute_at t1 out0 n_o"),
+            "loop n of t1 walks [0, N) but loop n_o of out0 walks [0, ((N + 1)//2))");
+  EXPECT_EQ(reason(softmax(), "compute_at t6 out0 n"),
+            "loop n of t6 is a reduction loop; only pure loops can be shared");
+  EXPECT_EQ(reason(softmax(), "compute_at out0 t1 m"), "t1 runs before out0");
+  EXPECT_EQ(reason(softmax(), "compute_at t1 t1 m"), "t1 cannot be computed inside itself");
+  EXPECT_EQ(reason(softmax(), "compute_at t6 out0 m; compute_at t6 out0 m"), "t6 is already computed at out0");
+  EXPECT_EQ(reason(softmax(), "compute_at t6 out0 m; compute_at t5 t6 n"), "t6 is itself computed at out0");
+  // The parts of a concatenation write one buffer together.
+  const auto concat = spec(
+      "DIMS = dict(M=3, N=5)\n"
+      "def f(x: \"f32[M, N]\", y: \"f32[M, N]\") -> \"f32[M, N]\":\n"
+      "    e = np.exp(x)\n"
+      "    return np.concatenate([e, y], axis=1).sum(axis=1, keepdims=True) * e\n");
+  EXPECT_EQ(reason(concat, "compute_at t3.0 t4 m"), "t3.0 writes t3 together with t3.1");
+}
+
+TEST(ScheduleRejects, LoopsSharedWithAHostBelongToTheHost) {
+  const std::string fused = "compute_at t6 out0 m; ";
+  for (const char* d : {"split out0 m 2", "reorder out0 n m"})
+    EXPECT_EQ(reason(softmax(), fused + d), "t6 is computed inside loop m of out0") << d;
+  for (const char* d : {"split t6 m 2", "reorder t6 n m", "parallel t6 m", "vectorize t6 m"})
+    EXPECT_EQ(reason(softmax(), fused + d), "loop m of t6 is shared with its host out0") << d;
+  // Loops inside the shared ones are still the stage's own.
+  EXPECT_TRUE(contains(lowered(softmax(), fused + "split t6 n 2; split out0 n 2"),
+                       "    for n_o in [0, ((N + 1)//2)) reduce:\n"));
+}
+
+TEST(ScheduleRejects, RfactorNeedsAReductionLoop) {
+  EXPECT_EQ(reason(softmax(), "rfactor t1 m"), "loop m of t1 is not a reduction loop");
+  EXPECT_EQ(reason(softmax(), "rfactor out0 n"), "loop n of out0 is not a reduction loop");
+  EXPECT_EQ(reason(softmax(), "split t1 n 2; rfactor t1 n_i; rfactor t1 n_i"), "t1 is already factored (t1_rf exists)");
+  EXPECT_EQ(reason(softmax(), "compute_at t6 out0 m; rfactor t6 n"), "t6 is computed at a host");
+}
+
+TEST(ScheduleRejects, UnknownNamesListTheValidOnes) {
+  const ScheduleError stage = rejection(softmax(), "split t9 n 2");
+  EXPECT_EQ(stage.reason(), "there is no stage t9");
+  EXPECT_TRUE(contains(stage.detail(), "the stages are: t1, t5, t6, out0"));
+  const ScheduleError loop = rejection(softmax(), "split t1 n 2; vectorize t1 n");
+  EXPECT_EQ(loop.reason(), "t1 has no loop n");
+  EXPECT_EQ(loop.detail(), "its loops are: m, n_o, n_i");
+  EXPECT_EQ(reason(softmax(), "compute_at t5 out0 q"), "out0 has no loop q");
+  EXPECT_EQ(reason(softmax(), "compute_at t5 t7 m"), "there is no stage t7");
+  EXPECT_EQ(reason(matmul(), "pack out0 c m"), "there is no buffer c");
+}
+
+TEST(ScheduleRejects, InlineOnlyIntermediateElementwiseStages) {
+  EXPECT_EQ(reason(softmax(), "inline t1"), "t1 is a Reduce max, not an elementwise value");
+  EXPECT_EQ(reason(softmax(), "inline out0"), "out0 is a result of the kernel; it must be stored");
+  EXPECT_EQ(reason(softmax(), "inline t5; inline t5"), "there is no stage t5");
+  const ScheduleError replay = rejection(softmax(), "vectorize t5 n; inline t5");
+  EXPECT_EQ(replay.reason(), "an earlier directive (vectorize t5 n) no longer applies");
+  EXPECT_EQ(replay.detail(), "there is no stage t5");
+  EXPECT_EQ(replay.directive().kind, DirectiveKind::Inline);
+}
+
+TEST(ScheduleRejects, PackOnlyTilesOfBuffersTheStageReads) {
+  EXPECT_EQ(reason(matmul(), "pack out0 b k"), "loop k is innermost: the tile would be one element");
+  EXPECT_EQ(reason(matmul(), "pack out0 out0 m"), "out0 writes out0; only buffers it reads can be packed");
+  EXPECT_EQ(reason(softmax(), "pack out0 x m"), "out0 does not read x");
+  EXPECT_EQ(reason(matmul(), "pack out0 b m; pack out0 b m"), "b is already packed in out0");
+  EXPECT_EQ(reason(matmul(), "pack out0 b n; split out0 m 2"), "a tile of b is packed inside loop m");
+  // A buffer written one slice at a time inside the reader's loop is not complete there.
+  for (const char* s : {"compute_at t1 out0 m; pack out0 t1 m", "pack out0 t1 m; compute_at t1 out0 m"})
+    EXPECT_EQ(reason(square(), s), "out0 packs a tile of t1, which t1 writes one slice at a time inside out0.m") << s;
+}
+
+// Random schedules keep only legal directives; each rejected one, replayed after its
+// prefix through lower(), is rejected with the same reason.
+TEST(ScheduleRejects, RandomScheduleRejectionsReplayThroughLower) {
+  size_t rejections = 0;
+  for (const ollie::ir::Graph* g : {&softmax(), &matmul(), &square()}) {
+    for (uint64_t seed = 0; seed < 12; ++seed) {
+      std::vector<RejectedDirective> rejected;
+      const Schedule s = random_schedule(*g, seed, 10, &rejected);
+      EXPECT_EQ(to_text(random_schedule(*g, seed, 10)), to_text(s)) << "seed " << seed;
+      EXPECT_NO_THROW(lower(*g, s)) << to_text(s);
+      const std::string text = to_text(s);
+      for (const auto& r : rejected) {
+        ++rejections;
+        EXPECT_FALSE(r.reason.empty()) << to_text(r.directive);
+        EXPECT_EQ(text.rfind(to_text(r.prefix), 0), 0u) << "prefix of\n" << text;
+        Schedule tried = r.prefix;
+        tried.directives.push_back(r.directive);
+        try {
+          lower(*g, tried);
+          ADD_FAILURE() << "accepted after its prefix: " << to_text(r.directive) << "\n" << to_text(r.prefix);
+        } catch (const ScheduleError& e) {
+          EXPECT_EQ(e.reason(), r.reason) << to_text(tried);
+          EXPECT_EQ(to_text(e.directive()), to_text(r.directive));
+        }
+      }
+    }
+  }
+  EXPECT_GT(rejections, 10u);
+}
+
+// ---- Scheduled kernels agree with the reference ----
+
+struct ScratchDir {
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("ollie-schedule-test-" + std::to_string(getpid()));
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+};
+
+// Compiles `g` under `schedule`, runs it on random inputs at its bound dims and compares
+// every element with the reference interpreter's bound.
+void expect_agrees(const ollie::ir::Graph& g, const std::string& schedule) {
+  SCOPED_TRACE(schedule);
+  static const ScratchDir dir;
+  static ollie::build::Driver driver(dir.path.string());
+  const std::string source = ollie::emit::emit_kernel(lower(g, parse_schedule(schedule)), g);
+  ollie::build::Request request;
+  request.units = {{g.entry + ".ollie.h", ollie::emit::emit_header(g)},
+                   {"kernel.cpp", "#include \"" + g.entry + ".ollie.h\"\n" + source},
+                   {"ollie_adapter.cpp", ollie::build::adapter_source(g)}};
+  const ollie::build::Result built = driver.compile(request);
+  ASSERT_TRUE(built.ok) << built.log << "\n" << source;
+
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<ollie::interp::Tensor> inputs;
+  for (const auto& p : g.params) {
+    ollie::interp::Tensor t;
+    t.dtype = p.dtype;
+    t.shape = ollie::ir::evaluate_shape(p.shape, g.bound_dims);
+    t.data.resize(static_cast<size_t>(ollie::ir::element_count(t.shape)));
+    for (auto& x : t.data) x = static_cast<float>(normal(rng));
+    inputs.push_back(std::move(t));
+  }
+  ollie::runner::Options options;
+  options.runner_path = OLLIE_RUNNER;
+  options.timeout_seconds = 30;
+  options.threads = 2;
+  const ollie::runner::Outcome got = ollie::runner::run(built.so_path, g, inputs, options);
+  ASSERT_EQ(got.status, ollie::runner::Status::Ok) << got.message << "\n" << source;
+  const ollie::interp::Result want = ollie::interp::evaluate(g, inputs);
+  ASSERT_EQ(got.outputs.size(), want.values.size());
+  for (size_t i = 0; i < want.values.size(); ++i) {
+    ASSERT_EQ(got.outputs[i].data.size(), want.values[i].data.size());
+    for (size_t e = 0; e < want.values[i].data.size(); ++e)
+      ASSERT_LE(std::abs(got.outputs[i].data[e] - want.values[i].data[e]), want.bounds[i].data[e])
+          << "out" << i << "[" << e << "]\n"
+          << source;
+  }
+}
+
+TEST(ScheduleRuns, FusedSoftmaxWithFactoredRowReductions) {
+  expect_agrees(softmax(),
+                "split t1 n 2; rfactor t1 n_i; vectorize t1_rf n_i; split t6 n 4; rfactor t6 n_i\n"
+                "compute_at t6 out0 m; compute_at t6_rf out0 m; compute_at t5 out0 m; compute_at t1 out0 m\n"
+                "compute_at t1_rf out0 m; parallel out0 m");
+}
+
+TEST(ScheduleRuns, SoftmaxExpComputedInsideTheSum) {
+  expect_agrees(softmax(), "inline t5; compute_at t6 out0 m; compute_at t1 out0 m; vectorize out0 n");
+  expect_agrees(softmax(), "compute_at t5 t6 n; compute_at t6 out0 m; compute_at t1 out0 m");
+}
+
+TEST(ScheduleRuns, MatmulTilesWithPackedPanelsAndTails) {
+  expect_agrees(matmul(),
+                "split out0 m 2; parallel out0 m_o; split out0 k 3; reorder out0 k_o n; pack out0 a n; "
+                "pack out0 b m_i");
+  expect_agrees(matmul(), "split out0 n 2; reorder out0 n_o k; pack out0 b m; unroll out0 k");
+  expect_agrees(matmul(), "split out0 k 3; reorder out0 k_o n; rfactor out0 k_i; vectorize out0_rf k_i");
+}
+
+}  // namespace
