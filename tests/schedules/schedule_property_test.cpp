@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <set>
 
-#include "kernel_check.h"
+#include "../emit/kernel_check.h"
 #include "spec/spec.h"
 
 namespace {
