@@ -69,6 +69,18 @@ template <class T> inline T ollie_floordiv(T a, T b) {
 // Constant-size local buffers up to this size are stack arrays.
 constexpr int64_t kStackBytes = 64 * 1024;
 
+// ollie_math: vectorizable exp, tanh, log (and erf for float) within 2 ulps
+// (src/emit/kernel_math.h, pasted as text).
+const char* kKernelMath =
+#include "emit/kernel_math_text.inc"
+    ;
+
+// The function computing a call: ollie_math's where it has one for the type.
+std::string call_function(const std::string& fn, DType t) {
+  const bool has = fn == "exp" || fn == "tanh" || fn == "log" || (fn == "erf" && t == DType::F32);
+  return (has && ir::is_float(t) ? "ollie_math::" : "std::") + fn;
+}
+
 class Printer {
  public:
   explicit Printer(const loops::Kernel& k) {
@@ -87,7 +99,16 @@ class Printer {
           case OpKind::Neg: return "(-" + expr(e->args[0]) + ")";
           case OpKind::Not: return "(!" + expr(e->args[0]) + ")";
           case OpKind::Abs: return "std::abs(" + expr(e->args[0]) + ")";
-          default: return "ollie_powi(" + expr(e->args[0]) + ", " + std::to_string(e->int_value) + ")";
+          default: {
+            // Small powers as products (vectorizable); others by repeated squaring.
+            const int64_t n = e->int_value;
+            if (n < 1 || n > 4 || !ir::is_float(e->dtype))
+              return "ollie_powi(" + expr(e->args[0]) + ", " + std::to_string(n) + ")";
+            const std::string a = expr(e->args[0]);
+            std::string p = a;
+            for (int64_t i = 1; i < n; ++i) p += " * " + a;
+            return "(" + p + ")";
+          }
         }
       case ExprKind::Binary: {
         const std::string a = expr(e->args[0]), b = expr(e->args[1]);
@@ -117,7 +138,7 @@ class Printer {
         return "(" + expr(e->args[0]) + " ? " + expr(e->args[1]) + " : " + expr(e->args[2]) + ")";
       case ExprKind::Cast: return std::string("static_cast<") + c_type(e->dtype) + ">(" + expr(e->args[0]) + ")";
       case ExprKind::Call: {
-        std::string s = "std::" + e->name + "(";
+        std::string s = call_function(e->name, e->args[0]->dtype) + "(";
         for (size_t i = 0; i < e->args.size(); ++i) s += (i ? ", " : "") + expr(e->args[i]);
         return s + ")";
       }
@@ -129,6 +150,7 @@ class Printer {
     const std::string pad(static_cast<size_t>(depth) * 2, ' ');
     switch (s->kind) {
       case StmtKind::For: {
+        if (s->for_kind == loops::ForKind::Vectorized && s->reduction) return vector_sum(s, depth, out);
         switch (s->for_kind) {
           case loops::ForKind::Parallel: out << pad << "#pragma omp parallel for\n"; break;
           case loops::ForKind::Vectorized: out << pad << "#pragma omp simd\n"; break;
@@ -169,6 +191,28 @@ class Printer {
   }
 
  private:
+  // A vectorized reduction loop (a sum: the only combine a schedule may vectorize) around
+  // `B[i] = B[i] + v`: the sum runs in a scalar accumulator that OpenMP splits over lanes.
+  void vector_sum(const Stmt& s, int depth, std::ostringstream& out) {
+    const std::string pad(static_cast<size_t>(depth) * 2, ' ');
+    const Stmt& st = s->body[0];
+    OLLIE_CHECK(st->kind == StmtKind::Store && st->value->kind == ExprKind::Binary && st->value->op == OpKind::Add &&
+                    st->value->args[0]->kind == ExprKind::Load && st->value->args[0]->name == st->name,
+                "emit: a vectorized reduction loop must hold one sum update, in " + s->name);
+    const std::string acc = st->name + "_acc";
+    const std::string at = st->name + "[" + expr(st->index) + "]";
+    out << pad << "{\n"
+        << pad << "  " << c_type(st->value->dtype) << " " << acc << " = " << at << ";\n"
+        << pad << "  #pragma omp simd reduction(+:" << acc << ")\n"
+        << pad << "  for (int64_t " << s->name << " = " << expr(s->min) << "; " << s->name << " < "
+        << (s->min->kind == ExprKind::IntImm && s->min->int_value == 0 ? "" : expr(s->min) + " + ") << expr(s->extent)
+        << "; ++" << s->name << ") {\n"
+        << pad << "    " << acc << " = " << acc << " + " << expr(st->value->args[1]) << ";\n"
+        << pad << "  }\n"
+        << pad << "  " << at << " = " << acc << ";\n"
+        << pad << "}\n";
+  }
+
   static std::string int_text(int64_t v, DType t) {
     if (t == DType::Bool) return v ? "true" : "false";
     if (v == std::numeric_limits<int64_t>::min()) return "std::numeric_limits<int64_t>::min()";
@@ -253,7 +297,7 @@ std::string kernel_declaration(const ir::Graph& graph) {
 std::string kernel_prelude() {
   return std::string("#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <limits>\n"
                      "#include <memory>\n#include <type_traits>\n\n") +
-         kHelpers + "\n";
+         kHelpers + "\n" + kKernelMath + "\n";
 }
 
 std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph, const EmitOptions& options) {
