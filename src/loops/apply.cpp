@@ -6,6 +6,28 @@
 #include "loops/stages.h"
 
 namespace ollie::loops {
+
+Canonical canonical(const Stages& st, int s, int t) {
+  const Stage& st_s = st.stages[static_cast<size_t>(s)];
+  if (t < st_s.shared) return canonical(st, st_s.host, t);
+  return {s, t};
+}
+
+std::string canonical_name(const Canonical& c) {
+  return "@" + std::to_string(c.owner) + "." + std::to_string(c.index);
+}
+
+// Expression over stage `s`'s vars, rewritten over canonical loop names.
+Expr in_canonical(const Stages& st, int s, const Expr& e) {
+  const Stage& stage = st.stages[static_cast<size_t>(s)];
+  std::map<std::string, Expr> names;
+  for (size_t t = 0; t < stage.loops.size(); ++t)
+    names[stage.loops[t].name] = make_var(canonical_name(canonical(st, s, static_cast<int>(t))));
+  std::map<std::string, Expr> vars;
+  for (const auto& [v, x] : stage.subst) vars[v] = substitute(x, names);
+  return substitute(e, vars);
+}
+
 namespace {
 
 using ir::DimExpr;
@@ -94,53 +116,29 @@ void collect_var_names(const Expr& e, std::set<std::string>& out) {
 // of a buffer run inside the same first `c` loops; W's nest must run before R's within
 // them, and at each iteration R may read only elements W writes at that iteration.
 
-struct Canonical {
-  int owner;
-  int index;
-  bool operator==(const Canonical& o) const { return owner == o.owner && index == o.index; }
-};
-
-Canonical canonical(const Stages& st, int s, int t) {
-  const Stage& st_s = st.stages[static_cast<size_t>(s)];
-  if (t < st_s.shared) return canonical(st, st_s.host, t);
-  return {s, t};
-}
-
-std::string canonical_name(const Canonical& c) {
-  return "@" + std::to_string(c.owner) + "." + std::to_string(c.index);
-}
-
-// Expression over stage `s`'s vars, rewritten over canonical loop names.
-Expr in_canonical(const Stages& st, int s, const Expr& e) {
-  const Stage& stage = st.stages[static_cast<size_t>(s)];
-  std::map<std::string, Expr> names;
-  for (size_t t = 0; t < stage.loops.size(); ++t)
-    names[stage.loops[t].name] = make_var(canonical_name(canonical(st, s, static_cast<int>(t))));
-  std::map<std::string, Expr> vars;
-  for (const auto& [v, x] : stage.subst) vars[v] = substitute(x, names);
-  return substitute(e, vars);
-}
-
 std::string loop_label(const Stages& st, const Canonical& c) {
   const Stage& s = st.stages[static_cast<size_t>(c.owner)];
   return s.name + "." + s.loops[static_cast<size_t>(c.index)].name;
 }
 
-// The order in which stage `s`'s nest runs among the items in the body of the common
-// loop `c - 1` (owned by `owner`), or among the root nests when c == 0: the stages
-// computed there come in stage order, then the owner's own continuation.
-std::pair<int, int> order_key(const Stages& st, int s, int c, int owner) {
-  int cur = s;
-  if (c == 0) {
-    while (st.stages[static_cast<size_t>(cur)].host >= 0) cur = st.stages[static_cast<size_t>(cur)].host;
-    return {0, cur};
+// Where stage `s`'s store runs within one iteration of the common loops `0 .. c - 1`
+// (owned by `owner`; the root when c == 0), as a path compared lexicographically: at
+// each level the stages computed there come in stage order (0, index), then the
+// enclosing stage's own continuation (1).
+std::vector<std::pair<int, int>> order_path(const Stages& st, int s, int c, int owner) {
+  std::vector<int> chain;  // s, its host, ..., up to (not including) owner
+  for (int cur = s; cur != owner && cur >= 0; cur = st.stages[static_cast<size_t>(cur)].host) chain.push_back(cur);
+  std::vector<std::pair<int, int>> path;
+  for (size_t i = chain.size(); i-- > 0;) {
+    const Stage& x = st.stages[static_cast<size_t>(chain[i])];
+    if (owner >= 0 && x.shared > c) {
+      path.push_back({1, 0});  // inside the enclosing stage's deeper loops
+      return path;
+    }
+    path.push_back({0, chain[i]});
   }
-  while (cur != owner) {
-    const Stage& x = st.stages[static_cast<size_t>(cur)];
-    if (x.host == owner) return x.shared == c ? std::pair{0, cur} : std::pair{1, owner};
-    cur = x.host;
-  }
-  return {1, owner};
+  path.push_back({1, 0});
+  return path;
 }
 
 struct Violation {
@@ -181,7 +179,7 @@ std::optional<Violation> check_dependences(const Stages& st) {
              canonical(st, w, c) == canonical(st, r, c))
         ++c;
       const int owner = c ? canonical(st, w, c - 1).owner : -1;
-      if (order_key(st, w, c, owner) >= order_key(st, r, c, owner))
+      if (order_path(st, w, c, owner) >= order_path(st, r, c, owner))
         return Violation{R.name + " reads " + W.buffer + " before " + W.name + " writes it",
                          c ? "inside " + loop_label(st, canonical(st, w, c - 1)) + " the reader runs first"
                            : "the reader's nest runs first"};
@@ -242,7 +240,7 @@ void split(Stages& st, Stage& s, const Directive& d) {
   const DimExpr outer_nominal = (old.nominal + DimExpr::constant(f - 1)).floordiv(f);
   const Expr outer_extent =
       plain ? make_dim(outer_nominal)
-            : make_binary(OpKind::FloorDiv, make_binary(OpKind::Add, old.extent, make_int(f - 1)), fe);
+            : make_binary(OpKind::Div, make_binary(OpKind::Add, old.extent, make_int(f - 1)), fe);
   bool divides = false;
   if (plain)
     if (auto c = old.nominal.as_constant()) divides = *c % f == 0;
@@ -294,12 +292,16 @@ void set_kind(Stages& st, Stage& s, const Directive& d, ForKind kind) {
                   st.stages[static_cast<size_t>(s.host)].name, "schedule that loop on the host");
   }
   StageLoop& l = s.loops[static_cast<size_t>(x)];
-  if (kind != ForKind::Unrolled && l.reduction) {
+  // A sum may be vectorized along its innermost reduction loop: the emitter accumulates
+  // in a scalar that OpenMP splits over lanes (reassociation is exact in the IR's reals).
+  const bool vector_sum = kind == ForKind::Vectorized && l.reduction && s.reduce && s.combine == OpKind::Add &&
+                          x + 1 == static_cast<int>(s.loops.size());
+  if (kind != ForKind::Unrolled && l.reduction && !vector_sum) {
     std::string at;
     for (size_t i = 0; i < s.store_index.size(); ++i) at += (i ? ", " : "") + to_text(s.store_index[i]);
     reject(d, "loop " + l.name + " carries the reduction into " + s.buffer + "[" + at + "]",
            "every iteration of " + l.name + " updates the same element; rfactor " + s.name + " " + l.name +
-               " first to get a loop of independent partial results");
+               " first to get a loop of independent partial results (only a sum's innermost loop vectorizes as is)");
   }
   if (kind == ForKind::Vectorized && x + 1 != static_cast<int>(s.loops.size()))
     reject(d, "loop " + l.name + " is not innermost (" + s.loops.back().name + " is inside it)",
@@ -312,15 +314,16 @@ void compute_at(Stages& st, Stage& p, const Directive& d) {
   const int pi = index_of(st, p), hi = index_of(st, h);
   if (pi == hi) reject(d, p.name + " cannot be computed inside itself");
   if (p.host >= 0) reject(d, p.name + " is already computed at " + st.stages[static_cast<size_t>(p.host)].name);
-  if (h.host >= 0)
-    reject(d, h.name + " is itself computed at " + st.stages[static_cast<size_t>(h.host)].name,
-           "compute " + p.name + " at that stage's loops instead");
   if (hi < pi) reject(d, h.name + " runs before " + p.name, "a stage can only move into a later stage");
   for (const auto& o : st.stages)
     if (&o != &p && o.buffer == p.buffer)
       reject(d, p.name + " writes " + p.buffer + " together with " + o.name, "the parts of a concatenation stay at the root");
   const int j = loop_index(st, h, d, d.args[1]);
   const int k = j + 1;
+  if (j < h.shared)
+    reject(d, "loop " + d.args[1] + " of " + h.name + " is shared with its host " +
+                  st.stages[static_cast<size_t>(h.host)].name,
+           "compute " + p.name + " at " + st.stages[static_cast<size_t>(h.host)].name + " instead");
   if (h.loops[static_cast<size_t>(j)].kind == ForKind::Vectorized)
     reject(d, "loop " + d.args[1] + " of " + h.name + " is vectorized; nothing can be computed inside it");
   if (static_cast<int>(p.loops.size()) < k)

@@ -3,7 +3,9 @@
 // propose directives and keep only those apply_directive accepts.
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <random>
+#include <set>
 
 #include "loops/stages.h"
 
@@ -30,19 +32,73 @@ Directive make(DirectiveKind k, const std::string& stage, std::vector<std::strin
   return Directive{k, stage, std::move(args), factor, 0};
 }
 
-// Whether some load in `e` indexes its last dimension with exactly loop variable `var`
-// (after the stage's substitution): the loop walks that buffer contiguously.
+// The coefficient of `var` in the linear index expression `e`; nullopt when `e` is not
+// linear in it with a constant coefficient.
+std::optional<int64_t> coefficient(const Expr& e, const std::string& var) {
+  if (!mentions(e, var)) return 0;
+  switch (e->kind) {
+    case ExprKind::Var: return 1;
+    case ExprKind::Binary: {
+      const auto a = coefficient(e->args[0], var), b = coefficient(e->args[1], var);
+      if (!a || !b) return std::nullopt;
+      if (e->op == OpKind::Add) return *a + *b;
+      if (e->op == OpKind::Sub) return *a - *b;
+      if (e->op == OpKind::Mul && e->args[1]->kind == ExprKind::IntImm) return *a * e->args[1]->int_value;
+      if (e->op == OpKind::Mul && e->args[0]->kind == ExprKind::IntImm) return *b * e->args[0]->int_value;
+      return std::nullopt;
+    }
+    default: return std::nullopt;
+  }
+}
+
+// Whether some load of `s` walks its buffer with unit stride along loop `loop` (after
+// the stage's substitution): the loop runs along contiguous memory.
 bool walks_contiguously(const Stage& s, const std::string& loop) {
   bool found = false;
   std::function<void(const Expr&)> walk = [&](const Expr& e) {
-    if (e->kind == ExprKind::Load && e->args.size() > 1) {
-      const Expr last = substitute(e->args.back(), s.subst);
-      if (last->kind == ExprKind::Var && last->name == loop) found = true;
-    }
+    if (e->kind == ExprKind::Load && coefficient(substitute(e->args[0], s.subst), loop) == std::optional<int64_t>(1))
+      found = true;
     for (const auto& a : e->args) walk(a);
   };
   walk(s.value);
   return found;
+}
+
+// The size of a dims expression at the graph's bound dims (large when unbound).
+int64_t bound_size(const ir::Graph& g, const ir::DimExpr& d) {
+  try {
+    return d.evaluate(g.bound_dims);
+  } catch (const UserError&) {
+    return int64_t{1} << 30;
+  }
+}
+
+// The loops of `s` that index its biggest operand, when one operand is at least twice as
+// big (in bytes at the bound dims) as every other: the loops that do not index it
+// belong inside those that do, so that its tiles are reused from cache.
+std::set<std::string> big_operand_loops(const ir::Graph& g, const Stages& st, const Stage& s) {
+  std::map<std::string, int64_t> bytes;
+  std::map<std::string, std::set<std::string>> loops_of;
+  std::function<void(const Expr&)> walk = [&](const Expr& e) {
+    if (e->kind == ExprKind::Load && e->name != s.buffer) {
+      if (const Buffer* b = st.buffer(e->name)) {
+        int64_t n = ir::dtype_bytes(b->dtype);
+        for (const auto& d : b->shape) n *= std::max<int64_t>(1, bound_size(g, d));
+        bytes[e->name] = n;
+        const Expr flat = substitute(e->args[0], s.subst);
+        for (const auto& l : s.loops)
+          if (mentions(flat, l.name)) loops_of[e->name].insert(l.name);
+      }
+    }
+    for (const auto& a : e->args) walk(a);
+  };
+  walk(s.value);
+  std::string big;
+  for (const auto& [name, n] : bytes)
+    if (big.empty() || n > bytes[big]) big = name;
+  for (const auto& [name, n] : bytes)
+    if (name != big && 2 * n > bytes[big]) return {};
+  return big.empty() ? std::set<std::string>{} : loops_of[big];
 }
 
 int lanes(const Target& t, ir::DType d) {
@@ -76,18 +132,37 @@ Schedule default_schedule(const ir::Graph& graph, const Target& target) {
       if (l.reduction) reduced.push_back(l.name);
       else last_pure = l.name;
     }
+    const std::set<std::string> big = big_operand_loops(graph, st, s);
     if (s.contract && !last_pure.empty() && walks_contiguously(s, last_pure)) {
-      // Contraction: the output's last loop innermost, vectorized (out[m, n] += a[m, k] * b[k, n]).
-      std::vector<std::string> order = reduced;
+      // Contraction: the output's last loop innermost, vectorized (out[m, n] += a[m, k] *
+      // b[k, n]); the other pure loops that do not index the biggest operand go inside
+      // the reduction loops, so that it is swept once.
+      std::vector<std::string> order, inner_pure;
+      for (const auto& l : s.loops)
+        if (!l.reduction && l.name != last_pure) (big.empty() || big.count(l.name) ? order : inner_pure).push_back(l.name);
+      order.insert(order.end(), reduced.begin(), reduced.end());
+      order.insert(order.end(), inner_pure.begin(), inner_pure.end());
       order.push_back(last_pure);
       try_apply(graph, st, out, make(DirectiveKind::Reorder, name, order));
       try_apply(graph, st, out, make(DirectiveKind::Vectorize, name, {last_pure}));
       continue;
     }
-    const int w = lanes(target, s.dtype);
-    if (walks_contiguously(s, inner.name) && w > 1) {
-      // A row reduction: w partial results side by side, vectorized, then reduced.
-      const std::string r = inner.name;
+    if (!big.empty()) {
+      // Pure loops indexing the biggest operand outside the others.
+      std::vector<std::string> order, rest;
+      for (const auto& l : s.loops)
+        if (!l.reduction) (big.count(l.name) ? order : rest).push_back(l.name);
+      order.insert(order.end(), rest.begin(), rest.end());
+      if (order.size() >= 2) try_apply(graph, st, out, make(DirectiveKind::Reorder, name, order));
+    }
+    const Stage& now = st.stages[static_cast<size_t>(st.find(name))];  // `s` may be stale
+    const std::string r = now.loops.back().name;
+    const int w = lanes(target, now.dtype);
+    if (walks_contiguously(now, r) && now.combine == OpKind::Add) {
+      // A row sum: vectorized as is (a scalar accumulator split over lanes).
+      try_apply(graph, st, out, make(DirectiveKind::Vectorize, name, {r}));
+    } else if (walks_contiguously(now, r) && w > 1) {
+      // A row max or min: w partial results side by side, vectorized, then reduced.
       if (try_apply(graph, st, out, make(DirectiveKind::Split, name, {r}, w))) {
         const Stage& split = st.stages[static_cast<size_t>(st.find(name))];
         const std::string ri = split.loops.back().name;
@@ -100,8 +175,8 @@ Schedule default_schedule(const ir::Graph& graph, const Target& target) {
   // it, as deep as is legal, consumers first.
   for (int i = static_cast<int>(st.stages.size()) - 1; i >= 0; --i) {
     const Stage& p = st.stages[static_cast<size_t>(i)];
-    int host = -1;
-    bool unique = true;
+    int host = -1, reader = -1;
+    bool unique = true, one_reader = true;
     for (size_t r = 0; r < st.stages.size(); ++r) {
       if (static_cast<int>(r) == i) continue;
       std::function<bool(const Expr&)> reads = [&](const Expr& e) {
@@ -114,7 +189,20 @@ Schedule default_schedule(const ir::Graph& graph, const Target& target) {
       int root = static_cast<int>(r);
       while (st.stages[static_cast<size_t>(root)].host >= 0) root = st.stages[static_cast<size_t>(root)].host;
       if (host >= 0 && host != root) unique = false;
+      if (reader >= 0) one_reader = false;
       host = root;
+      reader = static_cast<int>(r);
+    }
+    // Inside the only reader, as deep as is legal, when it is nested already.
+    if (one_reader && reader >= 0 && reader != host) {
+      const Stage& h = st.stages[static_cast<size_t>(reader)];
+      const std::string pname = p.name, hname = h.name;
+      bool done = false;
+      for (size_t k = h.loops.size(); k-- > static_cast<size_t>(h.shared) && !done;) {
+        if (h.loops[k].reduction || h.loops[k].kind == ForKind::Vectorized) continue;
+        done = try_apply(graph, st, out, make(DirectiveKind::ComputeAt, pname, {hname, h.loops[k].name}));
+      }
+      if (done) continue;
     }
     if (host < 0 || !unique || host == i) continue;
     const Stage& h = st.stages[static_cast<size_t>(host)];
@@ -124,13 +212,14 @@ Schedule default_schedule(const ir::Graph& graph, const Target& target) {
       if (try_apply(graph, st, out, make(DirectiveKind::ComputeAt, pname, {hname, h.loops[k].name}))) break;
     }
   }
-  // 3. The outermost pure loop of every root nest runs in parallel when it walks a dim.
+  // 3. The outermost pure loop of every root nest that has more than one iteration at the
+  // bound dims runs in parallel.
   if (target.cores > 1)
     for (const auto& s : std::vector<Stage>(st.stages)) {
       if (s.host >= 0) continue;
       for (const auto& l : s.loops) {
         if (l.reduction || l.kind == ForKind::Vectorized) break;
-        if (l.nominal.is_constant() && *l.nominal.as_constant() < 2) continue;
+        if (bound_size(graph, l.nominal) < 2) continue;
         try_apply(graph, st, out, make(DirectiveKind::Parallel, s.name, {l.name}));
         break;
       }

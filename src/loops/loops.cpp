@@ -207,7 +207,8 @@ Expr make_binary(OpKind op, Expr a, Expr b) {
     if ((op == OpKind::Add || op == OpKind::Sub) && cb == 0) return a;
     if (op == OpKind::Mul && (ca == 0 || cb == 0)) return make_int(0);
     if (op == OpKind::Mul && ca == 1) return b;
-    if ((op == OpKind::Mul || op == OpKind::FloorDiv) && cb == 1) return a;
+    if ((op == OpKind::Mul || op == OpKind::FloorDiv || op == OpKind::Div) && cb == 1) return a;
+    if (op == OpKind::Div && ca && cb && *ca >= 0 && *cb > 0) return make_int(*ca / *cb);
     if (op == OpKind::Mod && cb == 1) return make_int(0);
   }
   auto n = node(ExprKind::Binary, out);

@@ -7,7 +7,8 @@
 // - Every Expr has a dtype. Index arithmetic is i64. Buffers are flat, row-major arrays;
 //   a Load/Store names a buffer and a flat element index.
 // - Binary Max/Min propagate NaN (numpy maximum/minimum); FloorDiv/Mod have numpy floor
-//   semantics; Cast rounds (float) or truncates toward zero (float -> int).
+//   semantics; Div of integers truncates (C), and lowering uses it only on non-negative
+//   index arithmetic; Cast rounds (float) or truncates toward zero (float -> int).
 // - A For runs `var` over [min, min + extent) in order; Parallel/Vectorized/Unrolled are
 //   promises that iterations are independent (or just a hint, for Unrolled).
 #pragma once

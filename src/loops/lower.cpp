@@ -1,6 +1,8 @@
 // Lowering of the tensor IR to stages: one perfect loop nest per materialized op, with
 // layout ops, Convert, Const and Iota folded into index arithmetic and loads of their users.
+#include <array>
 #include <cctype>
+#include <optional>
 #include <functional>
 #include <limits>
 #include <map>
@@ -175,15 +177,44 @@ class Lowerer {
     return vars;
   }
 
+  // The row-major multi-index of `flat` in `shape` (non-negative: C division suffices).
   static std::vector<Expr> unflatten(const Expr& flat, const ir::Shape& shape) {
     std::vector<Expr> idx(shape.size());
     DimExpr stride = DimExpr::constant(1);
     for (size_t i = shape.size(); i-- > 0;) {
-      Expr q = make_binary(OpKind::FloorDiv, flat, make_dim(stride));
-      idx[i] = i == 0 ? q : make_binary(OpKind::Mod, q, make_dim(shape[i]));
+      Expr q = make_binary(OpKind::Div, flat, make_dim(stride));
+      idx[i] = i == 0 ? q
+                      : make_binary(OpKind::Sub, q,
+                                    make_binary(OpKind::Mul, make_binary(OpKind::Div, q, make_dim(shape[i])),
+                                                make_dim(shape[i])));
       stride = stride * shape[i];
     }
     return idx;
+  }
+
+  // Groups of consecutive dims with equal products in `from` and `to` (a reshape merges
+  // or splits within groups), as [begin, end) pairs per side; empty when none is found.
+  static std::vector<std::array<size_t, 4>> reshape_groups(const ir::Shape& from, const ir::Shape& to) {
+    std::vector<std::array<size_t, 4>> groups;
+    size_t i = 0, j = 0;
+    while (i < from.size() && j < to.size()) {
+      size_t i1 = i + 1, j1 = j + 1;
+      DimExpr a = from[i], b = to[j];
+      while (a != b) {
+        if (j1 < to.size() && b.exact_div(a) == std::nullopt && a.exact_div(b)) {
+          b = b * to[j1++];
+        } else if (i1 < from.size() && b.exact_div(a)) {
+          a = a * from[i1++];
+        } else {
+          return {};
+        }
+      }
+      groups.push_back({i, i1, j, j1});
+      i = i1;
+      j = j1;
+    }
+    if (i != from.size() || j != to.size()) return {};
+    return groups;
   }
 
   std::string var_name(const DimExpr& extent, std::set<std::string>& taken) {
@@ -256,7 +287,34 @@ class Lowerer {
           sub[i] = from[i] == DimExpr::constant(1) ? make_int(0) : idx[i];
         return access(n.operands[0], sub);
       }
-      case OpKind::Reshape: return access_flat(n.operands[0], flatten(idx, n.shape));
+      case OpKind::Reshape: {
+        // Adding or removing unit dims (keepdims, x[:, None]) keeps each index as it is.
+        const auto& from = g_.node(n.operands[0]).shape;
+        const DimExpr one = DimExpr::constant(1);
+        std::vector<size_t> kept_to, kept_from;
+        for (size_t i = 0; i < n.shape.size(); ++i)
+          if (n.shape[i] != one) kept_to.push_back(i);
+        for (size_t i = 0; i < from.size(); ++i)
+          if (from[i] != one) kept_from.push_back(i);
+        bool same = kept_to.size() == kept_from.size();
+        for (size_t i = 0; same && i < kept_to.size(); ++i) same = n.shape[kept_to[i]] == from[kept_from[i]];
+        if (!same) {
+          // Merging or splitting groups of dims: each group maps on its own.
+          const auto groups = reshape_groups(from, n.shape);
+          if (groups.empty()) return access_flat(n.operands[0], flatten(idx, n.shape));
+          std::vector<Expr> sub;
+          for (const auto& [i0, i1, j0, j1] : groups) {
+            const ir::Shape to_part(n.shape.begin() + static_cast<long>(j0), n.shape.begin() + static_cast<long>(j1));
+            const ir::Shape from_part(from.begin() + static_cast<long>(i0), from.begin() + static_cast<long>(i1));
+            const std::vector<Expr> part(idx.begin() + static_cast<long>(j0), idx.begin() + static_cast<long>(j1));
+            for (const auto& e : unflatten(flatten(part, to_part), from_part)) sub.push_back(e);
+          }
+          return access(n.operands[0], sub);
+        }
+        std::vector<Expr> sub(from.size(), make_int(0));
+        for (size_t i = 0; i < kept_to.size(); ++i) sub[kept_from[i]] = idx[kept_to[i]];
+        return access(n.operands[0], sub);
+      }
       case OpKind::Transpose: {
         std::vector<Expr> sub(idx.size());
         for (size_t i = 0; i < idx.size(); ++i) sub[static_cast<size_t>(n.axes[i])] = idx[i];

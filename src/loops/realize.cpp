@@ -17,6 +17,7 @@ class Realizer {
       if (st.stages[i].host >= 0) children_[st.stages[i].host].push_back(static_cast<int>(i));
       for (const auto& p : st.stages[i].packs) packed_.insert(p.local);
     }
+    for (size_t i = 0; i < st.stages.size(); ++i) find_fold(static_cast<int>(i));
   }
 
   Stmt run() {
@@ -25,13 +26,114 @@ class Realizer {
       if (st_.stages[i].host < 0) nests.push_back(body_at(static_cast<int>(i), 0, {}, {}));
     Stmt body = make_block(nests);
     for (auto it = st_.locals.rbegin(); it != st_.locals.rend(); ++it) {
-      if (packed_.count(it->name)) continue;
+      if (packed_.count(it->name) || folds_.count(it->name)) continue;
       body = make_allocate(it->name, it->dtype, size_of(it->shape), body);
     }
     return body;
   }
 
  private:
+  // Storage folding: a local buffer written by a stage computed at a host's loops, and
+  // read only inside those same loops, needs just the slice of one iteration. It is then
+  // allocated inside the innermost shared loop, without the dims the shared loops index.
+  struct Fold {
+    Canonical at;               // allocated in the body of this loop
+    std::vector<bool> keep;     // the dims that remain
+    ir::Shape shape;            // the folded shape
+  };
+
+  void find_fold(int pi) {
+    const Stage& p = st_.stages[static_cast<size_t>(pi)];
+    if (p.host < 0) return;
+    const Buffer* b = st_.buffer(p.buffer);
+    if (!b || b->role != BufferRole::Local) return;
+    std::vector<Expr> widx;
+    for (const auto& i : p.store_index) widx.push_back(in_canonical(st_, pi, i));
+    std::set<std::string> shared;
+    for (int t = 0; t < p.shared; ++t) shared.insert(canonical_name(canonical(st_, pi, t)));
+    Fold f{canonical(st_, pi, p.shared - 1), {}, {}};
+    std::vector<std::set<std::string>> used(widx.size());
+    for (size_t d = 0; d < widx.size(); ++d) {
+      collect_vars(widx[d], used[d]);
+      bool only_shared = true;
+      for (const auto& u : used[d]) only_shared = only_shared && shared.count(u);
+      f.keep.push_back(!only_shared);
+      if (!only_shared) f.shape.push_back(b->shape[d]);
+    }
+    for (size_t ri = 0; ri < st_.stages.size(); ++ri) {
+      const Stage& r = st_.stages[ri];
+      if (static_cast<int>(ri) != pi && r.buffer == p.buffer) return;  // another writer
+      for (const auto& pk : r.packs)
+        if (pk.source == p.buffer) return;
+      std::vector<Expr> loads;
+      collect_loads(r.value, p.buffer, loads);
+      if (loads.empty() || static_cast<int>(ri) == pi) continue;
+      for (int t = 0; t < p.shared; ++t)
+        if (static_cast<int>(r.loops.size()) <= t || !(canonical(st_, static_cast<int>(ri), t) == canonical(st_, pi, t)))
+          return;  // read outside the shared loops
+      for (const auto& l : loads) {
+        const Expr c = in_canonical(st_, static_cast<int>(ri), l);
+        if (c->args.size() != widx.size() + 1) return;
+        for (size_t d = 0; d < widx.size(); ++d)
+          if (!f.keep[d] && !equal(c->args[d + 1], widx[d])) return;
+      }
+    }
+    ir::DimExpr size = ir::DimExpr::constant(1);
+    for (const auto& d : f.shape) size = size * d;
+    const auto n = size.as_constant();
+    const bool small = n && *n * ir::dtype_bytes(b->dtype) <= 64 * 1024;
+    if (!small && !(f.at.index == 0 && st_.stages[static_cast<size_t>(f.at.owner)].host < 0)) return;
+    folds_[p.buffer] = f;
+  }
+
+  static void collect_vars(const Expr& e, std::set<std::string>& out) {
+    if (e->kind == ExprKind::Var) out.insert(e->name);
+    for (const auto& a : e->args) collect_vars(a, out);
+  }
+  static void collect_loads(const Expr& e, const std::string& buffer, std::vector<Expr>& out) {
+    if (e->kind == ExprKind::Load && e->name == buffer) out.push_back(e);
+    for (const auto& a : e->args) collect_loads(a, buffer, out);
+  }
+
+  // The flat index of `idx` in `buffer` (of shape `shape`), folded when it is.
+  Expr flat_index(const std::string& buffer, const std::vector<Expr>& idx, const ir::Shape& shape) const {
+    auto it = folds_.find(buffer);
+    if (it == folds_.end()) return flatten(idx, shape);
+    std::vector<Expr> kept;
+    for (size_t d = 0; d < idx.size(); ++d)
+      if (it->second.keep[d]) kept.push_back(idx[d]);
+    return flatten(kept, it->second.shape);
+  }
+
+  // Loads of folded buffers index their slice.
+  Expr refold(const Expr& e) const {
+    if (folds_.empty()) return e;
+    std::vector<Expr> a;
+    bool changed = false;
+    for (const auto& x : e->args) {
+      a.push_back(refold(x));
+      changed = changed || a.back() != x;
+    }
+    if (e->kind == ExprKind::Load) {
+      auto it = folds_.find(e->name);
+      if (it != folds_.end()) {
+        const std::vector<Expr> multi(a.begin() + 1, a.end());
+        OLLIE_CHECK(multi.size() == it->second.keep.size(), "refold: load of " + e->name + " without its multi-index");
+        return make_load(e->name, e->dtype, flat_index(e->name, multi, {}), multi);
+      }
+    }
+    if (!changed) return e;
+    switch (e->kind) {
+      case ExprKind::Load: return make_load(e->name, e->dtype, a[0], std::vector<Expr>(a.begin() + 1, a.end()));
+      case ExprKind::Unary: return e->op == OpKind::PowI ? make_powi(a[0], e->int_value) : make_unary(e->op, a[0]);
+      case ExprKind::Binary: return make_binary(e->op, a[0], a[1]);
+      case ExprKind::Select: return make_select(a[0], a[1], a[2]);
+      case ExprKind::Cast: return make_cast(e->dtype, a[0]);
+      case ExprKind::Call: return make_call(e->name, a);
+      default: throw InternalError("loops: refold: unexpected expr");
+    }
+  }
+
   static Expr size_of(const ir::Shape& shape) {
     ir::DimExpr n = ir::DimExpr::constant(1);
     for (const auto& d : shape) n = n * d;
@@ -83,6 +185,10 @@ class Realizer {
     // A packed tile lives from its copy to the end of the loop body it was copied in.
     for (const auto& p : s.packs)
       if (p.depth == t) body = make_allocate(p.local, st_.buffer(p.source)->dtype, size_of(p.extent), body);
+    // So does a folded buffer, in the body of its innermost shared loop.
+    if (t > 0 && t > s.shared)
+      for (const auto& [name, f] : folds_)
+        if (f.at == Canonical{si, t - 1}) body = make_allocate(name, st_.buffer(name)->dtype, size_of(f.shape), body);
     return body;
   }
 
@@ -96,7 +202,7 @@ class Realizer {
     const auto v = vars(s, names);
     std::vector<Expr> idx;
     for (const auto& i : s.store_index) idx.push_back(substitute(i, v));
-    return flatten(idx, s.buffer_shape);
+    return flat_index(s.buffer, idx, s.buffer_shape);
   }
 
   // Loads of packed buffers read their local tile instead.
@@ -132,7 +238,7 @@ class Realizer {
 
   Stmt store(const Stage& s, const std::map<std::string, Expr>& names) const {
     const Expr at = store_index(s, names);
-    Expr value = repack(s, substitute(s.value, vars(s, names)), names);
+    Expr value = refold(repack(s, substitute(s.value, vars(s, names)), names));
     if (s.reduce) value = make_binary(s.combine, make_load(s.buffer, s.dtype, at), value);
     return make_store(s.buffer, at, value);
   }
@@ -183,7 +289,7 @@ class Realizer {
       idx.push_back(make_var(name));
       opened.push_back({name, make_dim(s.buffer_shape[d])});
     }
-    Stmt body = make_store(s.buffer, flatten(idx, s.buffer_shape), s.init);
+    Stmt body = make_store(s.buffer, flat_index(s.buffer, idx, s.buffer_shape), s.init);
     for (size_t i = opened.size(); i-- > 0;)
       body = make_for(opened[i].first, make_int(0), opened[i].second,
                       i + 1 == opened.size() ? ForKind::Vectorized : ForKind::Serial, body);
@@ -219,6 +325,7 @@ class Realizer {
   const Stages& st_;
   std::map<int, std::vector<int>> children_;
   std::set<std::string> packed_;
+  std::map<std::string, Fold> folds_;
 };
 
 }  // namespace

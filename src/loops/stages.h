@@ -81,6 +81,17 @@ void apply_directive(const ir::Graph& graph, Stages& st, const Directive& d);
 // buffers allocated around it.
 Kernel realize(const Stages& st);
 
+// The loop a stage's loop `t` really is: a shared loop is its host's (recursively).
+struct Canonical {
+  int owner;
+  int index;
+  bool operator==(const Canonical& o) const { return owner == o.owner && index == o.index; }
+};
+Canonical canonical(const Stages& st, int stage, int t);
+std::string canonical_name(const Canonical& c);
+// An expression over stage `stage`'s vars, rewritten over canonical loop names.
+Expr in_canonical(const Stages& st, int stage, const Expr& e);
+
 // Row-major flat index of `idx` in `shape`.
 Expr flatten(const std::vector<Expr>& idx, const ir::Shape& shape);
 

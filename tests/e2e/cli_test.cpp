@@ -268,6 +268,67 @@ TEST(Cli, EmittedBaselineOfEveryExampleAgreesWithTheReference) {
   fs::remove_all(dir);
 }
 
+// `ollie emit --schedule`: the schedule written beside the kernel reads back and gives
+// the same kernel; a schedule given as text applies; the kernel runs and agrees.
+TEST(Cli, EmitWritesTheScheduleAndReadsOneBack) {
+  fs::path dir = temp_dir() / "schedule";
+  const std::string spec = (source_dir() / "examples/softmax.py").string();
+  const std::string env = "OLLIE_CACHE_DIR=" + (dir / "cache").string();
+  CommandResult first = ollie("emit " + spec + " --dims M=5,N=37 -o " + (dir / "a").string());
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+  const std::string schedule = read_file(dir / "a" / "softmax.schedule");
+  EXPECT_NE(schedule.find("compute_at"), std::string::npos) << schedule;
+  EXPECT_NE(schedule.find("parallel out0 m"), std::string::npos) << schedule;
+  EXPECT_NE(read_file(dir / "a" / "softmax.cpp").find("// Schedule:\n//   "), std::string::npos);
+  // Reading the written schedule back reproduces the kernel byte for byte.
+  CommandResult again = ollie("emit " + spec + " --dims M=5,N=37 -o " + (dir / "b").string() + " --schedule " +
+                              (dir / "a" / "softmax.schedule").string());
+  ASSERT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_EQ(read_file(dir / "a" / "softmax.cpp"), read_file(dir / "b" / "softmax.cpp"));
+  // A schedule as text: split with a tail (37 = 4*8 + 5), then run it.
+  CommandResult text = ollie("emit " + spec + " --dims M=5,N=37 -o " + (dir / "c").string() +
+                             " --schedule 'split out0 n 8; vectorize out0 n_i; parallel out0 m'");
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  const std::string kernel = read_file(dir / "c" / "softmax.cpp");
+  EXPECT_NE(kernel.find("for (int64_t n_i = 0; n_i < ollie_min<int64_t>(8, (N - (n_o * 8))); ++n_i)"),
+            std::string::npos) << kernel;
+  CommandResult ran = ollie_with_env(env, "run-kernel " + spec + " " + (dir / "c" / "softmax.cpp").string() +
+                                              " --dims M=5,N=37 --seed 3");
+  EXPECT_EQ(ran.exit_code, 0) << ran.out;
+  // --show-stages lists what a schedule can name.
+  CommandResult stages = ollie("emit " + spec + " --show-stages");
+  EXPECT_EQ(stages.exit_code, 0);
+  EXPECT_NE(stages.out.find("t1: for m in [0, M), for n in [0, N) reduce  (Reduce max)"), std::string::npos)
+      << stages.out;
+  fs::remove_all(dir);
+}
+
+TEST(Cli, BadSchedulesAreClearErrors) {
+  fs::path dir = temp_dir() / "bad-schedule";
+  fs::create_directories(dir);
+  const std::string spec = (source_dir() / "examples/softmax.py").string();
+  // Illegal: the max over n cannot run in parallel; the reason names the loop.
+  CommandResult illegal = ollie("emit " + spec + " -o " + dir.string() + " --schedule 'parallel t1 n'");
+  EXPECT_EQ(illegal.exit_code, 1) << illegal.out;
+  EXPECT_NE(illegal.out.find("cannot parallel t1 n: loop n carries the reduction into t1[m]"), std::string::npos)
+      << illegal.out;
+  // A syntax error in a file: file:line:col and a hint.
+  std::ofstream(dir / "s.schedule") << "# tiles\nsplit out0 n 16\nsplat out0 n\n";
+  CommandResult syntax = ollie("emit " + spec + " -o " + dir.string() + " --schedule " + (dir / "s.schedule").string());
+  EXPECT_EQ(syntax.exit_code, 1) << syntax.out;
+  EXPECT_NE(syntax.out.find((dir / "s.schedule").string() + ":3:1: error: unknown schedule directive 'splat'"),
+            std::string::npos) << syntax.out;
+  EXPECT_NE(syntax.out.find("hint: directives are: split, reorder"), std::string::npos) << syntax.out;
+  // Neither a file nor a schedule.
+  CommandResult neither = ollie("emit " + spec + " -o " + dir.string() + " --schedule nosuchfile");
+  EXPECT_EQ(neither.exit_code, 1) << neither.out;
+  EXPECT_NE(neither.out.find("--schedule: 'nosuchfile' is neither a file nor a schedule"), std::string::npos)
+      << neither.out;
+  // No kernel is written when the schedule is rejected.
+  EXPECT_FALSE(fs::exists(dir / "softmax.cpp"));
+  fs::remove_all(dir);
+}
+
 TEST(Cli, SpecErrorPointsAtTheLine) {
   fs::path dir = temp_dir();
   fs::path spec = dir / "bad.py";

@@ -65,7 +65,7 @@ TEST(LoopsLower, MatmulGolden) {
   // The default schedule walks n innermost (contiguous in b and out0), vectorized; the
   // initialisation becomes a nest of its own in front.
   const Schedule sched = default_schedule(g, Target{64, 2});
-  EXPECT_EQ(to_text(sched), "reorder out0 k n\nvectorize out0 n\nparallel out0 m\n");
+  EXPECT_EQ(to_text(sched), "reorder out0 m k n\nvectorize out0 n\nparallel out0 m\n");
   EXPECT_EQ(to_text(lower(g, sched)), R"(kernel matmul(in a: f32[M, K], in b: f32[K, N], out out0: f32[M, N]) dims [M, K, N]
   parallel for m in [0, M):
     vectorized for n in [0, N):
