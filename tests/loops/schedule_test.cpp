@@ -34,6 +34,16 @@ const ollie::ir::Graph& softmax() {
   return g;
 }
 
+// Softmax over rows of a constant width 8 (loop i): a split by 4 leaves no tail.
+const ollie::ir::Graph& softmax8() {
+  static const ollie::ir::Graph g = spec(
+      "DIMS = dict(M=3)\n"
+      "def f(x: \"f32[M, 8]\") -> \"f32[M, 8]\":\n"
+      "    e = np.exp(x - x.max(axis=-1, keepdims=True))\n"
+      "    return e / e.sum(axis=-1, keepdims=True)\n");
+  return g;
+}
+
 // One stage out0: for m, for n, for k reduce.
 const ollie::ir::Graph& matmul() {
   static const ollie::ir::Graph g = spec(
@@ -204,10 +214,11 @@ TEST(ScheduleDirectives, SplitGuardsTheTailOnlyWhenTheFactorMayNotDivide) {
   // A factor beyond the extent: one outer iteration.
   EXPECT_TRUE(contains(lowered(fixed, "split out0 i 8"),
                        "    for i_o in [0, 1):\n      for i_i in [0, min(8, (4 - (i_o * 8)))):\n"));
-  // Splitting a tail splits its guarded extent again.
+  // Splitting a tail splits its guarded extent again. The tail's extent is at least 1, so
+  // truncating division ('/') rounds it down like floor division would.
   EXPECT_TRUE(contains(lowered(square(), "split out0 n 4; split out0 n_i 2"),
                        "    for n_o in [0, ((N + 3)//4)):\n"
-                       "      for n_i_o in [0, floordiv((min(4, (N - (n_o * 4))) + 1), 2)):\n"
+                       "      for n_i_o in [0, ((min(4, (N - (n_o * 4))) + 1) / 2)):\n"
                        "        for n_i_i in [0, min(2, (min(4, (N - (n_o * 4))) - (n_i_o * 2)))):\n"
                        "          out0[((m * N) + ((n_o * 4) + ((n_i_o * 2) + n_i_i)))] = "));
 }
@@ -238,46 +249,184 @@ TEST(ScheduleDirectives, LoopKindsAppearInTheText) {
   EXPECT_TRUE(contains(lowered(softmax(), "unroll t1 n"), "    unrolled for n in [0, N) reduce:\n"));
 }
 
+// Every intermediate is written and read inside one row iteration, so each is folded to
+// that row's slice and allocated inside the (parallel) row loop: one private copy per row.
 TEST(ScheduleDirectives, ComputeAtFusesSoftmaxIntoOneRowLoop) {
   EXPECT_EQ(lowered(softmax(), "compute_at t6 out0 m; compute_at t5 out0 m; compute_at t1 out0 m; parallel out0 m"),
             R"(kernel f(in x: f32[M, N], out out0: f32[M, N]) dims [M, N]
+  parallel for m in [0, M):
+    allocate t6: f32[1]
+    allocate t5: f32[N]
+    allocate t1: f32[1]
+    t1[0] = f32(-inf)
+    for n in [0, N) reduce:
+      t1[0] = max(t1[0], x[((m * N) + n)])
+    for n in [0, N):
+      t5[n] = exp((x[((m * N) + n)] - t1[0]))
+    t6[0] = f32(0)
+    for n in [0, N) reduce:
+      t6[0] = (t6[0] + t5[n])
+    for n in [0, N):
+      out0[((m * N) + n)] = (t5[n] / t6[0])
+)");
+}
+
+TEST(ScheduleDirectives, ComputeAtSharesEveryLoopDownToTheNamedOne) {
+  // Sharing every loop of the reader, the producer's buffer folds to one element.
+  EXPECT_TRUE(contains(lowered(square(), "compute_at t1 out0 n"),
+                       "  for m in [0, M):\n    for n in [0, N):\n"
+                       "      allocate t1: f32[1]\n"
+                       "      t1[0] = exp(x[((m * N) + n)])\n"
+                       "      out0[((m * N) + n)] = (t1[0] * t1[0])\n"));
+  // Split alike, the producer can share the tail loop too.
+  EXPECT_TRUE(contains(lowered(square(), "split out0 n 2; split t1 n 2; compute_at t1 out0 n_i"),
+                       "      for n_i in [0, min(2, (N - (n_o * 2)))):\n"
+                       "        allocate t1: f32[1]\n"
+                       "        t1[0] = exp(x[((m * N) + ((n_o * 2) + n_i))])\n"
+                       "        out0[((m * N) + ((n_o * 2) + n_i))] = (t1[0] * t1[0])\n"));
+  // Inside a host's reduction loop: exp computed element by element as the sum reads it,
+  // and that sum in turn inside out0's rows (nested hosts are built inside out). t6 folds
+  // to the row's element; t5 does not fold, as out0 reads it outside t6's loop n.
+  const std::string nested = lowered(softmax(), "compute_at t5 t6 n; compute_at t6 out0 m");
+  EXPECT_TRUE(contains(nested, "  allocate t5: f32[M*N]\n  for m in [0, M):\n    t1[m] = f32(-inf)\n"));
+  EXPECT_TRUE(contains(nested,
+                       "  for m in [0, M):\n"
+                       "    allocate t6: f32[1]\n"
+                       "    t6[0] = f32(0)\n"
+                       "    for n in [0, N) reduce:\n"
+                       "      t5[((m * N) + n)] = exp((x[((m * N) + n)] - t1[m]))\n"
+                       "      t6[0] = (t6[0] + t5[((m * N) + n)])\n"
+                       "    for n in [0, N):\n"
+                       "      out0[((m * N) + n)] = (t5[((m * N) + n)] / t6[0])\n"));
+}
+
+// A local buffer written inside a host's loops and read only inside them is allocated in
+// the innermost shared loop with the dims those loops do not index: when that slice is a
+// constant of at most 64 KiB, or wherever it is in the outermost loop of a root nest.
+TEST(ScheduleDirectives, ComputeAtFoldsABufferToTheSliceOfTheSharedLoops) {
+  EXPECT_EQ(lowered(square(), "compute_at t1 out0 m"), R"(kernel f(in x: f32[M, N], out out0: f32[M, N]) dims [M, N]
+  for m in [0, M):
+    allocate t1: f32[N]
+    for n in [0, N):
+      t1[n] = exp(x[((m * N) + n)])
+    for n in [0, N):
+      out0[((m * N) + n)] = (t1[n] * t1[n])
+)");
+  const auto rows = [](int width) {
+    const std::string w = std::to_string(width);
+    return spec("DIMS = dict(M=3)\n"
+                "def f(x: \"f32[M, " + w + "]\") -> \"f32[M, " + w + "]\":\n"
+                "    e = np.exp(x)\n"
+                "    return e * e\n");
+  };
+  const std::string inner = "split t1 m 2; split out0 m 2; compute_at t1 out0 m_i";
+  // Inside an inner loop: a constant row of 4 floats folds.
+  EXPECT_EQ(lowered(rows(4), inner), R"(kernel f(in x: f32[M, 4], out out0: f32[M, 4]) dims [M]
+  for m_o in [0, ((M + 1)//2)):
+    for m_i in [0, min(2, (M - (m_o * 2)))):
+      allocate t1: f32[4]
+      for i in [0, 4):
+        t1[i] = exp(x[((((m_o * 2) + m_i) * 4) + i)])
+      for i in [0, 4):
+        out0[((((m_o * 2) + m_i) * 4) + i)] = (t1[i] * t1[i])
+)");
+  // A row of N floats (not a constant) or of 20000 (80000 bytes) does not; the buffer
+  // keeps its full size at the top.
+  EXPECT_TRUE(contains(lowered(square(), inner),
+                       "  allocate t1: f32[M*N]\n"
+                       "  for m_o in [0, ((M + 1)//2)):\n"
+                       "    for m_i in [0, min(2, (M - (m_o * 2)))):\n"
+                       "      for n in [0, N):\n"
+                       "        t1[((((m_o * 2) + m_i) * N) + n)] = exp("));
+  EXPECT_TRUE(contains(lowered(rows(20000), inner),
+                       "  allocate t1: f32[20000*M]\n"
+                       "  for m_o in [0, ((M + 1)//2)):\n"
+                       "    for m_i in [0, min(2, (M - (m_o * 2)))):\n"
+                       "      for i in [0, 20000):\n"
+                       "        t1[((((m_o * 2) + m_i) * 20000) + i)] = exp("));
+  // In the outermost loop of a root nest the large row folds all the same.
+  EXPECT_TRUE(contains(lowered(rows(20000), "compute_at t1 out0 m"),
+                       "  for m in [0, M):\n"
+                       "    allocate t1: f32[20000]\n"
+                       "    for i in [0, 20000):\n"
+                       "      t1[i] = exp(x[((m * 20000) + i)])\n"
+                       "    for i in [0, 20000):\n"
+                       "      out0[((m * 20000) + i)] = (t1[i] * t1[i])\n"));
+}
+
+// t5 computed at t6's rows is read there, but also by out0, a later root nest: it keeps
+// its full size at the top, indexed by the row.
+TEST(ScheduleDirectives, ComputeAtKeepsTheWholeBufferWhenAReaderRunsOutsideTheSharedLoops) {
+  EXPECT_EQ(lowered(softmax(), "compute_at t5 t6 m"), R"(kernel f(in x: f32[M, N], out out0: f32[M, N]) dims [M, N]
   allocate t1: f32[M]
   allocate t5: f32[M*N]
   allocate t6: f32[M]
-  parallel for m in [0, M):
+  for m in [0, M):
     t1[m] = f32(-inf)
     for n in [0, N) reduce:
       t1[m] = max(t1[m], x[((m * N) + n)])
+  for m in [0, M):
     for n in [0, N):
       t5[((m * N) + n)] = exp((x[((m * N) + n)] - t1[m]))
     t6[m] = f32(0)
     for n in [0, N) reduce:
       t6[m] = (t6[m] + t5[((m * N) + n)])
+  for m in [0, M):
     for n in [0, N):
       out0[((m * N) + n)] = (t5[((m * N) + n)] / t6[m])
 )");
 }
 
-TEST(ScheduleDirectives, ComputeAtSharesEveryLoopDownToTheNamedOne) {
-  EXPECT_TRUE(contains(lowered(square(), "compute_at t1 out0 n"),
-                       "  for m in [0, M):\n    for n in [0, N):\n"
-                       "      t1[((m * N) + n)] = exp(x[((m * N) + n)])\n"
-                       "      out0[((m * N) + n)] = (t1[((m * N) + n)] * t1[((m * N) + n)])\n"));
-  // Split alike, the producer can share the tail loop too.
-  EXPECT_TRUE(contains(lowered(square(), "split out0 n 2; split t1 n 2; compute_at t1 out0 n_i"),
-                       "      for n_i in [0, min(2, (N - (n_o * 2)))):\n"
-                       "        t1[((m * N) + ((n_o * 2) + n_i))] = exp(x[((m * N) + ((n_o * 2) + n_i))])\n"
-                       "        out0[((m * N) + ((n_o * 2) + n_i))] = "));
-  // Inside a host's reduction loop: exp computed element by element as the sum reads it,
-  // and that sum in turn inside out0's rows (nested hosts are built inside out).
-  EXPECT_TRUE(contains(lowered(softmax(), "compute_at t5 t6 n; compute_at t6 out0 m"),
-                       "  for m in [0, M):\n"
-                       "    t6[m] = f32(0)\n"
-                       "    for n in [0, N) reduce:\n"
-                       "      t5[((m * N) + n)] = exp((x[((m * N) + n)] - t1[m]))\n"
-                       "      t6[m] = (t6[m] + t5[((m * N) + n)])\n"
-                       "    for n in [0, N):\n"
-                       "      out0[((m * N) + n)] = (t5[((m * N) + n)] / t6[m])\n"));
+// A host that is itself computed at another stage can host in turn, inside a loop of its
+// own; both orders of the two directives give the same kernel. t5 is read by out0 outside
+// t6's loop n, so it keeps its full size.
+TEST(ScheduleDirectives, ComputeAtInsideAHostThatIsComputedAtAnotherStage) {
+  const std::string fused =
+      lowered(softmax(), "compute_at t6 out0 m; compute_at t5 t6 n; compute_at t1 out0 m; parallel out0 m");
+  EXPECT_EQ(fused, R"(kernel f(in x: f32[M, N], out out0: f32[M, N]) dims [M, N]
+  allocate t5: f32[M*N]
+  parallel for m in [0, M):
+    allocate t6: f32[1]
+    allocate t1: f32[1]
+    t1[0] = f32(-inf)
+    for n in [0, N) reduce:
+      t1[0] = max(t1[0], x[((m * N) + n)])
+    t6[0] = f32(0)
+    for n in [0, N) reduce:
+      t5[((m * N) + n)] = exp((x[((m * N) + n)] - t1[0]))
+      t6[0] = (t6[0] + t5[((m * N) + n)])
+    for n in [0, N):
+      out0[((m * N) + n)] = (t5[((m * N) + n)] / t6[0])
+)");
+  EXPECT_EQ(lowered(softmax(), "compute_at t5 t6 n; compute_at t6 out0 m; compute_at t1 out0 m; parallel out0 m"),
+            fused);
+  // The partial sums of a factored row sum, each computed inside the reduction loop over
+  // them that the sum (itself computed at out0's rows) runs: one partial sum at a time.
+  EXPECT_EQ(lowered(softmax8(),
+                    "split t6 i 4; rfactor t6 i_i; reorder t6_rf i_i i_o; compute_at t6 out0 m; "
+                    "compute_at t6_rf t6 i_i"),
+            R"(kernel f(in x: f32[M, 8], out out0: f32[M, 8]) dims [M]
+  allocate t1: f32[M]
+  allocate t5: f32[8*M]
+  for m in [0, M):
+    t1[m] = f32(-inf)
+    for i in [0, 8) reduce:
+      t1[m] = max(t1[m], x[((m * 8) + i)])
+  for m in [0, M):
+    for i in [0, 8):
+      t5[((m * 8) + i)] = exp((x[((m * 8) + i)] - t1[m]))
+  for m in [0, M):
+    allocate t6: f32[1]
+    t6[0] = f32(0)
+    for i_i in [0, 4) reduce:
+      allocate t6_rf: f32[1]
+      t6_rf[0] = f32(0)
+      for i_o in [0, 2) reduce:
+        t6_rf[0] = (t6_rf[0] + t5[((m * 8) + ((i_o * 4) + i_i))])
+      t6[0] = (t6[0] + t6_rf[0])
+    for i in [0, 8):
+      out0[((m * 8) + i)] = (t5[((m * 8) + i)] / t6[0])
+)");
 }
 
 TEST(ScheduleDirectives, RfactorMakesAStageOfPartialResultsOverAPureLoop) {
@@ -297,18 +446,21 @@ TEST(ScheduleDirectives, RfactorMakesAStageOfPartialResultsOverAPureLoop) {
                "    t1[m] = f32(-inf)\n"
                "    for n_i in [0, 2) reduce:\n"
                "      t1[m] = max(t1[m], t1_rf[((m * 2) + n_i)])\n"));
-  // The new stage is scheduled like any other: computed at the consumer's rows.
+  // The new stage is scheduled like any other: computed at the consumer's rows, where its
+  // partial results fold to one row's [N, K] (allocated in the outermost loop of a root
+  // nest, so the size need not be a constant).
   EXPECT_TRUE(contains(lowered(matmul(), "reorder out0 k n; rfactor out0 k; compute_at out0_rf out0 m"),
                        "  for m in [0, M):\n"
+                       "    allocate out0_rf: f32[K*N]\n"
                        "    for k in [0, K):\n"
                        "      for n in [0, N):\n"
-                       "        out0_rf[((((m * N) + n) * K) + k)] = f32(0)\n"
-                       "        out0_rf[((((m * N) + n) * K) + k)] = (out0_rf[((((m * N) + n) * K) + k)] + "
+                       "        out0_rf[((n * K) + k)] = f32(0)\n"
+                       "        out0_rf[((n * K) + k)] = (out0_rf[((n * K) + k)] + "
                        "(a[((m * K) + k)] * b[((k * N) + n)]))\n"
                        "    for n in [0, N):\n"
                        "      out0[((m * N) + n)] = f32(0)\n"
                        "      for k in [0, K) reduce:\n"
-                       "        out0[((m * N) + n)] = (out0[((m * N) + n)] + out0_rf[((((m * N) + n) * K) + k)])\n"));
+                       "        out0[((m * N) + n)] = (out0[((m * N) + n)] + out0_rf[((n * K) + k)])\n"));
 }
 
 TEST(ScheduleDirectives, PackCopiesTheTileIntoALocalBuffer) {
@@ -337,9 +489,9 @@ TEST(ScheduleDirectives, InlineRecomputesAValueReadTwice) {
   const std::string text = lowered(softmax(), "compute_at t6 out0 m; inline t5; compute_at t1 out0 m");
   EXPECT_EQ(text.find("t5"), std::string::npos) << text;
   EXPECT_TRUE(contains(text,
-                       "      t6[m] = (t6[m] + exp((x[((m * N) + n)] - t1[m])))\n"
+                       "      t6[0] = (t6[0] + exp((x[((m * N) + n)] - t1[0])))\n"
                        "    for n in [0, N):\n"
-                       "      out0[((m * N) + n)] = (exp((x[((m * N) + n)] - t1[m])) / t6[m])\n"));
+                       "      out0[((m * N) + n)] = (exp((x[((m * N) + n)] - t1[0])) / t6[0])\n"));
 }
 
 // ---- Rejections ----
@@ -353,7 +505,14 @@ TEST(ScheduleRejects, ParallelOrVectorizedReductionLoops) {
   EXPECT_TRUE(contains(std::string(e.what()), "schedule line 1: cannot vectorize t1 n: loop n carries the reduction"));
   EXPECT_EQ(reason(softmax(), "parallel t6 n"), "loop n carries the reduction into t6[m]");
   EXPECT_EQ(reason(matmul(), "reorder out0 k n; parallel out0 k"), "loop k carries the reduction into out0[m, n]");
-  EXPECT_EQ(reason(matmul(), "split out0 k 2; vectorize out0 k_i"), "loop k_i carries the reduction into out0[m, n]");
+  // A max along its innermost loop needs rfactor; a sum vectorizes as a scalar reduction,
+  // but only along its innermost loop.
+  EXPECT_EQ(reason(softmax(), "split t1 n 2; vectorize t1 n_i"), "loop n_i carries the reduction into t1[m]");
+  EXPECT_TRUE(contains(lowered(matmul(), "split out0 k 2; vectorize out0 k_i"),
+                       "vectorized for k_i in [0, min(2, (K - (k_o * 2)))) reduce:"));
+  EXPECT_EQ(reason(matmul(), "split out0 k 2; reorder out0 k_i k_o; vectorize out0 k_i"),
+            "the extent of loop k_i depends on loop k_o");
+  EXPECT_EQ(reason(matmul(), "split out0 k 4; vectorize out0 k_o"), "loop k_o carries the reduction into out0[m, n]");
 }
 
 TEST(ScheduleRejects, VectorizeOnlyTheInnermostLoop) {
@@ -416,7 +575,6 @@ TEST(ScheduleRejects, ComputeAtNeedsMatchingPureLoops) {
   EXPECT_EQ(reason(softmax(), "compute_at out0 t1 m"), "t1 runs before out0");
   EXPECT_EQ(reason(softmax(), "compute_at t1 t1 m"), "t1 cannot be computed inside itself");
   EXPECT_EQ(reason(softmax(), "compute_at t6 out0 m; compute_at t6 out0 m"), "t6 is already computed at out0");
-  EXPECT_EQ(reason(softmax(), "compute_at t6 out0 m; compute_at t5 t6 n"), "t6 is itself computed at out0");
   // The parts of a concatenation write one buffer together.
   const auto concat = spec(
       "DIMS = dict(M=3, N=5)\n"
@@ -435,6 +593,24 @@ TEST(ScheduleRejects, LoopsSharedWithAHostBelongToTheHost) {
   // Loops inside the shared ones are still the stage's own.
   EXPECT_TRUE(contains(lowered(softmax(), fused + "split t6 n 2; split out0 n 2"),
                        "    for n_o in [0, ((N + 1)//2)) reduce:\n"));
+}
+
+TEST(ScheduleRejects, ComputeAtANestedHostOnlyInsideItsOwnLoops) {
+  // t6 shares out0's m; computing t5 at t6's m would share no loop of t6's own.
+  const ScheduleError e = rejection(softmax(), "compute_at t6 out0 m; compute_at t5 t6 m");
+  EXPECT_EQ(e.reason(), "loop m of t6 is shared with its host out0");
+  EXPECT_EQ(e.detail(), "compute t5 at out0 instead");
+  // The same for the partial results of a factored reduction and their reducer.
+  const ScheduleError rf =
+      rejection(softmax(), "split t6 n 4; rfactor t6 n_i; compute_at t6 out0 m; compute_at t6_rf t6 m");
+  EXPECT_EQ(rf.reason(), "loop m of t6 is shared with its host out0");
+  EXPECT_EQ(rf.detail(), "compute t6_rf at out0 instead");
+  // Two levels down: t5's loop n is t6's.
+  const std::string nested = "compute_at t6 out0 m; compute_at t5 t6 n; ";
+  EXPECT_EQ(reason(softmax(), nested + "compute_at t1 t5 n"), "loop n of t5 is shared with its host t6");
+  // The loops of a nested host are fixed once a stage is computed inside them.
+  EXPECT_EQ(reason(softmax(), nested + "split t6 n 2"), "t5 is computed inside loop n of t6");
+  EXPECT_EQ(reason(softmax(), nested + "split t5 n 2"), "loop n of t5 is shared with its host t6");
 }
 
 TEST(ScheduleRejects, RfactorNeedsAReductionLoop) {
@@ -570,6 +746,15 @@ TEST(ScheduleRuns, FusedSoftmaxWithFactoredRowReductions) {
 TEST(ScheduleRuns, SoftmaxExpComputedInsideTheSum) {
   expect_agrees(softmax(), "inline t5; compute_at t6 out0 m; compute_at t1 out0 m; vectorize out0 n");
   expect_agrees(softmax(), "compute_at t5 t6 n; compute_at t6 out0 m; compute_at t1 out0 m");
+  // The same, directives outside in, rows in parallel (t6 and t1 folded per row).
+  expect_agrees(softmax(), "compute_at t6 out0 m; compute_at t5 t6 n; compute_at t1 out0 m; parallel out0 m");
+}
+
+TEST(ScheduleRuns, NestedHostsAndFoldedBuffers) {
+  expect_agrees(softmax8(),
+                "split t6 i 4; rfactor t6 i_i; reorder t6_rf i_i i_o; compute_at t6 out0 m; compute_at t6_rf t6 i_i; "
+                "compute_at t5 out0 m; compute_at t1 out0 m; parallel out0 m");
+  expect_agrees(square(), "split t1 n 2; split out0 n 2; compute_at t1 out0 n_i");
 }
 
 TEST(ScheduleRuns, MatmulTilesWithPackedPanelsAndTails) {
