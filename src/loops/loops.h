@@ -58,8 +58,11 @@ Expr make_cast(ir::DType to, Expr a);                  // returns `a` if already
 Expr make_call(const std::string& fn, std::vector<Expr> args);  // dtype of args[0]
 
 // Expression utilities: simultaneous substitution of Vars by name (rebuilt through the
-// make_* functions, so constants fold), structural equality, and whether `e` reads a Var.
+// make_* functions, so constants fold), rebuilding a node with new operands, structural
+// equality, and whether `e` reads a Var.
 Expr substitute(const Expr& e, const std::map<std::string, Expr>& vars);
+// The same node as `e` with operands `args` (through the make_* functions).
+Expr rebuild(const Expr& e, std::vector<Expr> args);
 bool equal(const Expr& a, const Expr& b);
 bool mentions(const Expr& e, const std::string& var);
 

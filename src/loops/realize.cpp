@@ -122,16 +122,7 @@ class Realizer {
         return make_load(e->name, e->dtype, flat_index(e->name, multi, {}), multi);
       }
     }
-    if (!changed) return e;
-    switch (e->kind) {
-      case ExprKind::Load: return make_load(e->name, e->dtype, a[0], std::vector<Expr>(a.begin() + 1, a.end()));
-      case ExprKind::Unary: return e->op == OpKind::PowI ? make_powi(a[0], e->int_value) : make_unary(e->op, a[0]);
-      case ExprKind::Binary: return make_binary(e->op, a[0], a[1]);
-      case ExprKind::Select: return make_select(a[0], a[1], a[2]);
-      case ExprKind::Cast: return make_cast(e->dtype, a[0]);
-      case ExprKind::Call: return make_call(e->name, a);
-      default: throw InternalError("loops: refold: unexpected expr");
-    }
+    return changed ? rebuild(e, std::move(a)) : e;
   }
 
   static Expr size_of(const ir::Shape& shape) {
@@ -225,15 +216,7 @@ class Realizer {
       a.push_back(repack(s, x, names));
       changed = changed || a.back() != x;
     }
-    if (!changed) return e;
-    switch (e->kind) {
-      case ExprKind::Unary: return e->op == OpKind::PowI ? make_powi(a[0], e->int_value) : make_unary(e->op, a[0]);
-      case ExprKind::Binary: return make_binary(e->op, a[0], a[1]);
-      case ExprKind::Select: return make_select(a[0], a[1], a[2]);
-      case ExprKind::Cast: return make_cast(e->dtype, a[0]);
-      case ExprKind::Call: return make_call(e->name, a);
-      default: throw InternalError("loops: repack: unexpected expr");
-    }
+    return changed ? rebuild(e, std::move(a)) : e;
   }
 
   Stmt store(const Stage& s, const std::map<std::string, Expr>& names) const {
