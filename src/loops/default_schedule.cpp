@@ -101,6 +101,9 @@ std::set<std::string> big_operand_loops(const ir::Graph& g, const Stages& st, co
   return big.empty() ? std::set<std::string>{} : loops_of[big];
 }
 
+// The most accumulator bytes a default contraction keeps live inside its reduction loops.
+constexpr int64_t kAccumulatorBytes = 64 * 1024;
+
 int lanes(const Target& t, ir::DType d) {
   const int bytes = d == ir::DType::F64 || d == ir::DType::I64 ? 8 : d == ir::DType::Bool ? 1 : 4;
   return std::max(1, t.vector_bytes / bytes);
@@ -137,9 +140,14 @@ Schedule default_schedule(const ir::Graph& graph, const Target& target) {
       // Contraction: the output's last loop innermost, vectorized (out[m, n] += a[m, k] *
       // b[k, n]); the other pure loops that do not index the biggest operand go inside
       // the reduction loops, so that it is swept once.
+      // (Only while the accumulators inside the reduction loops stay cache-sized.)
+      int64_t inner_bytes = ir::dtype_bytes(s.dtype);
+      for (const auto& l : s.loops)
+        if (!l.reduction && (l.name == last_pure || !big.count(l.name))) inner_bytes *= bound_size(graph, l.nominal);
+      const bool sink = !big.empty() && inner_bytes <= kAccumulatorBytes;
       std::vector<std::string> order, inner_pure;
       for (const auto& l : s.loops)
-        if (!l.reduction && l.name != last_pure) (big.empty() || big.count(l.name) ? order : inner_pure).push_back(l.name);
+        if (!l.reduction && l.name != last_pure) (!sink || big.count(l.name) ? order : inner_pure).push_back(l.name);
       order.insert(order.end(), reduced.begin(), reduced.end());
       order.insert(order.end(), inner_pure.begin(), inner_pure.end());
       order.push_back(last_pure);

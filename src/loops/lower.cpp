@@ -309,7 +309,12 @@ class Lowerer {
             const std::vector<Expr> part(idx.begin() + static_cast<long>(j0), idx.begin() + static_cast<long>(j1));
             for (const auto& e : unflatten(flatten(part, to_part), from_part)) sub.push_back(e);
           }
-          return access(n.operands[0], sub);
+          // A buffer is read at the reshaped flat index (the same element, linear in the
+          // loops), with the source's multi-index kept for dependence analysis.
+          const ValueId src = n.operands[0];
+          if (auto b = buf_.at_or(src); !b.empty())
+            return make_load(b, g_.node(src).dtype, flatten(idx, n.shape), sub);
+          return access(src, sub);
         }
         std::vector<Expr> sub(from.size(), make_int(0));
         for (size_t i = 0; i < kept_to.size(); ++i) sub[kept_from[i]] = idx[kept_to[i]];
