@@ -28,7 +28,8 @@ void write_text(const std::filesystem::path& path, const std::string& text) {
 // The schedule --schedule names: a file, the text itself, or the default one.
 loops::Schedule schedule_from_flag(const ir::Graph& graph, const std::string& flag) {
   if (flag.empty()) return loops::default_schedule(graph);
-  if (std::filesystem::is_regular_file(flag)) {
+  std::error_code not_a_file;  // a schedule's text may be no valid path at all
+  if (std::filesystem::is_regular_file(flag, not_a_file)) {
     std::ifstream in(flag, std::ios::binary);
     std::stringstream text;
     text << in.rdbuf();

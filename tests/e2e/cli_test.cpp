@@ -295,6 +295,11 @@ TEST(Cli, EmitWritesTheScheduleAndReadsOneBack) {
   CommandResult ran = ollie_with_env(env, "run-kernel " + spec + " " + (dir / "c" / "softmax.cpp").string() +
                                               " --dims M=5,N=37 --seed 3");
   EXPECT_EQ(ran.exit_code, 0) << ran.out;
+  // A schedule longer than any file name is still read as a schedule.
+  std::string long_text;
+  for (int i = 0; i < 40; ++i) long_text += "unroll out0 n; ";
+  CommandResult long_one = ollie("emit " + spec + " -o " + (dir / "d").string() + " --schedule '" + long_text + "'");
+  EXPECT_EQ(long_one.exit_code, 0) << long_one.out;
   // --show-stages lists what a schedule can name.
   CommandResult stages = ollie("emit " + spec + " --show-stages");
   EXPECT_EQ(stages.exit_code, 0);
