@@ -32,6 +32,15 @@ Directive make(DirectiveKind k, const std::string& stage, std::vector<std::strin
   return Directive{k, stage, std::move(args), factor, 0};
 }
 
+// Reorders `stage` to `order` unless its loops already run in that order.
+void reorder_to(const ir::Graph& g, Stages& st, Schedule& out, const std::string& stage,
+                const std::vector<std::string>& order) {
+  std::vector<std::string> now;
+  for (const auto& l : st.stages[static_cast<size_t>(st.find(stage))].loops)
+    if (std::find(order.begin(), order.end(), l.name) != order.end()) now.push_back(l.name);
+  if (now != order) try_apply(g, st, out, make(DirectiveKind::Reorder, stage, order));
+}
+
 // The coefficient of `var` in the linear index expression `e`; nullopt when `e` is not
 // linear in it with a constant coefficient.
 std::optional<int64_t> coefficient(const Expr& e, const std::string& var) {
@@ -151,7 +160,7 @@ Schedule default_schedule(const ir::Graph& graph, const Target& target) {
       order.insert(order.end(), reduced.begin(), reduced.end());
       order.insert(order.end(), inner_pure.begin(), inner_pure.end());
       order.push_back(last_pure);
-      try_apply(graph, st, out, make(DirectiveKind::Reorder, name, order));
+      reorder_to(graph, st, out, name, order);
       try_apply(graph, st, out, make(DirectiveKind::Vectorize, name, {last_pure}));
       continue;
     }
@@ -161,7 +170,7 @@ Schedule default_schedule(const ir::Graph& graph, const Target& target) {
       for (const auto& l : s.loops)
         if (!l.reduction) (big.count(l.name) ? order : rest).push_back(l.name);
       order.insert(order.end(), rest.begin(), rest.end());
-      if (order.size() >= 2) try_apply(graph, st, out, make(DirectiveKind::Reorder, name, order));
+      if (order.size() >= 2) reorder_to(graph, st, out, name, order);
     }
     const Stage& now = st.stages[static_cast<size_t>(st.find(name))];  // `s` may be stale
     const std::string r = now.loops.back().name;
@@ -264,7 +273,21 @@ Schedule random_schedule(const ir::Graph& graph, uint64_t seed, int moves, std::
       case 3: d = make(DirectiveKind::Vectorize, s.name, {loop(s)}); break;
       case 4: d = make(DirectiveKind::Unroll, s.name, {loop(s)}); break;
       case 5: {
-        const Stage& h = st.stages[pick(st.stages.size())];
+        // Mostly into a stage that reads it (or that stage's host): the moves that can be
+        // legal; sometimes anywhere, to exercise the rejections.
+        std::vector<const Stage*> hosts;
+        for (const auto& r : st.stages) {
+          std::function<bool(const Expr&)> reads = [&](const Expr& e) {
+            if (e->kind == ExprKind::Load && e->name == s.buffer) return true;
+            for (const auto& a : e->args)
+              if (reads(a)) return true;
+            return false;
+          };
+          if (&r == &s || !reads(r.value)) continue;
+          hosts.push_back(&r);
+          if (r.host >= 0) hosts.push_back(&st.stages[static_cast<size_t>(r.host)]);
+        }
+        const Stage& h = !hosts.empty() && pick(4) != 0 ? *hosts[pick(hosts.size())] : st.stages[pick(st.stages.size())];
         if (h.loops.empty()) continue;
         d = make(DirectiveKind::ComputeAt, s.name, {h.name, loop(h)});
         break;
