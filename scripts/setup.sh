@@ -9,6 +9,7 @@ APT_PACKAGES=(
   clang libclang-rt-14-dev          # libFuzzer for the parser fuzz target
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libzip-dev zlib1g-dev             # .npz files are zip archives
+  libseccomp-dev                    # the runner's system-call filter
   libssl-dev                        # SHA-256 for the build cache
   libgtest-dev libgmock-dev
   python3 python3-venv

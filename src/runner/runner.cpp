@@ -209,7 +209,7 @@ void load(const char* src, ir::DType dtype, std::vector<double>& values) {
 
 // Creates the memfd with the header, the inputs and poisoned outputs.
 Fd make_request(const std::string& so_path, const std::string& entry_symbol, const Layout& layout,
-                const std::vector<interp::Tensor>& inputs) {
+                const std::vector<interp::Tensor>& inputs, const Options& options) {
   Fd fd(memfd_create("ollie-buffers", MFD_CLOEXEC));
   if (fd.get() < 0) fail_errno("memfd_create");
   if (ftruncate(fd.get(), static_cast<off_t>(layout.total_size)) != 0) fail_errno("cannot size the buffer memory");
@@ -226,7 +226,13 @@ Fd make_request(const std::string& so_path, const std::string& entry_symbol, con
   header.total_size = layout.total_size;
   header.header_size = layout.header_size;
   header.path_len = static_cast<uint32_t>(so_path.size());
-  header.flags = proto::kProtect;
+  header.flags = proto::kProtect | (options.sandbox ? proto::kSandbox : 0u);
+  if (options.sandbox) {
+    header.memory_bytes = options.memory_bytes;
+    // CPU time of all threads: the wall limit times the threads that may run, plus slack.
+    const double threads = options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+    header.cpu_seconds = static_cast<uint64_t>(std::ceil(options.timeout_seconds * threads)) + 1;
+  }
   header.parent_pid = static_cast<uint64_t>(getpid());
   header.entry_len = static_cast<uint32_t>(entry_symbol.size());
   char* at = base;
@@ -352,6 +358,8 @@ const char* status_name(Status s) {
     case Status::Crash: return "crash";
     case Status::Timeout: return "timeout";
     case Status::ProtocolError: return "protocol-error";
+    case Status::Forbidden: return "forbidden-syscall";
+    case Status::OutOfMemory: return "out-of-memory";
   }
   return "unknown";
 }
@@ -364,7 +372,7 @@ Outcome run(const std::string& so_path, const ir::Graph& graph, const std::vecto
                     "'; build the ollie-runner target next to ollie, or set the runner path");
   check_entry_symbol(options.entry_symbol);
   const Layout layout = plan(so_path, options.entry_symbol, graph, inputs);
-  Fd memfd = make_request(so_path, options.entry_symbol, layout, inputs);
+  Fd memfd = make_request(so_path, options.entry_symbol, layout, inputs, options);
 
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) fail_errno("pipe");
@@ -399,9 +407,18 @@ Outcome run(const std::string& so_path, const ir::Graph& graph, const std::vecto
       has_report ? report.substr(sizeof header, std::min<size_t>(header.message_len, report.size() - sizeof header)) : "";
 
   if (WIFSIGNALED(wait_status)) {
-    outcome.status = Status::Crash;
     outcome.signal = WTERMSIG(wait_status);
-    outcome.message = "the kernel was killed by " + signal_text(outcome.signal);
+    if (outcome.signal == SIGSYS && options.sandbox) {
+      outcome.status = Status::Forbidden;
+      outcome.message = "the kernel made a forbidden system call (files, sockets, processes and exec are "
+                        "closed to kernels) and was killed by " + signal_text(outcome.signal);
+    } else if (outcome.signal == SIGXCPU && options.sandbox) {
+      outcome.status = Status::Timeout;
+      outcome.message = "the kernel used up its CPU time and was killed by " + signal_text(outcome.signal);
+    } else {
+      outcome.status = Status::Crash;
+      outcome.message = "the kernel was killed by " + signal_text(outcome.signal);
+    }
     return outcome;
   }
   const int code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
@@ -418,6 +435,10 @@ Outcome run(const std::string& so_path, const ir::Graph& graph, const std::vecto
       return outcome;
     case proto::ReportStatus::BadRequest:
       outcome.status = Status::ProtocolError;
+      outcome.message = message;
+      return outcome;
+    case proto::ReportStatus::OutOfMemory:
+      outcome.status = Status::OutOfMemory;
       outcome.message = message;
       return outcome;
     case proto::ReportStatus::Ok:

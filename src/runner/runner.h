@@ -18,10 +18,17 @@ struct Options {
   std::string runner_path;          // default: "ollie-runner" next to the running executable (/proc/self/exe)
   int threads = 0;                  // OMP_NUM_THREADS for the child; 0 = leave as is
   std::string entry_symbol = "ollie_entry";  // the adapter entry to call (build::AdapterNames::entry)
+  // The sandbox: a seccomp filter (no files, sockets, processes or exec once the kernel
+  // is loaded; threads allowed), an address-space limit of `memory_bytes` beyond the
+  // buffers, and a CPU-time limit of the timeout times the threads. Off only for tests
+  // of the layers beneath it.
+  bool sandbox = true;
+  uint64_t memory_bytes = uint64_t{8} << 30;
 };
 
-enum class Status { Ok, LoadError, Crash, Timeout, ProtocolError };
-const char* status_name(Status s);  // "ok", "load-error", "crash", "timeout", "protocol-error"
+enum class Status { Ok, LoadError, Crash, Timeout, ProtocolError, Forbidden, OutOfMemory };
+// "ok", "load-error", "crash", "timeout", "protocol-error", "forbidden-syscall", "out-of-memory"
+const char* status_name(Status s);
 
 struct Outcome {
   Status status = Status::ProtocolError;

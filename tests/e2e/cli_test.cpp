@@ -232,6 +232,12 @@ TEST_F(RunKernel, CrashingKernelIsReportedAndOllieSurvives) {
   EXPECT_NE(r.out.find("SIGSEGV"), std::string::npos) << r.out;
 }
 
+TEST_F(RunKernel, KernelOpeningAFileIsStoppedBySandbox) {
+  CommandResult r = run("softmax_reads_a_file.cpp");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("forbidden-syscall"), std::string::npos) << r.out;
+}
+
 TEST_F(RunKernel, CompileErrorShowsTheCompilersMessage) {
   CommandResult r = run("softmax_does_not_compile.cpp");
   EXPECT_EQ(r.exit_code, 1) << r.out;

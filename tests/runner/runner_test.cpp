@@ -507,7 +507,10 @@ extern "C" void ollie_entry(void* const* buffers, const int64_t*) {
   static_cast<float*>(buffers[1])[0] = static_cast<float>(n - 1);  // minus the DIR's own fd
 }
 )");
-  Outcome out = ollie::runner::run(so, vector_graph(), vector_inputs(), options());
+  // Without the sandbox (which would stop opendir): the descriptors themselves.
+  Options o = options();
+  o.sandbox = false;
+  Outcome out = ollie::runner::run(so, vector_graph(), vector_inputs(), o);
   ASSERT_EQ(out.status, Status::Ok) << out.message;
   EXPECT_EQ(out.outputs[0].data[0], 5.0);  // stdin, stdout, stderr, memfd, report pipe
 }
@@ -522,12 +525,102 @@ extern "C" void ollie_entry(void* const* buffers, const int64_t* dims) {
   for (int64_t i = 0; i < dims[0]; ++i) y[i] = x[i] + 1.0f;
 }
 )");
+  // Without the sandbox (which kills fork): the process group is cleaned up.
+  Options o = options();
+  o.sandbox = false;
   const auto t0 = std::chrono::steady_clock::now();
-  Outcome out = ollie::runner::run(so, vector_graph(), vector_inputs(), options());
+  Outcome out = ollie::runner::run(so, vector_graph(), vector_inputs(), o);
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(out.status, Status::Ok) << out.message;
   EXPECT_EQ(out.outputs[0].data, (std::vector<double>{2, 3, 4, 5}));
   EXPECT_LT(elapsed, 5.0);
+}
+
+// ---- The sandbox ----
+
+// A kernel that does something outside its computation is killed, and says which.
+void expect_forbidden(const std::string& name, const std::string& body) {
+  Outcome out = ollie::runner::run(build_so(name, body), vector_graph(), vector_inputs(), options());
+  EXPECT_EQ(out.status, Status::Forbidden) << name << ": " << status_name(out.status) << ": " << out.message;
+  EXPECT_NE(out.message.find("forbidden system call"), std::string::npos) << out.message;
+  EXPECT_TRUE(out.outputs.empty());
+}
+
+TEST(Sandbox, OpeningAFileIsForbidden) {
+  expect_forbidden("open_file", R"(
+#include <fcntl.h>
+extern "C" void ollie_entry(void* const* buffers, const int64_t*) {
+  int fd = open("/etc/hostname", O_RDONLY);
+  static_cast<float*>(buffers[1])[0] = static_cast<float>(fd);
+}
+)");
+  expect_forbidden("write_file", R"(
+#include <cstdio>
+extern "C" void ollie_entry(void* const*, const int64_t*) {
+  if (std::FILE* f = std::fopen("/tmp/ollie-sandbox-escape", "w")) std::fclose(f);
+}
+)");
+}
+
+TEST(Sandbox, SocketsAreForbidden) {
+  expect_forbidden("socket", R"(
+#include <sys/socket.h>
+extern "C" void ollie_entry(void* const* buffers, const int64_t*) {
+  static_cast<float*>(buffers[1])[0] = static_cast<float>(socket(AF_INET, SOCK_STREAM, 0));
+}
+)");
+}
+
+TEST(Sandbox, NewProcessesAndExecAreForbidden) {
+  expect_forbidden("fork", R"(
+#include <unistd.h>
+extern "C" void ollie_entry(void* const*, const int64_t*) { if (fork() == 0) _exit(0); }
+)");
+  expect_forbidden("system", R"(
+#include <cstdlib>
+extern "C" void ollie_entry(void* const*, const int64_t*) { (void)std::system("true"); }
+)");
+  expect_forbidden("execve", R"(
+#include <unistd.h>
+extern "C" void ollie_entry(void* const*, const int64_t*) {
+  char* argv[] = {nullptr};
+  execve("/bin/true", argv, argv);
+}
+)");
+}
+
+TEST(Sandbox, ThreadsStillWork) {
+  // std::thread (clone with CLONE_THREAD) is allowed: OpenMP kernels need it.
+  const std::string so = build_so("threads", R"(
+#include <thread>
+extern "C" void ollie_entry(void* const* buffers, const int64_t* dims) {
+  const float* x = static_cast<const float*>(buffers[0]);
+  float* y = static_cast<float*>(buffers[1]);
+  std::thread t([&] { for (int64_t i = 0; i < dims[0]; i += 2) y[i] = x[i] + 1.0f; });
+  for (int64_t i = 1; i < dims[0]; i += 2) y[i] = x[i] + 1.0f;
+  t.join();
+}
+)");
+  Outcome out = ollie::runner::run(so, vector_graph(), vector_inputs(), options());
+  ASSERT_EQ(out.status, Status::Ok) << out.message;
+  EXPECT_EQ(out.outputs[0].data, (std::vector<double>{2, 3, 4, 5}));
+}
+
+TEST(Sandbox, HugeAllocationIsOutOfMemory) {
+  const std::string so = build_so("huge_new", R"(
+#include <vector>
+extern "C" void ollie_entry(void* const* buffers, const int64_t*) {
+  std::vector<char> big(size_t{1} << 40);  // 1 TiB
+  static_cast<float*>(buffers[1])[0] = big[12345];
+}
+)");
+  Options o = options();
+  o.memory_bytes = uint64_t{1} << 30;
+  Outcome out = ollie::runner::run(so, vector_graph(), vector_inputs(), o);
+  EXPECT_EQ(out.status, Status::OutOfMemory) << status_name(out.status) << ": " << out.message;
+  EXPECT_NE(out.message.find("out of memory"), std::string::npos) << out.message;
+  EXPECT_STREQ(status_name(Status::OutOfMemory), "out-of-memory");
+  EXPECT_STREQ(status_name(Status::Forbidden), "forbidden-syscall");
 }
 
 int count_fds() {

@@ -12,7 +12,7 @@ constexpr int kReportFd = 4;    // write end of the report pipe
 
 constexpr char kRequestMagic[8] = {'O', 'L', 'L', 'I', 'E', 'R', 'Q', '1'};
 constexpr uint32_t kReportMagic = 0x4f4c5231;  // "OLR1"
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
 
 // At offset 0 of the memfd. Followed directly by
 //   Buffer buffers[n_inputs + n_outputs];   inputs first, then outputs
@@ -34,10 +34,15 @@ struct RequestHeader {
   uint64_t parent_pid;    // the child dies with this process (PR_SET_PDEATHSIG)
   uint32_t entry_len;     // bytes of the entry symbol's name
   uint32_t reserved;
+  uint64_t memory_bytes;  // address space the kernel may add (RLIMIT_AS above what is mapped); 0: no limit
+  uint64_t cpu_seconds;   // RLIMIT_CPU of the child (all threads); 0: no limit
 };
 
 // Inputs read-only, guard pages and the header PROT_NONE while the kernel runs.
 constexpr uint32_t kProtect = 1;
+// A seccomp filter, installed after the kernel is loaded, kills the child on any system
+// call that reaches outside it (files, sockets, new processes, exec); threads are allowed.
+constexpr uint32_t kSandbox = 2;
 
 struct Buffer {
   uint64_t offset;        // page-aligned
@@ -48,6 +53,7 @@ enum class ReportStatus : uint32_t {
   Ok = 0,          // the kernel returned; `seconds` is the call's wall time
   LoadError = 1,   // dlopen/dlsym failed; the message carries dlerror()
   BadRequest = 2,  // the child could not read the request; message says why
+  OutOfMemory = 3, // operator new failed under the memory limit
 };
 
 // Written once to kReportFd, in a single write() (header + message <= PIPE_BUF, so

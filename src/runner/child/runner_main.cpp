@@ -18,13 +18,23 @@
 //     looks up the entry symbol (a `void (void* const* buffers, const int64_t* dims)`,
 //     like the adapter's ollie_entry), times one call with CLOCK_MONOTONIC, writes one
 //     Report to fd 4 and _exit(0)s (no static destructors of the kernel run).
+//   * With flag kSandbox, once the kernel is loaded and before it is called, the child
+//     limits its address space (RLIMIT_AS: what is mapped now plus memory_bytes) and CPU
+//     time (RLIMIT_CPU), reports OutOfMemory if operator new then fails, and installs a
+//     seccomp filter (libseccomp) that kills it (SIGSYS) on opening files, sockets,
+//     fork/vfork/exec, clone without CLONE_THREAD and other ways out; clone3 fails with
+//     ENOSYS so that glibc creates threads with clone, whose flags the filter can check.
 //   * Load failures are reported (status LoadError; the message carries dlerror() and,
 //     for a missing entry, the symbol's name). A crash or a hang produces no report:
 //     the parent learns from the wait status or its timeout.
 //     Exit codes: 0 after a report, 2 when the request itself was unreadable, 3 when
 //     the parent was already gone. The child gets SIGKILL when its parent dies.
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <seccomp.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/prctl.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -34,6 +44,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
+#include <new>
 #include <vector>
 
 #include "runner/child/protocol.h"
@@ -84,6 +96,66 @@ bool read_exact(void* dst, size_t bytes, off_t offset) {
 
 void protect(char* base, uint64_t offset, uint64_t bytes, int prot) {
   if (bytes > 0 && mprotect(base + offset, bytes, prot) != 0) bad_request("mprotect");
+}
+
+// Bytes of address space mapped now (from /proc/self/statm, read before the filter).
+uint64_t mapped_bytes() {
+  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char text[128] = {};
+  const ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  return std::strtoull(text, nullptr, 10) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+void out_of_memory() {
+  write_report(proto::ReportStatus::OutOfMemory, 0,
+               "the kernel ran out of memory (operator new failed under the runner's address-space limit)");
+  _exit(0);
+}
+
+// The system calls that reach outside the kernel's own computation.
+const int kForbidden[] = {
+    SCMP_SYS(open), SCMP_SYS(openat), SCMP_SYS(openat2), SCMP_SYS(creat), SCMP_SYS(open_by_handle_at),
+    SCMP_SYS(socket), SCMP_SYS(socketpair), SCMP_SYS(connect), SCMP_SYS(bind), SCMP_SYS(listen),
+    SCMP_SYS(accept), SCMP_SYS(accept4), SCMP_SYS(sendto), SCMP_SYS(sendmsg), SCMP_SYS(recvfrom),
+    SCMP_SYS(recvmsg), SCMP_SYS(fork), SCMP_SYS(vfork), SCMP_SYS(execve), SCMP_SYS(execveat),
+    SCMP_SYS(ptrace), SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev), SCMP_SYS(unlink),
+    SCMP_SYS(unlinkat), SCMP_SYS(rename), SCMP_SYS(renameat), SCMP_SYS(renameat2), SCMP_SYS(mkdir),
+    SCMP_SYS(mkdirat), SCMP_SYS(rmdir), SCMP_SYS(link), SCMP_SYS(linkat), SCMP_SYS(symlink),
+    SCMP_SYS(symlinkat), SCMP_SYS(chmod), SCMP_SYS(fchmodat), SCMP_SYS(chown), SCMP_SYS(fchownat),
+    SCMP_SYS(truncate), SCMP_SYS(mount), SCMP_SYS(umount2), SCMP_SYS(chdir), SCMP_SYS(fchdir),
+    SCMP_SYS(setrlimit), SCMP_SYS(prlimit64), SCMP_SYS(seccomp), SCMP_SYS(memfd_create),
+    SCMP_SYS(kill), SCMP_SYS(bpf), SCMP_SYS(io_uring_setup), SCMP_SYS(userfaultfd),
+};
+
+void install_sandbox(const proto::RequestHeader& header) {
+  if (header.cpu_seconds > 0) {
+    const rlimit cpu{header.cpu_seconds, header.cpu_seconds + 1};
+    if (setrlimit(RLIMIT_CPU, &cpu) != 0) bad_request("setrlimit(RLIMIT_CPU)");
+  }
+  if (header.memory_bytes > 0) {
+    const uint64_t limit = mapped_bytes() + header.memory_bytes;
+    const rlimit as{limit, limit};
+    if (setrlimit(RLIMIT_AS, &as) != 0) bad_request("setrlimit(RLIMIT_AS)");
+    std::set_new_handler(out_of_memory);
+  }
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+  if (!ctx) bad_request("seccomp_init");
+  bool ok = true;
+  for (int sys : kForbidden)
+    if (sys >= 0) ok = ok && seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, sys, 0) == 0;
+  // New threads yes, new processes no.
+  ok = ok && seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(clone), 1,
+                              SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0)) == 0;
+  ok = ok && seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) == 0;
+  ok = ok && seccomp_load(ctx) == 0;
+  seccomp_release(ctx);
+  if (!ok) {
+    errno = 0;
+    bad_request("cannot install the seccomp filter");
+  }
 }
 
 }  // namespace
@@ -159,6 +231,8 @@ int main() {
     }
     protect(base, cursor, header.total_size - cursor, PROT_NONE);
   }
+
+  if (header.flags & proto::kSandbox) install_sandbox(header);
 
   timespec t0{}, t1{};
   clock_gettime(CLOCK_MONOTONIC, &t0);
