@@ -44,19 +44,6 @@ constexpr const char* kMetaName = "meta.txt";
 // Bump when the cache layout or the meaning of a key changes.
 constexpr const char* kKeyVersion = "ollie-build-1";
 
-std::string hex_sha256(const std::string& data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr) != 1)
-    throw InternalError("SHA-256 failed");
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < length; ++i) {
-    out += hex[digest[i] >> 4];
-    out += hex[digest[i] & 15];
-  }
-  return out;
-}
 
 // Length-prefixed, so ("ab","c") and ("a","bc") hash differently.
 void put(std::string& key, const std::string& field) {
@@ -138,7 +125,7 @@ std::string compute_key(const Request& request, const std::string& version) {
     put(data, u.name);
     put(data, u.source);
   }
-  return hex_sha256(data);
+  return sha256_hex(data);
 }
 
 // meta.txt: one "name value" per line; values escape '\\' and newlines.
@@ -435,6 +422,20 @@ std::vector<Result> Driver::compile_all(const std::vector<Request>& requests, in
     results[i] = results[first];
   }
   return results;
+}
+
+std::string sha256_hex(const std::string& data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr) != 1)
+    throw InternalError("SHA-256 failed");
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < length; ++i) {
+    out += hex[digest[i] >> 4];
+    out += hex[digest[i] & 15];
+  }
+  return out;
 }
 
 }  // namespace ollie::build

@@ -75,4 +75,17 @@ struct RunKernelFlags {
 // it ran but differs, 1 when it does not compile or fails.
 int run_kernel(const SpecFlags& flags, const RunKernelFlags& run);
 
+struct VerifyFlags {
+  std::string kernel_path;
+  std::string level = "quick";  // quick | full
+  std::string cert_path;
+  bool json = false;
+  uint64_t seed = 0;            // 0: fresh
+  double timeout_seconds = 60;
+  int threads = 0;
+  std::string compiler;
+};
+// Exit code 0 only when the verdict is pass; 4 for any other verdict.
+int run_verify(const SpecFlags& flags, const VerifyFlags& v);
+
 }  // namespace ollie::cli

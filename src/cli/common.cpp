@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "verify/verify.h"
 #include "spec/spec.h"
 
 namespace ollie::cli {
@@ -67,29 +68,10 @@ const char* element_type_name(npy::ElementType t) {
   return "?";
 }
 
-// Seeded random inputs: normal(0, 1) for floats, small integers for ints, coin flips for bools.
+// Seeded random inputs: normal(0, 1) for floats, small integers for ints, coin flips for
+// bools (the verifier's normal suite).
 std::vector<interp::Tensor> random_inputs(const ir::Graph& graph, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::uniform_int_distribution<int> small(-8, 8);
-  std::bernoulli_distribution coin(0.5);
-  std::vector<interp::Tensor> inputs;
-  for (const auto& p : graph.params) {
-    interp::Tensor t;
-    t.dtype = p.dtype;
-    t.shape = ir::evaluate_shape(p.shape, graph.bound_dims);
-    t.data.resize(static_cast<size_t>(ir::element_count(t.shape)));
-    for (double& v : t.data) {
-      switch (p.dtype) {
-        case ir::DType::F32: v = static_cast<float>(normal(rng)); break;
-        case ir::DType::F64: v = normal(rng); break;
-        case ir::DType::I32: case ir::DType::I64: v = small(rng); break;
-        case ir::DType::Bool: v = coin(rng) ? 1.0 : 0.0; break;
-      }
-    }
-    inputs.push_back(std::move(t));
-  }
-  return inputs;
+  return verify::make_inputs(graph, seed, verify::Distribution::Normal);
 }
 
 bool has_suffix(const std::string& s, const std::string& suffix) {

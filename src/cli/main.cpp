@@ -56,6 +56,21 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   run_cmd->add_option("--compiler", run.compiler, "the C++ compiler (default g++)");
 
+  SpecFlags verify_flags;
+  VerifyFlags ver;
+  CLI::App* verify_cmd = app.add_subcommand(
+      "verify", "check a kernel against the spec on fresh random suites in the sandbox; write a certificate");
+  add_spec_flags(verify_cmd, verify_flags);
+  verify_cmd->add_option("kernel", ver.kernel_path, "the kernel source (.cpp) in the ollie ABI")->required();
+  verify_cmd->add_option("--level", ver.level, "quick (every search candidate) or full (final answers)")
+      ->check(CLI::IsMember({"quick", "full"}));
+  verify_cmd->add_option("--cert", ver.cert_path, "write the certificate (JSON) to this file");
+  verify_cmd->add_flag("--json", ver.json, "print the certificate instead of the summary");
+  verify_cmd->add_option("--seed", ver.seed, "base seed of the suites (default: a fresh one, recorded)");
+  verify_cmd->add_option("--timeout", ver.timeout_seconds, "seconds one run may take")->check(CLI::PositiveNumber);
+  verify_cmd->add_option("--threads", ver.threads, "OMP_NUM_THREADS for the kernel")->check(CLI::NonNegativeNumber);
+  verify_cmd->add_option("--compiler", ver.compiler, "the C++ compiler (default g++)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -67,6 +82,7 @@ int main(int argc, char** argv) {
     if (*check) return run_check(check_flags);
     if (*eval_cmd) return run_eval(eval_flags, eval);
     if (*run_cmd) return run_kernel(run_flags, run);
+    if (*verify_cmd) return run_verify(verify_flags, ver);
     if (*emit_cmd) return run_emit(emit_flags, emit_opts);
   } catch (const UserError& e) {
     std::cerr << e.what() << "\n";

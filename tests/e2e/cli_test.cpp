@@ -238,6 +238,29 @@ TEST_F(RunKernel, KernelOpeningAFileIsStoppedBySandbox) {
   EXPECT_NE(r.out.find("forbidden-syscall"), std::string::npos) << r.out;
 }
 
+TEST_F(RunKernel, VerifyPassesAGoodKernelAndWritesItsCertificate) {
+  fs::path dir = temp_dir() / "verify";
+  fs::create_directories(dir);
+  const std::string spec = (source_dir() / "examples/softmax.py").string();
+  const std::string kernels = (source_dir() / "tests/e2e/kernels").string();
+  const std::string env = "OLLIE_CACHE_DIR=" + (dir / "cache").string();
+  CommandResult good = ollie_with_env(env, "verify " + spec + " " + kernels + "/softmax_rows.cpp --dims M=6,N=50 --cert " +
+                                               (dir / "cert.json").string());
+  EXPECT_EQ(good.exit_code, 0) << good.out;
+  EXPECT_NE(good.out.find("softmax_rows.cpp: pass"), std::string::npos) << good.out;
+  EXPECT_NE(good.out.find("shape-sweep"), std::string::npos) << good.out;
+  const std::string cert = read_file(dir / "cert.json");
+  EXPECT_NE(cert.find("\"verdict\": \"pass\""), std::string::npos) << cert;
+  EXPECT_NE(cert.find("\"schema\": \"ollie-certificate/1\""), std::string::npos) << cert;
+  CommandResult bad = ollie_with_env(env, "verify " + spec + " " + kernels + "/softmax_drops_last_column.cpp --json");
+  EXPECT_EQ(bad.exit_code, 4) << bad.out;
+  EXPECT_NE(bad.out.find("\"verdict\": \"wrong\""), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("\"counterexample\""), std::string::npos) << bad.out;
+  CommandResult level = ollie("verify " + spec + " " + kernels + "/softmax_rows.cpp --level thorough");
+  EXPECT_EQ(level.exit_code, 2) << level.out;
+  fs::remove_all(dir);
+}
+
 TEST_F(RunKernel, CompileErrorShowsTheCompilersMessage) {
   CommandResult r = run("softmax_does_not_compile.cpp");
   EXPECT_EQ(r.exit_code, 1) << r.out;

@@ -1,0 +1,236 @@
+// The verifier: builds a candidate, runs it in the sandboxed runner on suites of fresh
+// random inputs, compares with the reference and its bound, and writes the certificate.
+#include "verify/verify.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include "build/build.h"
+#include "runner/runner.h"
+#include "support/error.h"
+
+namespace ollie::verify {
+namespace {
+
+struct Suite {
+  std::string name;
+  Distribution distribution;
+  ir::Graph graph;
+};
+
+std::string dims_text(const ir::Graph& g) {
+  std::string s;
+  for (const auto& d : g.dims) {
+    auto it = g.bound_dims.find(d);
+    s += (s.empty() ? "" : ", ") + d + "=" + (it == g.bound_dims.end() ? "?" : std::to_string(it->second));
+  }
+  return s;
+}
+
+// A kernel is generic (correct for every dims value) unless it says otherwise.
+bool declares_generic(const std::string& source) { return source.find("// ollie: specialized") == std::string::npos; }
+
+// Other dims for the shape sweep: small primes, about half the bound, the bound plus one;
+// each kept only when the spec accepts it.
+std::vector<ir::Graph> sweep_graphs(const ir::Graph& g, const GraphAt& graph_at, int count) {
+  const int64_t primes[] = {3, 5, 7, 11, 13, 17, 19, 23};
+  std::vector<ir::DimBindings> candidates(3);
+  size_t i = 0;
+  for (const auto& d : g.dims) {
+    const int64_t bound = g.bound_dims.count(d) ? g.bound_dims.at(d) : 8;
+    candidates[0][d] = primes[i++ % std::size(primes)];
+    candidates[1][d] = std::max<int64_t>(1, bound / 2 + 1);
+    candidates[2][d] = bound + 1;
+  }
+  std::vector<ir::Graph> out;
+  for (const auto& dims : candidates) {
+    if (static_cast<int>(out.size()) >= count) break;
+    if (dims == g.bound_dims) continue;
+    try {
+      out.push_back(graph_at(dims));
+    } catch (const UserError&) {
+      // Dims this spec does not accept (tied dims such as DM = H*HD): skip them.
+    }
+  }
+  return out;
+}
+
+Verdict from_status(runner::Status s) {
+  switch (s) {
+    case runner::Status::Ok: return Verdict::Pass;
+    case runner::Status::LoadError: return Verdict::LoadError;
+    case runner::Status::Timeout: return Verdict::Timeout;
+    case runner::Status::Forbidden: return Verdict::Forbidden;
+    case runner::Status::OutOfMemory: return Verdict::OutOfMemory;
+    case runner::Status::Crash: case runner::Status::ProtocolError: return Verdict::Crash;
+  }
+  return Verdict::Crash;
+}
+
+}  // namespace
+
+const char* verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::Pass: return "pass";
+    case Verdict::Wrong: return "wrong";
+    case Verdict::Crash: return "crash";
+    case Verdict::Timeout: return "timeout";
+    case Verdict::OutOfMemory: return "out-of-memory";
+    case Verdict::Forbidden: return "forbidden-syscall";
+    case Verdict::CompileError: return "compile-error";
+    case Verdict::LoadError: return "load-error";
+  }
+  return "?";
+}
+
+std::vector<interp::Tensor> make_inputs(const ir::Graph& graph, uint64_t seed, Distribution d) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_int_distribution<int> small(-8, 8);
+  std::uniform_int_distribution<int> percent(0, 99);
+  std::bernoulli_distribution coin(0.5);
+  const double specials[] = {std::nan(""), INFINITY, -INFINITY, 0.0, -0.0};
+  std::vector<interp::Tensor> inputs;
+  for (const auto& p : graph.params) {
+    interp::Tensor t;
+    t.dtype = p.dtype;
+    t.shape = ir::evaluate_shape(p.shape, graph.bound_dims);
+    t.data.resize(static_cast<size_t>(ir::element_count(t.shape)));
+    for (double& v : t.data) {
+      switch (p.dtype) {
+        case ir::DType::F32: case ir::DType::F64: {
+          double x = normal(rng) * (d == Distribution::Wide ? 30.0 : 1.0);
+          if (d == Distribution::Special && percent(rng) == 0) x = specials[static_cast<size_t>(percent(rng)) % 5];
+          v = p.dtype == ir::DType::F32 ? static_cast<double>(static_cast<float>(x)) : x;
+          break;
+        }
+        case ir::DType::I32: case ir::DType::I64: v = small(rng); break;
+        case ir::DType::Bool: v = coin(rng) ? 1.0 : 0.0; break;
+      }
+    }
+    inputs.push_back(std::move(t));
+  }
+  return inputs;
+}
+
+Report verify(const ir::Graph& graph, const std::string& kernel_source, const GraphAt& graph_at,
+              const Options& options) {
+  const auto start = std::chrono::steady_clock::now();
+  Report report;
+  auto finish = [&]() -> Report {
+    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return report;
+  };
+  report.kernel_sha256 = build::sha256_hex(kernel_source);
+  report.generic = declares_generic(kernel_source);
+  const uint64_t seed = options.seed ? options.seed : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+
+  build::Request request;
+  request.units = {{"kernel.cpp", kernel_source}, {"ollie_adapter.cpp", build::adapter_source(graph)}};
+  if (!options.compiler.empty()) request.toolchain.compiler = options.compiler;
+  build::Driver driver = options.cache_dir.empty() ? build::Driver() : build::Driver(options.cache_dir);
+  const build::Result built = driver.compile(request);
+  report.compiler = request.toolchain.compiler;
+  report.compiler_version = built.compiler_version;
+  report.flags = request.toolchain.flags;
+  if (!built.ok) {
+    report.verdict = Verdict::CompileError;
+    report.message = "the kernel does not compile:\n" + built.log.substr(0, 4000);
+    return finish();
+  }
+
+  // The suites: fresh seeds derived from `seed`, recorded with each.
+  std::vector<Suite> suites;
+  const bool full = options.level == Level::Full;
+  for (int i = 0; i < (full ? 4 : 2); ++i) suites.push_back({"normal", Distribution::Normal, graph});
+  for (int i = 0; i < (full ? 2 : 1); ++i) suites.push_back({"wide", Distribution::Wide, graph});
+  for (int i = 0; i < (full ? 2 : 1); ++i) suites.push_back({"special-values", Distribution::Special, graph});
+  if (report.generic)
+    for (auto& g : sweep_graphs(graph, graph_at, full ? 3 : 2)) suites.push_back({"shape-sweep", Distribution::Normal, g});
+
+  runner::Options run_options;
+  run_options.timeout_seconds = options.timeout_seconds;
+  run_options.threads = options.threads;
+  run_options.runner_path = options.runner_path;
+  for (size_t si = 0; si < suites.size(); ++si) {
+    const Suite& suite = suites[si];
+    SuiteResult result{suite.name, seed + si, dims_text(suite.graph), 0, 0, false};
+    const std::vector<interp::Tensor> inputs = make_inputs(suite.graph, result.seed, suite.distribution);
+    const runner::Outcome outcome = runner::run(built.so_path, suite.graph, inputs, run_options);
+    if (outcome.status != runner::Status::Ok) {
+      report.verdict = from_status(outcome.status);
+      report.message = std::string(suite.name) + " suite (seed " + std::to_string(result.seed) + ", " + result.dims +
+                       "): " + outcome.message;
+      report.suites.push_back(result);
+      return finish();
+    }
+    const interp::Result reference = interp::evaluate(suite.graph, inputs);
+    for (size_t o = 0; o < reference.values.size(); ++o) {
+      const auto& got = outcome.outputs[o].data;
+      const auto& want = reference.values[o].data;
+      const auto& bound = reference.bounds[o].data;
+      for (size_t k = 0; k < got.size(); ++k) {
+        ++result.elements;
+        // A non-finite reference value must be matched exactly (NaN for NaN, the same infinity).
+        const bool special = !std::isfinite(want[k]);
+        const bool ok = special ? (got[k] == want[k] || (std::isnan(got[k]) && std::isnan(want[k])))
+                                : std::fabs(got[k] - want[k]) <= bound[k];
+        if (!ok) {
+          report.verdict = Verdict::Wrong;
+          report.counterexample = Counterexample{suite.name, result.seed, result.dims, static_cast<int>(o),
+                                                 static_cast<int64_t>(k), want[k], got[k], bound[k]};
+          char text[256];
+          std::snprintf(text, sizeof text, "out%zu[%zu]: got %.9g, expected %.9g (bound %.3g)", o, k, got[k], want[k],
+                        bound[k]);
+          report.message = suite.name + " suite (seed " + std::to_string(result.seed) + ", " + result.dims +
+                           "): " + text;
+          report.suites.push_back(result);
+          return finish();
+        }
+        if (!special && std::isfinite(bound[k]) && bound[k] > 0)
+          result.worst = std::max(result.worst, std::fabs(got[k] - want[k]) / bound[k]);
+      }
+    }
+    result.passed = true;
+    report.worst = std::max(report.worst, result.worst);
+    report.suites.push_back(result);
+  }
+  report.verdict = Verdict::Pass;
+  report.message = "all " + std::to_string(report.suites.size()) + " suites agree with the reference";
+  return finish();
+}
+
+std::string certificate_json(const ir::Graph& graph, const std::string& spec_sha256, const Report& report,
+                             const Options& options) {
+  nlohmann::json j;
+  j["schema"] = "ollie-certificate/1";
+  j["spec"] = {{"entry", graph.entry}, {"sha256", spec_sha256}};
+  j["kernel"] = {{"sha256", report.kernel_sha256}, {"generic", report.generic}};
+  j["build"] = {{"compiler", report.compiler}, {"version", report.compiler_version}, {"flags", report.flags}};
+  nlohmann::json dims = nlohmann::json::object();
+  for (const auto& d : graph.dims)
+    if (graph.bound_dims.count(d)) dims[d] = graph.bound_dims.at(d);
+  j["dims"] = dims;
+  j["level"] = options.level == Level::Full ? "full" : "quick";
+  nlohmann::json suites = nlohmann::json::array();
+  for (const auto& s : report.suites)
+    suites.push_back({{"name", s.name}, {"seed", s.seed}, {"dims", s.dims}, {"elements", s.elements},
+                      {"worst_fraction_of_bound", s.worst}, {"passed", s.passed}});
+  j["suites"] = suites;
+  j["worst_fraction_of_bound"] = report.worst;
+  j["verdict"] = verdict_name(report.verdict);
+  j["message"] = report.message;
+  if (report.counterexample) {
+    const auto& c = *report.counterexample;
+    j["counterexample"] = {{"suite", c.suite}, {"seed", c.seed},        {"dims", c.dims},
+                           {"output", c.output}, {"index", c.index},    {"expected", c.expected},
+                           {"got", c.got},       {"bound", c.bound}};
+  }
+  j["duration_seconds"] = report.seconds;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace ollie::verify

@@ -1,0 +1,155 @@
+// Tests of the verifier: verdicts for kernels right and wrong in different ways, the
+// suites it runs (fresh seeds, the shape sweep for generic kernels) and the certificate.
+#include "verify/verify.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "emit/emit.h"
+#include "loops/loops.h"
+#include "spec/spec.h"
+
+namespace {
+
+namespace v = ollie::verify;
+
+ollie::ir::Graph softmax_at(const ollie::ir::DimBindings& dims) {
+  ollie::spec::SpecOptions o;
+  o.dim_overrides = dims;
+  return ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/softmax.py", o);
+}
+
+std::string kernel_file(const std::string& name) {
+  std::ifstream in(std::string(OLLIE_SOURCE_DIR) + "/tests/e2e/kernels/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+v::Options options() {
+  v::Options o;
+  o.runner_path = OLLIE_RUNNER;
+  o.timeout_seconds = 20;
+  o.seed = 0;  // fresh
+  o.cache_dir = ::testing::TempDir() + "ollie-verify-test-cache";
+  return o;
+}
+
+v::Report check(const std::string& source) {
+  const auto g = softmax_at({{"M", 8}, {"N", 40}});
+  return v::verify(g, source, softmax_at, options());
+}
+
+TEST(Verify, EmittedKernelPassesEverySuite) {
+  const auto g = softmax_at({{"M", 8}, {"N", 40}});
+  const std::string source = ollie::emit::emit_kernel(ollie::loops::lower(g, ollie::loops::default_schedule(g)), g);
+  const v::Report r = v::verify(g, source, softmax_at, options());
+  EXPECT_EQ(r.verdict, v::Verdict::Pass) << r.message;
+  std::set<std::string> names;
+  for (const auto& s : r.suites) {
+    names.insert(s.name);
+    EXPECT_TRUE(s.passed);
+    EXPECT_GT(s.elements, 0);
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"normal", "wide", "special-values", "shape-sweep"}));
+  EXPECT_TRUE(r.generic);
+  EXPECT_GT(r.worst, 0.0);
+  EXPECT_LE(r.worst, 1.0);
+}
+
+TEST(Verify, FreshSeedsEveryTime) {
+  const v::Report a = check(kernel_file("softmax_rows.cpp"));
+  const v::Report b = check(kernel_file("softmax_rows.cpp"));
+  ASSERT_FALSE(a.suites.empty());
+  ASSERT_FALSE(b.suites.empty());
+  EXPECT_NE(a.suites[0].seed, b.suites[0].seed);
+}
+
+TEST(Verify, WrongKernelGivesTheFirstCounterexample) {
+  const v::Report r = check(kernel_file("softmax_drops_last_column.cpp"));
+  ASSERT_EQ(r.verdict, v::Verdict::Wrong) << r.message;
+  ASSERT_TRUE(r.counterexample.has_value());
+  EXPECT_EQ(r.counterexample->suite, "normal");
+  EXPECT_GT(std::abs(r.counterexample->got - r.counterexample->expected), r.counterexample->bound);
+  EXPECT_NE(r.message.find("expected"), std::string::npos) << r.message;
+}
+
+TEST(Verify, CrashesCompileErrorsAndForbiddenCallsHaveTheirVerdicts) {
+  EXPECT_EQ(check(kernel_file("softmax_segfaults.cpp")).verdict, v::Verdict::Crash);
+  EXPECT_EQ(check(kernel_file("softmax_does_not_compile.cpp")).verdict, v::Verdict::CompileError);
+  EXPECT_EQ(check(kernel_file("softmax_reads_a_file.cpp")).verdict, v::Verdict::Forbidden);
+}
+
+// Correct only at the dims it was written for: generic by default, so the shape sweep
+// catches it; declared specialized, it passes at those dims.
+const char* kOnlyN40 = R"(#include <cmath>
+#include <cstdint>
+extern "C" void ollie_kernel(const float* x, float* out0, const int64_t* dims) {
+  const int64_t M = dims[0];
+  for (int64_t m = 0; m < M; ++m) {
+    float mx = -INFINITY, s = 0;
+    for (int n = 0; n < 40; ++n) mx = std::fmax(mx, x[m * 40 + n]);
+    for (int n = 0; n < 40; ++n) s += std::exp(x[m * 40 + n] - mx);
+    for (int n = 0; n < 40; ++n) out0[m * 40 + n] = std::exp(x[m * 40 + n] - mx) / s;
+  }
+}
+)";
+
+TEST(Verify, ShapeSweepCatchesAKernelThatOnlyWorksAtTheBoundDims) {
+  const v::Report r = check(kOnlyN40);
+  EXPECT_NE(r.verdict, v::Verdict::Pass) << r.message;
+  EXPECT_NE(r.message.find("shape-sweep"), std::string::npos) << r.message;
+  const v::Report declared = check(std::string("// ollie: specialized\n") + kOnlyN40);
+  EXPECT_FALSE(declared.generic);
+  for (const auto& s : declared.suites) EXPECT_NE(s.name, "shape-sweep");
+}
+
+TEST(Verify, WritingZerosNeverPasses) {
+  const v::Report r = check(R"(#include <cstdint>
+extern "C" void ollie_kernel(const float*, float* out0, const int64_t* dims) {
+  for (int64_t i = 0; i < dims[0] * dims[1]; ++i) out0[i] = 0.0f;
+}
+)");
+  EXPECT_EQ(r.verdict, v::Verdict::Wrong) << r.message;
+}
+
+TEST(Verify, CertificateRecordsWhatWasChecked) {
+  const auto g = softmax_at({{"M", 8}, {"N", 40}});
+  const v::Report r = v::verify(g, kernel_file("softmax_rows.cpp"), softmax_at, options());
+  const auto j = nlohmann::json::parse(v::certificate_json(g, "abc123", r, options()));
+  EXPECT_EQ(j["schema"], "ollie-certificate/1");
+  EXPECT_EQ(j["spec"]["entry"], "softmax");
+  EXPECT_EQ(j["spec"]["sha256"], "abc123");
+  EXPECT_EQ(j["kernel"]["sha256"].get<std::string>().size(), 64u);
+  EXPECT_EQ(j["kernel"]["generic"], true);
+  EXPECT_EQ(j["dims"]["M"], 8);
+  EXPECT_EQ(j["dims"]["N"], 40);
+  EXPECT_EQ(j["verdict"], "pass");
+  EXPECT_EQ(j["build"]["compiler"], "g++");
+  EXPECT_FALSE(j["build"]["flags"].empty());
+  EXPECT_EQ(j["suites"].size(), r.suites.size());
+  EXPECT_TRUE(j["suites"][0].contains("seed"));
+  EXPECT_GT(j["duration_seconds"].get<double>(), 0.0);
+  EXPECT_FALSE(j.contains("counterexample"));
+}
+
+TEST(Verify, SpecialValueInputsAreDrawn) {
+  const auto g = softmax_at({{"M", 16}, {"N", 64}});
+  const auto in = v::make_inputs(g, 7, v::Distribution::Special);
+  int nan = 0, inf = 0;
+  for (double x : in[0].data) {
+    nan += std::isnan(x);
+    inf += std::isinf(x);
+  }
+  EXPECT_GT(nan, 0);
+  EXPECT_GT(inf, 0);
+  const auto wide = v::make_inputs(g, 7, v::Distribution::Wide);
+  double biggest = 0;
+  for (double x : wide[0].data) biggest = std::max(biggest, std::abs(x));
+  EXPECT_GT(biggest, 20.0);
+}
+
+}  // namespace
