@@ -100,7 +100,8 @@ std::string default_runner_path() {
 
 // What a run needs, laid out: shapes, dtypes and byte offsets of every buffer.
 struct Layout {
-  std::vector<proto::Buffer> buffers;            // inputs, then outputs
+  size_t calls = 1;
+  std::vector<proto::Buffer> buffers;            // per call: inputs, then outputs
   std::vector<ir::DType> dtypes;
   std::vector<std::vector<int64_t>> shapes;
   std::vector<int64_t> dims;
@@ -120,7 +121,7 @@ void check_entry_symbol(const std::string& name) {
 }
 
 Layout plan(const std::string& so_path, const std::string& entry_symbol, const ir::Graph& graph,
-            const std::vector<interp::Tensor>& inputs) {
+            const std::vector<interp::Tensor>& inputs, size_t calls) {
   if (inputs.size() != graph.params.size())
     throw UserError("runner: the kernel '" + graph.entry + "' takes " + std::to_string(graph.params.size()) +
                     " inputs but " + std::to_string(inputs.size()) + " were given; pass one tensor per parameter");
@@ -149,17 +150,19 @@ Layout plan(const std::string& so_path, const std::string& entry_symbol, const i
   }
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   const size_t n = layout.dtypes.size();
-  layout.header_size = round_up(sizeof(proto::RequestHeader) + n * sizeof(proto::Buffer) +
+  layout.calls = calls;
+  layout.header_size = round_up(sizeof(proto::RequestHeader) + calls * n * sizeof(proto::Buffer) +
                                     layout.dims.size() * sizeof(int64_t) + so_path.size() + entry_symbol.size(),
                                 page);
   uint64_t cursor = layout.header_size;
-  for (size_t i = 0; i < n; ++i) {
-    cursor += page;  // guard page before every buffer
-    const uint64_t bytes = static_cast<uint64_t>(ir::element_count(layout.shapes[i])) *
-                           static_cast<uint64_t>(ir::dtype_bytes(layout.dtypes[i]));
-    layout.buffers.push_back({cursor, bytes});
-    cursor += round_up(bytes, page);
-  }
+  for (size_t c = 0; c < calls; ++c)
+    for (size_t i = 0; i < n; ++i) {
+      cursor += page;  // guard page before every buffer
+      const uint64_t bytes = static_cast<uint64_t>(ir::element_count(layout.shapes[i])) *
+                             static_cast<uint64_t>(ir::dtype_bytes(layout.dtypes[i]));
+      layout.buffers.push_back({cursor, bytes});
+      cursor += round_up(bytes, page);
+    }
   layout.total_size = cursor + page;  // and one after the last
   return layout;
 }
@@ -209,7 +212,8 @@ void load(const char* src, ir::DType dtype, std::vector<double>& values) {
 
 // Creates the memfd with the header, the inputs and poisoned outputs.
 Fd make_request(const std::string& so_path, const std::string& entry_symbol, const Layout& layout,
-                const std::vector<interp::Tensor>& inputs, const Options& options) {
+                const std::vector<std::vector<interp::Tensor>>& calls, const Options& options) {
+  const std::vector<interp::Tensor>& inputs = calls[0];
   Fd fd(memfd_create("ollie-buffers", MFD_CLOEXEC));
   if (fd.get() < 0) fail_errno("memfd_create");
   if (ftruncate(fd.get(), static_cast<off_t>(layout.total_size)) != 0) fail_errno("cannot size the buffer memory");
@@ -221,7 +225,8 @@ Fd make_request(const std::string& so_path, const std::string& entry_symbol, con
   std::memcpy(header.magic, proto::kRequestMagic, sizeof header.magic);
   header.version = proto::kVersion;
   header.n_inputs = static_cast<uint32_t>(inputs.size());
-  header.n_outputs = static_cast<uint32_t>(layout.buffers.size() - inputs.size());
+  header.n_outputs = static_cast<uint32_t>(layout.dtypes.size() - inputs.size());
+  header.n_calls = static_cast<uint32_t>(calls.size());
   header.n_dims = static_cast<uint32_t>(layout.dims.size());
   header.total_size = layout.total_size;
   header.header_size = layout.header_size;
@@ -245,7 +250,10 @@ Fd make_request(const std::string& so_path, const std::string& entry_symbol, con
   put(layout.dims.data(), layout.dims.size() * sizeof(int64_t));
   put(so_path.data(), so_path.size());
   put(entry_symbol.data(), entry_symbol.size());
-  for (size_t i = 0; i < inputs.size(); ++i) store(base + layout.buffers[i].offset, layout.dtypes[i], inputs[i].data);
+  const size_t per_call = layout.dtypes.size();
+  for (size_t c = 0; c < calls.size(); ++c)
+    for (size_t i = 0; i < inputs.size(); ++i)
+      store(base + layout.buffers[c * per_call + i].offset, layout.dtypes[i], calls[c][i].data);
   return fd;
 }
 
@@ -366,13 +374,24 @@ const char* status_name(Status s) {
 
 Outcome run(const std::string& so_path, const ir::Graph& graph, const std::vector<interp::Tensor>& inputs,
             const Options& options) {
+  Outcome outcome = run_calls(so_path, graph, {inputs}, options);
+  if (outcome.status == Status::Ok) outcome.outputs = std::move(outcome.call_outputs[0]);
+  outcome.call_outputs.clear();
+  return outcome;
+}
+
+Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
+                  const std::vector<std::vector<interp::Tensor>>& calls, const Options& options) {
   const std::string runner = options.runner_path.empty() ? default_runner_path() : options.runner_path;
   if (access(runner.c_str(), X_OK) != 0)
     throw UserError("runner: no runner executable at '" + runner +
                     "'; build the ollie-runner target next to ollie, or set the runner path");
   check_entry_symbol(options.entry_symbol);
-  const Layout layout = plan(so_path, options.entry_symbol, graph, inputs);
-  Fd memfd = make_request(so_path, options.entry_symbol, layout, inputs, options);
+  if (calls.empty()) throw UserError("runner: no calls to make");
+  Layout layout;
+  for (const auto& inputs : calls) layout = plan(so_path, options.entry_symbol, graph, inputs, calls.size());
+  const std::vector<interp::Tensor>& inputs = calls[0];
+  Fd memfd = make_request(so_path, options.entry_symbol, layout, calls, options);
 
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) fail_errno("pipe");
@@ -455,14 +474,19 @@ Outcome run(const std::string& so_path, const ir::Graph& graph, const std::vecto
   }
 
   Mapping map(memfd.get(), layout.total_size);
-  for (size_t r = 0; r < graph.results.size(); ++r) {
-    const size_t b = inputs.size() + r;
-    interp::Tensor t;
-    t.dtype = layout.dtypes[b];
-    t.shape = layout.shapes[b];
-    t.data.resize(static_cast<size_t>(ir::element_count(t.shape)));
-    load(map.base() + layout.buffers[b].offset, t.dtype, t.data);
-    outcome.outputs.push_back(std::move(t));
+  const size_t per_call = layout.dtypes.size();
+  for (size_t c = 0; c < calls.size(); ++c) {
+    std::vector<interp::Tensor> outputs;
+    for (size_t r = 0; r < graph.results.size(); ++r) {
+      const size_t b = inputs.size() + r;
+      interp::Tensor t;
+      t.dtype = layout.dtypes[b];
+      t.shape = layout.shapes[b];
+      t.data.resize(static_cast<size_t>(ir::element_count(t.shape)));
+      load(map.base() + layout.buffers[c * per_call + b].offset, t.dtype, t.data);
+      outputs.push_back(std::move(t));
+    }
+    outcome.call_outputs.push_back(std::move(outputs));
   }
   outcome.status = Status::Ok;
   outcome.seconds = header.seconds;

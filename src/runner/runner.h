@@ -35,8 +35,16 @@ struct Outcome {
   std::string message;              // what happened, for a person (signal name, dlerror text, ...)
   int signal = 0;                   // for Crash
   std::vector<interp::Tensor> outputs;  // for Ok: one per graph result, values widened to double
+  std::vector<std::vector<interp::Tensor>> call_outputs;  // run_calls: the outputs of each call
   double seconds = 0;               // wall time of the kernel call itself, measured in the child
 };
+
+// Calls options.entry_symbol of `so_path` once per element of `calls`, in order, in ONE
+// child process, each call on its own freshly placed buffers (inputs at new addresses):
+// a kernel that keeps state between calls (caches, pointer-keyed results) shows.
+// `seconds` is the sum of the calls; call_outputs holds each call's outputs.
+Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
+                  const std::vector<std::vector<interp::Tensor>>& calls, const Options& options);
 
 // Runs options.entry_symbol of `so_path` once on `inputs` (one per graph param, shapes at
 // graph.bound_dims) in a fresh child process; never throws for anything the kernel does.

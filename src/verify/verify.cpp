@@ -155,21 +155,13 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
   run_options.timeout_seconds = options.timeout_seconds;
   run_options.threads = options.threads;
   run_options.runner_path = options.runner_path;
-  for (size_t si = 0; si < suites.size(); ++si) {
-    const Suite& suite = suites[si];
-    SuiteResult result{suite.name, seed + si, dims_text(suite.graph), 0, 0, false};
-    const std::vector<interp::Tensor> inputs = make_inputs(suite.graph, result.seed, suite.distribution);
-    const runner::Outcome outcome = runner::run(built.so_path, suite.graph, inputs, run_options);
-    if (outcome.status != runner::Status::Ok) {
-      report.verdict = from_status(outcome.status);
-      report.message = std::string(suite.name) + " suite (seed " + std::to_string(result.seed) + ", " + result.dims +
-                       "): " + outcome.message;
-      report.suites.push_back(result);
-      return finish();
-    }
-    const interp::Result reference = interp::evaluate(suite.graph, inputs);
+
+  // Every output element of one call against the reference; false (and the verdict set)
+  // at the first element outside its bound.
+  auto agrees = [&](const std::string& suite, SuiteResult& result, const std::vector<interp::Tensor>& outputs,
+                    const interp::Result& reference) {
     for (size_t o = 0; o < reference.values.size(); ++o) {
-      const auto& got = outcome.outputs[o].data;
+      const auto& got = outputs[o].data;
       const auto& want = reference.values[o].data;
       const auto& bound = reference.bounds[o].data;
       for (size_t k = 0; k < got.size(); ++k) {
@@ -180,20 +172,64 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
                                 : std::fabs(got[k] - want[k]) <= bound[k];
         if (!ok) {
           report.verdict = Verdict::Wrong;
-          report.counterexample = Counterexample{suite.name, result.seed, result.dims, static_cast<int>(o),
+          report.counterexample = Counterexample{suite, result.seed, result.dims, static_cast<int>(o),
                                                  static_cast<int64_t>(k), want[k], got[k], bound[k]};
           char text[256];
           std::snprintf(text, sizeof text, "out%zu[%zu]: got %.9g, expected %.9g (bound %.3g)", o, k, got[k], want[k],
                         bound[k]);
-          report.message = suite.name + " suite (seed " + std::to_string(result.seed) + ", " + result.dims +
-                           "): " + text;
-          report.suites.push_back(result);
-          return finish();
+          report.message = suite + " suite (seed " + std::to_string(result.seed) + ", " + result.dims + "): " + text;
+          return false;
         }
         if (!special && std::isfinite(bound[k]) && bound[k] > 0)
           result.worst = std::max(result.worst, std::fabs(got[k] - want[k]) / bound[k]);
       }
     }
+    return true;
+  };
+  auto failed_run = [&](const SuiteResult& result, const runner::Outcome& outcome) {
+    report.verdict = from_status(outcome.status);
+    report.message = result.name + " suite (seed " + std::to_string(result.seed) + ", " + result.dims +
+                     "): " + outcome.message;
+    report.suites.push_back(result);
+  };
+
+  for (size_t si = 0; si < suites.size(); ++si) {
+    const Suite& suite = suites[si];
+    SuiteResult result{suite.name, seed + si, dims_text(suite.graph), 0, 0, false};
+    const std::vector<interp::Tensor> inputs = make_inputs(suite.graph, result.seed, suite.distribution);
+    const runner::Outcome outcome = runner::run(built.so_path, suite.graph, inputs, run_options);
+    if (outcome.status != runner::Status::Ok) {
+      failed_run(result, outcome);
+      return finish();
+    }
+    if (!agrees(suite.name, result, outcome.outputs, interp::evaluate(suite.graph, inputs))) {
+      report.suites.push_back(result);
+      return finish();
+    }
+    result.passed = true;
+    report.worst = std::max(report.worst, result.worst);
+    report.suites.push_back(result);
+  }
+
+  // Call order A, B, A in one process, each call on new buffers: state kept between
+  // calls (a cache keyed on pointers or values, a static result) shows.
+  {
+    SuiteResult result{"call-order", seed + suites.size(), dims_text(graph), 0, 0, false};
+    const auto a = make_inputs(graph, result.seed, Distribution::Normal);
+    const auto b = make_inputs(graph, result.seed + 1000003, Distribution::Normal);
+    const runner::Outcome outcome = runner::run_calls(built.so_path, graph, {a, b, a}, run_options);
+    if (outcome.status != runner::Status::Ok) {
+      failed_run(result, outcome);
+      return finish();
+    }
+    const interp::Result ref_a = interp::evaluate(graph, a), ref_b = interp::evaluate(graph, b);
+    const interp::Result* refs[] = {&ref_a, &ref_b, &ref_a};
+    for (size_t c = 0; c < 3; ++c)
+      if (!agrees("call-order (call " + std::to_string(c + 1) + " of A, B, A)", result, outcome.call_outputs[c],
+                  *refs[c])) {
+        report.suites.push_back(result);
+        return finish();
+      }
     result.passed = true;
     report.worst = std::max(report.worst, result.worst);
     report.suites.push_back(result);

@@ -536,6 +536,28 @@ extern "C" void ollie_entry(void* const* buffers, const int64_t* dims) {
   EXPECT_LT(elapsed, 5.0);
 }
 
+TEST(Runner, RunCallsMakesEveryCallInOneProcessOnItsOwnBuffers) {
+  // y = x + (how many calls came before): state kept between calls shows in the outputs.
+  const std::string so = build_so("counter", R"(
+extern "C" void ollie_entry(void* const* buffers, const int64_t* dims) {
+  static int calls = 0;
+  const float* x = static_cast<const float*>(buffers[0]);
+  float* y = static_cast<float*>(buffers[1]);
+  for (int64_t i = 0; i < dims[0]; ++i) y[i] = x[i] + static_cast<float>(calls);
+  ++calls;
+}
+)");
+  auto a = vector_inputs();
+  auto b = vector_inputs();
+  for (double& x : b[0].data) x *= 10;
+  Outcome out = ollie::runner::run_calls(so, vector_graph(), {a, b, a}, options());
+  ASSERT_EQ(out.status, Status::Ok) << out.message;
+  ASSERT_EQ(out.call_outputs.size(), 3u);
+  EXPECT_EQ(out.call_outputs[0][0].data, (std::vector<double>{1, 2, 3, 4}));
+  EXPECT_EQ(out.call_outputs[1][0].data, (std::vector<double>{11, 21, 31, 41}));
+  EXPECT_EQ(out.call_outputs[2][0].data, (std::vector<double>{3, 4, 5, 6}));
+}
+
 // ---- The sandbox ----
 
 // A kernel that does something outside its computation is killed, and says which.

@@ -54,7 +54,7 @@ TEST(Verify, EmittedKernelPassesEverySuite) {
     EXPECT_TRUE(s.passed);
     EXPECT_GT(s.elements, 0);
   }
-  EXPECT_EQ(names, (std::set<std::string>{"normal", "wide", "special-values", "shape-sweep"}));
+  EXPECT_EQ(names, (std::set<std::string>{"normal", "wide", "special-values", "shape-sweep", "call-order"}));
   EXPECT_TRUE(r.generic);
   EXPECT_GT(r.worst, 0.0);
   EXPECT_LE(r.worst, 1.0);
@@ -105,6 +105,31 @@ TEST(Verify, ShapeSweepCatchesAKernelThatOnlyWorksAtTheBoundDims) {
   const v::Report declared = check(std::string("// ollie: specialized\n") + kOnlyN40);
   EXPECT_FALSE(declared.generic);
   for (const auto& s : declared.suites) EXPECT_NE(s.name, "shape-sweep");
+}
+
+// Computes the first call right, then returns that answer again: only a second call
+// with other inputs in the same process shows it.
+TEST(Verify, CallOrderCatchesAKernelThatKeepsItsFirstAnswer) {
+  const v::Report r = check(std::string("// ollie: specialized\n") + R"(#include <cmath>
+#include <cstdint>
+#include <vector>
+extern "C" void ollie_kernel(const float* x, float* out0, const int64_t* dims) {
+  static std::vector<float> memo;
+  const int64_t M = dims[0], N = dims[1];
+  if (memo.empty()) {
+    memo.resize(M * N);
+    for (int64_t m = 0; m < M; ++m) {
+      float mx = -INFINITY, s = 0;
+      for (int64_t n = 0; n < N; ++n) mx = std::fmax(mx, x[m * N + n]);
+      for (int64_t n = 0; n < N; ++n) s += std::exp(x[m * N + n] - mx);
+      for (int64_t n = 0; n < N; ++n) memo[m * N + n] = std::exp(x[m * N + n] - mx) / s;
+    }
+  }
+  for (int64_t i = 0; i < M * N; ++i) out0[i] = memo[i];
+}
+)");
+  ASSERT_EQ(r.verdict, v::Verdict::Wrong) << r.message;
+  EXPECT_EQ(r.counterexample->suite, "call-order (call 2 of A, B, A)") << r.message;
 }
 
 TEST(Verify, WritingZerosNeverPasses) {

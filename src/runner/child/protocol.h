@@ -12,7 +12,7 @@ constexpr int kReportFd = 4;    // write end of the report pipe
 
 constexpr char kRequestMagic[8] = {'O', 'L', 'L', 'I', 'E', 'R', 'Q', '1'};
 constexpr uint32_t kReportMagic = 0x4f4c5231;  // "OLR1"
-constexpr uint32_t kVersion = 3;
+constexpr uint32_t kVersion = 4;
 
 // At offset 0 of the memfd. Followed directly by
 //   Buffer buffers[n_inputs + n_outputs];   inputs first, then outputs
@@ -33,7 +33,7 @@ struct RequestHeader {
   uint32_t flags;         // kProtect...
   uint64_t parent_pid;    // the child dies with this process (PR_SET_PDEATHSIG)
   uint32_t entry_len;     // bytes of the entry symbol's name
-  uint32_t reserved;
+  uint32_t n_calls;       // calls in order; call c uses buffer-table entries [c*n, (c+1)*n), n = inputs + outputs
   uint64_t memory_bytes;  // address space the kernel may add (RLIMIT_AS above what is mapped); 0: no limit
   uint64_t cpu_seconds;   // RLIMIT_CPU of the child (all threads); 0: no limit
 };

@@ -16,7 +16,8 @@
 //   * The child maps the memfd, makes the header and guard pages inaccessible and the
 //     inputs read-only (flag kProtect), dlopen()s the .so (RTLD_NOW | RTLD_LOCAL),
 //     looks up the entry symbol (a `void (void* const* buffers, const int64_t* dims)`,
-//     like the adapter's ollie_entry), times one call with CLOCK_MONOTONIC, writes one
+//     like the adapter's ollie_entry), makes n_calls calls in order, each on its own set
+//     of buffers, timing them with CLOCK_MONOTONIC (the report has the sum), writes one
 //     Report to fd 4 and _exit(0)s (no static destructors of the kernel run).
 //   * With flag kSandbox, once the kernel is loaded and before it is called, the child
 //     limits its address space (RLIMIT_AS: what is mapped now plus memory_bytes) and CPU
@@ -175,7 +176,12 @@ int main() {
   // Never outlive the parent: a hung kernel must not keep running after ollie is gone.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (static_cast<uint64_t>(getppid()) != header.parent_pid) _exit(3);
-  const size_t n_buffers = size_t{header.n_inputs} + header.n_outputs;
+  const size_t per_call = size_t{header.n_inputs} + header.n_outputs;
+  if (header.n_calls == 0) {
+    errno = 0;
+    bad_request("no calls");
+  }
+  const size_t n_buffers = per_call * header.n_calls;
   std::vector<proto::Buffer> buffers(n_buffers);
   std::vector<int64_t> dims(header.n_dims);
   std::vector<char> path(size_t{header.path_len} + 1, '\0');
@@ -226,7 +232,7 @@ int main() {
     for (size_t i = 0; i < n_buffers; ++i) {
       const uint64_t span = (buffers[i].bytes + page - 1) / page * page;
       protect(base, cursor, buffers[i].offset - cursor, PROT_NONE);
-      if (i < header.n_inputs) protect(base, buffers[i].offset, span, PROT_READ);
+      if (i % per_call < header.n_inputs) protect(base, buffers[i].offset, span, PROT_READ);
       cursor = buffers[i].offset + span;
     }
     protect(base, cursor, header.total_size - cursor, PROT_NONE);
@@ -234,11 +240,15 @@ int main() {
 
   if (header.flags & proto::kSandbox) install_sandbox(header);
 
-  timespec t0{}, t1{};
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  entry(pointers.data(), dims.data());
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  const double seconds = double(t1.tv_sec - t0.tv_sec) + double(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  // The calls in order, each on its own buffers (so state kept between calls shows).
+  double seconds = 0;
+  for (uint32_t c = 0; c < header.n_calls; ++c) {
+    timespec t0{}, t1{};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    entry(pointers.data() + c * per_call, dims.data());
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    seconds += double(t1.tv_sec - t0.tv_sec) + double(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  }
   std::fflush(stdout);
   write_report(proto::ReportStatus::Ok, seconds, "");
   _exit(0);
