@@ -144,6 +144,7 @@ std::vector<interp::Tensor> make_inputs(const ir::Graph& graph, uint64_t seed, D
         case ir::DType::F32: case ir::DType::F64: {
           double x = normal(rng) * scales[pi] * (d == Distribution::Wide ? 30.0 : 1.0);
           if (d == Distribution::Special && percent(rng) == 0) x = specials[static_cast<size_t>(percent(rng)) % 5];
+          if (d == Distribution::Offset) x += 100.0;
           v = p.dtype == ir::DType::F32 ? static_cast<double>(static_cast<float>(x)) : x;
           break;
         }
@@ -188,6 +189,7 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
   for (int i = 0; i < (full ? 4 : 2); ++i) suites.push_back({"normal", Distribution::Normal, graph});
   for (int i = 0; i < (full ? 2 : 1); ++i) suites.push_back({"wide", Distribution::Wide, graph});
   for (int i = 0; i < (full ? 2 : 1); ++i) suites.push_back({"special-values", Distribution::Special, graph});
+  suites.push_back({"offset", Distribution::Offset, graph});
   if (report.generic)
     for (auto& g : sweep_graphs(graph, graph_at, full ? 3 : 2)) suites.push_back({"shape-sweep", Distribution::Normal, g});
 

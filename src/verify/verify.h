@@ -24,10 +24,11 @@ enum class Verdict { Pass, Wrong, Crash, Timeout, OutOfMemory, Forbidden, Compil
 const char* verdict_name(Verdict v);
 
 // How a suite draws its float inputs.
-enum class Distribution { Normal, Wide, Special };
+enum class Distribution { Normal, Wide, Special, Offset };
 // Seeded inputs for `graph` at its bound dims: Normal is normal(0, 1); Wide is
 // normal(0, 1) times 30 (large magnitudes: overflow-prone code fails); Special is Normal
-// with about 1% of the elements replaced by NaN, +Inf, -Inf, 0 and -0. Integers are small
+// with about 1% of the elements replaced by NaN, +Inf, -Inf, 0 and -0; Offset is Normal
+// plus 100 (means far from zero: one-pass variances cancel catastrophically). Integers are small
 // (-8..8), bools coin flips.
 std::vector<interp::Tensor> make_inputs(const ir::Graph& graph, uint64_t seed, Distribution d);
 
