@@ -24,6 +24,9 @@ struct Options {
   // of the layers beneath it.
   bool sandbox = true;
   uint64_t memory_bytes = uint64_t{8} << 30;
+  // Outputs start as plausible finite values instead of the NaN poison (the verifier's
+  // check that a kernel does not skip work when its outputs look written already).
+  bool plausible_outputs = false;
 };
 
 enum class Status { Ok, LoadError, Crash, Timeout, ProtocolError, Forbidden, OutOfMemory };

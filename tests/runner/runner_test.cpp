@@ -558,6 +558,17 @@ extern "C" void ollie_entry(void* const* buffers, const int64_t* dims) {
   EXPECT_EQ(out.call_outputs[2][0].data, (std::vector<double>{3, 4, 5, 6}));
 }
 
+TEST(Runner, PlausibleOutputsAreFiniteInsteadOfPoison) {
+  const std::string so = build_so("writes_nothing", R"(
+extern "C" void ollie_entry(void* const*, const int64_t*) {}
+)");
+  Options o = options();
+  o.plausible_outputs = true;
+  Outcome out = ollie::runner::run(so, vector_graph(), vector_inputs(), o);
+  ASSERT_EQ(out.status, Status::Ok) << out.message;
+  for (double x : out.outputs[0].data) EXPECT_TRUE(std::isfinite(x)) << x;
+}
+
 // ---- The sandbox ----
 
 // A kernel that does something outside its computation is killed, and says which.

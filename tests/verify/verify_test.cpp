@@ -54,7 +54,8 @@ TEST(Verify, EmittedKernelPassesEverySuite) {
     EXPECT_TRUE(s.passed);
     EXPECT_GT(s.elements, 0);
   }
-  EXPECT_EQ(names, (std::set<std::string>{"normal", "wide", "special-values", "offset", "shape-sweep", "call-order"}));
+  EXPECT_EQ(names, (std::set<std::string>{"normal", "wide", "special-values", "offset", "shape-sweep", "prefilled-outputs",
+                                          "call-order"}));
   EXPECT_TRUE(r.generic);
   EXPECT_GT(r.worst, 0.0);
   EXPECT_LE(r.worst, 1.0);
