@@ -99,16 +99,6 @@ std::string fresh_loop_name(const Stages& st, const Stage& s, const std::string&
   return name;
 }
 
-void collect_loads(const Expr& e, const std::string& buffer, std::vector<Expr>& out) {
-  if (e->kind == ExprKind::Load && e->name == buffer) out.push_back(e);
-  for (const auto& a : e->args) collect_loads(a, buffer, out);
-}
-
-void collect_var_names(const Expr& e, std::set<std::string>& out) {
-  if (e->kind == ExprKind::Var) out.insert(e->name);
-  for (const auto& a : e->args) collect_var_names(a, out);
-}
-
 // ---- Dependences ----
 //
 // Every loop that a stage runs inside is owned by exactly one stage (a shared loop is its
@@ -207,7 +197,7 @@ std::optional<Violation> check_dependences(const Stages& st) {
           bool ok = false;
           for (size_t d = 0; d < widx.size() && !ok; ++d) {
             std::set<std::string> used;
-            collect_var_names(widx[d], used);
+            collect_vars(widx[d], used);
             bool only_common = true;
             for (const auto& u : used) only_common = only_common && common.count(u);
             ok = only_common && mentions(widx[d], loop) && equal(widx[d], load->args[d + 1]);
@@ -397,7 +387,7 @@ void rfactor(Stages& st, Stage& s, const Directive& d) {
   loops.push_back({l.name, make_dim(l.nominal), l.nominal, true, ForKind::Serial});
   for (const auto& v : s.vars) {
     std::set<std::string> used;
-    collect_var_names(s.subst.at(v), used);
+    collect_vars(s.subst.at(v), used);
     bool pure = true;
     for (const auto& u : used) pure = pure && !reduced.count(u);
     if (pure) {

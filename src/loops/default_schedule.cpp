@@ -28,6 +28,13 @@ bool try_apply(const ir::Graph& g, Stages& st, Schedule& out, const Directive& d
   return true;
 }
 
+// Whether `e` loads `buffer`.
+bool reads(const Expr& e, const std::string& buffer) {
+  std::vector<Expr> loads;
+  collect_loads(e, buffer, loads);
+  return !loads.empty();
+}
+
 Directive make(DirectiveKind k, const std::string& stage, std::vector<std::string> args, int64_t factor = 0) {
   return Directive{k, stage, std::move(args), factor, 0};
 }
@@ -196,13 +203,7 @@ Schedule default_schedule(const ir::Graph& graph, const Target& target) {
     bool unique = true, one_reader = true;
     for (size_t r = 0; r < st.stages.size(); ++r) {
       if (static_cast<int>(r) == i) continue;
-      std::function<bool(const Expr&)> reads = [&](const Expr& e) {
-        if (e->kind == ExprKind::Load && e->name == p.buffer) return true;
-        for (const auto& a : e->args)
-          if (reads(a)) return true;
-        return false;
-      };
-      if (!reads(st.stages[r].value)) continue;
+      if (!reads(st.stages[r].value, p.buffer)) continue;
       int root = static_cast<int>(r);
       while (st.stages[static_cast<size_t>(root)].host >= 0) root = st.stages[static_cast<size_t>(root)].host;
       if (host >= 0 && host != root) unique = false;
@@ -277,13 +278,7 @@ Schedule random_schedule(const ir::Graph& graph, uint64_t seed, int moves, std::
         // legal; sometimes anywhere, to exercise the rejections.
         std::vector<const Stage*> hosts;
         for (const auto& r : st.stages) {
-          std::function<bool(const Expr&)> reads = [&](const Expr& e) {
-            if (e->kind == ExprKind::Load && e->name == s.buffer) return true;
-            for (const auto& a : e->args)
-              if (reads(a)) return true;
-            return false;
-          };
-          if (&r == &s || !reads(r.value)) continue;
+          if (&r == &s || !reads(r.value, s.buffer)) continue;
           hosts.push_back(&r);
           if (r.host >= 0) hosts.push_back(&st.stages[static_cast<size_t>(r.host)]);
         }

@@ -148,6 +148,16 @@ bool equal(const Expr& a, const Expr& b) {
   return true;
 }
 
+void collect_loads(const Expr& e, const std::string& buffer, std::vector<Expr>& out) {
+  if (e->kind == ExprKind::Load && e->name == buffer) out.push_back(e);
+  for (const auto& a : e->args) collect_loads(a, buffer, out);
+}
+
+void collect_vars(const Expr& e, std::set<std::string>& out) {
+  if (e->kind == ExprKind::Var) out.insert(e->name);
+  for (const auto& a : e->args) collect_vars(a, out);
+}
+
 bool mentions(const Expr& e, const std::string& var) {
   if (e->kind == ExprKind::Var) return e->name == var;
   for (const auto& x : e->args)

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,9 @@ Expr substitute(const Expr& e, const std::map<std::string, Expr>& vars);
 Expr rebuild(const Expr& e, std::vector<Expr> args);
 bool equal(const Expr& a, const Expr& b);
 bool mentions(const Expr& e, const std::string& var);
+// The Loads of `buffer` in `e` (appended to `out`), and the names of the Vars `e` reads.
+void collect_loads(const Expr& e, const std::string& buffer, std::vector<Expr>& out);
+void collect_vars(const Expr& e, std::set<std::string>& out);
 
 enum class StmtKind { For, Block, Store, Allocate };
 enum class ForKind { Serial, Parallel, Vectorized, Unrolled };

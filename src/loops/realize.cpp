@@ -86,15 +86,6 @@ class Realizer {
     folds_[p.buffer] = f;
   }
 
-  static void collect_vars(const Expr& e, std::set<std::string>& out) {
-    if (e->kind == ExprKind::Var) out.insert(e->name);
-    for (const auto& a : e->args) collect_vars(a, out);
-  }
-  static void collect_loads(const Expr& e, const std::string& buffer, std::vector<Expr>& out) {
-    if (e->kind == ExprKind::Load && e->name == buffer) out.push_back(e);
-    for (const auto& a : e->args) collect_loads(a, buffer, out);
-  }
-
   // The flat index of `idx` in `buffer` (of shape `shape`), folded when it is.
   Expr flat_index(const std::string& buffer, const std::vector<Expr>& idx, const ir::Shape& shape) const {
     auto it = folds_.find(buffer);
