@@ -99,14 +99,25 @@ std::string default_runner_path() {
   return slash == std::string::npos ? "ollie-runner" : exe.substr(0, slash + 1) + "ollie-runner";
 }
 
-// What a run needs, laid out: shapes, dtypes and byte offsets of every buffer.
+// What a run needs, laid out: every buffer of the table (see protocol.h) with its dtype,
+// shape, role and byte offset.
+enum class Role { Input, Output, Staged, Check };
+
+struct Slot {
+  ir::DType dtype = ir::DType::F32;
+  std::vector<int64_t> shape;
+  Role role = Role::Input;
+  uint64_t bytes() const {
+    return static_cast<uint64_t>(ir::element_count(shape)) * static_cast<uint64_t>(ir::dtype_bytes(dtype));
+  }
+};
+
 struct Layout {
-  size_t calls = 1;
-  std::vector<proto::Buffer> buffers;            // per call: inputs, then outputs
-  std::vector<ir::DType> dtypes;
-  std::vector<std::vector<int64_t>> shapes;
+  std::vector<Slot> slots;                       // in buffer-table order
+  std::vector<proto::Buffer> buffers;            // the same order
   std::vector<int64_t> dims;
   uint64_t header_size = 0;
+  uint64_t results_offset = 0;                   // timed mode
   uint64_t total_size = 0;
 };
 
@@ -121,18 +132,23 @@ void check_entry_symbol(const std::string& name) {
                     "' is not a C identifier; name an extern \"C\" function such as ollie_entry");
 }
 
-Layout plan(const std::string& so_path, const std::string& entry_symbol, const ir::Graph& graph,
-            const std::vector<interp::Tensor>& inputs, size_t calls) {
-  if (inputs.size() != graph.params.size())
-    throw UserError("runner: the kernel '" + graph.entry + "' takes " + std::to_string(graph.params.size()) +
-                    " inputs but " + std::to_string(inputs.size()) + " were given; pass one tensor per parameter");
-  Layout layout;
+// The dims values in graph.dims order; throws for an unbound dim.
+std::vector<int64_t> bound_dims(const ir::Graph& graph) {
+  std::vector<int64_t> dims;
   for (const auto& name : graph.dims) {
     auto it = graph.bound_dims.find(name);
     if (it == graph.bound_dims.end())
       throw UserError("runner: dim '" + name + "' has no value; bind it in DIMS or with --dims " + name + "=...");
-    layout.dims.push_back(it->second);
+    dims.push_back(it->second);
   }
+  return dims;
+}
+
+// Checks one set of inputs against the graph's params at the bound dims.
+void check_inputs(const ir::Graph& graph, const std::vector<interp::Tensor>& inputs) {
+  if (inputs.size() != graph.params.size())
+    throw UserError("runner: the kernel '" + graph.entry + "' takes " + std::to_string(graph.params.size()) +
+                    " inputs but " + std::to_string(inputs.size()) + " were given; pass one tensor per parameter");
   for (size_t i = 0; i < graph.params.size(); ++i) {
     auto shape = ir::evaluate_shape(graph.params[i].shape, graph.bound_dims);
     if (shape != inputs[i].shape)
@@ -142,29 +158,44 @@ Layout plan(const std::string& so_path, const std::string& entry_symbol, const i
       throw UserError("runner: input '" + graph.params[i].name + "' holds " + std::to_string(inputs[i].data.size()) +
                       " values but its shape " + shape_text(shape) + " needs " +
                       std::to_string(ir::element_count(shape)));
-    layout.dtypes.push_back(graph.params[i].dtype);
-    layout.shapes.push_back(std::move(shape));
   }
-  for (const auto& result : graph.results) {
-    layout.dtypes.push_back(result.dtype);
-    layout.shapes.push_back(ir::evaluate_shape(result.shape, graph.bound_dims));
-  }
+}
+
+std::vector<Slot> input_slots(const ir::Graph& graph, Role role) {
+  std::vector<Slot> slots;
+  for (const auto& p : graph.params) slots.push_back({p.dtype, ir::evaluate_shape(p.shape, graph.bound_dims), role});
+  return slots;
+}
+
+std::vector<Slot> output_slots(const ir::Graph& graph, Role role) {
+  std::vector<Slot> slots;
+  for (const auto& r : graph.results) slots.push_back({r.dtype, ir::evaluate_shape(r.shape, graph.bound_dims), role});
+  return slots;
+}
+
+// Places `slots` after a header of `header_bytes`: each buffer's pages are its own, with
+// a guard page before and after; within its pages it sits at the start or at the end.
+Layout plan(const ir::Graph& graph, std::vector<Slot> slots, uint64_t header_bytes, uint64_t results_bytes,
+            Placement placement) {
+  Layout layout;
+  layout.dims = bound_dims(graph);
+  layout.slots = std::move(slots);
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  const size_t n = layout.dtypes.size();
-  layout.calls = calls;
-  layout.header_size = round_up(sizeof(proto::RequestHeader) + calls * n * sizeof(proto::Buffer) +
-                                    layout.dims.size() * sizeof(int64_t) + so_path.size() + entry_symbol.size(),
-                                page);
+  layout.header_size =
+      round_up(header_bytes + layout.slots.size() * sizeof(proto::Buffer) + layout.dims.size() * sizeof(int64_t), page);
   uint64_t cursor = layout.header_size;
-  for (size_t c = 0; c < calls; ++c)
-    for (size_t i = 0; i < n; ++i) {
-      cursor += page;  // guard page before every buffer
-      const uint64_t bytes = static_cast<uint64_t>(ir::element_count(layout.shapes[i])) *
-                             static_cast<uint64_t>(ir::dtype_bytes(layout.dtypes[i]));
-      layout.buffers.push_back({cursor, bytes});
-      cursor += round_up(bytes, page);
-    }
-  layout.total_size = cursor + page;  // and one after the last
+  for (const Slot& slot : layout.slots) {
+    cursor += page;  // guard page before every buffer
+    const uint64_t bytes = slot.bytes();
+    const uint64_t span = round_up(std::max<uint64_t>(bytes, 1), page);
+    const uint64_t offset =
+        placement == Placement::End && bytes > 0 ? cursor + span - round_up(bytes, proto::kAlignment) : cursor;
+    layout.buffers.push_back({offset, bytes});
+    cursor += span;
+  }
+  cursor += page;  // and one after the last
+  layout.results_offset = cursor;
+  layout.total_size = cursor + round_up(results_bytes, page);
   return layout;
 }
 
@@ -211,40 +242,73 @@ void load(const char* src, ir::DType dtype, std::vector<double>& values) {
   }
 }
 
-// Creates the memfd with the header, the inputs and poisoned outputs.
-Fd make_request(const std::string& so_path, const std::string& entry_symbol, const Layout& layout,
-                const std::vector<std::vector<interp::Tensor>>& calls, const Options& options) {
-  const std::vector<interp::Tensor>& inputs = calls[0];
+interp::Tensor read_tensor(const char* base, const Layout& layout, size_t b) {
+  interp::Tensor t;
+  t.dtype = layout.slots[b].dtype;
+  t.shape = layout.slots[b].shape;
+  t.data.resize(static_cast<size_t>(ir::element_count(t.shape)));
+  load(base + layout.buffers[b].offset, t.dtype, t.data);
+  return t;
+}
+
+// A kernel that writes past either end of an output, into the rest of its pages, leaves
+// the guard pages alone; the poison there shows it. Empty when every byte is intact.
+std::string check_slack(const char* base, const Layout& layout, const ir::Graph& graph) {
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  size_t output = 0;
+  for (size_t b = 0; b < layout.slots.size(); ++b) {
+    if (layout.slots[b].role != Role::Output) continue;
+    const proto::Buffer& buf = layout.buffers[b];
+    const uint64_t first = buf.offset / page * page, end = buf.offset + buf.bytes;
+    const uint64_t last = round_up(std::max(end, first + 1), page);
+    auto intact = [&](uint64_t from, uint64_t to) {
+      for (uint64_t i = from; i < to; ++i)
+        if (static_cast<unsigned char>(base[i]) != 0xFF) return false;
+      return true;
+    };
+    const std::string name = graph.results.size() > 1 ? "output " + std::to_string(output % graph.results.size())
+                                                      : "the output";
+    if (!intact(end, last))
+      return "the kernel wrote past the end of " + name + " (into the bytes between its last element and the "
+             "guard page after it)";
+    if (!intact(first, buf.offset))
+      return "the kernel wrote before the start of " + name + " (into the bytes between the guard page and its first element)";
+    ++output;
+  }
+  return "";
+}
+
+// The kernels a request names, with their .so paths.
+struct Named {
+  std::string so_path;
+  std::string entry_symbol;
+};
+
+// Creates the memfd: the header, the inputs and poisoned outputs. `fill(base)` stores
+// the request's values into the buffers.
+template <typename Fill>
+Fd make_request(const std::vector<Named>& kernels, const Layout& layout, proto::RequestHeader header,
+                const Options& options, const Fill& fill) {
   Fd fd(memfd_create("ollie-buffers", MFD_CLOEXEC));
   if (fd.get() < 0) fail_errno("memfd_create");
   if (ftruncate(fd.get(), static_cast<off_t>(layout.total_size)) != 0) fail_errno("cannot size the buffer memory");
   Mapping map(fd.get(), layout.total_size);
   char* base = map.base();
-  std::memset(base + layout.header_size, 0xFF, layout.total_size - layout.header_size);
-  if (options.plausible_outputs) {
-    // Finite, ordinary-looking values instead of the poison: a kernel that skips work
-    // when its outputs already look written returns these, and fails.
-    const size_t per_call = layout.dtypes.size();
-    std::mt19937_64 rng(0x5eed);
-    std::normal_distribution<double> normal(0.0, 1.0);
-    for (size_t c = 0; c < calls.size(); ++c)
-      for (size_t i = calls[0].size(); i < per_call; ++i) {
-        std::vector<double> values(static_cast<size_t>(ir::element_count(layout.shapes[i])));
-        for (double& x : values) x = layout.dtypes[i] == ir::DType::Bool ? 1.0 : std::round(normal(rng) * 4) / 4;
-        store(base + layout.buffers[c * per_call + i].offset, layout.dtypes[i], values);
-      }
-  }
+  std::memset(base + layout.header_size, 0xFF, layout.results_offset - layout.header_size);
 
-  proto::RequestHeader header{};
   std::memcpy(header.magic, proto::kRequestMagic, sizeof header.magic);
   header.version = proto::kVersion;
-  header.n_inputs = static_cast<uint32_t>(inputs.size());
-  header.n_outputs = static_cast<uint32_t>(layout.dtypes.size() - inputs.size());
-  header.n_calls = static_cast<uint32_t>(calls.size());
   header.n_dims = static_cast<uint32_t>(layout.dims.size());
   header.total_size = layout.total_size;
   header.header_size = layout.header_size;
-  header.path_len = static_cast<uint32_t>(so_path.size());
+  header.path_len = static_cast<uint32_t>(kernels[0].so_path.size());
+  header.entry_len = static_cast<uint32_t>(kernels[0].entry_symbol.size());
+  if (kernels.size() > 1) {
+    header.path2_len = static_cast<uint32_t>(kernels[1].so_path.size());
+    header.entry2_len = static_cast<uint32_t>(kernels[1].entry_symbol.size());
+  }
+  header.n_kernels = static_cast<uint32_t>(kernels.size());
+  header.results_offset = layout.results_offset;
   header.flags = proto::kProtect | (options.sandbox ? proto::kSandbox : 0u);
   if (options.sandbox) {
     header.memory_bytes = options.memory_bytes;
@@ -253,7 +317,6 @@ Fd make_request(const std::string& so_path, const std::string& entry_symbol, con
     header.cpu_seconds = static_cast<uint64_t>(std::ceil(options.timeout_seconds * threads)) + 1;
   }
   header.parent_pid = static_cast<uint64_t>(getpid());
-  header.entry_len = static_cast<uint32_t>(entry_symbol.size());
   char* at = base;
   auto put = [&at](const void* src, size_t bytes) {
     if (bytes) std::memcpy(at, src, bytes);
@@ -262,12 +325,11 @@ Fd make_request(const std::string& so_path, const std::string& entry_symbol, con
   put(&header, sizeof header);
   put(layout.buffers.data(), layout.buffers.size() * sizeof(proto::Buffer));
   put(layout.dims.data(), layout.dims.size() * sizeof(int64_t));
-  put(so_path.data(), so_path.size());
-  put(entry_symbol.data(), entry_symbol.size());
-  const size_t per_call = layout.dtypes.size();
-  for (size_t c = 0; c < calls.size(); ++c)
-    for (size_t i = 0; i < inputs.size(); ++i)
-      store(base + layout.buffers[c * per_call + i].offset, layout.dtypes[i], calls[c][i].data);
+  for (const Named& k : kernels) {
+    put(k.so_path.data(), k.so_path.size());
+    put(k.entry_symbol.data(), k.entry_symbol.size());
+  }
+  fill(base);
   return fd;
 }
 
@@ -371,42 +433,10 @@ std::string signal_text(int sig) {
   return description ? name + " (" + description + ")" : name;
 }
 
-}  // namespace
-
-const char* status_name(Status s) {
-  switch (s) {
-    case Status::Ok: return "ok";
-    case Status::LoadError: return "load-error";
-    case Status::Crash: return "crash";
-    case Status::Timeout: return "timeout";
-    case Status::ProtocolError: return "protocol-error";
-    case Status::Forbidden: return "forbidden-syscall";
-    case Status::OutOfMemory: return "out-of-memory";
-  }
-  return "unknown";
-}
-
-Outcome run(const std::string& so_path, const ir::Graph& graph, const std::vector<interp::Tensor>& inputs,
-            const Options& options) {
-  Outcome outcome = run_calls(so_path, graph, {inputs}, options);
-  if (outcome.status == Status::Ok) outcome.outputs = std::move(outcome.call_outputs[0]);
-  outcome.call_outputs.clear();
-  return outcome;
-}
-
-Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
-                  const std::vector<std::vector<interp::Tensor>>& calls, const Options& options) {
-  const std::string runner = options.runner_path.empty() ? default_runner_path() : options.runner_path;
-  if (access(runner.c_str(), X_OK) != 0)
-    throw UserError("runner: no runner executable at '" + runner +
-                    "'; build the ollie-runner target next to ollie, or set the runner path");
-  check_entry_symbol(options.entry_symbol);
-  if (calls.empty()) throw UserError("runner: no calls to make");
-  Layout layout;
-  for (const auto& inputs : calls) layout = plan(so_path, options.entry_symbol, graph, inputs, calls.size());
-  const std::vector<interp::Tensor>& inputs = calls[0];
-  Fd memfd = make_request(so_path, options.entry_symbol, layout, calls, options);
-
+// Starts the runner on the request in `memfd`, waits for it within the timeout and turns
+// how it ended into an Outcome: Ok (with the child's `seconds`) only when it reported
+// success and exited cleanly. `what` names the kernel for load errors.
+Outcome execute(const std::string& runner, int memfd, const std::string& what, const Options& options) {
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) fail_errno("pipe");
   Fd report_read(pipe_fds[0]);
@@ -417,7 +447,7 @@ Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(std::max(0.0, options.timeout_seconds)));
-  const pid_t pid = spawn_child(runner, memfd.get(), report_write.get(), options);
+  const pid_t pid = spawn_child(runner, memfd, report_write.get(), options);
   report_write.reset();
 
   Outcome outcome;
@@ -464,7 +494,7 @@ Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
   switch (static_cast<proto::ReportStatus>(header.status)) {
     case proto::ReportStatus::LoadError:
       outcome.status = Status::LoadError;
-      outcome.message = "cannot load '" + so_path + "': " + message;
+      outcome.message = "cannot load " + what + ": " + message;
       return outcome;
     case proto::ReportStatus::BadRequest:
       outcome.status = Status::ProtocolError;
@@ -486,26 +516,178 @@ Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
     outcome.message = "the runner exited with status " + std::to_string(code) + " after the kernel returned";
     return outcome;
   }
-
-  Mapping map(memfd.get(), layout.total_size);
-  const size_t per_call = layout.dtypes.size();
-  for (size_t c = 0; c < calls.size(); ++c) {
-    std::vector<interp::Tensor> outputs;
-    for (size_t r = 0; r < graph.results.size(); ++r) {
-      const size_t b = inputs.size() + r;
-      interp::Tensor t;
-      t.dtype = layout.dtypes[b];
-      t.shape = layout.shapes[b];
-      t.data.resize(static_cast<size_t>(ir::element_count(t.shape)));
-      load(map.base() + layout.buffers[c * per_call + b].offset, t.dtype, t.data);
-      outputs.push_back(std::move(t));
-    }
-    outcome.call_outputs.push_back(std::move(outputs));
-  }
   outcome.status = Status::Ok;
   outcome.seconds = header.seconds;
   outcome.message = "ok";
   return outcome;
+}
+
+std::string find_runner(const Options& options) {
+  const std::string runner = options.runner_path.empty() ? default_runner_path() : options.runner_path;
+  if (access(runner.c_str(), X_OK) != 0)
+    throw UserError("runner: no runner executable at '" + runner +
+                    "'; build the ollie-runner target next to ollie, or set the runner path");
+  return runner;
+}
+
+}  // namespace
+
+const char* status_name(Status s) {
+  switch (s) {
+    case Status::Ok: return "ok";
+    case Status::LoadError: return "load-error";
+    case Status::Crash: return "crash";
+    case Status::Timeout: return "timeout";
+    case Status::ProtocolError: return "protocol-error";
+    case Status::Forbidden: return "forbidden-syscall";
+    case Status::OutOfMemory: return "out-of-memory";
+  }
+  return "unknown";
+}
+
+Outcome run(const std::string& so_path, const ir::Graph& graph, const std::vector<interp::Tensor>& inputs,
+            const Options& options) {
+  Outcome outcome = run_calls(so_path, graph, {inputs}, options);
+  if (outcome.status == Status::Ok) outcome.outputs = std::move(outcome.call_outputs[0]);
+  outcome.call_outputs.clear();
+  return outcome;
+}
+
+Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
+                  const std::vector<std::vector<interp::Tensor>>& calls, const Options& options) {
+  const std::string runner = find_runner(options);
+  check_entry_symbol(options.entry_symbol);
+  if (calls.empty()) throw UserError("runner: no calls to make");
+  for (const auto& inputs : calls) check_inputs(graph, inputs);
+  const size_t n_in = graph.params.size(), n_out = graph.results.size(), per_call = n_in + n_out;
+  std::vector<Slot> slots;
+  for (size_t c = 0; c < calls.size(); ++c) {
+    for (Slot& s : input_slots(graph, Role::Input)) slots.push_back(std::move(s));
+    for (Slot& s : output_slots(graph, Role::Output)) slots.push_back(std::move(s));
+  }
+  const std::vector<Named> kernels{{so_path, options.entry_symbol}};
+  const Layout layout = plan(graph, std::move(slots), sizeof(proto::RequestHeader) + so_path.size() +
+                                                          options.entry_symbol.size(), 0, options.placement);
+  proto::RequestHeader header{};
+  header.n_inputs = static_cast<uint32_t>(n_in);
+  header.n_outputs = static_cast<uint32_t>(n_out);
+  header.n_calls = static_cast<uint32_t>(calls.size());
+  Fd memfd = make_request(kernels, layout, header, options, [&](char* base) {
+    for (size_t c = 0; c < calls.size(); ++c)
+      for (size_t i = 0; i < n_in; ++i)
+        store(base + layout.buffers[c * per_call + i].offset, layout.slots[i].dtype, calls[c][i].data);
+    if (options.plausible_outputs) {
+      // Finite, ordinary-looking values instead of the poison: a kernel that skips work
+      // when its outputs already look written returns these, and fails.
+      std::mt19937_64 rng(0x5eed);
+      std::normal_distribution<double> normal(0.0, 1.0);
+      for (size_t c = 0; c < calls.size(); ++c)
+        for (size_t i = n_in; i < per_call; ++i) {
+          std::vector<double> values(static_cast<size_t>(ir::element_count(layout.slots[i].shape)));
+          for (double& x : values) x = layout.slots[i].dtype == ir::DType::Bool ? 1.0 : std::round(normal(rng) * 4) / 4;
+          store(base + layout.buffers[c * per_call + i].offset, layout.slots[i].dtype, values);
+        }
+    }
+  });
+
+  Outcome outcome = execute(runner, memfd.get(), "'" + so_path + "'", options);
+  if (outcome.status != Status::Ok) return outcome;
+  Mapping map(memfd.get(), layout.total_size);
+  if (std::string slack = check_slack(map.base(), layout, graph); !slack.empty()) {
+    outcome.status = Status::Crash;
+    outcome.message = slack;
+    return outcome;
+  }
+  for (size_t c = 0; c < calls.size(); ++c) {
+    std::vector<interp::Tensor> outputs;
+    for (size_t r = 0; r < n_out; ++r) outputs.push_back(read_tensor(map.base(), layout, c * per_call + n_in + r));
+    outcome.call_outputs.push_back(std::move(outputs));
+  }
+  return outcome;
+}
+
+TimedOutcome time_kernels(const std::vector<Kernel>& kernels, const ir::Graph& graph,
+                          const std::vector<std::vector<interp::Tensor>>& input_sets, const Options& options,
+                          const TimingOptions& timing) {
+  const std::string runner = find_runner(options);
+  if (kernels.empty() || kernels.size() > 2)
+    throw UserError("runner: time one kernel, or two side by side (" + std::to_string(kernels.size()) + " given)");
+  if (input_sets.empty()) throw UserError("runner: timing needs at least one set of inputs");
+  if (timing.max_rounds < 1 || timing.min_rounds < 1 || timing.min_rounds > timing.max_rounds || timing.warmup_rounds < 0)
+    throw UserError("runner: timing needs 1 <= min rounds <= max rounds and warm-up rounds >= 0");
+  std::vector<Named> named;
+  uint64_t header_bytes = sizeof(proto::RequestHeader);
+  for (const Kernel& k : kernels) {
+    check_entry_symbol(k.entry_symbol);
+    named.push_back({k.so_path, k.entry_symbol});
+    header_bytes += k.so_path.size() + k.entry_symbol.size();
+  }
+  for (const auto& inputs : input_sets) check_inputs(graph, inputs);
+  const size_t n_in = graph.params.size(), n_out = graph.results.size(), n_sets = input_sets.size();
+  std::vector<Slot> slots = input_slots(graph, Role::Input);
+  for (Slot& s : output_slots(graph, Role::Output)) slots.push_back(std::move(s));
+  for (size_t s = 0; s < n_sets; ++s)
+    for (Slot& slot : input_slots(graph, Role::Staged)) slots.push_back(std::move(slot));
+  for (size_t k = 0; k < kernels.size(); ++k)
+    for (size_t s = 0; s < n_sets; ++s)
+      for (Slot& slot : output_slots(graph, Role::Check)) slots.push_back(std::move(slot));
+  const uint64_t results_bytes =
+      sizeof(proto::TimedResults) + kernels.size() * static_cast<uint64_t>(timing.max_rounds) * sizeof(double);
+  const Layout layout = plan(graph, std::move(slots), header_bytes, results_bytes, options.placement);
+
+  proto::RequestHeader header{};
+  header.n_inputs = static_cast<uint32_t>(n_in);
+  header.n_outputs = static_cast<uint32_t>(n_out);
+  header.n_calls = 0;
+  header.n_sets = static_cast<uint32_t>(n_sets);
+  header.warmup = static_cast<uint32_t>(timing.warmup_rounds);
+  header.min_rounds = static_cast<uint32_t>(timing.min_rounds);
+  header.max_rounds = static_cast<uint32_t>(timing.max_rounds);
+  header.budget_seconds = timing.budget_seconds;
+  header.flush_bytes = timing.cold ? timing.flush_bytes : 0;
+  Fd memfd = make_request(named, layout, header, options, [&](char* base) {
+    for (size_t s = 0; s < n_sets; ++s)
+      for (size_t i = 0; i < n_in; ++i) {
+        const size_t b = n_in + n_out + s * n_in + i;
+        store(base + layout.buffers[b].offset, layout.slots[b].dtype, input_sets[s][i].data);
+      }
+  });
+
+  std::string what;
+  for (const Kernel& k : kernels) what += (what.empty() ? "'" : " or '") + k.so_path + "' (" + k.entry_symbol + ")";
+  TimedOutcome timed;
+  static_cast<Outcome&>(timed) = execute(runner, memfd.get(), what, options);
+  if (timed.status != Status::Ok) return timed;
+  Mapping map(memfd.get(), layout.total_size);
+  if (std::string slack = check_slack(map.base(), layout, graph); !slack.empty()) {
+    timed.status = Status::Crash;
+    timed.message = slack;
+    return timed;
+  }
+  proto::TimedResults results{};
+  std::memcpy(&results, map.base() + layout.results_offset, sizeof results);
+  if (results.rounds > static_cast<uint32_t>(timing.max_rounds)) {
+    timed.status = Status::ProtocolError;
+    timed.message = "the runner reported more rounds than allowed";
+    return timed;
+  }
+  timed.warmup_seconds = results.warmup_seconds;
+  const char* times = map.base() + layout.results_offset + sizeof results;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    std::vector<double> seconds(results.rounds);
+    std::memcpy(seconds.data(), times + k * static_cast<size_t>(timing.max_rounds) * sizeof(double),
+                seconds.size() * sizeof(double));
+    timed.rep_seconds.push_back(std::move(seconds));
+    std::vector<std::vector<interp::Tensor>> per_set;
+    for (size_t s = 0; s < n_sets; ++s) {
+      std::vector<interp::Tensor> outputs;
+      for (size_t r = 0; r < n_out; ++r)
+        outputs.push_back(read_tensor(map.base(), layout, n_in + n_out + n_sets * n_in + (k * n_sets + s) * n_out + r));
+      per_set.push_back(std::move(outputs));
+    }
+    timed.set_outputs.push_back(std::move(per_set));
+  }
+  return timed;
 }
 
 }  // namespace ollie::runner

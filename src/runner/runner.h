@@ -13,6 +13,14 @@
 
 namespace ollie::runner {
 
+// Where a buffer sits within its own pages. Every buffer starts on a 64-byte boundary
+// (the kernel ABI's promise) and has a guard page before and after its pages. Start: at
+// the start of its first page, so reading before element 0 crashes at once. End: as near
+// the end of its last page as the alignment allows, so reading past the last element
+// crashes (up to 63 bytes of slack remain). Unused bytes of a buffer's pages hold 0xFF,
+// and a write into them next to an output is reported as a crash.
+enum class Placement { Start, End };
+
 struct Options {
   double timeout_seconds = 60;      // wall-clock limit of one run; the child is killed after it
   std::string runner_path;          // default: "ollie-runner" next to the running executable (/proc/self/exe)
@@ -27,6 +35,7 @@ struct Options {
   // Outputs start as plausible finite values instead of the NaN poison (the verifier's
   // check that a kernel does not skip work when its outputs look written already).
   bool plausible_outputs = false;
+  Placement placement = Placement::Start;
 };
 
 enum class Status { Ok, LoadError, Crash, Timeout, ProtocolError, Forbidden, OutOfMemory };
@@ -53,13 +62,50 @@ Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
 // graph.bound_dims) in a fresh child process; never throws for anything the kernel does.
 // Outputs start as 0xFF bytes: an unwritten float element reads back as NaN, an
 // unwritten bool as NaN, an unwritten integer as -1. Inputs are mapped read-only in the
-// child and every buffer has guard pages around it, so a write to an input or past a
-// page-rounded buffer end is a Crash (SIGSEGV).
+// child and every buffer has guard pages around it (see Placement), so a write to an
+// input or out of a buffer's pages is a Crash (SIGSEGV), and so is a write next to an
+// output within its pages (found afterwards).
 // A .so that cannot be loaded or lacks the entry symbol is a LoadError naming it.
 // Throws UserError for the caller's mistakes: wrong number or shapes of inputs, an
 // unbound dim, an entry symbol that is not a C identifier, or no runner executable at
 // the runner path.
 Outcome run(const std::string& so_path, const ir::Graph& graph,
             const std::vector<interp::Tensor>& inputs, const Options& options = {});
+
+// One kernel of a timed run: a .so and the adapter entry to call.
+struct Kernel {
+  std::string so_path;
+  std::string entry_symbol = "ollie_entry";
+};
+
+// How a timed run repeats (see protocol.h for the exact order of events).
+struct TimingOptions {
+  int warmup_rounds = 2;        // untimed rounds first
+  int min_rounds = 5;           // timed rounds at least...
+  int max_rounds = 2000;        // ...and at most
+  double budget_seconds = 1.0;  // keep timing rounds until this much time has passed (after min_rounds)
+  bool cold = false;            // write flush_bytes of memory before each call: caches hold none of its data
+  uint64_t flush_bytes = 0;     // with cold: the flush buffer's size (the caller sizes it from the last-level cache)
+};
+
+struct TimedOutcome : Outcome {
+  std::vector<std::vector<double>> rep_seconds;  // [kernel][round]: the wall time of each timed call
+  // [kernel][set][result]: each kernel's outputs from its last call on each input set
+  std::vector<std::vector<std::vector<interp::Tensor>>> set_outputs;
+  double warmup_seconds = 0;
+};
+
+// Times `kernels` (one, or two side by side) in ONE child process, on ONE set of buffers
+// at fixed addresses (allocated once, outside the timed region). Round r refills those
+// inputs with input_sets[r % n] and calls each kernel once, in turn (A B, then B A on the
+// next round, so neither always runs first), poisoning the outputs before every call and,
+// when cold, flushing the caches. Only the kernel call is timed (CLOCK_MONOTONIC). The
+// outputs of each kernel's last call on each set come back for checking: a kernel that
+// replays an earlier result for the same buffers, or skips work, is caught here even
+// when it is right on fresh buffers. options.entry_symbol is not used. The same errors
+// and statuses as run(); the timeout covers the whole timed run.
+TimedOutcome time_kernels(const std::vector<Kernel>& kernels, const ir::Graph& graph,
+                          const std::vector<std::vector<interp::Tensor>>& input_sets, const Options& options,
+                          const TimingOptions& timing);
 
 }  // namespace ollie::runner

@@ -261,6 +261,9 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
     const std::vector<interp::Tensor> inputs = make_inputs(suite.graph, result.seed, suite.distribution);
     runner::Options suite_options = run_options;
     suite_options.plausible_outputs = suite.plausible_outputs;
+    // Buffers alternate between the start and the end of their pages, so a read before
+    // the first element or past the last one meets a guard page in one suite or another.
+    suite_options.placement = si % 2 == 0 ? runner::Placement::Start : runner::Placement::End;
     const runner::Outcome outcome = runner::run(built.so_path, suite.graph, inputs, suite_options);
     if (outcome.status != runner::Status::Ok) {
       failed_run(result, outcome);

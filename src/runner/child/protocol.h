@@ -12,15 +12,24 @@ constexpr int kReportFd = 4;    // write end of the report pipe
 
 constexpr char kRequestMagic[8] = {'O', 'L', 'L', 'I', 'E', 'R', 'Q', '1'};
 constexpr uint32_t kReportMagic = 0x4f4c5231;  // "OLR1"
-constexpr uint32_t kVersion = 4;
+constexpr uint32_t kVersion = 5;
 
 // At offset 0 of the memfd. Followed directly by
-//   Buffer buffers[n_inputs + n_outputs];   inputs first, then outputs
+//   Buffer buffers[n_buffers];              see below
 //   int64_t dims[n_dims];
 //   char so_path[path_len];                 not NUL-terminated
 //   char entry_symbol[entry_len];           not NUL-terminated; a C identifier
-// The header region is padded to a page; every buffer starts on a page boundary and
-// its pages are preceded and followed by a guard page (never a buffer's page).
+//   and, for a timed request with n_kernels == 2, the second kernel's path and symbol
+//   (path2_len, entry2_len bytes).
+// The header region is padded to a page. Every buffer starts on a 64-byte boundary; its
+// pages (from the page holding its first byte to the page holding its last) belong to it
+// alone and are preceded and followed by a guard page.
+//
+// Buffer table. Calls mode (n_sets == 0): n_calls groups of n_inputs + n_outputs
+// buffers, call c using group c. Timed mode (n_sets > 0): first the live group the
+// kernels are called on (n_inputs + n_outputs), then the staged inputs of every input
+// set (n_sets groups of n_inputs), then the check slots (n_kernels x n_sets groups of
+// n_outputs; slot [k][s] receives kernel k's outputs of its last repetition on set s).
 struct RequestHeader {
   char magic[8];
   uint32_t version;
@@ -33,9 +42,29 @@ struct RequestHeader {
   uint32_t flags;         // kProtect...
   uint64_t parent_pid;    // the child dies with this process (PR_SET_PDEATHSIG)
   uint32_t entry_len;     // bytes of the entry symbol's name
-  uint32_t n_calls;       // calls in order; call c uses buffer-table entries [c*n, (c+1)*n), n = inputs + outputs
+  uint32_t n_calls;       // calls mode: calls in order
   uint64_t memory_bytes;  // address space the kernel may add (RLIMIT_AS above what is mapped); 0: no limit
   uint64_t cpu_seconds;   // RLIMIT_CPU of the child (all threads); 0: no limit
+  // Timed mode (n_sets > 0): rounds of repetitions. Round r refills the live inputs
+  // from set r % n_sets, then calls every kernel once (in turn, order reversed on odd
+  // rounds), each call preceded by poisoning the live outputs and, when flush_bytes > 0,
+  // by writing a buffer of that size (cold caches); only the call itself is timed.
+  // `warmup` untimed rounds first, then timed rounds until at least min_rounds were
+  // made and budget_seconds have passed, or max_rounds were made.
+  uint32_t n_sets;
+  uint32_t n_kernels;     // 1, or 2 for a side-by-side comparison
+  uint32_t path2_len, entry2_len;
+  uint32_t warmup, min_rounds, max_rounds, reserved;
+  double budget_seconds;
+  uint64_t flush_bytes;
+  uint64_t results_offset;  // TimedResults, then double seconds[n_kernels][max_rounds]
+};
+
+// Written by the child into the memfd at results_offset in timed mode.
+struct TimedResults {
+  uint32_t rounds;        // timed rounds completed
+  uint32_t reserved;
+  double warmup_seconds;  // wall time of the warm-up rounds
 };
 
 // Inputs read-only, guard pages and the header PROT_NONE while the kernel runs.
@@ -45,9 +74,11 @@ constexpr uint32_t kProtect = 1;
 constexpr uint32_t kSandbox = 2;
 
 struct Buffer {
-  uint64_t offset;        // page-aligned
-  uint64_t bytes;         // payload bytes (the mapping covers whole pages)
+  uint64_t offset;        // 64-byte aligned
+  uint64_t bytes;         // payload bytes
 };
+
+constexpr uint64_t kAlignment = 64;  // every buffer's start (the kernel ABI's promise)
 
 enum class ReportStatus : uint32_t {
   Ok = 0,          // the kernel returned; `seconds` is the call's wall time

@@ -1,24 +1,29 @@
 // ollie-runner: the only process that executes candidate kernel code. It loads one
-// compiled kernel, calls it once on buffers shared with the parent, and reports back.
+// compiled kernel (or two, to time them side by side), calls it on buffers shared with
+// the parent, and reports back.
 //
-// Protocol (version 2; structs in protocol.h):
+// Protocol (version 5; structs in protocol.h):
 //   * The parent (src/runner/runner.cpp) starts `ollie-runner` with posix_spawn, no
 //     arguments, stdin = /dev/null, stdout and stderr = the parent's stderr, and exactly
 //     two more descriptors: fd 3 = a memfd, fd 4 = the write end of a report pipe.
 //     Everything else is closed.
 //   * The memfd starts with a RequestHeader (magic, version, counts, total size), the
-//     offset/size of every buffer (inputs in signature order, then outputs in return
-//     order), the dims values in graph.dims order, the path of the .so and the name of
-//     its entry symbol (ollie_entry unless the parent asks for another). Buffers are
-//     page-aligned, each surrounded by guard pages; inputs hold their dtype's values,
-//     outputs are pre-filled with 0xFF bytes (NaN for floats) so an unwritten element
-//     shows.
+//     offset/size of every buffer, the dims values in graph.dims order, the path of the
+//     .so and the name of its entry symbol (ollie_entry unless the parent asks for
+//     another). Buffers are 64-byte aligned, each on pages of its own between guard
+//     pages; inputs hold their dtype's values, outputs and unused bytes are 0xFF (NaN for
+//     floats) so an unwritten element shows.
 //   * The child maps the memfd, makes the header and guard pages inaccessible and the
 //     inputs read-only (flag kProtect), dlopen()s the .so (RTLD_NOW | RTLD_LOCAL),
 //     looks up the entry symbol (a `void (void* const* buffers, const int64_t* dims)`,
-//     like the adapter's ollie_entry), makes n_calls calls in order, each on its own set
-//     of buffers, timing them with CLOCK_MONOTONIC (the report has the sum), writes one
-//     Report to fd 4 and _exit(0)s (no static destructors of the kernel run).
+//     like the adapter's ollie_entry), then either
+//       - calls mode: makes n_calls calls in order, each on its own set of buffers,
+//         timing them with CLOCK_MONOTONIC (the report has the sum), or
+//       - timed mode (n_sets > 0): runs rounds on one live set of buffers (see
+//         timed_rounds.h), through a second mapping of the memfd that the kernel's
+//         protections do not cover, and writes the times into the memfd;
+//     then writes one Report to fd 4 and _exit(0)s (no static destructors of the kernel
+//     run).
 //   * With flag kSandbox, once the kernel is loaded and before it is called, the child
 //     limits its address space (RLIMIT_AS: what is mapped now plus memory_bytes) and CPU
 //     time (RLIMIT_CPU), reports OutOfMemory if operator new then fails, and installs a
@@ -46,16 +51,18 @@
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
+#include <algorithm>
 #include <new>
 #include <vector>
 
 #include "runner/child/protocol.h"
+#include "runner/child/timed_rounds.h"
 
 namespace {
 
 namespace proto = ollie::runner::protocol;
 
-using EntryFn = void (*)(void* const*, const int64_t*);
+using ollie::runner::child::EntryFn;
 
 void write_report(proto::ReportStatus status, double seconds, const char* message) {
   char buf[sizeof(proto::Report) + proto::kMaxMessage];
@@ -93,6 +100,12 @@ bool read_exact(void* dst, size_t bytes, off_t offset) {
     offset += n;
   }
   return true;
+}
+
+// The end of the last page holding any of the buffer's bytes.
+uint64_t page_end(const proto::Buffer& b, uint64_t page) {
+  const uint64_t first = b.offset / page * page;
+  return std::max(first + page, (b.offset + b.bytes + page - 1) / page * page);
 }
 
 void protect(char* base, uint64_t offset, uint64_t bytes, int prot) {
@@ -177,77 +190,137 @@ int main() {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (static_cast<uint64_t>(getppid()) != header.parent_pid) _exit(3);
   const size_t per_call = size_t{header.n_inputs} + header.n_outputs;
-  if (header.n_calls == 0) {
+  const bool timed = header.n_sets > 0;
+  if (!timed && header.n_calls == 0) {
     errno = 0;
     bad_request("no calls");
   }
-  const size_t n_buffers = per_call * header.n_calls;
+  if (timed && (header.n_kernels < 1 || header.n_kernels > 2 || header.max_rounds == 0)) {
+    errno = 0;
+    bad_request("a timed request needs one or two kernels and at least one round");
+  }
+  const size_t n_buffers = timed ? per_call + size_t{header.n_sets} * header.n_inputs +
+                                       size_t{header.n_kernels} * header.n_sets * header.n_outputs
+                                 : per_call * header.n_calls;
+  const size_t n_kernels = timed ? header.n_kernels : 1;
   std::vector<proto::Buffer> buffers(n_buffers);
   std::vector<int64_t> dims(header.n_dims);
-  std::vector<char> path(size_t{header.path_len} + 1, '\0');
-  std::vector<char> symbol(size_t{header.entry_len} + 1, '\0');
+  std::vector<std::vector<char>> paths, symbols;
   off_t at = sizeof header;
   if (!read_exact(buffers.data(), n_buffers * sizeof(proto::Buffer), at)) bad_request("buffer table");
   at += static_cast<off_t>(n_buffers * sizeof(proto::Buffer));
   if (!read_exact(dims.data(), dims.size() * sizeof(int64_t), at)) bad_request("dims");
   at += static_cast<off_t>(dims.size() * sizeof(int64_t));
-  if (!read_exact(path.data(), header.path_len, at)) bad_request("so path");
-  at += static_cast<off_t>(header.path_len);
-  if (!read_exact(symbol.data(), header.entry_len, at)) bad_request("entry symbol");
+  for (size_t k = 0; k < n_kernels; ++k) {
+    const uint32_t path_len = k == 0 ? header.path_len : header.path2_len;
+    const uint32_t entry_len = k == 0 ? header.entry_len : header.entry2_len;
+    paths.emplace_back(size_t{path_len} + 1, '\0');
+    symbols.emplace_back(size_t{entry_len} + 1, '\0');
+    if (!read_exact(paths.back().data(), path_len, at)) bad_request("so path");
+    at += static_cast<off_t>(path_len);
+    if (!read_exact(symbols.back().data(), entry_len, at)) bad_request("entry symbol");
+    at += static_cast<off_t>(entry_len);
+  }
 
   void* mapped = mmap(nullptr, header.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, proto::kMemFd, 0);
   if (mapped == MAP_FAILED) bad_request("mmap of the buffers");
   char* base = static_cast<char*>(mapped);
   std::vector<void*> pointers(n_buffers);
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  uint64_t previous_end = header.header_size;
   for (size_t i = 0; i < n_buffers; ++i) {
-    if (buffers[i].offset % page != 0 || buffers[i].offset + buffers[i].bytes > header.total_size) {
+    // Each buffer's pages are its own, after a guard page (checked, so that protecting
+    // one buffer's pages never touches another's).
+    if (buffers[i].offset % proto::kAlignment != 0 || buffers[i].offset / page * page < previous_end + page ||
+        buffers[i].offset + buffers[i].bytes > header.total_size) {
       errno = 0;
-      bad_request("buffer outside the memfd");
+      bad_request("buffer outside the memfd, misaligned, or without a guard page");
     }
+    previous_end = page_end(buffers[i], page);
     pointers[i] = base + buffers[i].offset;
+  }
+  if (timed && (header.results_offset < previous_end + page ||
+                header.results_offset + sizeof(proto::TimedResults) +
+                        n_kernels * header.max_rounds * sizeof(double) > header.total_size)) {
+    errno = 0;
+    bad_request("no room for the timing results");
   }
 
   // Load before protecting: a failing load is the common, reportable case.
-  void* handle = dlopen(path.data(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    write_report(proto::ReportStatus::LoadError, 0, dlerror());
-    _exit(0);
+  std::vector<EntryFn> entries;
+  for (size_t k = 0; k < n_kernels; ++k) {
+    void* handle = dlopen(paths[k].data(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      write_report(proto::ReportStatus::LoadError, 0, dlerror());
+      _exit(0);
+    }
+    dlerror();
+    auto entry = reinterpret_cast<EntryFn>(dlsym(handle, symbols[k].data()));
+    if (!entry) {
+      const char* err = dlerror();
+      char message[proto::kMaxMessage];
+      std::snprintf(message, sizeof message, "the library defines no %s symbol (%s)", symbols[k].data(),
+                    err ? err : "it resolves to null");
+      write_report(proto::ReportStatus::LoadError, 0, message);
+      _exit(0);
+    }
+    entries.push_back(entry);
   }
-  dlerror();
-  auto entry = reinterpret_cast<EntryFn>(dlsym(handle, symbol.data()));
-  if (!entry) {
-    const char* err = dlerror();
-    char message[proto::kMaxMessage];
-    std::snprintf(message, sizeof message, "the library defines no %s symbol (%s)", symbol.data(),
-                  err ? err : "it resolves to null");
-    write_report(proto::ReportStatus::LoadError, 0, message);
-    _exit(0);
+
+  // Timed mode: the runner's own view of the memfd (staged inputs, check slots and
+  // results stay inaccessible in the kernel's view), and the cache-flush buffer.
+  char* view = nullptr;
+  char* flush = nullptr;
+  if (timed) {
+    void* v = mmap(nullptr, header.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, proto::kMemFd, 0);
+    if (v == MAP_FAILED) bad_request("second mmap of the buffers");
+    view = static_cast<char*>(v);
+    if (header.flush_bytes > 0) {
+      void* f = mmap(nullptr, header.flush_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (f == MAP_FAILED) bad_request("cannot map the cache-flush buffer");
+      flush = static_cast<char*>(f);
+      std::memset(flush, 1, header.flush_bytes);
+    }
   }
 
   if (header.flags & proto::kProtect) {
-    // Everything except the buffers' own pages is off limits; inputs are read-only.
+    // Everything except the buffers' own pages is off limits; inputs are read-only;
+    // in timed mode only the live buffers are accessible.
     protect(base, 0, header.header_size, PROT_NONE);
     uint64_t cursor = header.header_size;
     for (size_t i = 0; i < n_buffers; ++i) {
-      const uint64_t span = (buffers[i].bytes + page - 1) / page * page;
-      protect(base, cursor, buffers[i].offset - cursor, PROT_NONE);
-      if (i % per_call < header.n_inputs) protect(base, buffers[i].offset, span, PROT_READ);
-      cursor = buffers[i].offset + span;
+      const uint64_t first = buffers[i].offset / page * page, end = page_end(buffers[i], page);
+      protect(base, cursor, first - cursor, PROT_NONE);
+      const bool input = timed ? i < header.n_inputs : i % per_call < header.n_inputs;
+      if (timed && i >= per_call) protect(base, first, end - first, PROT_NONE);
+      else if (input) protect(base, first, end - first, PROT_READ);
+      cursor = end;
     }
     protect(base, cursor, header.total_size - cursor, PROT_NONE);
   }
 
   if (header.flags & proto::kSandbox) install_sandbox(header);
 
-  // The calls in order, each on its own buffers (so state kept between calls shows).
   double seconds = 0;
-  for (uint32_t c = 0; c < header.n_calls; ++c) {
-    timespec t0{}, t1{};
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    entry(pointers.data() + c * per_call, dims.data());
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    seconds += double(t1.tv_sec - t0.tv_sec) + double(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  if (timed) {
+    ollie::runner::child::TimedRequest request;
+    request.header = &header;
+    request.buffers = buffers.data();
+    request.view = view;
+    request.live = pointers.data();
+    request.entries = entries;
+    request.dims = dims.data();
+    request.flush = flush;
+    ollie::runner::child::run_timed(request);
+  } else {
+    // The calls in order, each on its own buffers (so state kept between calls shows).
+    for (uint32_t c = 0; c < header.n_calls; ++c) {
+      timespec t0{}, t1{};
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+      entries[0](pointers.data() + c * per_call, dims.data());
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      seconds += double(t1.tv_sec - t0.tv_sec) + double(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    }
   }
   std::fflush(stdout);
   write_report(proto::ReportStatus::Ok, seconds, "");

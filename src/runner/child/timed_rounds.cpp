@@ -1,0 +1,76 @@
+// The timed rounds of ollie-runner (see timed_rounds.h).
+#include "runner/child/timed_rounds.h"
+
+#include <time.h>
+
+#include <cstring>
+
+namespace ollie::runner::child {
+
+namespace {
+
+namespace proto = protocol;
+
+double now() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
+// Writes every cache line of the flush buffer (and reads one value back, so the
+// compiler cannot drop the stores).
+void flush_caches(char* flush, uint64_t bytes) {
+  volatile char sink = 0;
+  for (uint64_t i = 0; i < bytes; i += 64) flush[i] = static_cast<char>(flush[i] + 1);
+  sink = flush[bytes / 2];
+  (void)sink;
+}
+
+}  // namespace
+
+void run_timed(const TimedRequest& request) {
+  const proto::RequestHeader& h = *request.header;
+  const size_t n_in = h.n_inputs, n_out = h.n_outputs, n_sets = h.n_sets, n_kernels = request.entries.size();
+  const proto::Buffer* live = request.buffers;
+  const proto::Buffer* staged = live + n_in + n_out;
+  const proto::Buffer* check = staged + n_sets * n_in;
+  char* view = request.view;
+  auto* times = reinterpret_cast<double*>(view + h.results_offset + sizeof(proto::TimedResults));
+
+  size_t loaded_set = n_sets;  // none yet
+  auto round = [&](uint64_t r, bool timed) {
+    const size_t set = r % n_sets;
+    if (set != loaded_set) {
+      for (size_t i = 0; i < n_in; ++i)
+        std::memcpy(view + live[i].offset, view + staged[set * n_in + i].offset, live[i].bytes);
+      loaded_set = set;
+    }
+    for (size_t turn = 0; turn < n_kernels; ++turn) {
+      const size_t k = r % 2 == 0 ? turn : n_kernels - 1 - turn;
+      for (size_t o = 0; o < n_out; ++o) std::memset(view + live[n_in + o].offset, 0xFF, live[n_in + o].bytes);
+      if (request.flush) flush_caches(request.flush, h.flush_bytes);
+      const double t0 = now();
+      request.entries[k](request.live, request.dims);
+      const double t1 = now();
+      if (timed) times[k * h.max_rounds + r] = t1 - t0;
+      for (size_t o = 0; o < n_out; ++o)
+        std::memcpy(view + check[(k * n_sets + set) * n_out + o].offset, view + live[n_in + o].offset,
+                    live[n_in + o].bytes);
+    }
+  };
+
+  const double warm_start = now();
+  for (uint32_t r = 0; r < h.warmup; ++r) round(r, false);
+  const double start = now();
+  uint32_t rounds = 0;
+  while (rounds < h.max_rounds && (rounds < h.min_rounds || now() - start < h.budget_seconds)) {
+    round(rounds, true);
+    ++rounds;
+  }
+  proto::TimedResults results{};
+  results.rounds = rounds;
+  results.warmup_seconds = start - warm_start;
+  std::memcpy(view + h.results_offset, &results, sizeof results);
+}
+
+}  // namespace ollie::runner::child

@@ -1,0 +1,30 @@
+// ollie-runner's timed mode (see protocol.h, RequestHeader): rounds of calls on one set
+// of live buffers, inputs refilled from staged sets, outputs poisoned before every call,
+// caches optionally flushed, only the calls timed. Part of the child; no dependencies
+// beyond the protocol.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runner/child/protocol.h"
+
+namespace ollie::runner::child {
+
+using EntryFn = void (*)(void* const*, const int64_t*);
+
+struct TimedRequest {
+  const protocol::RequestHeader* header = nullptr;
+  const protocol::Buffer* buffers = nullptr;  // the whole table (protocol.h)
+  char* view = nullptr;        // the runner's own read-write mapping of the memfd
+  void* const* live = nullptr; // the live buffers as the kernels see them (inputs, then outputs)
+  std::vector<EntryFn> entries;
+  const int64_t* dims = nullptr;
+  char* flush = nullptr;       // header->flush_bytes of memory, or null
+};
+
+// Runs the warm-up and timed rounds and writes TimedResults and the times at
+// header->results_offset of the view.
+void run_timed(const TimedRequest& request);
+
+}  // namespace ollie::runner::child
