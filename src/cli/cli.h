@@ -23,6 +23,8 @@ struct SpecFlags {
 void add_spec_flags(CLI::App* cmd, SpecFlags& flags);
 // Parses and elaborates the spec the flags name (UserError on bad input).
 ir::Graph load(const SpecFlags& flags);
+// The whole file; UserError naming `what` ("kernel", "spec") and the path when unreadable.
+std::string read_text(const std::string& path, const char* what);
 // "1,234,567"
 std::string grouped(int64_t n);
 // The shape at the bound dims, "[256, 512]".
@@ -87,5 +89,19 @@ struct VerifyFlags {
 };
 // Exit code 0 only when the verdict is pass; 4 for any other verdict.
 int run_verify(const SpecFlags& flags, const VerifyFlags& v);
+struct BenchFlags {
+  std::string kernel_path;
+  std::string vs_path;          // a second kernel, timed side by side
+  int threads = 0;              // 0: every core
+  bool cold = false;
+  bool json = false;
+  double seconds = 1.0;         // timing budget
+  uint64_t seed = 0;            // 0: fresh
+  double timeout_seconds = 300;
+  std::string compiler;
+};
+// Exit code 0 when every kernel ran and its timed outputs agree with the reference; 4
+// otherwise (compile error, crash, wrong outputs while timed, a time below the roofline).
+int run_bench(const SpecFlags& flags, const BenchFlags& b);
 
 }  // namespace ollie::cli

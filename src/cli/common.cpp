@@ -2,7 +2,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <random>
 
 #include <unistd.h>
@@ -25,6 +29,14 @@ ir::Graph load(const SpecFlags& flags) {
   options.entry = flags.entry;
   if (!flags.dims.empty()) options.dim_overrides = spec::parse_dims_flag(flags.dims);
   return spec::load_spec(flags.spec_path, options);
+}
+
+std::string read_text(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno)));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 std::string grouped(int64_t n) {

@@ -71,6 +71,23 @@ int main(int argc, char** argv) {
   verify_cmd->add_option("--threads", ver.threads, "OMP_NUM_THREADS for the kernel")->check(CLI::NonNegativeNumber);
   verify_cmd->add_option("--compiler", ver.compiler, "the C++ compiler (default g++)");
 
+  SpecFlags bench_flags;
+  BenchFlags bench;
+  CLI::App* bench_cmd = app.add_subcommand(
+      "bench", "time a kernel (or two side by side) in the runner; check the outputs of the timed calls");
+  add_spec_flags(bench_cmd, bench_flags);
+  bench_cmd->add_option("kernel", bench.kernel_path, "the kernel source (.cpp) in the ollie ABI")->required();
+  bench_cmd->add_option("--vs", bench.vs_path, "another kernel, timed interleaved with the first (A B B A ...)");
+  bench_cmd->add_option("--threads", bench.threads, "OpenMP threads for the kernels (default: every core)")
+      ->check(CLI::NonNegativeNumber);
+  bench_cmd->add_flag("--cold", bench.cold, "flush the caches before every call (default: hot caches)");
+  bench_cmd->add_flag("--json", bench.json, "print the results as JSON");
+  bench_cmd->add_option("--seconds", bench.seconds, "time budget of the timed rounds")->check(CLI::NonNegativeNumber);
+  bench_cmd->add_option("--seed", bench.seed, "seed of the inputs (default: a fresh one, recorded)");
+  bench_cmd->add_option("--timeout", bench.timeout_seconds, "seconds the whole timed run may take")
+      ->check(CLI::PositiveNumber);
+  bench_cmd->add_option("--compiler", bench.compiler, "the C++ compiler (default g++)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -84,6 +101,7 @@ int main(int argc, char** argv) {
     if (*run_cmd) return run_kernel(run_flags, run);
     if (*verify_cmd) return run_verify(verify_flags, ver);
     if (*emit_cmd) return run_emit(emit_flags, emit_opts);
+    if (*bench_cmd) return run_bench(bench_flags, bench);
   } catch (const UserError& e) {
     std::cerr << e.what() << "\n";
     return 1;

@@ -15,17 +15,6 @@
 #include "verify/verify.h"
 
 namespace ollie::cli {
-namespace {
-
-std::string read_text(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno)));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
 
 int run_verify(const SpecFlags& flags, const VerifyFlags& v) {
   const ir::Graph graph = load(flags);

@@ -82,6 +82,24 @@ using GraphAt = std::function<ir::Graph(const ir::DimBindings& dims)>;
 Report verify(const ir::Graph& graph, const std::string& kernel_source, const GraphAt& graph_at,
               const Options& options);
 
+// How one call's outputs compare with the reference.
+struct Comparison {
+  bool agrees = true;
+  int64_t elements = 0;      // elements compared
+  double worst = 0;          // largest |got - expected| / bound over finite, bounded elements
+  // The first failure: an element outside its bound (output, index, expected, got, bound)
+  // or, with index -1, an output whose relative error exceeds the floor.
+  int output = 0;
+  int64_t index = -1;
+  double expected = 0, got = 0, bound = 0;
+  std::string text;          // "out0[17]: got 1.5, expected 1.25 (bound 1e-06)"
+};
+// Every element within its derived bound (a non-finite reference value matched exactly),
+// and over each output's finite elements a relative 2-norm error of at most 1%, so that
+// zeros, a constant or noise never pass on wide bounds. The verifier's comparison, also
+// used on the outputs of timed runs.
+Comparison compare_outputs(const std::vector<interp::Tensor>& outputs, const interp::Result& reference);
+
 // The certificate (docs/verifier.md documents the schema) as JSON text.
 std::string certificate_json(const ir::Graph& graph, const std::string& spec_sha256, const Report& report,
                              const Options& options);

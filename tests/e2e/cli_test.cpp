@@ -268,6 +268,31 @@ TEST_F(RunKernel, CompileErrorShowsTheCompilersMessage) {
   EXPECT_NE(r.out.find("undeclared_variable"), std::string::npos) << r.out;
 }
 
+TEST_F(RunKernel, BenchTimesSideBySideAndChecksTheTimedOutputs) {
+  const std::string spec = (source_dir() / "examples/softmax.py").string();
+  const std::string kernels = (source_dir() / "tests/e2e/kernels").string();
+  const std::string env = "OLLIE_CACHE_DIR=" + (dir_ / "cache").string();
+  CommandResult pair = ollie_with_env(env, "bench " + spec + " " + kernels + "/softmax_rows.cpp --vs " + kernels +
+                                               "/softmax_rows.cpp --dims M=8,N=64 --seconds 0.2 --threads 1 --json");
+  ASSERT_EQ(pair.exit_code, 0) << pair.out;
+  for (const char* field : {"\"schema\": \"ollie-bench/1\"", "\"median_seconds\"", "\"mad_seconds\"",
+                            "\"outputs_agree\": true", "\"ratio\"", "\"rounds\"", "\"seed\""})
+    EXPECT_NE(pair.out.find(field), std::string::npos) << field << " in\n" << pair.out;
+  CommandResult text = ollie_with_env(env, "bench " + spec + " " + kernels + "/softmax_rows.cpp --dims M=8,N=64 --seconds 0.1");
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("softmax at M=8, N=64"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("agree with the reference"), std::string::npos) << text.out;
+  CommandResult wrong = ollie_with_env(env, "bench " + spec + " " + kernels + "/softmax_drops_last_column.cpp --dims M=8,N=64 --seconds 0.1");
+  EXPECT_EQ(wrong.exit_code, 4) << wrong.out;
+  EXPECT_NE(wrong.out.find("wrong outputs while being timed"), std::string::npos) << wrong.out;
+  CommandResult crash = ollie_with_env(env, "bench " + spec + " " + kernels + "/softmax_segfaults.cpp --dims M=8,N=64");
+  EXPECT_EQ(crash.exit_code, 4) << crash.out;
+  EXPECT_NE(crash.out.find("SIGSEGV"), std::string::npos) << crash.out;
+  CommandResult missing = ollie("bench " + spec + " /nonexistent/k.cpp");
+  EXPECT_EQ(missing.exit_code, 1) << missing.out;
+  EXPECT_NE(missing.out.find("cannot read kernel '/nonexistent/k.cpp'"), std::string::npos) << missing.out;
+}
+
 // `ollie emit` then `ollie run-kernel` on what it wrote: the baseline kernel of every
 // example compiles, runs in the runner and agrees with the reference within its bound.
 TEST(Cli, EmittedBaselineOfEveryExampleAgreesWithTheReference) {

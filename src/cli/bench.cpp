@@ -1,0 +1,97 @@
+// `ollie bench SPEC KERNEL.cpp [--vs OTHER.cpp]`: times a kernel (or two, interleaved in
+// one runner session) at the spec's dims, with a robust summary, the per-round ratio,
+// warnings when the machine was noisy, and the outputs of the timed calls checked
+// against the reference. Exit 0 only when every kernel ran and agreed.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli.h"
+#include "measure/measure.h"
+
+namespace ollie::cli {
+namespace {
+
+std::string milliseconds(double seconds) { return fmt::format("{:.4g} ms", seconds * 1e3); }
+
+nlohmann::json stats_json(const measure::Stats& s) {
+  return {{"n", s.n},           {"median_seconds", s.median}, {"min_seconds", s.min}, {"max_seconds", s.max},
+          {"mad_seconds", s.mad}, {"outliers", s.outliers}};
+}
+
+std::string dims_text(const ir::Graph& graph) {
+  std::string text;
+  for (const auto& name : graph.dims)
+    text += (text.empty() ? "" : ", ") + name + "=" + std::to_string(graph.bound_dims.at(name));
+  return text;
+}
+
+}  // namespace
+
+int run_bench(const SpecFlags& flags, const BenchFlags& b) {
+  const ir::Graph graph = load(flags);
+  check_reference_fits(graph);
+  std::vector<measure::BenchKernel> kernels = {{b.kernel_path, read_text(b.kernel_path, "kernel")}};
+  if (!b.vs_path.empty()) kernels.push_back({b.vs_path, read_text(b.vs_path, "--vs kernel")});
+  measure::BenchOptions options;
+  options.threads = b.threads;
+  options.cold = b.cold;
+  options.budget_seconds = b.seconds;
+  options.seed = b.seed;
+  options.timeout_seconds = b.timeout_seconds;
+  options.compiler = b.compiler;
+  const measure::BenchReport report = measure::bench(graph, kernels, options);
+
+  if (b.json) {
+    nlohmann::json j;
+    j["schema"] = "ollie-bench/1";
+    j["entry"] = graph.entry;
+    for (const auto& name : graph.dims) j["dims"][name] = graph.bound_dims.at(name);
+    j["status"] = measure::bench_status_name(report.status);
+    j["message"] = report.message;
+    j["threads"] = report.threads;
+    j["cold"] = report.cold;
+    j["flush_bytes"] = report.flush_bytes;
+    j["seed"] = report.seed;
+    j["rounds"] = report.rounds;
+    j["warmup_seconds"] = report.warmup_seconds;
+    j["load_average"] = report.load_average;
+    j["noise"] = report.noise;
+    for (const auto& k : report.kernels) {
+      nlohmann::json kj = stats_json(k.stats);
+      kj["name"] = k.name;
+      kj["outputs_agree"] = k.outputs_agree;
+      if (!k.output_problem.empty()) kj["output_problem"] = k.output_problem;
+      j["kernels"].push_back(kj);
+    }
+    if (report.ratio) {
+      j["ratio"] = stats_json(*report.ratio);
+      j["ratio"].erase("min_seconds");
+      j["ratio"] = {{"median", report.ratio->median}, {"mad", report.ratio->mad}, {"min", report.ratio->min},
+                    {"max", report.ratio->max}, {"n", report.ratio->n}};
+    }
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << fmt::format("{} at {}: {} threads, {} caches, {} rounds (seed {})\n", graph.entry, dims_text(graph),
+                             report.threads, report.cold ? "cold" : "hot", report.rounds, report.seed);
+    for (const auto& k : report.kernels) {
+      if (k.stats.n == 0) continue;
+      std::cout << fmt::format("  {:<32} median {:>11}  min {:>11}  MAD {:>10} ({:.1f}%)  outliers {}\n", k.name,
+                               milliseconds(k.stats.median), milliseconds(k.stats.min), milliseconds(k.stats.mad),
+                               k.stats.spread() * 100, k.stats.outliers);
+    }
+    if (report.ratio)
+      std::cout << fmt::format("  ratio {} / {}: {:.3f} (median of {} per-round ratios, MAD {:.3f}, range {:.3f}..{:.3f})\n",
+                               report.kernels[0].name, report.kernels[1].name, report.ratio->median, report.ratio->n,
+                               report.ratio->mad, report.ratio->min, report.ratio->max);
+    if (report.status == measure::BenchStatus::Ok)
+      std::cout << "  outputs of the timed calls: checked on 2 input sets, agree with the reference\n";
+    for (const auto& n : report.noise) std::cout << "  warning: " << n << "\n";
+    if (report.status != measure::BenchStatus::Ok)
+      std::cout << "  " << measure::bench_status_name(report.status) << ": " << report.message << "\n";
+  }
+  return report.status == measure::BenchStatus::Ok ? 0 : 4;
+}
+
+}  // namespace ollie::cli

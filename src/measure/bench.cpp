@@ -1,0 +1,177 @@
+// Timing kernels in the runner: compile, draw inputs, run the timed rounds, summarize,
+// and check the timed calls' outputs against the reference (see measure.h).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "build/build.h"
+#include "interp/interp.h"
+#include "measure/measure.h"
+#include "runner/runner.h"
+#include "verify/verify.h"
+
+namespace ollie::measure {
+
+namespace {
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  const double upper = v[mid];
+  if (v.size() % 2 == 1) return upper;
+  return (upper + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid))) / 2;
+}
+
+double load_average() {
+  double load[1] = {0};
+  return getloadavg(load, 1) == 1 ? load[0] : 0;
+}
+
+}  // namespace
+
+Stats summarize(std::vector<double> samples) {
+  Stats s;
+  s.n = static_cast<int>(samples.size());
+  if (samples.empty()) return s;
+  s.min = *std::min_element(samples.begin(), samples.end());
+  s.max = *std::max_element(samples.begin(), samples.end());
+  s.median = median_of(samples);
+  std::vector<double> deviations;
+  for (double x : samples) deviations.push_back(std::fabs(x - s.median));
+  s.mad = median_of(deviations);
+  const double limit = s.median + 5 * 1.4826 * s.mad;
+  for (double x : samples) s.outliers += x > limit && x > s.median * 1.01 ? 1 : 0;
+  return s;
+}
+
+const char* bench_status_name(BenchStatus s) {
+  switch (s) {
+    case BenchStatus::Ok: return "ok";
+    case BenchStatus::CompileError: return "compile-error";
+    case BenchStatus::RunFailed: return "run-failed";
+    case BenchStatus::Wrong: return "wrong";
+  }
+  return "unknown";
+}
+
+uint64_t last_level_cache_bytes() {
+  for (int name : {_SC_LEVEL4_CACHE_SIZE, _SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE}) {
+    const long v = sysconf(name);
+    if (v > 0) return static_cast<uint64_t>(v);
+  }
+  // /sys: the largest cache of cpu0.
+  uint64_t best = 0;
+  for (int i = 0; i < 8; ++i) {
+    std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
+    std::string text;
+    if (!(in >> text) || text.empty()) continue;
+    uint64_t v = std::strtoull(text.c_str(), nullptr, 10);
+    if (text.back() == 'K') v <<= 10;
+    if (text.back() == 'M') v <<= 20;
+    best = std::max(best, v);
+  }
+  return best;
+}
+
+BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernels, const BenchOptions& options) {
+  BenchReport report;
+  report.load_average = load_average();
+  report.threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  report.cold = options.cold;
+  report.seed = options.seed ? options.seed : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+
+  // Compile every kernel first: nothing is timed unless all of them build.
+  build::Driver driver = options.cache_dir.empty() ? build::Driver() : build::Driver(options.cache_dir);
+  std::vector<runner::Kernel> built;
+  for (const BenchKernel& k : kernels) {
+    build::Request request;
+    request.units = {{"kernel.cpp", k.source}, {"ollie_adapter.cpp", build::adapter_source(graph)}};
+    if (!options.compiler.empty()) request.toolchain.compiler = options.compiler;
+    const build::Result result = driver.compile(request);
+    KernelTiming timing;
+    timing.name = k.name;
+    timing.compile_seconds = result.seconds;
+    report.kernels.push_back(timing);
+    if (!result.ok) {
+      report.status = BenchStatus::CompileError;
+      report.message = k.name + " does not compile:\n" + result.log.substr(0, 4000);
+      return report;
+    }
+    built.push_back({result.so_path, "ollie_entry"});
+  }
+
+  // Two input sets (the pointer-keyed replay of one set's answer on the other shows).
+  const std::vector<std::vector<interp::Tensor>> sets = {
+      verify::make_inputs(graph, report.seed, verify::Distribution::Normal),
+      verify::make_inputs(graph, report.seed + 1, verify::Distribution::Normal)};
+
+  runner::Options run_options;
+  run_options.threads = report.threads;
+  run_options.runner_path = options.runner_path;
+  run_options.timeout_seconds = options.timeout_seconds;
+  runner::TimingOptions timing;
+  timing.warmup_rounds = options.warmup_rounds;
+  timing.min_rounds = options.min_rounds;
+  timing.max_rounds = options.max_rounds;
+  timing.budget_seconds = options.budget_seconds;
+  timing.cold = options.cold;
+  if (options.cold)
+    timing.flush_bytes = options.flush_bytes ? options.flush_bytes
+                                             : std::max<uint64_t>(uint64_t{64} << 20, 2 * last_level_cache_bytes());
+  report.flush_bytes = timing.flush_bytes;
+
+  const runner::TimedOutcome timed = runner::time_kernels(built, graph, sets, run_options, timing);
+  if (timed.status != runner::Status::Ok) {
+    report.status = BenchStatus::RunFailed;
+    report.message = std::string(runner::status_name(timed.status)) + ": " + timed.message;
+    return report;
+  }
+  report.rounds = timed.rep_seconds.empty() ? 0 : static_cast<int>(timed.rep_seconds[0].size());
+  report.warmup_seconds = timed.warmup_seconds;
+
+  std::vector<interp::Result> references;
+  for (const auto& set : sets) references.push_back(interp::evaluate(graph, set));
+  for (size_t k = 0; k < report.kernels.size(); ++k) {
+    KernelTiming& kt = report.kernels[k];
+    kt.stats = summarize(timed.rep_seconds[k]);
+    kt.outputs_agree = true;
+    for (size_t s = 0; s < sets.size() && kt.outputs_agree; ++s) {
+      const verify::Comparison c = verify::compare_outputs(timed.set_outputs[k][s], references[s]);
+      if (!c.agrees) {
+        kt.outputs_agree = false;
+        kt.output_problem = "input set " + std::to_string(s + 1) + " of 2 (seed " + std::to_string(report.seed + s) +
+                            "): " + c.text;
+      }
+    }
+    if (!kt.outputs_agree && report.status == BenchStatus::Ok) {
+      report.status = BenchStatus::Wrong;
+      report.message = kt.name + " computed wrong outputs while being timed: " + kt.output_problem;
+    }
+    if (kt.stats.spread() > 0.05)
+      report.noise.push_back(kt.name + ": the times vary by " + std::to_string(static_cast<int>(kt.stats.spread() * 100)) +
+                             "% (MAD / median)");
+    if (kt.stats.outliers > std::max(1, kt.stats.n / 20))
+      report.noise.push_back(kt.name + ": " + std::to_string(kt.stats.outliers) + " of " + std::to_string(kt.stats.n) +
+                             " times are outliers (far above the median)");
+  }
+  if (report.kernels.size() == 2) {
+    std::vector<double> ratios;
+    for (size_t r = 0; r < timed.rep_seconds[0].size(); ++r)
+      if (timed.rep_seconds[1][r] > 0) ratios.push_back(timed.rep_seconds[0][r] / timed.rep_seconds[1][r]);
+    report.ratio = summarize(ratios);
+  }
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  if (report.load_average > 0.5 * cores)
+    report.noise.push_back("the machine was busy: load average " + std::to_string(report.load_average).substr(0, 4) +
+                           " on " + std::to_string(cores) + " cores");
+  if (report.status == BenchStatus::Ok) report.message = "ok";
+  return report;
+}
+
+}  // namespace ollie::measure

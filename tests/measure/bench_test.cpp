@@ -1,0 +1,112 @@
+// Tests of the timing summary and of measure::bench end to end: kernels compiled by the
+// build driver, timed in the runner, and their timed outputs checked.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "measure/measure.h"
+#include "spec/spec.h"
+
+namespace {
+
+using ollie::measure::BenchKernel;
+using ollie::measure::BenchOptions;
+using ollie::measure::BenchStatus;
+
+TEST(Summary, MedianMinMadAndOutliers) {
+  const auto s = ollie::measure::summarize({3, 1, 100, 2, 4});
+  EXPECT_EQ(s.n, 5);
+  EXPECT_EQ(s.median, 3);
+  EXPECT_EQ(s.min, 1);
+  EXPECT_EQ(s.max, 100);
+  EXPECT_EQ(s.mad, 1);          // |x - 3| = 0, 1, 1, 2, 97
+  EXPECT_EQ(s.outliers, 1);     // 100 > 3 + 5 * 1.4826 * 1
+  EXPECT_NEAR(s.spread(), 1.0 / 3, 1e-12);
+  const auto even = ollie::measure::summarize({4, 1, 3, 2});
+  EXPECT_EQ(even.median, 2.5);
+  EXPECT_EQ(even.outliers, 0);
+  EXPECT_EQ(ollie::measure::summarize({}).n, 0);
+}
+
+ollie::ir::Graph spec() {
+  return ollie::spec::compile_spec(
+      "scale.py", "import numpy as np\nDIMS = dict(N=300)\ndef f(x: \"f32[N]\") -> \"f32[N]\":\n    return x * 2.0\n", {});
+}
+
+std::string sleeping_kernel(int microseconds) {
+  return "#include <cstdint>\n#include <ctime>\nextern \"C\" void ollie_kernel(const float* x, float* out0, "
+         "const int64_t* dims) {\n  for (int64_t i = 0; i < dims[0]; ++i) out0[i] = 2 * x[i];\n  timespec t{0, " +
+         std::to_string(microseconds * 1000) + "};\n  while (nanosleep(&t, &t) != 0) {}\n}\n";
+}
+
+BenchOptions quick() {
+  BenchOptions o;
+  o.runner_path = OLLIE_RUNNER;
+  o.min_rounds = 12;
+  o.budget_seconds = 0;
+  o.threads = 1;
+  return o;
+}
+
+TEST(Bench, SideBySideRatioOfAKernelTwiceAsSlow) {
+  const auto report =
+      ollie::measure::bench(spec(), {{"slow", sleeping_kernel(4000)}, {"fast", sleeping_kernel(2000)}}, quick());
+  ASSERT_EQ(report.status, BenchStatus::Ok) << report.message;
+  ASSERT_EQ(report.kernels.size(), 2u);
+  EXPECT_TRUE(report.kernels[0].outputs_agree);
+  EXPECT_TRUE(report.kernels[1].outputs_agree);
+  EXPECT_EQ(report.rounds, 12);
+  EXPECT_GT(report.kernels[0].stats.median, 0.004);
+  EXPECT_GT(report.kernels[1].stats.median, 0.002);
+  ASSERT_TRUE(report.ratio.has_value());
+  EXPECT_EQ(report.ratio->n, 12);
+  EXPECT_NEAR(report.ratio->median, 2.0, 0.1);
+  EXPECT_NE(report.seed, 0u);  // fresh, and recorded
+}
+
+TEST(Bench, AKernelReplayingItsResultForTheSameBuffersIsWrongWhileTimed) {
+  const std::string replaying = R"(#include <cstdint>
+#include <cstring>
+#include <vector>
+static const float* seen = nullptr;
+static std::vector<float> cache;
+extern "C" void ollie_kernel(const float* x, float* out0, const int64_t* dims) {
+  if (x == seen) { std::memcpy(out0, cache.data(), cache.size() * sizeof(float)); return; }
+  for (int64_t i = 0; i < dims[0]; ++i) out0[i] = 2 * x[i];
+  seen = x;
+  cache.assign(out0, out0 + dims[0]);
+}
+)";
+  const auto report = ollie::measure::bench(spec(), {{"replaying", replaying}}, quick());
+  EXPECT_EQ(report.status, BenchStatus::Wrong);
+  EXPECT_FALSE(report.kernels[0].outputs_agree);
+  EXPECT_NE(report.message.find("wrong outputs while being timed"), std::string::npos) << report.message;
+  EXPECT_NE(report.kernels[0].output_problem.find("input set 2"), std::string::npos) << report.kernels[0].output_problem;
+}
+
+TEST(Bench, CompileErrorsAndCrashesAreReportedNotThrown) {
+  const auto broken = ollie::measure::bench(spec(), {{"broken", "this is not C++"}}, quick());
+  EXPECT_EQ(broken.status, BenchStatus::CompileError);
+  EXPECT_NE(broken.message.find("broken does not compile"), std::string::npos);
+  const auto crashing = ollie::measure::bench(
+      spec(),
+      {{"ok", sleeping_kernel(10)},
+       {"crash", "#include <cstdint>\nextern \"C\" void ollie_kernel(const float*, float* o, const int64_t*) "
+                 "{ *(volatile int*)nullptr = 1; o[0] = 0; }\n"}},
+      quick());
+  EXPECT_EQ(crashing.status, BenchStatus::RunFailed);
+  EXPECT_NE(crashing.message.find("crash"), std::string::npos) << crashing.message;
+}
+
+TEST(Bench, ColdCachesFlushBetweenCalls) {
+  BenchOptions cold = quick();
+  cold.cold = true;
+  cold.flush_bytes = 8 << 20;
+  const auto report = ollie::measure::bench(spec(), {{"k", sleeping_kernel(100)}}, cold);
+  ASSERT_EQ(report.status, BenchStatus::Ok) << report.message;
+  EXPECT_TRUE(report.cold);
+  EXPECT_EQ(report.flush_bytes, uint64_t{8} << 20);
+  EXPECT_TRUE(report.kernels[0].outputs_agree);
+}
+
+}  // namespace
