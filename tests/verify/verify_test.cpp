@@ -55,7 +55,7 @@ TEST(Verify, EmittedKernelPassesEverySuite) {
     EXPECT_GT(s.elements, 0);
   }
   EXPECT_EQ(names, (std::set<std::string>{"normal", "wide", "special-values", "offset", "shape-sweep", "prefilled-outputs",
-                                          "call-order"}));
+                                          "call-order", "reused-buffers"}));
   EXPECT_TRUE(r.generic);
   EXPECT_GT(r.worst, 0.0);
   EXPECT_LE(r.worst, 1.0);
