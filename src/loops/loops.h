@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -216,6 +217,18 @@ struct RejectedDirective {
 Schedule random_schedule(const ir::Graph& graph, uint64_t seed, int moves,
                          std::vector<RejectedDirective>* rejected = nullptr,
                          const Target& target = host_target());
+
+// One random step from `base` for the search's mutate proposer: add a legal directive at
+// the end, drop one (directives that needed it go too), change a split factor, or move a
+// directive elsewhere in the order (directives no longer legal are left out). The result
+// is always a legal schedule different from `base`; nullopt when `attempts` draws found
+// none. Deterministic in `seed`.
+struct Mutation {
+  Schedule schedule;
+  std::string move;  // what changed, for a person: "add vectorize t1 j", "drop ...", ...
+};
+std::optional<Mutation> mutate_schedule(const ir::Graph& graph, const Schedule& base, uint64_t seed,
+                                        int attempts = 20);
 
 // The C++ names of the entry's parameters in the ABI (spec names, '_' appended to a C++
 // keyword or a clash with out<i>/dims), as emit::kernel_declaration spells them.

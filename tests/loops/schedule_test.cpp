@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include "build/build.h"
@@ -763,6 +764,41 @@ TEST(ScheduleRuns, MatmulTilesWithPackedPanelsAndTails) {
                 "pack out0 b m_i");
   expect_agrees(matmul(), "split out0 n 2; reorder out0 n_o k; pack out0 b m; unroll out0 k");
   expect_agrees(matmul(), "split out0 k 3; reorder out0 k_o n; rfactor out0 k_i; vectorize out0_rf k_i");
+}
+
+}  // namespace
+
+namespace {
+
+// ---- Mutation (the search's mutate proposer) ----
+
+TEST(ScheduleMutation, EveryStepIsLegalDifferentAndReproducible) {
+  std::map<std::string, int> kinds;
+  for (const auto* g : {&softmax(), &matmul(), &square()}) {
+    Schedule current = default_schedule(*g);
+    for (uint64_t step = 0; step < 40; ++step) {
+      const auto m = mutate_schedule(*g, current, 1000 + step);
+      ASSERT_TRUE(m.has_value()) << "no mutation of:\n" << to_text(current);
+      EXPECT_NE(to_text(m->schedule), to_text(current)) << m->move;
+      EXPECT_NO_THROW(lower(*g, m->schedule)) << m->move << "\n" << to_text(m->schedule);
+      // The same seed gives the same step.
+      const auto again = mutate_schedule(*g, current, 1000 + step);
+      ASSERT_TRUE(again.has_value());
+      EXPECT_EQ(to_text(again->schedule), to_text(m->schedule));
+      EXPECT_EQ(again->move, m->move);
+      kinds[m->move.substr(0, m->move.find(' '))]++;
+      current = m->schedule;
+    }
+  }
+  // All four kinds of move occur over 120 steps.
+  for (const char* kind : {"add", "drop", "split", "move"}) EXPECT_GT(kinds[kind], 0) << kind;
+}
+
+TEST(ScheduleMutation, AnEmptyScheduleCanOnlyGrow) {
+  const auto m = mutate_schedule(matmul(), Schedule{}, 7);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->move.rfind("add ", 0), 0u) << m->move;
+  EXPECT_EQ(m->schedule.directives.size(), 1u);
 }
 
 }  // namespace
