@@ -171,6 +171,8 @@ Comparison compare_outputs(const std::vector<interp::Tensor>& outputs, const int
       const bool ok = special ? (got[k] == want[k] || (std::isnan(got[k]) && std::isnan(want[k])))
                               : std::fabs(got[k] - want[k]) <= bound[k];
       if (!ok) {
+        ++c.mismatches;
+        if (!c.agrees) continue;  // counted; the first one is the counterexample
         c.agrees = false;
         c.output = static_cast<int>(o);
         c.index = static_cast<int64_t>(k);
@@ -179,7 +181,7 @@ Comparison compare_outputs(const std::vector<interp::Tensor>& outputs, const int
         std::snprintf(text, sizeof text, "out%zu[%zu]: got %.9g, expected %.9g (bound %.3g)", o, k, got[k], want[k],
                       bound[k]);
         c.text = text;
-        return c;
+        continue;
       }
       if (!special && std::isfinite(bound[k]) && bound[k] > 0)
         c.worst = std::max(c.worst, std::fabs(got[k] - want[k]) / bound[k]);
@@ -193,14 +195,15 @@ Comparison compare_outputs(const std::vector<interp::Tensor>& outputs, const int
         err2 += (got[k] - want[k]) * (got[k] - want[k]);
         want2 += want[k] * want[k];
       }
+    if (!c.agrees) continue;  // the element counterexample stands
     if (want2 > 0 && err2 > kRelativeFloor * kRelativeFloor * want2) {
       c.agrees = false;
+      c.floor_failed = true;
       c.output = static_cast<int>(o);
       char text[256];
       std::snprintf(text, sizeof text, "out%zu: relative error %.3g over the whole output exceeds the floor %.3g", o,
                     std::sqrt(err2 / want2), kRelativeFloor);
       c.text = text;
-      return c;
     }
   }
   if (outputs.size() != reference.values.size()) {
@@ -233,6 +236,7 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
   report.flags = request.toolchain.flags;
   if (!built.ok) {
     report.verdict = Verdict::CompileError;
+    report.penalty = 1;
     report.message = "the kernel does not compile:\n" + built.log.substr(0, 4000);
     return finish();
   }
@@ -263,6 +267,7 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
     result.worst = std::max(result.worst, c.worst);
     if (c.agrees) return true;
     report.verdict = Verdict::Wrong;
+    report.penalty = c.penalty();
     if (c.index >= 0)
       report.counterexample =
           Counterexample{suite, result.seed, result.dims, c.output, c.index, c.expected, c.got, c.bound};
@@ -271,6 +276,7 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
   };
   auto failed_run = [&](const SuiteResult& result, const runner::Outcome& outcome) {
     report.verdict = from_status(outcome.status);
+    report.penalty = 1;
     report.message = result.name + " suite (seed " + std::to_string(result.seed) + ", " + result.dims +
                      "): " + outcome.message;
     report.suites.push_back(result);
@@ -368,6 +374,7 @@ std::string certificate_json(const ir::Graph& graph, const std::string& spec_sha
                       {"worst_fraction_of_bound", s.worst}, {"passed", s.passed}});
   j["suites"] = suites;
   j["worst_fraction_of_bound"] = report.worst;
+  j["penalty"] = report.penalty;
   j["verdict"] = verdict_name(report.verdict);
   j["message"] = report.message;
   if (report.counterexample) {

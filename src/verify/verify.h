@@ -56,6 +56,9 @@ struct Report {
   std::optional<Counterexample> counterexample;
   std::vector<SuiteResult> suites;
   double worst = 0;          // over all suites
+  // The search's correctness penalty: 0 on pass; for wrong, the fraction of the failing
+  // suite's elements out of bound (Comparison::penalty); 1 for every other verdict.
+  double penalty = 0;
   double seconds = 0;        // wall time of the whole verification
   std::string compiler, compiler_version;
   std::vector<std::string> flags;
@@ -93,6 +96,16 @@ struct Comparison {
   int64_t index = -1;
   double expected = 0, got = 0, bound = 0;
   std::string text;          // "out0[17]: got 1.5, expected 1.25 (bound 1e-06)"
+  int64_t mismatches = 0;    // elements outside their bound (all of them are compared)
+  bool floor_failed = false; // every element within bound, but an output over the relative floor
+  // How wrong, in (0, 1] when it does not agree: the fraction of elements out of bound
+  // (at least 1e-3 per disagreement, so one bad element still counts), 0.5 for a floor failure.
+  double penalty() const {
+    if (agrees) return 0;
+    if (mismatches == 0) return 0.5;
+    const double fraction = static_cast<double>(mismatches) / static_cast<double>(std::max<int64_t>(1, elements));
+    return std::min(1.0, std::max(1e-3, fraction));
+  }
 };
 // Every element within its derived bound (a non-finite reference value matched exactly),
 // and over each output's finite elements a relative 2-norm error of at most 1%, so that

@@ -179,3 +179,40 @@ TEST(Verify, SpecialValueInputsAreDrawn) {
 }
 
 }  // namespace
+
+namespace {
+
+ollie::interp::Tensor values(std::vector<double> data) {
+  ollie::interp::Tensor t;
+  t.dtype = ollie::ir::DType::F32;
+  t.shape = {static_cast<int64_t>(data.size())};
+  t.data = std::move(data);
+  return t;
+}
+
+TEST(Compare, CountsEveryElementOutOfBoundAndKeepsTheFirst) {
+  ollie::interp::Result ref;
+  ref.values = {values({1, 2, 3, 4, 5, 6, 7, 8, 9, 10})};
+  ref.bounds = {values(std::vector<double>(10, 0.01))};
+  const auto same = v::compare_outputs({values({1, 2, 3, 4, 5, 6, 7, 8, 9, 10.005})}, ref);
+  EXPECT_TRUE(same.agrees);
+  EXPECT_EQ(same.penalty(), 0);
+  EXPECT_NEAR(same.worst, 0.5, 1e-9);
+  const auto three = v::compare_outputs({values({1, 2.5, 3, 4, 5.5, 6, 7, 8, 9, 11})}, ref);
+  EXPECT_FALSE(three.agrees);
+  EXPECT_EQ(three.mismatches, 3);
+  EXPECT_EQ(three.index, 1);  // the first one is the counterexample
+  EXPECT_EQ(three.got, 2.5);
+  EXPECT_NEAR(three.penalty(), 0.3, 1e-12);
+  // Within every bound but 2% off overall: the relative floor, penalty 0.5.
+  ref.bounds = {values(std::vector<double>(10, 1.0))};
+  std::vector<double> scaled;
+  for (double x : ref.values[0].data) scaled.push_back(x * 1.02);
+  const auto floor = v::compare_outputs({values(scaled)}, ref);
+  EXPECT_FALSE(floor.agrees);
+  EXPECT_TRUE(floor.floor_failed);
+  EXPECT_EQ(floor.mismatches, 0);
+  EXPECT_EQ(floor.penalty(), 0.5);
+}
+
+}  // namespace
