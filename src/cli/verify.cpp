@@ -48,9 +48,16 @@ int run_verify(const SpecFlags& flags, const VerifyFlags& v) {
     std::cout << fmt::format("{}: {} ({:.1f} s, {} level, kernel {})\n", v.kernel_path,
                              verify::verdict_name(report.verdict), report.seconds, v.level,
                              report.generic ? "generic" : "specialized");
-    for (const auto& s : report.suites)
+    for (const auto& s : report.suites) {
+      const std::string outcome = !s.passed ? std::string("FAILED")
+                                  : s.integer_range > 0
+                                      ? fmt::format("ok, bit for bit, inputs in [-{0}, {0}]", s.integer_range)
+                                      : fmt::format("ok, worst {:.3g} of bound", s.worst);
       std::cout << fmt::format("  {:<15} seed {:<20} {:<40} {:>9} elements  {}\n", s.name, s.seed, s.dims, s.elements,
-                               s.passed ? fmt::format("ok, worst {:.3g} of bound", s.worst) : "FAILED");
+                               outcome);
+    }
+    for (const auto& s : report.not_applicable)
+      std::cout << fmt::format("  {:<15} not applicable ({}): {}\n", s.suite, s.dims, s.reason);
     std::cout << "  " << report.message << "\n";
     if (!v.cert_path.empty()) std::cout << "  certificate: " << v.cert_path << "\n";
   }

@@ -23,7 +23,10 @@
 //   Inputs and Consts using only Add, Sub, Mul, Neg, Contract, Reduce(sum), PowI
 //   with a non-negative exponent and layout ops (Broadcast, Reshape, Transpose,
 //   Slice, Concat). On small-integer inputs such a value is exact in float32
-//   whatever the summation order; the verifier depends on this definition.
+//   whatever the summation order. The verifier's integer-exact suite also admits
+//   ops that keep integers exact piece by piece (Max, Min, Abs, Select on
+//   comparisons), Converts, integer-valued Consts and integer arithmetic; its
+//   decision is verify/polynomial.h (polynomial_reason).
 #pragma once
 
 #include <cstdint>

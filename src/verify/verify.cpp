@@ -12,6 +12,7 @@
 #include "build/build.h"
 #include "runner/runner.h"
 #include "support/error.h"
+#include "verify/polynomial.h"
 
 namespace ollie::verify {
 namespace {
@@ -24,6 +25,7 @@ struct Suite {
   Distribution distribution;
   ir::Graph graph;
   bool plausible_outputs = false;  // outputs start as plausible values, not the NaN poison
+  int64_t integer_range = 0;       // Distribution::Integer: float inputs in [-k, k]
 };
 
 std::string dims_text(const ir::Graph& g) {
@@ -125,9 +127,13 @@ std::vector<double> weight_scales(const ir::Graph& g) {
   return scale;
 }
 
-std::vector<interp::Tensor> make_inputs(const ir::Graph& graph, uint64_t seed, Distribution d) {
+namespace {
+
+// make_inputs with the integer range `k` of Distribution::Integer given.
+std::vector<interp::Tensor> draw_inputs(const ir::Graph& graph, uint64_t seed, Distribution d, int64_t k) {
   const std::vector<double> scales = weight_scales(graph);
   std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int64_t> integer(-k, k);
   std::normal_distribution<double> normal(0.0, 1.0);
   std::uniform_int_distribution<int> small(-8, 8);
   std::uniform_int_distribution<int> percent(0, 99);
@@ -143,6 +149,10 @@ std::vector<interp::Tensor> make_inputs(const ir::Graph& graph, uint64_t seed, D
     for (double& v : t.data) {
       switch (p.dtype) {
         case ir::DType::F32: case ir::DType::F64: {
+          if (d == Distribution::Integer) {
+            v = static_cast<double>(integer(rng));
+            break;
+          }
           double x = normal(rng) * scales[pi] * (d == Distribution::Wide ? 30.0 : 1.0);
           if (d == Distribution::Special && percent(rng) == 0) x = specials[static_cast<size_t>(percent(rng)) % 5];
           if (d == Distribution::Offset) x += 100.0;
@@ -156,6 +166,18 @@ std::vector<interp::Tensor> make_inputs(const ir::Graph& graph, uint64_t seed, D
     inputs.push_back(std::move(t));
   }
   return inputs;
+}
+
+}  // namespace
+
+std::vector<interp::Tensor> make_inputs(const ir::Graph& graph, uint64_t seed, Distribution d) {
+  int64_t k = 0;
+  if (d == Distribution::Integer) {
+    const ExactRange range = exact_range(graph);
+    OLLIE_CHECK(range.k > 0, "integer inputs for a spec they are not exact for: " + range.reason);
+    k = range.k;
+  }
+  return draw_inputs(graph, seed, d, k);
 }
 
 Comparison compare_outputs(const std::vector<interp::Tensor>& outputs, const interp::Result& reference) {
@@ -244,12 +266,24 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
   // The suites: fresh seeds derived from `seed`, recorded with each.
   std::vector<Suite> suites;
   const bool full = options.level == Level::Full;
+  // Integer-exact where the spec is polynomial (verify/polynomial.h): the widest exact
+  // integer range, then (full) {-1, 0, 1}, whose exact zeros and ties float inputs never hit.
+  auto integer_exact = [&](const ir::Graph& g, int64_t k_max) {
+    const ExactRange range = exact_range(g, k_max);
+    if (range.k > 0) suites.push_back({"integer-exact", Distribution::Integer, g, false, range.k});
+    else report.not_applicable.push_back({"integer-exact", dims_text(g), range.reason});
+    return range.k > 0;
+  };
+  const bool exact = integer_exact(graph, kMaxIntegerRange);
+  if (exact && full) suites.push_back({"integer-exact", Distribution::Integer, graph, false, 1});
   for (int i = 0; i < (full ? 4 : 2); ++i) suites.push_back({"normal", Distribution::Normal, graph});
   for (int i = 0; i < (full ? 2 : 1); ++i) suites.push_back({"wide", Distribution::Wide, graph});
   for (int i = 0; i < (full ? 2 : 1); ++i) suites.push_back({"special-values", Distribution::Special, graph});
   suites.push_back({"offset", Distribution::Offset, graph});
-  if (report.generic)
-    for (auto& g : sweep_graphs(graph, graph_at, full ? 3 : 2)) suites.push_back({"shape-sweep", Distribution::Normal, g});
+  const std::vector<ir::Graph> sweeps = report.generic ? sweep_graphs(graph, graph_at, full ? 3 : 2) : std::vector<ir::Graph>{};
+  for (const auto& g : sweeps) suites.push_back({"shape-sweep", Distribution::Normal, g});
+  // And {-1, 0, 1} at the second sweep dims (about half the bound: odd sizes, still cheap).
+  if (exact && !sweeps.empty()) integer_exact(sweeps[std::min<size_t>(1, sweeps.size() - 1)], 1);
   // Outputs that already hold plausible values: a kernel must still write every element.
   suites.push_back({"prefilled-outputs", Distribution::Normal, graph, true});
 
@@ -284,8 +318,9 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
 
   for (size_t si = 0; si < suites.size(); ++si) {
     const Suite& suite = suites[si];
-    SuiteResult result{suite.name, seed + si, dims_text(suite.graph), 0, 0, false};
-    const std::vector<interp::Tensor> inputs = make_inputs(suite.graph, result.seed, suite.distribution);
+    SuiteResult result{suite.name, seed + si, dims_text(suite.graph), 0, 0, false, suite.integer_range};
+    const std::vector<interp::Tensor> inputs =
+        draw_inputs(suite.graph, result.seed, suite.distribution, suite.integer_range);
     runner::Options suite_options = run_options;
     suite_options.plausible_outputs = suite.plausible_outputs;
     // Buffers alternate between the start and the end of their pages, so a read before
@@ -296,7 +331,11 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
       failed_run(result, outcome);
       return finish();
     }
-    if (!agrees(suite.name, result, outcome.outputs, interp::evaluate(suite.graph, inputs))) {
+    interp::Result reference = interp::evaluate(suite.graph, inputs);
+    // Integer-exact: bit for bit (bound 0; -0 and +0 compare equal).
+    if (suite.distribution == Distribution::Integer)
+      for (auto& b : reference.bounds) std::fill(b.data.begin(), b.data.end(), 0.0);
+    if (!agrees(suite.name, result, outcome.outputs, reference)) {
       report.suites.push_back(result);
       return finish();
     }
@@ -369,10 +408,16 @@ std::string certificate_json(const ir::Graph& graph, const std::string& spec_sha
   j["dims"] = dims;
   j["level"] = options.level == Level::Full ? "full" : "quick";
   nlohmann::json suites = nlohmann::json::array();
-  for (const auto& s : report.suites)
+  for (const auto& s : report.suites) {
     suites.push_back({{"name", s.name}, {"seed", s.seed}, {"dims", s.dims}, {"elements", s.elements},
                       {"worst_fraction_of_bound", s.worst}, {"passed", s.passed}});
+    if (s.integer_range > 0) suites.back()["integer_range"] = s.integer_range;
+  }
   j["suites"] = suites;
+  nlohmann::json not_applicable = nlohmann::json::array();
+  for (const auto& s : report.not_applicable)
+    not_applicable.push_back({{"suite", s.suite}, {"dims", s.dims}, {"reason", s.reason}});
+  j["not_applicable"] = not_applicable;
   j["worst_fraction_of_bound"] = report.worst;
   j["penalty"] = report.penalty;
   j["verdict"] = verdict_name(report.verdict);

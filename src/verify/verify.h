@@ -24,12 +24,13 @@ enum class Verdict { Pass, Wrong, Crash, Timeout, OutOfMemory, Forbidden, Compil
 const char* verdict_name(Verdict v);
 
 // How a suite draws its float inputs.
-enum class Distribution { Normal, Wide, Special, Offset };
+enum class Distribution { Normal, Wide, Special, Offset, Integer };
 // Seeded inputs for `graph` at its bound dims: Normal is normal(0, 1); Wide is
 // normal(0, 1) times 30 (large magnitudes: overflow-prone code fails); Special is Normal
 // with about 1% of the elements replaced by NaN, +Inf, -Inf, 0 and -0; Offset is Normal
-// plus 100 (means far from zero: one-pass variances cancel catastrophically). Integers are small
-// (-8..8), bools coin flips.
+// plus 100 (means far from zero: one-pass variances cancel catastrophically); Integer is
+// uniform integers in [-k, k], k = exact_range(graph).k (verify/polynomial.h; throws
+// InternalError when the graph has none). Integers are small (-8..8), bools coin flips.
 std::vector<interp::Tensor> make_inputs(const ir::Graph& graph, uint64_t seed, Distribution d);
 
 struct Counterexample {
@@ -48,6 +49,13 @@ struct SuiteResult {
   int64_t elements = 0;      // output elements compared
   double worst = 0;          // largest |got - expected| / bound over finite, bounded elements
   bool passed = false;
+  int64_t integer_range = 0; // integer-exact: float inputs drawn from [-integer_range, integer_range]
+};
+
+// A suite that does not apply to this spec, and why (e.g. integer-exact on a spec that
+// is not polynomial).
+struct NotApplicable {
+  std::string suite, dims, reason;
 };
 
 struct Report {
@@ -55,6 +63,7 @@ struct Report {
   std::string message;       // for a person: what failed and how
   std::optional<Counterexample> counterexample;
   std::vector<SuiteResult> suites;
+  std::vector<NotApplicable> not_applicable;
   double worst = 0;          // over all suites
   // The search's correctness penalty: 0 on pass; for wrong, the fraction of the failing
   // suite's elements out of bound (Comparison::penalty); 1 for every other verdict.
