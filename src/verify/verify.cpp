@@ -24,7 +24,16 @@ struct Suite {
   Distribution distribution;
   ir::Graph graph;
   bool plausible_outputs = false;  // outputs start as plausible values, not the NaN poison
+  bool call_order = false;         // calls A, B, A in one process instead of one call
+  std::string replays;             // for the sanitizer suites: the suite it repeats
+
+  Suite(std::string name_, Distribution d, ir::Graph g)
+      : name(std::move(name_)), distribution(d), graph(std::move(g)) {}
 };
+
+// The sanitizer suites get this many times the timeout: ASan and UBSan make code two to
+// three times slower (more for code that the regular build vectorizes).
+constexpr double kSanitizerSlowdown = 3;
 
 std::string dims_text(const ir::Graph& g) {
   std::string s;
@@ -70,6 +79,7 @@ Verdict from_status(runner::Status s) {
     case runner::Status::Timeout: return Verdict::Timeout;
     case runner::Status::Forbidden: return Verdict::Forbidden;
     case runner::Status::OutOfMemory: return Verdict::OutOfMemory;
+    case runner::Status::Sanitizer: return Verdict::Sanitizer;
     case runner::Status::Crash: case runner::Status::ProtocolError: return Verdict::Crash;
   }
   return Verdict::Crash;
@@ -87,6 +97,7 @@ const char* verdict_name(Verdict v) {
     case Verdict::Forbidden: return "forbidden-syscall";
     case Verdict::CompileError: return "compile-error";
     case Verdict::LoadError: return "load-error";
+    case Verdict::Sanitizer: return "sanitizer";
   }
   return "?";
 }
@@ -187,14 +198,20 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
   // The suites: fresh seeds derived from `seed`, recorded with each.
   std::vector<Suite> suites;
   const bool full = options.level == Level::Full;
-  for (int i = 0; i < (full ? 4 : 2); ++i) suites.push_back({"normal", Distribution::Normal, graph});
-  for (int i = 0; i < (full ? 2 : 1); ++i) suites.push_back({"wide", Distribution::Wide, graph});
-  for (int i = 0; i < (full ? 2 : 1); ++i) suites.push_back({"special-values", Distribution::Special, graph});
-  suites.push_back({"offset", Distribution::Offset, graph});
-  if (report.generic)
-    for (auto& g : sweep_graphs(graph, graph_at, full ? 3 : 2)) suites.push_back({"shape-sweep", Distribution::Normal, g});
+  for (int i = 0; i < (full ? 4 : 2); ++i) suites.emplace_back("normal", Distribution::Normal, graph);
+  for (int i = 0; i < (full ? 2 : 1); ++i) suites.emplace_back("wide", Distribution::Wide, graph);
+  for (int i = 0; i < (full ? 2 : 1); ++i) suites.emplace_back("special-values", Distribution::Special, graph);
+  suites.emplace_back("offset", Distribution::Offset, graph);
+  std::vector<ir::Graph> sweep;
+  if (report.generic) sweep = sweep_graphs(graph, graph_at, full ? 3 : 2);
+  for (auto& g : sweep) suites.emplace_back("shape-sweep", Distribution::Normal, g);
   // Outputs that already hold plausible values: a kernel must still write every element.
-  suites.push_back({"prefilled-outputs", Distribution::Normal, graph, true});
+  suites.emplace_back("prefilled-outputs", Distribution::Normal, graph);
+  suites.back().plausible_outputs = true;
+  // Call order A, B, A in one process, each call on new buffers: state kept between
+  // calls (a cache keyed on pointers or values, a static result) shows.
+  suites.emplace_back("call-order", Distribution::Normal, graph);
+  suites.back().call_order = true;
 
   runner::Options run_options;
   run_options.timeout_seconds = options.timeout_seconds;
@@ -248,55 +265,76 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
     }
     return true;
   };
-  auto failed_run = [&](const SuiteResult& result, const runner::Outcome& outcome) {
-    report.verdict = from_status(outcome.status);
-    report.message = result.name + " suite (seed " + std::to_string(result.seed) + ", " + result.dims +
-                     "): " + outcome.message;
+
+  // Runs one suite (the `index`th: its seed is seed + index) of `so_path`; false (and the
+  // verdict set) when it fails.
+  auto run_suite = [&](const Suite& suite, size_t index, const std::string& so_path, const runner::Options& base) {
+    SuiteResult result{suite.name, seed + index, dims_text(suite.graph), 0, 0, false};
+    const std::string what = suite.replays.empty() ? suite.name : suite.name + " (" + suite.replays + ")";
+    runner::Options run = base;
+    run.plausible_outputs = suite.plausible_outputs;
+    std::vector<std::vector<interp::Tensor>> calls = {make_inputs(suite.graph, result.seed, suite.distribution)};
+    if (suite.call_order) {
+      calls.push_back(make_inputs(suite.graph, result.seed + 1000003, suite.distribution));
+      calls.push_back(calls[0]);
+    }
+    const runner::Outcome outcome = runner::run_calls(so_path, suite.graph, calls, run);
+    if (outcome.status != runner::Status::Ok) {
+      report.verdict = from_status(outcome.status);
+      report.message = what + " suite (seed " + std::to_string(result.seed) + ", " + result.dims + "): " +
+                       outcome.message;
+      report.suites.push_back(result);
+      return false;
+    }
+    const interp::Result ref_a = interp::evaluate(suite.graph, calls[0]);
+    const interp::Result ref_b = suite.call_order ? interp::evaluate(suite.graph, calls[1]) : interp::Result{};
+    for (size_t c = 0; c < calls.size(); ++c) {
+      const std::string label = suite.call_order ? what + " (call " + std::to_string(c + 1) + " of A, B, A)" : what;
+      if (!agrees(label, result, outcome.call_outputs[c], c == 1 ? ref_b : ref_a)) {
+        report.suites.push_back(result);
+        return false;
+      }
+    }
+    result.passed = true;
+    report.worst = std::max(report.worst, result.worst);
     report.suites.push_back(result);
+    return true;
   };
 
-  for (size_t si = 0; si < suites.size(); ++si) {
-    const Suite& suite = suites[si];
-    SuiteResult result{suite.name, seed + si, dims_text(suite.graph), 0, 0, false};
-    const std::vector<interp::Tensor> inputs = make_inputs(suite.graph, result.seed, suite.distribution);
-    runner::Options suite_options = run_options;
-    suite_options.plausible_outputs = suite.plausible_outputs;
-    const runner::Outcome outcome = runner::run(built.so_path, suite.graph, inputs, suite_options);
-    if (outcome.status != runner::Status::Ok) {
-      failed_run(result, outcome);
-      return finish();
-    }
-    if (!agrees(suite.name, result, outcome.outputs, interp::evaluate(suite.graph, inputs))) {
-      report.suites.push_back(result);
-      return finish();
-    }
-    result.passed = true;
-    report.worst = std::max(report.worst, result.worst);
-    report.suites.push_back(result);
-  }
+  for (size_t si = 0; si < suites.size(); ++si)
+    if (!run_suite(suites[si], si, built.so_path, run_options)) return finish();
 
-  // Call order A, B, A in one process, each call on new buffers: state kept between
-  // calls (a cache keyed on pointers or values, a static result) shows.
-  {
-    SuiteResult result{"call-order", seed + suites.size(), dims_text(graph), 0, 0, false};
-    const auto a = make_inputs(graph, result.seed, Distribution::Normal);
-    const auto b = make_inputs(graph, result.seed + 1000003, Distribution::Normal);
-    const runner::Outcome outcome = runner::run_calls(built.so_path, graph, {a, b, a}, run_options);
-    if (outcome.status != runner::Status::Ok) {
-      failed_run(result, outcome);
+  if (full) {
+    // The sanitizer build replays one normal trial, the call order and, for a generic
+    // kernel, one shape-sweep dims: out-of-bounds and freed-memory accesses, signed
+    // overflow and other undefined behaviour whose results happened to be right.
+    build::Request sanitized = request;
+    sanitized.toolchain = build::sanitizer_toolchain(request.toolchain);
+    report.sanitizer_runtime = build::sanitizer_runtime(sanitized.toolchain.compiler);
+    report.sanitizer_flags = sanitized.toolchain.flags;
+    const build::Result sanitized_build = driver.compile(sanitized);
+    if (!sanitized_build.ok) {
+      report.verdict = Verdict::CompileError;
+      report.message = "the sanitizer build (-fsanitize=address,undefined) does not compile:\n" +
+                       sanitized_build.log.substr(0, 4000);
       return finish();
     }
-    const interp::Result ref_a = interp::evaluate(graph, a), ref_b = interp::evaluate(graph, b);
-    const interp::Result* refs[] = {&ref_a, &ref_b, &ref_a};
-    for (size_t c = 0; c < 3; ++c)
-      if (!agrees("call-order (call " + std::to_string(c + 1) + " of A, B, A)", result, outcome.call_outputs[c],
-                  *refs[c])) {
-        report.suites.push_back(result);
-        return finish();
-      }
-    result.passed = true;
-    report.worst = std::max(report.worst, result.worst);
-    report.suites.push_back(result);
+    runner::Options sanitizer_options = run_options;
+    sanitizer_options.sanitize = true;
+    sanitizer_options.sanitizer_runtime = report.sanitizer_runtime;
+    sanitizer_options.timeout_seconds = options.timeout_seconds * kSanitizerSlowdown;
+    std::vector<Suite> replayed;
+    replayed.emplace_back("sanitizer", Distribution::Normal, graph);
+    replayed.back().replays = "normal";
+    replayed.emplace_back("sanitizer", Distribution::Normal, graph);
+    replayed.back().replays = "call-order";
+    replayed.back().call_order = true;
+    if (!sweep.empty()) {
+      replayed.emplace_back("sanitizer", Distribution::Normal, sweep.front());
+      replayed.back().replays = "shape-sweep";
+    }
+    for (size_t i = 0; i < replayed.size(); ++i)
+      if (!run_suite(replayed[i], suites.size() + i, sanitized_build.so_path, sanitizer_options)) return finish();
   }
   report.verdict = Verdict::Pass;
   report.message = "all " + std::to_string(report.suites.size()) + " suites agree with the reference";
@@ -310,6 +348,8 @@ std::string certificate_json(const ir::Graph& graph, const std::string& spec_sha
   j["spec"] = {{"entry", graph.entry}, {"sha256", spec_sha256}};
   j["kernel"] = {{"sha256", report.kernel_sha256}, {"generic", report.generic}};
   j["build"] = {{"compiler", report.compiler}, {"version", report.compiler_version}, {"flags", report.flags}};
+  if (!report.sanitizer_flags.empty())
+    j["sanitizer_build"] = {{"flags", report.sanitizer_flags}, {"preload", report.sanitizer_runtime}};
   nlohmann::json dims = nlohmann::json::object();
   for (const auto& d : graph.dims)
     if (graph.bound_dims.count(d)) dims[d] = graph.bound_dims.at(d);
