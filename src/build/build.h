@@ -24,6 +24,19 @@ struct Toolchain {
 // compiler; throws UserError if the compiler cannot be run.
 std::string compiler_version(const std::string& compiler);
 
+// The sanitizer build of the verifier's full level: `base` at -O1 (ASan's advice for exact
+// reports; also the quickest instrumented compile) with -fsanitize=address,undefined
+// -fno-sanitize-recover=all -fno-omit-frame-pointer -D_GLIBCXX_SANITIZE_VECTOR (std::vector
+// reads past size() but within capacity are reported too). Other flags stay, so the cache
+// keeps it apart from the regular build (the flags are part of the key).
+Toolchain sanitizer_toolchain(const Toolchain& base = {});
+
+// The AddressSanitizer runtime that a process must preload to run code that `compiler`
+// built with -fsanitize=address into a shared object (the executable is not instrumented):
+// `compiler -print-file-name=libasan.so`, resolved to the real file; cached per compiler.
+// Throws UserError when the compiler has no such runtime.
+std::string sanitizer_runtime(const std::string& compiler);
+
 // One source file of a build. `name` is a plain file name ("kernel.cpp", "matmul.ollie.h");
 // every unit is written next to the others, and those ending in .cpp/.cc/.cxx/.c are
 // compiled, so a kernel may #include "<entry>.ollie.h" given as another unit.

@@ -327,6 +327,40 @@ std::string compiler_version(const std::string& compiler) {
   return first;
 }
 
+Toolchain sanitizer_toolchain(const Toolchain& base) {
+  Toolchain t = base;
+  std::erase_if(t.flags, [](const std::string& f) { return f.rfind("-O", 0) == 0; });
+  for (const char* flag : {"-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                           "-fno-omit-frame-pointer", "-D_GLIBCXX_SANITIZE_VECTOR"})
+    t.flags.push_back(flag);
+  return t;
+}
+
+std::string sanitizer_runtime(const std::string& compiler) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> cache;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(compiler);
+    if (it != cache.end()) return it->second;
+  }
+  detail::ProcessResult p = detail::run_process({compiler, "-print-file-name=libasan.so"}, "", 30);
+  if (p.spawn_errno != 0)
+    throw UserError("cannot run the C++ compiler '" + compiler + "': " + std::strerror(p.spawn_errno) +
+                    "; install it or name another compiler");
+  std::string path = p.output.substr(0, p.output.find('\n'));
+  std::error_code ec;
+  // A compiler without the runtime prints the bare name back.
+  const fs::path resolved = path.find('/') == std::string::npos ? fs::path() : fs::canonical(path, ec);
+  if (!p.exited || p.exit_code != 0 || resolved.empty() || ec || !fs::is_regular_file(resolved))
+    throw UserError("the C++ compiler '" + compiler + "' has no AddressSanitizer runtime (" + compiler +
+                    " -print-file-name=libasan.so printed '" + path + "'), which the full level's sanitizer build "
+                    "needs; install it (e.g. apt install libasan8, or the gcc package) or verify at the quick level");
+  std::lock_guard<std::mutex> lock(mu);
+  cache[compiler] = resolved.string();
+  return resolved.string();
+}
+
 std::string default_cache_dir() {
   auto env = [](const char* name) -> std::string {
     const char* v = std::getenv(name);

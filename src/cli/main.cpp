@@ -62,7 +62,8 @@ int main(int argc, char** argv) {
       "verify", "check a kernel against the spec on fresh random suites in the sandbox; write a certificate");
   add_spec_flags(verify_cmd, verify_flags);
   verify_cmd->add_option("kernel", ver.kernel_path, "the kernel source (.cpp) in the ollie ABI")->required();
-  verify_cmd->add_option("--level", ver.level, "quick (every search candidate) or full (final answers)")
+  verify_cmd->add_option("--level", ver.level,
+                         "quick (every search candidate) or full (final answers: more trials, and an ASan+UBSan build)")
       ->check(CLI::IsMember({"quick", "full"}));
   verify_cmd->add_option("--cert", ver.cert_path, "write the certificate (JSON) to this file");
   verify_cmd->add_flag("--json", ver.json, "print the certificate instead of the summary");

@@ -309,7 +309,8 @@ Fd make_request(const std::vector<Named>& kernels, const Layout& layout, proto::
   }
   header.n_kernels = static_cast<uint32_t>(kernels.size());
   header.results_offset = layout.results_offset;
-  header.flags = proto::kProtect | (options.sandbox ? proto::kSandbox : 0u);
+  header.flags = proto::kProtect | (options.sandbox ? proto::kSandbox : 0u) |
+                 (options.sanitize ? proto::kSanitize : 0u);
   if (options.sandbox) {
     header.memory_bytes = options.memory_bytes;
     // CPU time of all threads: the wall limit times the threads that may run, plus slack.
@@ -333,18 +334,34 @@ Fd make_request(const std::vector<Named>& kernels, const Layout& layout, proto::
   return fd;
 }
 
-// The child's environment: ours, with OMP_NUM_THREADS replaced when asked.
+bool has_prefix(const char* s, const char* prefix) { return std::strncmp(s, prefix, std::strlen(prefix)) == 0; }
+
+// The child's environment: ours, with OMP_NUM_THREADS replaced when asked, and for a
+// sanitizer run the runtime preloaded and its options set (inherited ones replaced).
 std::vector<std::string> child_environment(const Options& options) {
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) {
-    if (options.threads > 0 && std::strncmp(*e, "OMP_NUM_THREADS=", 16) == 0) continue;
+    if (options.threads > 0 && has_prefix(*e, "OMP_NUM_THREADS=")) continue;
+    if (options.sanitize &&
+        (has_prefix(*e, "LD_PRELOAD=") || has_prefix(*e, "ASAN_OPTIONS=") || has_prefix(*e, "UBSAN_OPTIONS=")))
+      continue;
     env.emplace_back(*e);
   }
   if (options.threads > 0) env.push_back("OMP_NUM_THREADS=" + std::to_string(options.threads));
+  if (options.sanitize) {
+    const std::string exitcode = "exitcode=" + std::to_string(proto::kSanitizerExitCode);
+    // ASan must come first in the library list; the runner itself is not instrumented.
+    env.push_back("LD_PRELOAD=" + options.sanitizer_runtime);
+    // No leak check (it stops the world with ptrace), no symbolizer (it opens files and
+    // may spawn one): frames print as module+offset.
+    env.push_back("ASAN_OPTIONS=detect_leaks=0:symbolize=0:abort_on_error=0:disable_coredump=1:color=never:" +
+                  exitcode);
+    env.push_back("UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:symbolize=0:color=never:" + exitcode);
+  }
   return env;
 }
 
-pid_t spawn_child(const std::string& runner, int memfd, int report_fd, const Options& options) {
+pid_t spawn_child(const std::string& runner, int memfd, int report_fd, int stderr_fd, const Options& options) {
   Fd devnull(open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (devnull.get() < 0) fail_errno("cannot open /dev/null");
   posix_spawn_file_actions_t actions;
@@ -356,6 +373,7 @@ pid_t spawn_child(const std::string& runner, int memfd, int report_fd, const Opt
   posix_spawnattr_setpgroup(&attr, 0);
   posix_spawn_file_actions_adddup2(&actions, devnull.get(), 0);
   posix_spawn_file_actions_adddup2(&actions, 2, 1);
+  if (stderr_fd >= 0) posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2);
   posix_spawn_file_actions_adddup2(&actions, memfd, proto::kMemFd);
   posix_spawn_file_actions_adddup2(&actions, report_fd, proto::kReportFd);
   posix_spawn_file_actions_addclosefrom_np(&actions, proto::kReportFd + 1);
@@ -377,21 +395,50 @@ pid_t spawn_child(const std::string& runner, int memfd, int report_fd, const Opt
   return pid;
 }
 
-// Waits for `pid` to exit, at most until `deadline`. Returns true when it exited (not
-// yet reaped: the pid stays ours until waitpid, so killing its group is safe).
-bool wait_for_exit(pid_t pid, Clock::time_point deadline) {
+// What a sanitizer run's child writes to stderr: the first kMaxCaptured bytes are kept,
+// the rest is read and dropped (so the child never blocks on a full pipe).
+struct Capture {
+  static constexpr size_t kMaxCaptured = size_t{1} << 16;
+  Fd fd;  // the reading end, non-blocking; closed at end of file
+  std::string text;
+
+  // Reads what is there now.
+  void read_available() {
+    char buf[4096];
+    while (fd.get() >= 0) {
+      const ssize_t n = read(fd.get(), buf, sizeof buf);
+      if (n > 0) {
+        text.append(buf, std::min(static_cast<size_t>(n), kMaxCaptured - std::min(kMaxCaptured, text.size())));
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else {
+        if (n == 0) fd.reset();  // end of file: every writer is gone
+        return;                  // EAGAIN: nothing more for now
+      }
+    }
+  }
+};
+
+// Waits for `pid` to exit, at most until `deadline`, reading `capture` meanwhile when it
+// is open. Returns true when it exited (not yet reaped: the pid stays ours until waitpid,
+// so killing its group is safe).
+bool wait_for_exit(pid_t pid, Clock::time_point deadline, Capture& capture) {
   Fd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
   while (true) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (pidfd.get() >= 0) {
-      pollfd p{pidfd.get(), POLLIN, 0};
-      int r = poll(&p, 1, static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left, 1 << 30))));
-      if (r > 0) return true;
+      pollfd p[2] = {{pidfd.get(), POLLIN, 0}, {capture.fd.get(), POLLIN, 0}};
+      const nfds_t n = capture.fd.get() >= 0 ? 2 : 1;
+      int r = poll(p, n, static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left, 1 << 30))));
+      if (r > 0 && n == 2 && p[1].revents) capture.read_available();
+      if (r > 0 && p[0].revents) return true;
+      if (r > 0) continue;
       if (r < 0 && errno == EINTR) continue;
       if (r < 0) pidfd.reset();  // fall back to polling waitid below
       else return false;
     } else {
       // Without pidfds (old kernels): WNOWAIT looks without reaping.
+      capture.read_available();
       siginfo_t info{};
       if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid)
         return true;
@@ -433,10 +480,57 @@ std::string signal_text(int sig) {
   return description ? name + " (" + description + ")" : name;
 }
 
+// `text` with every byte that is not printable ASCII, a newline or a tab replaced by
+// '?': what a kernel writes to stderr ends up in messages and JSON certificates, which
+// must stay valid text.
+std::string printable(std::string text) {
+  for (char& c : text)
+    if (!(c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f))) c = '?';
+  return text;
+}
+
+// The start of a sanitizer report in a child's stderr: the ERROR line (ASan) or the
+// runtime error line (UBSan) and the lines after it, up to the shadow-byte dump (or the
+// summary, or ASan's hints about its options), without
+// the "==pid==" prefixes; of each stack, the first frame and those in the kernel's
+// library `so_path` (frames print as library+offset: the runtime does not symbolize).
+// Empty when there is no report.
+std::string sanitizer_report(const std::string& text, const std::string& so_path) {
+  size_t at = std::string::npos;
+  for (const char* marker :
+       {"ERROR: AddressSanitizer", "runtime error:", "AddressSanitizer", "UndefinedBehaviorSanitizer"})
+    if ((at = text.find(marker)) != std::string::npos) break;
+  if (at == std::string::npos) return "";
+  at = text.rfind('\n', at);
+  at = at == std::string::npos ? 0 : at + 1;
+  std::string out;
+  int lines = 0;
+  for (size_t end; at < text.size() && lines < 16 && out.size() < 2000; at = end + 1) {
+    end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(at, end - at);
+    if (line.rfind("Shadow bytes around", 0) == 0 || line.rfind("SUMMARY:", 0) == 0 || line.rfind("HINT:", 0) == 0)
+      break;
+    if (line.size() > 2 && line[0] == '=' && line[1] == '=') {  // "==1234==ERROR: ..."
+      const size_t close = line.find("==", 2);
+      if (close != std::string::npos) line.erase(0, close + 2);
+    }
+    const size_t frame = line.find_first_not_of(' ');
+    if (frame == std::string::npos || line.find_first_not_of('=') == std::string::npos) continue;
+    const bool in_stack = line[frame] == '#';
+    if (in_stack && line.compare(frame, 3, "#0 ") != 0 && line.find(so_path) == std::string::npos) continue;
+    out += (out.empty() ? "" : "\n") + line;
+    ++lines;
+  }
+  return out;
+}
+
 // Starts the runner on the request in `memfd`, waits for it within the timeout and turns
 // how it ended into an Outcome: Ok (with the child's `seconds`) only when it reported
-// success and exited cleanly. `what` names the kernel for load errors.
-Outcome execute(const std::string& runner, int memfd, const std::string& what, const Options& options) {
+// success and exited cleanly. `what` names the kernel for load errors; `so_path` is the
+// library whose frames a sanitizer report keeps.
+Outcome execute(const std::string& runner, int memfd, const std::string& what, const std::string& so_path,
+                const Options& options) {
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) fail_errno("pipe");
   Fd report_read(pipe_fds[0]);
@@ -447,19 +541,45 @@ Outcome execute(const std::string& runner, int memfd, const std::string& what, c
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(std::max(0.0, options.timeout_seconds)));
-  const pid_t pid = spawn_child(runner, memfd, report_write.get(), options);
+  Capture capture;
+  Fd capture_write;
+  if (options.sanitize) {
+    if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) fail_errno("pipe");
+    capture.fd.reset(pipe_fds[0]);
+    capture_write.reset(pipe_fds[1]);
+    fcntl(capture_write.get(), F_SETFL, fcntl(capture_write.get(), F_GETFL) & ~O_NONBLOCK);
+  }
+  const pid_t pid = spawn_child(runner, memfd, report_write.get(), capture_write.get(), options);
   report_write.reset();
+  capture_write.reset();
 
   Outcome outcome;
-  const bool exited = wait_for_exit(pid, deadline);
+  const bool exited = wait_for_exit(pid, deadline, capture);
   kill(-pid, SIGKILL);  // the child is gone or out of time; take any forked helpers with it
   const int wait_status = reap(pid);
+  capture.read_available();
+  capture.text = printable(std::move(capture.text));
+  if (WIFEXITED(wait_status) && options.sanitize && WEXITSTATUS(wait_status) == proto::kSanitizerExitCode) {
+    outcome.status = Status::Sanitizer;
+    outcome.message = sanitizer_report(capture.text, so_path);
+    if (outcome.message.empty())
+      outcome.message = "the runner exited with the sanitizer's exit code " +
+                        std::to_string(proto::kSanitizerExitCode) + " but printed no report (stderr: " +
+                        capture.text.substr(0, 500) + ")";
+    return outcome;
+  }
+  // Whatever else ends a sanitizer run badly, what the child printed says more.
+  auto with_stderr = [&](Outcome& o) {
+    if (options.sanitize && o.status != Status::Ok && !capture.text.empty())
+      o.message += "; its stderr: " + capture.text.substr(0, 1000);
+    return o;
+  };
   if (!exited) {
     outcome.status = Status::Timeout;
     char text[128];
     std::snprintf(text, sizeof text, "the kernel did not finish within %g s and was killed", options.timeout_seconds);
     outcome.message = text;
-    return outcome;
+    return with_stderr(outcome);
   }
 
   const std::string report = drain(report_read.get());
@@ -482,39 +602,39 @@ Outcome execute(const std::string& runner, int memfd, const std::string& what, c
       outcome.status = Status::Crash;
       outcome.message = "the kernel was killed by " + signal_text(outcome.signal);
     }
-    return outcome;
+    return with_stderr(outcome);
   }
   const int code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
   if (!has_report || header.magic != proto::kReportMagic) {
     outcome.status = code != 0 ? Status::Crash : Status::ProtocolError;
     outcome.message = "the runner exited with status " + std::to_string(code) + " without reporting" +
                       (code != 0 ? " (the kernel called exit?)" : " (the kernel called exit(0)?)");
-    return outcome;
+    return with_stderr(outcome);
   }
   switch (static_cast<proto::ReportStatus>(header.status)) {
     case proto::ReportStatus::LoadError:
       outcome.status = Status::LoadError;
       outcome.message = "cannot load " + what + ": " + message;
-      return outcome;
+      return with_stderr(outcome);
     case proto::ReportStatus::BadRequest:
       outcome.status = Status::ProtocolError;
       outcome.message = message;
-      return outcome;
+      return with_stderr(outcome);
     case proto::ReportStatus::OutOfMemory:
       outcome.status = Status::OutOfMemory;
       outcome.message = message;
-      return outcome;
+      return with_stderr(outcome);
     case proto::ReportStatus::Ok:
       break;
     default:
       outcome.status = Status::ProtocolError;
       outcome.message = "the runner sent an unknown report status " + std::to_string(header.status);
-      return outcome;
+      return with_stderr(outcome);
   }
   if (code != 0) {
     outcome.status = Status::Crash;
     outcome.message = "the runner exited with status " + std::to_string(code) + " after the kernel returned";
-    return outcome;
+    return with_stderr(outcome);
   }
   outcome.status = Status::Ok;
   outcome.seconds = header.seconds;
@@ -522,11 +642,16 @@ Outcome execute(const std::string& runner, int memfd, const std::string& what, c
   return outcome;
 }
 
+
 std::string find_runner(const Options& options) {
   const std::string runner = options.runner_path.empty() ? default_runner_path() : options.runner_path;
   if (access(runner.c_str(), X_OK) != 0)
     throw UserError("runner: no runner executable at '" + runner +
                     "'; build the ollie-runner target next to ollie, or set the runner path");
+  if (options.sanitize && (options.sanitizer_runtime.empty() || access(options.sanitizer_runtime.c_str(), R_OK) != 0))
+    throw UserError("runner: a sanitizer run needs the AddressSanitizer runtime to preload, and '" +
+                    options.sanitizer_runtime + "' is not a readable file; install libasan for the compiler " +
+                    "(its path is `g++ -print-file-name=libasan.so`)");
   return runner;
 }
 
@@ -541,6 +666,7 @@ const char* status_name(Status s) {
     case Status::ProtocolError: return "protocol-error";
     case Status::Forbidden: return "forbidden-syscall";
     case Status::OutOfMemory: return "out-of-memory";
+    case Status::Sanitizer: return "sanitizer";
   }
   return "unknown";
 }
@@ -590,7 +716,7 @@ Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
     }
   });
 
-  Outcome outcome = execute(runner, memfd.get(), "'" + so_path + "'", options);
+  Outcome outcome = execute(runner, memfd.get(), "'" + so_path + "'", so_path, options);
   if (outcome.status != Status::Ok) return outcome;
   Mapping map(memfd.get(), layout.total_size);
   if (std::string slack = check_slack(map.base(), layout, graph); !slack.empty()) {
@@ -656,7 +782,7 @@ TimedOutcome time_kernels(const std::vector<Kernel>& kernels, const ir::Graph& g
   std::string what;
   for (const Kernel& k : kernels) what += (what.empty() ? "'" : " or '") + k.so_path + "' (" + k.entry_symbol + ")";
   TimedOutcome timed;
-  static_cast<Outcome&>(timed) = execute(runner, memfd.get(), what, options);
+  static_cast<Outcome&>(timed) = execute(runner, memfd.get(), what, kernels[0].so_path, options);
   if (timed.status != Status::Ok) return timed;
   Mapping map(memfd.get(), layout.total_size);
   if (std::string slack = check_slack(map.base(), layout, graph); !slack.empty()) {

@@ -36,15 +36,32 @@ struct Options {
   // check that a kernel does not skip work when its outputs look written already).
   bool plausible_outputs = false;
   Placement placement = Placement::Start;
+  // The sanitizer run (the verifier's full level): the .so was built with
+  // -fsanitize=address,undefined (build::sanitizer_toolchain) and `sanitizer_runtime` is the
+  // ASan runtime to preload (build::sanitizer_runtime, e.g. `g++ -print-file-name=libasan.so`);
+  // required when `sanitize` is set. Only this child gets LD_PRELOAD, ASAN_OPTIONS and
+  // UBSAN_OPTIONS (replacing any inherited ones: no leak check, no symbolizer, exit code
+  // protocol::kSanitizerExitCode, UBSan halts at its first error with a stack trace), and
+  // its stderr goes to a pipe read here (the first 64 KiB kept), so a report becomes
+  // Status::Sanitizer with the report's first lines as the message. Inside the child the
+  // memory around every buffer is poisoned in ASan's shadow. The sandbox stays on, with two
+  // differences: opening a file fails with EACCES instead of killing (the runtime reads
+  // /proc/self/maps while it reports), and the address-space limit counts ASan's reserved
+  // shadow as already mapped, so it no longer bounds the kernel's heap (ASan carves it out
+  // of space reserved at start).
+  bool sanitize = false;
+  std::string sanitizer_runtime;
 };
 
-enum class Status { Ok, LoadError, Crash, Timeout, ProtocolError, Forbidden, OutOfMemory };
-// "ok", "load-error", "crash", "timeout", "protocol-error", "forbidden-syscall", "out-of-memory"
+enum class Status { Ok, LoadError, Crash, Timeout, ProtocolError, Forbidden, OutOfMemory, Sanitizer };
+// "ok", "load-error", "crash", "timeout", "protocol-error", "forbidden-syscall", "out-of-memory",
+// "sanitizer"
 const char* status_name(Status s);
 
 struct Outcome {
   Status status = Status::ProtocolError;
-  std::string message;              // what happened, for a person (signal name, dlerror text, ...)
+  std::string message;              // what happened, for a person (signal name, dlerror text, the
+                                    // first lines of a sanitizer report, ...)
   int signal = 0;                   // for Crash
   std::vector<interp::Tensor> outputs;  // for Ok: one per graph result, values widened to double
   std::vector<std::vector<interp::Tensor>> call_outputs;  // run_calls: the outputs of each call

@@ -26,7 +26,19 @@ struct Suite {
   ir::Graph graph;
   bool plausible_outputs = false;  // outputs start as plausible values, not the NaN poison
   int64_t integer_range = 0;       // Distribution::Integer: float inputs in [-k, k]
+  // Calls A, B, A in one process instead of one call: each on new buffers (call_order),
+  // or on ONE set of buffers refilled between calls as a benchmark calls (reused_buffers).
+  bool call_order = false;
+  bool reused_buffers = false;
+  std::string replays;             // for the sanitizer suites: the suite it repeats
+
+  Suite(std::string name_, Distribution d, ir::Graph g)
+      : name(std::move(name_)), distribution(d), graph(std::move(g)) {}
 };
+
+// The sanitizer suites get this many times the timeout: ASan and UBSan make code two to
+// three times slower (more for code that the regular build vectorizes).
+constexpr double kSanitizerSlowdown = 3;
 
 std::string dims_text(const ir::Graph& g) {
   std::string s;
@@ -72,6 +84,7 @@ Verdict from_status(runner::Status s) {
     case runner::Status::Timeout: return Verdict::Timeout;
     case runner::Status::Forbidden: return Verdict::Forbidden;
     case runner::Status::OutOfMemory: return Verdict::OutOfMemory;
+    case runner::Status::Sanitizer: return Verdict::Sanitizer;
     case runner::Status::Crash: case runner::Status::ProtocolError: return Verdict::Crash;
   }
   return Verdict::Crash;
@@ -89,6 +102,7 @@ const char* verdict_name(Verdict v) {
     case Verdict::Forbidden: return "forbidden-syscall";
     case Verdict::CompileError: return "compile-error";
     case Verdict::LoadError: return "load-error";
+    case Verdict::Sanitizer: return "sanitizer";
   }
   return "?";
 }
@@ -268,24 +282,38 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
   const bool full = options.level == Level::Full;
   // Integer-exact where the spec is polynomial (verify/polynomial.h): the widest exact
   // integer range, then (full) {-1, 0, 1}, whose exact zeros and ties float inputs never hit.
-  auto integer_exact = [&](const ir::Graph& g, int64_t k_max) {
-    const ExactRange range = exact_range(g, k_max);
-    if (range.k > 0) suites.push_back({"integer-exact", Distribution::Integer, g, false, range.k});
-    else report.not_applicable.push_back({"integer-exact", dims_text(g), range.reason});
+  auto integer_exact = [&](const ir::Graph& g, int64_t k) {
+    const ExactRange range = exact_range(g, k);
+    if (range.k > 0) {
+      suites.emplace_back("integer-exact", Distribution::Integer, g);
+      suites.back().integer_range = range.k;
+    } else {
+      report.not_applicable.push_back({"integer-exact", dims_text(g), range.reason});
+    }
     return range.k > 0;
   };
   const bool exact = integer_exact(graph, kMaxIntegerRange);
-  if (exact && full) suites.push_back({"integer-exact", Distribution::Integer, graph, false, 1});
-  for (int i = 0; i < (full ? 4 : 2); ++i) suites.push_back({"normal", Distribution::Normal, graph});
-  for (int i = 0; i < (full ? 2 : 1); ++i) suites.push_back({"wide", Distribution::Wide, graph});
-  for (int i = 0; i < (full ? 2 : 1); ++i) suites.push_back({"special-values", Distribution::Special, graph});
-  suites.push_back({"offset", Distribution::Offset, graph});
-  const std::vector<ir::Graph> sweeps = report.generic ? sweep_graphs(graph, graph_at, full ? 3 : 2) : std::vector<ir::Graph>{};
-  for (const auto& g : sweeps) suites.push_back({"shape-sweep", Distribution::Normal, g});
+  if (exact && full) integer_exact(graph, 1);
+  for (int i = 0; i < (full ? 4 : 2); ++i) suites.emplace_back("normal", Distribution::Normal, graph);
+  for (int i = 0; i < (full ? 2 : 1); ++i) suites.emplace_back("wide", Distribution::Wide, graph);
+  for (int i = 0; i < (full ? 2 : 1); ++i) suites.emplace_back("special-values", Distribution::Special, graph);
+  suites.emplace_back("offset", Distribution::Offset, graph);
+  const std::vector<ir::Graph> sweep =
+      report.generic ? sweep_graphs(graph, graph_at, full ? 3 : 2) : std::vector<ir::Graph>{};
+  for (const auto& g : sweep) suites.emplace_back("shape-sweep", Distribution::Normal, g);
   // And {-1, 0, 1} at the second sweep dims (about half the bound: odd sizes, still cheap).
-  if (exact && !sweeps.empty()) integer_exact(sweeps[std::min<size_t>(1, sweeps.size() - 1)], 1);
+  if (exact && !sweep.empty()) integer_exact(sweep[std::min<size_t>(1, sweep.size() - 1)], 1);
   // Outputs that already hold plausible values: a kernel must still write every element.
-  suites.push_back({"prefilled-outputs", Distribution::Normal, graph, true});
+  suites.emplace_back("prefilled-outputs", Distribution::Normal, graph);
+  suites.back().plausible_outputs = true;
+  // Call order A, B, A in one process, each call on new buffers: state kept between
+  // calls (a cache keyed on pointers or values, a static result) shows.
+  suites.emplace_back("call-order", Distribution::Normal, graph);
+  suites.back().call_order = true;
+  // The same order on ONE set of buffers, refilled between calls, as a benchmark calls a
+  // kernel: a result replayed for the same pointers shows.
+  suites.emplace_back("reused-buffers", Distribution::Normal, graph);
+  suites.back().reused_buffers = true;
 
   runner::Options run_options;
   run_options.timeout_seconds = options.timeout_seconds;
@@ -308,87 +336,103 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
     report.message = suite + " suite (seed " + std::to_string(result.seed) + ", " + result.dims + "): " + c.text;
     return false;
   };
-  auto failed_run = [&](const SuiteResult& result, const runner::Outcome& outcome) {
-    report.verdict = from_status(outcome.status);
-    report.penalty = 1;
-    report.message = result.name + " suite (seed " + std::to_string(result.seed) + ", " + result.dims +
-                     "): " + outcome.message;
-    report.suites.push_back(result);
-  };
 
-  for (size_t si = 0; si < suites.size(); ++si) {
-    const Suite& suite = suites[si];
-    SuiteResult result{suite.name, seed + si, dims_text(suite.graph), 0, 0, false, suite.integer_range};
-    const std::vector<interp::Tensor> inputs =
-        draw_inputs(suite.graph, result.seed, suite.distribution, suite.integer_range);
-    runner::Options suite_options = run_options;
-    suite_options.plausible_outputs = suite.plausible_outputs;
+  // Runs one suite (the `index`th: its seed is seed + index) of `so_path`; false (and the
+  // verdict set) when it fails.
+  auto run_suite = [&](const Suite& suite, size_t index, const std::string& so_path, const runner::Options& base) {
+    SuiteResult result{suite.name, seed + index, dims_text(suite.graph), 0, 0, false, suite.integer_range};
+    const std::string what = suite.replays.empty() ? suite.name : suite.name + " (" + suite.replays + ")";
+    runner::Options run = base;
+    run.plausible_outputs = suite.plausible_outputs;
     // Buffers alternate between the start and the end of their pages, so a read before
     // the first element or past the last one meets a guard page in one suite or another.
-    suite_options.placement = si % 2 == 0 ? runner::Placement::Start : runner::Placement::End;
-    const runner::Outcome outcome = runner::run(built.so_path, suite.graph, inputs, suite_options);
-    if (outcome.status != runner::Status::Ok) {
-      failed_run(result, outcome);
-      return finish();
+    run.placement = index % 2 == 0 ? runner::Placement::Start : runner::Placement::End;
+    const bool abab = suite.call_order || suite.reused_buffers;
+    std::vector<std::vector<interp::Tensor>> calls = {
+        draw_inputs(suite.graph, result.seed, suite.distribution, suite.integer_range)};
+    if (abab) {
+      calls.push_back(draw_inputs(suite.graph, result.seed + 1000003, suite.distribution, suite.integer_range));
+      calls.push_back(calls[0]);
     }
-    interp::Result reference = interp::evaluate(suite.graph, inputs);
+    std::vector<std::vector<interp::Tensor>> outputs;
+    runner::Outcome outcome;
+    if (suite.reused_buffers) {
+      runner::TimingOptions order;
+      order.warmup_rounds = 0;
+      order.min_rounds = order.max_rounds = 3;
+      order.budget_seconds = 0;
+      runner::TimedOutcome timed =
+          runner::time_kernels({{so_path, "ollie_entry"}}, suite.graph, {calls[0], calls[1]}, run, order);
+      if (timed.status == runner::Status::Ok) outputs = {timed.set_outputs[0][0], timed.set_outputs[0][1]};
+      outcome = std::move(timed);
+    } else {
+      outcome = runner::run_calls(so_path, suite.graph, calls, run);
+      outputs = std::move(outcome.call_outputs);
+    }
+    if (outcome.status != runner::Status::Ok) {
+      report.verdict = from_status(outcome.status);
+      report.penalty = 1;
+      report.message = what + " suite (seed " + std::to_string(result.seed) + ", " + result.dims + "): " +
+                       outcome.message;
+      report.suites.push_back(result);
+      return false;
+    }
+    std::vector<interp::Result> refs = {interp::evaluate(suite.graph, calls[0])};
+    if (abab) refs.push_back(interp::evaluate(suite.graph, calls[1]));
     // Integer-exact: bit for bit (bound 0; -0 and +0 compare equal).
     if (suite.distribution == Distribution::Integer)
-      for (auto& b : reference.bounds) std::fill(b.data.begin(), b.data.end(), 0.0);
-    if (!agrees(suite.name, result, outcome.outputs, reference)) {
-      report.suites.push_back(result);
-      return finish();
-    }
-    result.passed = true;
-    report.worst = std::max(report.worst, result.worst);
-    report.suites.push_back(result);
-  }
-
-  // Call order A, B, A in one process, each call on new buffers: state kept between
-  // calls (a cache keyed on pointers or values, a static result) shows.
-  {
-    SuiteResult result{"call-order", seed + suites.size(), dims_text(graph), 0, 0, false};
-    const auto a = make_inputs(graph, result.seed, Distribution::Normal);
-    const auto b = make_inputs(graph, result.seed + 1000003, Distribution::Normal);
-    const runner::Outcome outcome = runner::run_calls(built.so_path, graph, {a, b, a}, run_options);
-    if (outcome.status != runner::Status::Ok) {
-      failed_run(result, outcome);
-      return finish();
-    }
-    const interp::Result ref_a = interp::evaluate(graph, a), ref_b = interp::evaluate(graph, b);
-    const interp::Result* refs[] = {&ref_a, &ref_b, &ref_a};
-    for (size_t c = 0; c < 3; ++c)
-      if (!agrees("call-order (call " + std::to_string(c + 1) + " of A, B, A)", result, outcome.call_outputs[c],
-                  *refs[c])) {
+      for (auto& ref : refs)
+        for (auto& b : ref.bounds) std::fill(b.data.begin(), b.data.end(), 0.0);
+    for (size_t c = 0; c < outputs.size(); ++c) {
+      const std::string label =
+          suite.reused_buffers ? what + " (last call on " + (c == 0 ? "A" : "B") + " of A, B, A)"
+          : suite.call_order   ? what + " (call " + std::to_string(c + 1) + " of A, B, A)"
+                               : what;
+      if (!agrees(label, result, outputs[c], refs[c % 2])) {
         report.suites.push_back(result);
-        return finish();
+        return false;
       }
+    }
     result.passed = true;
     report.worst = std::max(report.worst, result.worst);
     report.suites.push_back(result);
+    return true;
+  };
 
-    // The same order on ONE set of buffers, refilled between calls, as a benchmark
-    // calls a kernel: a result replayed for the same pointers shows here.
-    SuiteResult reused{"reused-buffers", result.seed, result.dims, 0, 0, false};
-    runner::TimingOptions order;
-    order.warmup_rounds = 0;
-    order.min_rounds = order.max_rounds = 3;
-    order.budget_seconds = 0;
-    const runner::TimedOutcome timed = runner::time_kernels({{built.so_path, "ollie_entry"}}, graph, {a, b},
-                                                            run_options, order);
-    if (timed.status != runner::Status::Ok) {
-      failed_run(reused, timed);
+  for (size_t si = 0; si < suites.size(); ++si)
+    if (!run_suite(suites[si], si, built.so_path, run_options)) return finish();
+
+  if (full) {
+    // The sanitizer build replays one normal trial, the call order and, for a generic
+    // kernel, one shape-sweep dims: out-of-bounds and freed-memory accesses, signed
+    // overflow and other undefined behaviour whose results happened to be right.
+    build::Request sanitized = request;
+    sanitized.toolchain = build::sanitizer_toolchain(request.toolchain);
+    report.sanitizer_runtime = build::sanitizer_runtime(sanitized.toolchain.compiler);
+    report.sanitizer_flags = sanitized.toolchain.flags;
+    const build::Result sanitized_build = driver.compile(sanitized);
+    if (!sanitized_build.ok) {
+      report.verdict = Verdict::CompileError;
+      report.message = "the sanitizer build (-fsanitize=address,undefined) does not compile:\n" +
+                       sanitized_build.log.substr(0, 4000);
       return finish();
     }
-    for (size_t s = 0; s < 2; ++s)
-      if (!agrees(std::string("reused-buffers (last call on ") + (s == 0 ? "A" : "B") + " of A, B, A)", reused,
-                  timed.set_outputs[0][s], *refs[s])) {
-        report.suites.push_back(reused);
-        return finish();
-      }
-    reused.passed = true;
-    report.worst = std::max(report.worst, reused.worst);
-    report.suites.push_back(reused);
+    runner::Options sanitizer_options = run_options;
+    sanitizer_options.sanitize = true;
+    sanitizer_options.sanitizer_runtime = report.sanitizer_runtime;
+    sanitizer_options.timeout_seconds = options.timeout_seconds * kSanitizerSlowdown;
+    std::vector<Suite> replayed;
+    replayed.emplace_back("sanitizer", Distribution::Normal, graph);
+    replayed.back().replays = "normal";
+    replayed.emplace_back("sanitizer", Distribution::Normal, graph);
+    replayed.back().replays = "call-order";
+    replayed.back().call_order = true;
+    if (!sweep.empty()) {
+      replayed.emplace_back("sanitizer", Distribution::Normal, sweep.front());
+      replayed.back().replays = "shape-sweep";
+    }
+    for (size_t i = 0; i < replayed.size(); ++i)
+      if (!run_suite(replayed[i], suites.size() + i, sanitized_build.so_path, sanitizer_options)) return finish();
   }
   report.verdict = Verdict::Pass;
   report.message = "all " + std::to_string(report.suites.size()) + " suites agree with the reference";
@@ -402,6 +446,8 @@ std::string certificate_json(const ir::Graph& graph, const std::string& spec_sha
   j["spec"] = {{"entry", graph.entry}, {"sha256", spec_sha256}};
   j["kernel"] = {{"sha256", report.kernel_sha256}, {"generic", report.generic}};
   j["build"] = {{"compiler", report.compiler}, {"version", report.compiler_version}, {"flags", report.flags}};
+  if (!report.sanitizer_flags.empty())
+    j["sanitizer_build"] = {{"flags", report.sanitizer_flags}, {"preload", report.sanitizer_runtime}};
   nlohmann::json dims = nlohmann::json::object();
   for (const auto& d : graph.dims)
     if (graph.bound_dims.count(d)) dims[d] = graph.bound_dims.at(d);

@@ -3,6 +3,8 @@
 // (several distributions, special values, other dims for generic kernels), compares
 // every output element with the reference interpreter's value and derived bound, and
 // returns a verdict with the first counterexample and a certificate of what was checked.
+// At the full level a build with AddressSanitizer and UndefinedBehaviorSanitizer then
+// replays a few of the suites.
 // The reference is computed in this process; the kernel only ever runs in the runner.
 #pragma once
 
@@ -19,8 +21,9 @@ namespace ollie::verify {
 
 enum class Level { Quick, Full };
 
-enum class Verdict { Pass, Wrong, Crash, Timeout, OutOfMemory, Forbidden, CompileError, LoadError };
-// "pass", "wrong", "crash", "timeout", "out-of-memory", "forbidden-syscall", "compile-error", "load-error"
+enum class Verdict { Pass, Wrong, Crash, Timeout, OutOfMemory, Forbidden, CompileError, LoadError, Sanitizer };
+// "pass", "wrong", "crash", "timeout", "out-of-memory", "forbidden-syscall", "compile-error", "load-error",
+// "sanitizer" (the full level's AddressSanitizer/UndefinedBehaviorSanitizer build reported an error)
 const char* verdict_name(Verdict v);
 
 // How a suite draws its float inputs.
@@ -71,6 +74,10 @@ struct Report {
   double seconds = 0;        // wall time of the whole verification
   std::string compiler, compiler_version;
   std::vector<std::string> flags;
+  // The full level's sanitizer build (empty when it was not made): its flags and the
+  // runtime the runner preloaded.
+  std::vector<std::string> sanitizer_flags;
+  std::string sanitizer_runtime;
   std::string kernel_sha256;
   bool generic = true;       // the kernel claims every dims value (no `// ollie: specialized` line)
 };

@@ -5,6 +5,7 @@
 // (_mm512_maskz_loadu_ps / _mm512_mask_storeu_ps), and rows past the last multiple of 4
 // through a scalar fma loop, so the kernel is generic. FMA rounds once per term, unlike
 // the reference's multiply-then-add.
+// level: full
 // expect: pass
 #include <immintrin.h>
 

@@ -3,6 +3,7 @@
 // element's sum is in k order but fused-multiply-added), and the bias add and relu fused
 // into one epilogue pass over the row while it is hot. The relu is NaN-propagating like
 // np.maximum: (v > 0 || v != v) ? v : 0.
+// level: full
 // expect: pass
 #include <cmath>
 #include <cstdint>

@@ -2,6 +2,7 @@
 // (`parallel for`), the sum of squares as a `simd reduction(+:...)` (the compiler keeps
 // vector partial sums, so the order differs from a serial sum), accumulated in double,
 // then the division by sqrt in float as the spec does.
+// level: full
 // expect: pass
 #include <cmath>
 #include <cstdint>

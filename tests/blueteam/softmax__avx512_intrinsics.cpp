@@ -4,6 +4,7 @@
 // horizontal reduction at the end, and a scalar tail loop (std::exp) for the N % 16
 // columns, so it is generic in N. The order of the sum differs from the reference (16
 // partial sums, then the tail); NaN and infinities are handled as the spec does.
+// level: full
 // expect: pass
 #include <immintrin.h>
 

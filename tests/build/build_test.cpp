@@ -165,6 +165,31 @@ TEST_F(BuildTest, KeyChangesWithOneFlagOneSourceByteOrAUnitName) {
   EXPECT_EQ(driver.compile(base).key, key);
 }
 
+TEST_F(BuildTest, SanitizerBuildIsCachedApartFromTheRegularOne) {
+  const Toolchain sanitized = sanitizer_toolchain();
+  const auto has = [&](const char* flag) {
+    return std::find(sanitized.flags.begin(), sanitized.flags.end(), flag) != sanitized.flags.end();
+  };
+  EXPECT_TRUE(has("-fsanitize=address,undefined"));
+  EXPECT_TRUE(has("-fno-sanitize-recover=all"));
+  EXPECT_TRUE(has("-O1"));
+  EXPECT_FALSE(has("-O3"));
+  EXPECT_TRUE(has("-march=native") && has("-fopenmp") && has("-shared") && has("-fPIC"));
+
+  Driver driver(cache());
+  const Result regular = driver.compile(add_one_request());
+  const Result asan = driver.compile(add_one_request(sanitizer_toolchain(quick())));
+  ASSERT_TRUE(asan.ok) << asan.log;
+  EXPECT_NE(asan.key, regular.key);
+  EXPECT_NE(asan.so_path, regular.so_path);
+  EXPECT_TRUE(driver.compile(add_one_request(sanitizer_toolchain(quick()))).cache_hit);
+
+  const std::string runtime = sanitizer_runtime("g++");
+  EXPECT_TRUE(fs::is_regular_file(runtime)) << runtime;
+  EXPECT_NE(fs::path(runtime).filename().string().find("libasan"), std::string::npos) << runtime;
+  EXPECT_THROW(sanitizer_runtime("no-such-compiler-xyz"), UserError);
+}
+
 TEST_F(BuildTest, SyntaxErrorGivesTheFullLogAndIsCachedToo) {
   Driver driver(cache());
   Request bad{{{"broken_kernel.cpp", "extern \"C\" void ollie_kernel(const float* x) {\n  int y = ;\n}\n"}},

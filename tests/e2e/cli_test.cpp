@@ -256,6 +256,13 @@ TEST_F(RunKernel, VerifyPassesAGoodKernelAndWritesItsCertificate) {
   EXPECT_EQ(bad.exit_code, 4) << bad.out;
   EXPECT_NE(bad.out.find("\"verdict\": \"wrong\""), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("\"counterexample\""), std::string::npos) << bad.out;
+  // Right outputs, a heap over-read: quick passes it, full's sanitizer build does not.
+  const std::string overread = (source_dir() / "tests/redteam/softmax__pipelined_max_reads_past_scratch.cpp").string();
+  CommandResult full = ollie_with_env(env, "verify " + spec + " " + overread + " --dims M=6,N=50 --level full --json");
+  EXPECT_EQ(full.exit_code, 4) << full.out;
+  EXPECT_NE(full.out.find("\"verdict\": \"sanitizer\""), std::string::npos) << full.out;
+  EXPECT_NE(full.out.find("heap-buffer-overflow"), std::string::npos) << full.out;
+  EXPECT_NE(full.out.find("\"sanitizer_build\""), std::string::npos) << full.out;
   CommandResult level = ollie("verify " + spec + " " + kernels + "/softmax_rows.cpp --level thorough");
   EXPECT_EQ(level.exit_code, 2) << level.out;
   fs::remove_all(dir);

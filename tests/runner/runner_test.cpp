@@ -56,14 +56,15 @@ const std::string& scratch() {
   return dir.path;
 }
 
-// Compiles `body` (C++ defining ollie_entry, or not) into <name>.so, once per name.
-std::string build_so(const std::string& name, const std::string& body) {
+// Compiles `body` (C++ defining ollie_entry, or not) into <name>.so, once per name; with
+// `flags` instead of -O2 when given.
+std::string build_so(const std::string& name, const std::string& body, const std::string& flags = "-O2") {
   static std::map<std::string, std::string> built;
   if (auto it = built.find(name); it != built.end()) return it->second;
   const std::string src = scratch() + "/" + name + ".cpp";
   const std::string so = scratch() + "/" + name + ".so";
   std::ofstream(src) << kPrelude << body;
-  const std::string cmd = "g++ -std=c++20 -O2 -shared -fPIC -o '" + so + "' '" + src + "'";
+  const std::string cmd = "g++ -std=c++20 " + flags + " -shared -fPIC -o '" + so + "' '" + src + "'";
   if (std::system(cmd.c_str()) != 0) throw std::runtime_error("test kernel failed to compile: " + name);
   built[name] = so;
   return so;
@@ -654,6 +655,119 @@ extern "C" void ollie_entry(void* const* buffers, const int64_t*) {
   EXPECT_NE(out.message.find("out of memory"), std::string::npos) << out.message;
   EXPECT_STREQ(status_name(Status::OutOfMemory), "out-of-memory");
   EXPECT_STREQ(status_name(Status::Forbidden), "forbidden-syscall");
+}
+
+// ---- The sanitizer run ----
+
+// One library built with the sanitizer flags (one slow compile), an entry per case; each
+// reads x (f32[N]) and writes y = x + 1 when it gets that far.
+const char* kSanitized = R"(
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <vector>
+extern "C" void clean(void* const* buffers, const int64_t* dims) {
+  const float* x = static_cast<const float*>(buffers[0]);
+  float* y = static_cast<float*>(buffers[1]);
+  std::vector<float> scratch(x, x + dims[0]);
+#pragma omp parallel for
+  for (int64_t i = 0; i < dims[0]; ++i) y[i] = scratch[i] + 1.0f;
+}
+// Reads one element past a scratch copy; the value is used only for the last element,
+// where it is multiplied by zero, so the outputs are right.
+extern "C" void heap_overflow(void* const* buffers, const int64_t* dims) {
+  std::fputs("kernel noise before the report: \xff\xfe\n   \n", stderr);
+  const float* x = static_cast<const float*>(buffers[0]);
+  float* y = static_cast<float*>(buffers[1]);
+  float* scratch = new float[dims[0]];
+  for (int64_t i = 0; i < dims[0]; ++i) scratch[i] = x[i];
+  for (int64_t i = 0; i < dims[0]; ++i) y[i] = scratch[i] + 1.0f + 0.0f * (i + 1 == dims[0] ? scratch[i + 1] : 0.0f);
+  delete[] scratch;
+}
+// Reads one element past the input buffer (inside its page: no guard page there).
+extern "C" void input_overread(void* const* buffers, const int64_t* dims) {
+  const float* x = static_cast<const float*>(buffers[0]);
+  float* y = static_cast<float*>(buffers[1]);
+  volatile float past = x[dims[0]];
+  for (int64_t i = 0; i < dims[0]; ++i) y[i] = x[i] + 1.0f + 0.0f * past;
+}
+// An int32 multiply that overflows (undefined); the wrapped result never matters.
+extern "C" void signed_overflow(void* const* buffers, const int64_t* dims) {
+  const float* x = static_cast<const float*>(buffers[0]);
+  float* y = static_cast<float*>(buffers[1]);
+  volatile int32_t big = 2000000000;
+  const int32_t times_n = big * static_cast<int32_t>(dims[0]);
+  for (int64_t i = 0; i < dims[0]; ++i) y[i] = x[i] + 1.0f;
+  if (times_n == 7) y[0] = 0.0f;
+}
+// The sandbox stays on: an open fails (instead of killing), a socket still kills.
+extern "C" void opens_a_file(void* const* buffers, const int64_t* dims) {
+  float* y = static_cast<float*>(buffers[1]);
+  const int fd = open("/etc/hostname", O_RDONLY);
+  for (int64_t i = 0; i < dims[0]; ++i) y[i] = static_cast<float>(fd);
+}
+extern "C" void opens_a_socket(void* const* buffers, const int64_t*) {
+  static_cast<float*>(buffers[1])[0] = static_cast<float>(socket(AF_INET, SOCK_STREAM, 0));
+}
+)";
+
+Outcome run_sanitized(const std::string& entry) {
+  const std::string so =
+      build_so("sanitized", kSanitized, "-O1 -fopenmp -fsanitize=address,undefined -fno-sanitize-recover=all");
+  Options o = options();
+  o.entry_symbol = entry;
+  o.sanitize = true;
+  o.sanitizer_runtime = ollie::build::sanitizer_runtime("g++");
+  return ollie::runner::run(so, vector_graph(), vector_inputs(), o);
+}
+
+TEST(Sanitizer, CleanKernelIsOk) {
+  Outcome out = run_sanitized("clean");
+  ASSERT_EQ(out.status, Status::Ok) << status_name(out.status) << ": " << out.message;
+  EXPECT_EQ(out.outputs[0].data, (std::vector<double>{2, 3, 4, 5}));
+}
+
+TEST(Sanitizer, HeapOverflowIsReportedWithTheFirstLinesOfTheReport) {
+  Outcome out = run_sanitized("heap_overflow");
+  ASSERT_EQ(out.status, Status::Sanitizer) << status_name(out.status) << ": " << out.message;
+  EXPECT_EQ(out.message.rfind("ERROR: AddressSanitizer: heap-buffer-overflow", 0), 0u) << out.message;
+  EXPECT_NE(out.message.find("READ of size 4"), std::string::npos) << out.message;
+  EXPECT_EQ(out.message.find("Shadow bytes"), std::string::npos) << out.message;
+  for (char c : out.message) EXPECT_TRUE(c == '\n' || (c >= 0x20 && c < 0x7f)) << int(c);
+  EXPECT_STREQ(status_name(Status::Sanitizer), "sanitizer");
+}
+
+TEST(Sanitizer, ReadPastAnInputBufferIsReported) {
+  // The same read without the sanitizer lands in the slack of the input's last page.
+  Outcome plain = ollie::runner::run(build_so("input_overread", std::string(kSanitized) + R"(
+extern "C" void ollie_entry(void* const* b, const int64_t* d) { input_overread(b, d); }
+)"), vector_graph(), vector_inputs(), options());
+  ASSERT_EQ(plain.status, Status::Ok) << plain.message;
+  Outcome out = run_sanitized("input_overread");
+  ASSERT_EQ(out.status, Status::Sanitizer) << status_name(out.status) << ": " << out.message;
+  EXPECT_NE(out.message.find("use-after-poison"), std::string::npos) << out.message;
+}
+
+TEST(Sanitizer, SignedOverflowIsReported) {
+  Outcome out = run_sanitized("signed_overflow");
+  ASSERT_EQ(out.status, Status::Sanitizer) << status_name(out.status) << ": " << out.message;
+  EXPECT_NE(out.message.find("runtime error: signed integer overflow"), std::string::npos) << out.message;
+  EXPECT_NE(out.message.find("#0 "), std::string::npos) << "UBSAN_OPTIONS reached the runtime: " << out.message;
+}
+
+TEST(Sanitizer, SandboxStaysOnButOpeningAFileOnlyFails) {
+  Outcome open_file = run_sanitized("opens_a_file");
+  ASSERT_EQ(open_file.status, Status::Ok) << status_name(open_file.status) << ": " << open_file.message;
+  EXPECT_EQ(open_file.outputs[0].data, (std::vector<double>{-1, -1, -1, -1}));
+  Outcome socket = run_sanitized("opens_a_socket");
+  EXPECT_EQ(socket.status, Status::Forbidden) << status_name(socket.status) << ": " << socket.message;
+}
+
+TEST(Sanitizer, NeedsTheRuntimeToPreload) {
+  Options o = options();
+  o.sanitize = true;
+  o.sanitizer_runtime = scratch() + "/no-libasan.so";
+  EXPECT_THROW(ollie::runner::run(build_so("plus_one", kPlusOne), vector_graph(), vector_inputs(), o),
+               ollie::UserError);
 }
 
 int count_fds() {

@@ -1,7 +1,9 @@
 // The red-team and blue-team corpora (tests/redteam, tests/blueteam) through the
 // verifier: every wrong kernel is rejected with a verdict its `// expect:` line allows,
-// every correct one passes. One red-team kernel needs a check the verifier does not make
-// yet; it is skipped with the reason.
+// every correct one passes. Kernels with a `// level: full` line are verified at the
+// full level (the sanitizer build), the rest at quick; a wrong one marked so must pass
+// quick (only the full level catches it). One red-team kernel needs a check the verifier
+// does not make yet; it is skipped with the reason.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -39,10 +41,19 @@ TEST_P(Corpus, VerdictIsTheExpectedOne) {
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string source = ss.str();
-  const auto at = source.find("// expect:");
-  ASSERT_NE(at, std::string::npos) << file;
-  std::string expect = source.substr(at + 10, source.find('\n', at) - at - 10);
-  expect.erase(0, expect.find_first_not_of(' '));
+  // The value of a `// name: value` line, or "" when there is none.
+  auto header_line = [&](const std::string& name) {
+    const std::string key = "// " + name + ":";
+    const auto at = source.find(key);
+    if (at == std::string::npos) return std::string();
+    std::string value = source.substr(at + key.size(), source.find('\n', at) - at - key.size());
+    value.erase(0, value.find_first_not_of(' '));
+    return value;
+  };
+  const std::string expect = header_line("expect");
+  ASSERT_FALSE(expect.empty()) << file << " has no // expect: line";
+  const std::string level = header_line("level");
+  ASSERT_TRUE(level.empty() || level == "full" || level == "quick") << file << ": level " << level;
   const std::string example = stem.substr(0, stem.find("__"));
   const std::string spec = std::string(OLLIE_SOURCE_DIR) + "/examples/" + example + ".py";
   const v::GraphAt graph_at = [&](const ollie::ir::DimBindings& dims) {
@@ -54,13 +65,20 @@ TEST_P(Corpus, VerdictIsTheExpectedOne) {
   options.runner_path = OLLIE_RUNNER;
   options.timeout_seconds = 10;
   options.cache_dir = ::testing::TempDir() + "ollie-corpus-test-cache";
-  const v::Report r = v::verify(ollie::spec::load_spec(spec, {}), source, graph_at, options);
+  const ollie::ir::Graph graph = ollie::spec::load_spec(spec, {});
+  // A wrong kernel marked full is one that only the full level catches: quick passes it.
+  if (level == "full" && expect != "pass") {
+    const v::Report quick = v::verify(graph, source, graph_at, options);
+    EXPECT_EQ(quick.verdict, v::Verdict::Pass) << GetParam() << " is caught at quick already: " << quick.message;
+  }
+  if (level == "full") options.level = v::Level::Full;
+  const v::Report r = v::verify(graph, source, graph_at, options);
   const std::string got = v::verdict_name(r.verdict);
   // A data race shows only when the threads interleave badly; on a loaded machine it may
   // not in any suite (a ThreadSanitizer build would make it certain).
   if (stem == "softmax__racy_parallel_sum" && r.verdict == v::Verdict::Pass)
     GTEST_SKIP() << "the race did not show in this run";
-  // "wrong-or-crash": any of the alternatives (a sanitizer verdict does not exist yet).
+  // "wrong-or-crash": any of the alternatives.
   bool allowed = false;
   for (size_t pos = 0; pos <= expect.size();) {
     size_t next = expect.find("-or-", pos);

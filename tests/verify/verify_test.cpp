@@ -162,6 +162,78 @@ TEST(Verify, CertificateRecordsWhatWasChecked) {
   EXPECT_FALSE(j.contains("counterexample"));
 }
 
+// Right outputs, but the max loop reads one element past its scratch copy of the row
+// (the value read is never used for the max): only the sanitizer build sees it.
+const char* kReadsPastScratch = R"(#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+extern "C" void ollie_kernel(const float* x, float* out0, const int64_t* dims) {
+  const int64_t M = dims[0], N = dims[1];
+  float* row = static_cast<float*>(std::malloc(N * sizeof(float)));
+  for (int64_t m = 0; m < M; ++m) {
+    std::memcpy(row, x + m * N, N * sizeof(float));
+    float mx = -INFINITY, cur = row[0];
+    for (int64_t n = 0; n < N; ++n) {
+      const float next = row[n + 1];
+      mx = std::fmax(mx, cur);
+      cur = next;
+    }
+    float s = 0;
+    for (int64_t n = 0; n < N; ++n) s += std::exp(row[n] - mx);
+    for (int64_t n = 0; n < N; ++n) out0[m * N + n] = std::exp(row[n] - mx) / s;
+  }
+  std::free(row);
+}
+)";
+
+TEST(Verify, FullLevelSanitizerBuildCatchesAnOverreadThatQuickPasses) {
+  const auto g = softmax_at({{"M", 8}, {"N", 40}});
+  const v::Report quick = v::verify(g, kReadsPastScratch, softmax_at, options());
+  EXPECT_EQ(quick.verdict, v::Verdict::Pass) << quick.message;
+  EXPECT_TRUE(quick.sanitizer_flags.empty());
+
+  v::Options full = options();
+  full.level = v::Level::Full;
+  const v::Report r = v::verify(g, kReadsPastScratch, softmax_at, full);
+  ASSERT_EQ(r.verdict, v::Verdict::Sanitizer) << r.message;
+  EXPECT_STREQ(v::verdict_name(r.verdict), "sanitizer");
+  EXPECT_EQ(r.message.rfind("sanitizer (normal) suite (seed ", 0), 0u) << r.message;
+  EXPECT_NE(r.message.find("heap-buffer-overflow"), std::string::npos) << r.message;
+  ASSERT_FALSE(r.suites.empty());
+  EXPECT_EQ(r.suites.back().name, "sanitizer");
+  EXPECT_FALSE(r.suites.back().passed);
+  for (size_t i = 0; i + 1 < r.suites.size(); ++i) EXPECT_TRUE(r.suites[i].passed) << r.suites[i].name;
+
+  const auto j = nlohmann::json::parse(v::certificate_json(g, "abc123", r, full));
+  EXPECT_EQ(j["verdict"], "sanitizer");
+  EXPECT_EQ(j["level"], "full");
+  EXPECT_EQ(j["suites"].back()["name"], "sanitizer");
+  const auto flags = j["sanitizer_build"]["flags"].get<std::vector<std::string>>();
+  EXPECT_NE(std::find(flags.begin(), flags.end(), "-fsanitize=address,undefined"), flags.end());
+  EXPECT_NE(j["sanitizer_build"]["preload"].get<std::string>().find("libasan"), std::string::npos);
+}
+
+TEST(Verify, FullLevelReplaysNormalCallOrderAndOneSweepUnderTheSanitizer) {
+  const auto g = softmax_at({{"M", 8}, {"N", 40}});
+  v::Options full = options();
+  full.level = v::Level::Full;
+  const v::Report r = v::verify(g, kernel_file("softmax_rows.cpp"), softmax_at, full);
+  ASSERT_EQ(r.verdict, v::Verdict::Pass) << r.message;
+  std::vector<std::string> sanitizer_dims;
+  for (const auto& s : r.suites)
+    if (s.name == "sanitizer") {
+      EXPECT_TRUE(s.passed);
+      sanitizer_dims.push_back(s.dims);
+    }
+  EXPECT_EQ(sanitizer_dims, (std::vector<std::string>{"M=8, N=40", "M=8, N=40", "M=3, N=5"}));
+  const auto j = nlohmann::json::parse(v::certificate_json(g, "abc123", r, full));
+  EXPECT_TRUE(j.contains("sanitizer_build"));
+  EXPECT_FALSE(nlohmann::json::parse(v::certificate_json(g, "abc123", check(kernel_file("softmax_rows.cpp")),
+                                                         options()))
+                   .contains("sanitizer_build"));
+}
+
 TEST(Verify, SpecialValueInputsAreDrawn) {
   const auto g = softmax_at({{"M", 16}, {"N", 64}});
   const auto in = v::make_inputs(g, 7, v::Distribution::Special);

@@ -72,6 +72,16 @@ constexpr uint32_t kProtect = 1;
 // A seccomp filter, installed after the kernel is loaded, kills the child on any system
 // call that reaches outside it (files, sockets, new processes, exec); threads are allowed.
 constexpr uint32_t kSandbox = 2;
+// The kernel was built with -fsanitize=address,undefined and the parent preloaded the
+// sanitizer runtime. Everything around the buffers is poisoned in ASan's shadow, the
+// runtime is told it is about to be sandboxed, and (with kSandbox) opening a file fails
+// with EACCES instead of killing, because the runtime opens /proc/self/* while it writes
+// its report. Sockets, new processes and exec still kill.
+constexpr uint32_t kSanitize = 4;
+
+// The exit code the parent gives ASan and UBSan (ASAN_OPTIONS / UBSAN_OPTIONS exitcode=)
+// for a run with kSanitize: the child exits with it after the runtime printed a report.
+constexpr int kSanitizerExitCode = 86;
 
 struct Buffer {
   uint64_t offset;        // 64-byte aligned

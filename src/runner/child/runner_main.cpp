@@ -4,9 +4,9 @@
 //
 // Protocol (version 5; structs in protocol.h):
 //   * The parent (src/runner/runner.cpp) starts `ollie-runner` with posix_spawn, no
-//     arguments, stdin = /dev/null, stdout and stderr = the parent's stderr, and exactly
-//     two more descriptors: fd 3 = a memfd, fd 4 = the write end of a report pipe.
-//     Everything else is closed.
+//     arguments, stdin = /dev/null, stdout and stderr = the parent's stderr (stderr = a
+//     pipe the parent reads, in a sanitizer run), and exactly two more descriptors:
+//     fd 3 = a memfd, fd 4 = the write end of a report pipe. Everything else is closed.
 //   * The memfd starts with a RequestHeader (magic, version, counts, total size), the
 //     offset/size of every buffer, the dims values in graph.dims order, the path of the
 //     .so and the name of its entry symbol (ollie_entry unless the parent asks for
@@ -30,6 +30,16 @@
 //     seccomp filter (libseccomp) that kills it (SIGSYS) on opening files, sockets,
 //     fork/vfork/exec, clone without CLONE_THREAD and other ways out; clone3 fails with
 //     ENOSYS so that glibc creates threads with clone, whose flags the filter can check.
+//   * With flag kSanitize (the verifier's full level: the kernel was built with
+//     -fsanitize=address,undefined and the parent preloaded libasan and set ASAN_OPTIONS
+//     and UBSAN_OPTIONS), everything in the memfd but the buffers' payload bytes is
+//     poisoned in ASan's shadow and __sanitizer_sandbox_on_notify is called before the
+//     sandbox; the filter then answers open/openat/... with EACCES instead of killing
+//     (the runtime reads /proc/self/maps while it reports), and UBSan, which reads its
+//     options lazily from /proc/self/environ, gets them from __ubsan_default_options
+//     below. The address-space limit is computed as usual: ASan's reserved shadow counts
+//     as mapped. A report ends the child with protocol::kSanitizerExitCode; its stderr is
+//     a pipe the parent reads.
 //   * Load failures are reported (status LoadError; the message carries dlerror() and,
 //     for a missing entry, the symbol's name). A crash or a hang produces no report:
 //     the parent learns from the wait status or its timeout.
@@ -129,9 +139,11 @@ void out_of_memory() {
   _exit(0);
 }
 
-// The system calls that reach outside the kernel's own computation.
+// The system calls that reach outside the kernel's own computation: opening files, and
+// the rest.
+const int kOpens[] = {SCMP_SYS(open), SCMP_SYS(openat), SCMP_SYS(openat2), SCMP_SYS(creat),
+                      SCMP_SYS(open_by_handle_at)};
 const int kForbidden[] = {
-    SCMP_SYS(open), SCMP_SYS(openat), SCMP_SYS(openat2), SCMP_SYS(creat), SCMP_SYS(open_by_handle_at),
     SCMP_SYS(socket), SCMP_SYS(socketpair), SCMP_SYS(connect), SCMP_SYS(bind), SCMP_SYS(listen),
     SCMP_SYS(accept), SCMP_SYS(accept4), SCMP_SYS(sendto), SCMP_SYS(sendmsg), SCMP_SYS(recvfrom),
     SCMP_SYS(recvmsg), SCMP_SYS(fork), SCMP_SYS(vfork), SCMP_SYS(execve), SCMP_SYS(execveat),
@@ -158,6 +170,12 @@ void install_sandbox(const proto::RequestHeader& header) {
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
   if (!ctx) bad_request("seccomp_init");
   bool ok = true;
+  // The sanitizer runtime reads /proc/self/maps (and, for UBSan, /proc/self/environ) while
+  // it reports; it copes with a failed open, not with being killed in the middle.
+  const uint32_t open_action =
+      header.flags & proto::kSanitize ? SCMP_ACT_ERRNO(EACCES) : SCMP_ACT_KILL_PROCESS;
+  for (int sys : kOpens)
+    if (sys >= 0) ok = ok && seccomp_rule_add(ctx, open_action, sys, 0) == 0;
   for (int sys : kForbidden)
     if (sys >= 0) ok = ok && seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, sys, 0) == 0;
   // New threads yes, new processes no.
@@ -172,7 +190,33 @@ void install_sandbox(const proto::RequestHeader& header) {
   }
 }
 
+// Sanitizer mode: everything in the memfd that is not a buffer's payload (the header,
+// guard pages, the slack between a buffer's end and its page end) is poisoned in ASan's
+// shadow, so a read one element past an input is a report, not a read of the slack; and
+// the runtimes cache what they will need under the sandbox (__sanitizer_sandbox_on_notify).
+void prepare_sanitizer(char* base, uint64_t total_size, const std::vector<proto::Buffer>& buffers) {
+  using Poison = void (*)(const volatile void*, size_t);
+  if (auto poison = reinterpret_cast<Poison>(dlsym(RTLD_DEFAULT, "__asan_poison_memory_region"))) {
+    uint64_t cursor = 0;
+    for (const auto& b : buffers) {
+      poison(base + cursor, b.offset - cursor);
+      cursor = b.offset + b.bytes;
+    }
+    poison(base + cursor, total_size - cursor);
+  }
+  using Notify = void (*)(void*);
+  if (auto notify = reinterpret_cast<Notify>(dlsym(RTLD_DEFAULT, "__sanitizer_sandbox_on_notify"))) notify(nullptr);
+}
+
 }  // namespace
+
+// UBSan's runtime reads its options lazily, at its first report, from /proc/self/environ,
+// which the sandbox closes; it asks this hook first, so the parent's UBSAN_OPTIONS (in our
+// environment, read without opening a file) still apply.
+extern "C" __attribute__((visibility("default"))) const char* __ubsan_default_options() {
+  const char* options = std::getenv("UBSAN_OPTIONS");
+  return options ? options : "";
+}
 
 int main() {
   errno = 0;
@@ -299,6 +343,7 @@ int main() {
     protect(base, cursor, header.total_size - cursor, PROT_NONE);
   }
 
+  if (header.flags & proto::kSanitize) prepare_sanitizer(base, header.total_size, buffers);
   if (header.flags & proto::kSandbox) install_sandbox(header);
 
   double seconds = 0;
