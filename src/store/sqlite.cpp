@@ -73,7 +73,7 @@ std::string Connection::query_text(const char* sql, const char* what) {
   return q.next() ? q.col_text(0) : std::string();
 }
 
-Statement::Statement(Connection& conn, const char* sql) : conn_(conn), sql_(sql) {
+Statement::Statement(Connection& conn, const char* sql) : conn_(conn) {
   int rc = sqlite3_prepare_v3(conn.get(), sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr);
   if (rc != SQLITE_OK) conn.fail(rc, std::string("preparing: ") + sql);
 }

@@ -49,7 +49,6 @@ class Statement {
   friend class Query;
   Connection& conn_;
   sqlite3_stmt* stmt_ = nullptr;
-  const char* sql_;
 };
 
 // One use of a Statement. Parameters are 1-based, columns 0-based (as in SQLite).

@@ -216,12 +216,14 @@ class Db {
       : conn(path, flags) {}
 
   void prepare() {
-    // Kept in the strings below so each statement's text lives as long as the statement.
-    sql_candidate_by_id = cat({"SELECT ", kCandidateColumns, " FROM candidates WHERE id = ?1"});
-    sql_candidate_by_hash =
+    // The statements built from the column lists (SQLite copies the text it prepares).
+    std::string sql_candidate_by_id =
+        cat({"SELECT ", kCandidateColumns, " FROM candidates WHERE id = ?1"});
+    std::string sql_candidate_by_hash =
         cat({"SELECT ", kCandidateColumns, " FROM candidates WHERE hash = ?1"});
-    sql_evaluation_of = cat({"SELECT ", kEvaluationColumns,
-                             " FROM evaluations WHERE candidate = ?1 ORDER BY id DESC LIMIT 1"});
+    std::string sql_evaluation_of =
+        cat({"SELECT ", kEvaluationColumns,
+             " FROM evaluations WHERE candidate = ?1 ORDER BY id DESC LIMIT 1"});
     std::string e_cols;
     for (std::string col : {"id", "candidate", "verdict", "message", "penalty",
                             "certificate_json", "median_seconds", "min_seconds", "mad_seconds",
@@ -231,7 +233,7 @@ class Db {
     for (std::string col :
          {"id", "hash", "source", "schedule", "rewrites", "parent", "proposer", "created"})
       c_cols += (c_cols.empty() ? "c." : ", c.") + col;
-    sql_best = cat({"SELECT ", c_cols, ", ", e_cols,
+    std::string sql_best = cat({"SELECT ", c_cols, ", ", e_cols,
                     " FROM evaluations e JOIN candidates c ON c.id = e.candidate"
                     " WHERE e.verdict = 'pass' AND e.median_seconds > 0"
                     " AND e.id = (SELECT max(id) FROM evaluations WHERE candidate = e.candidate)"
@@ -284,7 +286,6 @@ class Db {
   std::recursive_mutex mu;
   bool in_transaction = false;
 
-  std::string sql_candidate_by_id, sql_candidate_by_hash, sql_evaluation_of, sql_best;
   std::unique_ptr<sql::Statement> run, insert_candidate, candidate_id_by_hash, candidate_by_id,
       candidate_by_hash, insert_evaluation, evaluation_of, insert_step, last_step, next_step,
       insert_event, insert_model_call, model_calls, best, counts, begin, commit, rollback;
@@ -401,6 +402,14 @@ Store Store::create(const std::string& path, const RunInfo& info) {
           .text(9, or_now(info.created)).run();
     }
     db->conn.exec("COMMIT", "creating the run database");
+    // The file's name in its directory survives a power cut too (SQLite syncs the
+    // directory for the log it creates, not for a database file made by someone else).
+    std::string dir = std::filesystem::path(path).parent_path().string();
+    int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      ::fsync(dfd);
+      ::close(dfd);
+    }
     db->prepare();
     return Store(std::move(db));
   } catch (...) {
