@@ -11,6 +11,7 @@ APT_PACKAGES=(
   libzip-dev zlib1g-dev             # .npz files are zip archives
   libseccomp-dev                    # the runner's system-call filter
   libssl-dev                        # SHA-256 for the build cache
+  libsqlite3-dev                    # the run database
   libgtest-dev libgmock-dev
   python3 python3-venv
 )

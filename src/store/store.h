@@ -1,0 +1,224 @@
+// The run database (DESIGN.md section 8): one SQLite file per `ollie optimize` run that
+// holds the spec, dims, machine and options of the run, every candidate (source, schedule
+// or rewrite chain, parent, proposer), every evaluation (verdict, certificate, timings),
+// every step of every chain, the language-model requests and answers, and events. Rows are
+// written as they happen, each add_* in its own transaction (or grouped by a Transaction),
+// so a run stopped at any moment can be resumed with nothing evaluated lost; see
+// docs/run-database.md for the tables and how resume uses them.
+//
+// Durability: the file is in WAL journal mode with synchronous=FULL. A transaction is
+// committed by appending it to the write-ahead log, and with FULL the log is fsync'ed
+// before the commit returns, so a row that add_* (or Transaction::commit) returned for is
+// on the disk and survives a power cut, not only a killed process. (With NORMAL, the
+// SQLite default for WAL, a power cut may lose the last commits: the database stays
+// consistent but an evaluated candidate could be forgotten and evaluated again.) A
+// transaction that had not committed is rolled back when the file is next opened, so a
+// reader never sees half of one. Foreign keys are enforced (an evaluation or a step names
+// a candidate that exists), and a busy timeout lets a second process (a live report)
+// read while the run writes.
+//
+// Memory: the store keeps no rows in memory; every read goes to the file, and SQLite's
+// page cache is bounded (its default, about 2 MiB), so a process that writes a long run
+// does not grow with it. Only what a caller asks for (model_calls, best) is returned in
+// memory.
+//
+// Threads: every call is serialized by a mutex, so evaluator threads may add rows to one
+// Store; a Transaction holds the store for its thread from creation until it ends (other
+// threads' calls wait), and must end on that thread, before the Store is destroyed.
+// Processes: one process writes a run; others (a live report) may open it and read.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ollie::store {
+
+// The run itself: one row, written by create() and never changed.
+struct RunInfo {
+  std::string spec_path;     // as the user gave it
+  std::string spec_source;   // the spec's full text (the run does not need the file again)
+  std::string spec_sha256;   // hex SHA-256 of spec_source
+  std::string entry;         // the spec function being optimized
+  std::string dims_json;     // {"M": 512, ...}
+  std::string machine_json;  // CPU, cores, compiler, ...
+  std::string options_json;  // the command line options as JSON
+  uint64_t seed = 0;
+  std::string created;       // ISO 8601 UTC ("2024-05-01T12:34:56.789Z"); filled when empty
+};
+
+// A candidate kernel. Identified by `hash`, the hex SHA-256 of `source`
+// (ollie::build::sha256_hex): one row per distinct source.
+struct Candidate {
+  int64_t id = 0;             // assigned by add_candidate
+  std::string hash;           // filled by add_candidate (must match source when given)
+  std::string source;         // the kernel's C++ source
+  std::string schedule;       // the schedule it was emitted from (text; may be empty)
+  std::string rewrites;       // the rewrite chain applied to the IR (text; may be empty)
+  int64_t parent = 0;         // the candidate it was proposed from; 0 = none
+  std::string proposer;       // "baseline", "mutate", "rewrite", "llm", "cmd", ...
+  std::string created;        // ISO UTC; filled when empty
+};
+
+// One evaluation of a candidate: verification and, when it passed, timing.
+struct Evaluation {
+  int64_t id = 0;               // assigned by add_evaluation
+  int64_t candidate = 0;        // Candidate::id
+  std::string verdict;          // "pass", "wrong", "crash", "compile_error", ...
+  std::string message;          // the verifier's or compiler's explanation
+  double penalty = 0;           // correctness penalty in [0, 1] (0 for a pass)
+  std::string certificate_json; // the verifier's certificate
+  double median_seconds = 0;    // timings of one kernel call (0 when not measured)
+  double min_seconds = 0;
+  double mad_seconds = 0;
+  double ratio_vs_baseline = 0; // candidate time / baseline time; 0 when unknown
+  int rounds = 0;               // timed rounds
+  double cost = 0;              // the search's cost of this candidate (penalty + performance)
+  double eval_seconds = 0;      // wall time the evaluation took
+  std::string created;          // ISO UTC; filled when empty
+};
+
+// One step of a Markov chain: a proposal and the Metropolis-Hastings decision.
+struct Step {
+  int64_t step = 0;          // run-wide step number (next_step()); unique per chain
+  int chain = 0;
+  int64_t proposed = 0;      // candidate id proposed
+  int64_t current = 0;       // candidate id the chain is at after the decision
+  bool accepted = false;
+  double temperature = 0;
+  double cost_current = 0;   // cost of the chain's candidate before the decision
+  double cost_proposed = 0;
+  std::string note;          // e.g. "restart", "rejected: compile_error"
+};
+
+// One language-model request and its answer, stored so a run can be replayed without the
+// model. Only the request body goes here, never headers: API keys are not stored (and
+// add_model_call replaces any value of an environment variable whose name contains KEY,
+// TOKEN or SECRET by "[redacted]", as a second line of defence).
+struct ModelCall {
+  int64_t id = 0;               // assigned by add_model_call; replay order
+  std::string proposer;         // the proposer that asked ("llm", "llm:claude", ...)
+  std::string request;          // the request as sent (JSON body or prompt text)
+  std::string answer;           // the answer's full text (or error body)
+  std::string status;           // "ok", "http_error", "timeout", "refused", ...
+  int http_status = 0;          // 0 when no HTTP answer
+  int64_t tokens_in = 0;
+  int64_t tokens_out = 0;
+  double cost = 0;              // in the currency of the budget (e.g. USD)
+  double seconds = 0;           // wall time of the call
+  std::string created;          // ISO UTC; filled when empty
+};
+
+struct Counts {
+  int64_t candidates = 0;
+  int64_t evaluations = 0;
+  int64_t steps = 0;
+  int64_t accepted_steps = 0;
+  int64_t passes = 0;  // candidates with at least one passing evaluation
+  int64_t events = 0;
+  int64_t model_calls = 0;
+};
+
+class Store;
+namespace detail {
+class Db;  // the connection, its prepared statements and its lock (store.cpp)
+}
+
+// Groups several add_* calls into one atomic transaction: either all of them are in the
+// file or none (e.g. a candidate, its evaluation and the step that proposed it). Commits
+// on commit(); rolls back when destroyed without commit() (an exception, a return).
+// Not movable: it holds the store's lock for its thread, from Store::transaction() until
+// commit() or destruction. Transactions do not nest (InternalError).
+class Transaction {
+ public:
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  ~Transaction();
+  void commit();
+
+ private:
+  friend class Store;
+  explicit Transaction(detail::Db* db);
+  detail::Db* db_;
+  bool done_ = false;
+};
+
+// A run database. Errors from SQLite (a full disk, a read-only file, a database locked by
+// another writer) are UserErrors naming the file; a constraint broken by the caller (an
+// evaluation of a candidate that does not exist, a step number used twice in a chain) is
+// an InternalError.
+class Store {
+ public:
+  // Creates a new run database at `path` holding `run`. UserError if the file exists
+  // ("run database 'X' exists; resume it with --resume X or choose another -o") or cannot
+  // be created. The file is created exclusively and filled in one transaction: a process
+  // killed while creating leaves a file that open() rejects, never a half-written run.
+  static Store create(const std::string& path, const RunInfo& run);
+  // Opens an existing run database for reading and writing. UserError naming the path if
+  // it is missing, not an SQLite file, an SQLite file that is not an ollie run database,
+  // or one written by a newer ollie (a higher schema version).
+  static Store open(const std::string& path);
+
+  Store(Store&&) noexcept;
+  Store& operator=(Store&&) noexcept;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+  ~Store();
+
+  const std::string& path() const;
+  // The schema version this ollie writes (PRAGMA user_version of every file it creates).
+  static int schema_version();
+
+  RunInfo run() const;
+
+  // Adds a candidate and returns its id; idempotent on the source's hash: a source already
+  // in the database returns the existing id and changes nothing (its parent and proposer
+  // stay the first ones). InternalError if c.hash is given and is not the source's hash.
+  int64_t add_candidate(Candidate c);
+  std::optional<Candidate> candidate(int64_t id) const;
+  std::optional<Candidate> candidate_by_hash(const std::string& hash) const;
+
+  int64_t add_evaluation(const Evaluation& e);
+  // The latest evaluation of a candidate (highest id), if any.
+  std::optional<Evaluation> evaluation_of(int64_t candidate) const;
+
+  void add_step(const Step& s);
+  // The chain's step with the highest step number, if any.
+  std::optional<Step> last_step(int chain) const;
+  // One past the highest step number of any chain; 0 when there are no steps.
+  int64_t next_step() const;
+
+  void add_event(const std::string& kind, const std::string& text);
+
+  int64_t add_model_call(const ModelCall& call);
+  // The proposer's calls in the order they were added (by id), those with id > after_id,
+  // at most `limit` of them (all when limit < 0): replay can page through a long run.
+  std::vector<ModelCall> model_calls(const std::string& proposer, int64_t after_id = 0,
+                                     int64_t limit = -1) const;
+
+  // The fastest passing candidates: those whose latest evaluation is "pass" with a
+  // measured median (median_seconds > 0), by median_seconds ascending (ties by
+  // evaluation id), at most `limit`.
+  std::vector<std::pair<Candidate, Evaluation>> best(int limit) const;
+
+  Counts counts() const;
+
+  // Starts a transaction that groups the following add_* calls on this thread.
+  Transaction transaction();
+
+  // Moves the write-ahead log into the database file (e.g. at a clean exit), so the run
+  // is one self-contained file. Safe to call at any time.
+  void checkpoint();
+
+  // "ok", or SQLite's integrity_check and foreign_key_check findings, one per line.
+  std::string integrity_check() const;
+
+ private:
+  explicit Store(std::unique_ptr<detail::Db> db);
+  std::unique_ptr<detail::Db> db_;
+};
+
+}  // namespace ollie::store
