@@ -103,5 +103,22 @@ struct BenchFlags {
 // Exit code 0 when every kernel ran and its timed outputs agree with the reference; 4
 // otherwise (compile error, crash, wrong outputs while timed, a time below the roofline).
 int run_bench(const SpecFlags& flags, const BenchFlags& b);
+struct OptimizeFlags {
+  SpecFlags spec;               // spec_path empty with --resume
+  std::string out_dir;          // -o; default ollie-<entry>
+  std::string resume;           // a run database to continue
+  std::string time;             // --time 10m
+  int64_t evals = 0;            // --evals N (the whole run)
+  uint64_t seed = 1;
+  int chains = 2;
+  std::string proposers = "mutate";
+  int threads = 0;
+  double bench_seconds = 0.3;
+  int log_every = 10;           // seconds between progress lines when not on a terminal
+};
+// "90s", "10m", "2h", "1d" (a bare number is seconds); UserError naming `flag` otherwise.
+double parse_duration(const std::string& text, const std::string& flag);
+// Exit 0 when a best kernel was written, 4 when none passed the full verification.
+int run_optimize(const OptimizeFlags& f);
 
 }  // namespace ollie::cli

@@ -89,6 +89,26 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   bench_cmd->add_option("--compiler", bench.compiler, "the C++ compiler (default g++)");
 
+  OptimizeFlags opt;
+  CLI::App* opt_cmd = app.add_subcommand(
+      "optimize", "search for the fastest kernel that passes the verifier (resumable; Ctrl-C stops and keeps the best)");
+  opt_cmd->add_option("spec", opt.spec.spec_path, "the numpy spec file (.py); omit with --resume");
+  opt_cmd->add_option("--entry", opt.spec.entry, "the entry function (default: the only annotated function)");
+  opt_cmd->add_option("--dims", opt.spec.dims, "override dim sizes, e.g. --dims M=256,N=128");
+  opt_cmd->add_option("-o,--out", opt.out_dir, "the run directory: run.db and the results (default ollie-<entry>)");
+  opt_cmd->add_option("--resume", opt.resume, "continue the run in this run database (DIR/run.db)");
+  opt_cmd->add_option("--time", opt.time, "wall-time budget of this session: 90s, 10m, 2h, 1d");
+  opt_cmd->add_option("--evals", opt.evals, "evaluation budget of the whole run")->check(CLI::PositiveNumber);
+  opt_cmd->add_option("--seed", opt.seed, "seed of the proposals (default 1)");
+  opt_cmd->add_option("--chains", opt.chains, "Markov chains (default 2)")->check(CLI::Range(1, 64));
+  opt_cmd->add_option("--proposers", opt.proposers, "proposers with weights, e.g. mutate or mutate:1 (default mutate)");
+  opt_cmd->add_option("--threads", opt.threads, "OpenMP threads of the kernels (default: every core)")
+      ->check(CLI::NonNegativeNumber);
+  opt_cmd->add_option("--bench-seconds", opt.bench_seconds, "side-by-side timing budget per candidate (default 0.3)")
+      ->check(CLI::PositiveNumber);
+  opt_cmd->add_option("--log-every", opt.log_every, "seconds between progress lines when not on a terminal")
+      ->check(CLI::PositiveNumber);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -103,6 +123,7 @@ int main(int argc, char** argv) {
     if (*verify_cmd) return run_verify(verify_flags, ver);
     if (*emit_cmd) return run_emit(emit_flags, emit_opts);
     if (*bench_cmd) return run_bench(bench_flags, bench);
+    if (*opt_cmd) return run_optimize(opt);
   } catch (const UserError& e) {
     std::cerr << e.what() << "\n";
     return 1;

@@ -1,0 +1,243 @@
+// `ollie optimize SPEC -o DIR [--time 10m] [--evals N] [--seed N] ...` and
+// `ollie optimize --resume DIR/run.db`: the main job. Runs the search's chains with the
+// run database in DIR, shows progress (a live line on a terminal, periodic log lines
+// otherwise), stops on a budget or Ctrl-C, then verifies the best candidates at `full`
+// and writes the winner, its header, schedule, certificate and a summary into DIR.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "build/build.h"
+#include "cli/cli.h"
+#include "emit/emit.h"
+#include "search/search.h"
+#include "spec/spec.h"
+#include "store/store.h"
+
+namespace ollie::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::atomic<int> g_interrupts{0};
+
+void on_interrupt(int) {
+  // The first Ctrl-C stops the search after the evaluation in progress; a second one
+  // leaves at once (the run database is consistent either way).
+  if (g_interrupts.fetch_add(1) >= 1) _exit(130);
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) throw UserError(fmt::format("-o: cannot write '{}': {}", path.string(), std::strerror(errno)));
+}
+
+std::string iso_now() {
+  const std::time_t t = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return text;
+}
+
+std::string clock_text(double seconds) {
+  const int s = static_cast<int>(seconds);
+  return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60) : fmt::format("{:02}:{:02}", s / 60, s % 60);
+}
+
+std::string ms(double seconds) { return fmt::format("{:.4g} ms", seconds * 1e3); }
+
+std::vector<std::pair<std::string, double>> parse_proposers(const std::string& text) {
+  std::vector<std::pair<std::string, double>> out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    std::string item = text.substr(at, comma - at);
+    double weight = 1;
+    if (const size_t colon = item.find(':'); colon != std::string::npos) {
+      try {
+        weight = std::stod(item.substr(colon + 1));
+      } catch (const std::exception&) {
+        throw UserError("--proposers: bad weight in '" + item + "'; write NAME or NAME:WEIGHT, e.g. mutate:1");
+      }
+      item = item.substr(0, colon);
+    }
+    if (item != "mutate")
+      throw UserError("--proposers: unknown proposer '" + item + "'; available: mutate");
+    if (!(weight > 0)) throw UserError("--proposers: the weight of '" + item + "' must be positive");
+    out.emplace_back(item, weight);
+    at = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+double parse_duration(const std::string& text, const std::string& flag) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const std::string unit = text.substr(used);
+  const double scale = unit == "" || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : unit == "d" ? 86400 : -1;
+  if (used == 0 || scale < 0 || !(value > 0))
+    throw UserError(flag + " " + text + ": write a positive duration such as 90s, 10m, 2h or 1d");
+  return value * scale;
+}
+
+int run_optimize(const OptimizeFlags& f) {
+  // The run: a new one from SPEC into DIR, or the one in --resume.
+  const bool resuming = !f.resume.empty();
+  if (resuming && !f.spec.spec_path.empty())
+    throw UserError("give either SPEC (a new run) or --resume RUN.db (continue one), not both");
+  if (!resuming && f.spec.spec_path.empty())
+    throw UserError("no spec: ollie optimize SPEC -o DIR starts a run; ollie optimize --resume DIR/run.db continues one");
+  std::optional<store::Store> db;
+  ir::Graph graph;
+  fs::path out_dir;
+  nlohmann::json options_json;
+  if (resuming) {
+    db.emplace(store::Store::open(f.resume));
+    const store::RunInfo info = db->run();
+    spec::SpecOptions so;
+    so.entry = info.entry;
+    const nlohmann::json dims = nlohmann::json::parse(info.dims_json);
+    for (const auto& [name, value] : dims.items()) so.dim_overrides[name] = value.get<int64_t>();
+    graph = spec::compile_spec(info.spec_path, info.spec_source, so);
+    out_dir = fs::path(f.resume).parent_path();
+    options_json = nlohmann::json::parse(info.options_json);
+  } else {
+    graph = load(f.spec);
+    out_dir = f.out_dir.empty() ? fs::path("ollie-" + graph.entry) : fs::path(f.out_dir);
+    std::error_code ec;
+    fs::create_directories(out_dir, ec);
+    if (ec) throw UserError(fmt::format("-o {}: cannot create the directory: {}", out_dir.string(), ec.message()));
+    store::RunInfo info;
+    info.spec_path = f.spec.spec_path;
+    info.spec_source = read_text(f.spec.spec_path, "spec");
+    info.spec_sha256 = build::sha256_hex(info.spec_source);
+    info.entry = graph.entry;
+    nlohmann::json dims = nlohmann::json::object();
+    for (const auto& d : graph.dims) dims[d] = graph.bound_dims.at(d);
+    info.dims_json = dims.dump();
+    info.machine_json = nlohmann::json{{"cores", std::thread::hardware_concurrency()}}.dump();
+    options_json = {{"seed", f.seed}, {"chains", f.chains}, {"proposers", f.proposers}, {"threads", f.threads},
+                    {"bench_seconds", f.bench_seconds}};
+    info.options_json = options_json.dump();
+    info.seed = f.seed;
+    info.created = iso_now();
+    db.emplace(store::Store::create((out_dir / "run.db").string(), info));
+  }
+  check_reference_fits(graph);
+
+  // What this session runs with: the run's own options (a resumed run keeps its seed,
+  // chains and proposers), and this session's budgets.
+  search::SearchOptions so;
+  so.seed = options_json.value("seed", uint64_t{1});
+  so.chains = options_json.value("chains", 2);
+  so.proposer_weights = parse_proposers(options_json.value("proposers", std::string("mutate")));
+  so.time_budget_seconds = f.time.empty() ? 0 : parse_duration(f.time, "--time");
+  so.max_evals = f.evals;
+  if (so.time_budget_seconds == 0 && so.max_evals == 0)
+    throw UserError("no budget: give --time (e.g. --time 10m) or --evals N, or both");
+
+  const std::string spec_path = resuming ? db->run().spec_path : f.spec.spec_path;
+  const std::string entry = graph.entry;
+  const ir::DimBindings bound = graph.bound_dims;
+  const std::string spec_source = db->run().spec_source;
+  const verify::GraphAt graph_at = [spec_path, entry, spec_source](const ir::DimBindings& dims) {
+    spec::SpecOptions o;
+    o.entry = entry;
+    o.dim_overrides = dims;
+    return spec::compile_spec(spec_path, spec_source, o);
+  };
+  search::EvaluatorOptions eo;
+  eo.threads = options_json.value("threads", 0);
+  eo.bench_seconds = options_json.value("bench_seconds", 0.3);
+  const search::Candidate baseline = search::baseline_candidate(graph);
+  auto evaluator = search::make_local_evaluator(graph, graph_at, baseline.source, eo);
+  std::vector<std::unique_ptr<search::Proposer>> proposers;
+  for (const auto& [name, weight] : so.proposer_weights)
+    if (name == "mutate") proposers.push_back(search::make_mutate_proposer(graph));
+
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+  const bool tty = isatty(STDERR_FILENO);
+  auto last_log = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  std::cerr << fmt::format("ollie optimize {} ({}): run database {}{}\n", entry, spec_path,
+                           resuming ? f.resume : (out_dir / "run.db").string(), resuming ? " (resumed)" : "");
+  auto progress = [&](const search::Progress& p) {
+    const std::string line = fmt::format(
+        "[{}] {} evals ({:.0f}/min, {} in the run), accepted {:.0f}%, best {} = {:.2f}x the baseline {}, T = {}",
+        clock_text(p.elapsed_seconds), p.evaluations, p.evals_per_minute, p.run_evaluations, p.acceptance * 100,
+        ms(p.best_seconds), p.best_seconds > 0 ? p.baseline_seconds / p.best_seconds : 0.0, ms(p.baseline_seconds),
+        fmt::join(p.temperatures, ","));
+    if (tty) {
+      std::cerr << "\r\033[K" << line << std::flush;
+    } else if (std::chrono::steady_clock::now() - last_log > std::chrono::seconds(f.log_every)) {
+      std::cerr << line << "\n";
+      last_log = std::chrono::steady_clock::now();
+    }
+  };
+  const search::StopReason reason =
+      search::run_chains(graph, *db, *evaluator, proposers, so, [] { return g_interrupts.load() > 0; }, progress);
+  std::signal(SIGINT, SIG_DFL);
+  if (tty) std::cerr << "\n";
+  std::cerr << "stopped: " << search::stop_reason_name(reason) << "\n";
+  db->add_event("stop", search::stop_reason_name(reason));
+
+  // The final answer: the fastest candidate that also passes `full`.
+  const auto counts = db->counts();
+  const auto best = db->best(5);
+  verify::Options full;
+  full.level = verify::Level::Full;
+  full.threads = eo.threads;
+  for (const auto& [cand, eval] : best) {
+    std::cerr << fmt::format("verifying candidate {} at full level ...\n", cand.id);
+    const verify::Report report = verify::verify(graph, cand.source, graph_at, full);
+    db->add_event("final-verify", fmt::format("candidate {}: {}", cand.id, verify::verdict_name(report.verdict)));
+    if (report.verdict != verify::Verdict::Pass) {
+      std::cerr << fmt::format("  {}: {}\n", verify::verdict_name(report.verdict), report.message);
+      continue;
+    }
+    const double base_s = db->evaluation_of(db->candidate_by_hash(build::sha256_hex(baseline.source))->id)->median_seconds;
+    const double best_s = eval.ratio_vs_baseline > 0 ? base_s * eval.ratio_vs_baseline : eval.median_seconds;
+    write_text(out_dir / (entry + ".cpp"), cand.source);
+    write_text(out_dir / (entry + ".ollie.h"), emit::emit_header(graph));
+    if (!cand.schedule.empty()) write_text(out_dir / (entry + ".schedule"), cand.schedule);
+    write_text(out_dir / "certificate.json",
+               verify::certificate_json(graph, db->run().spec_sha256, report, full));
+    const std::string summary = fmt::format(
+        "# ollie optimize: {}\n\n"
+        "- spec: {} (sha256 {})\n- stopped: {}\n- evaluations: {} ({} passed), steps: {} ({} accepted)\n"
+        "- baseline (default schedule): {}\n- best: {} ({:.2f}x faster), candidate {} from {}, "
+        "measured side by side with the baseline (ratio {:.3f})\n"
+        "- verified at full level: {} suites, worst error {:.3g} of its bound (certificate.json)\n",
+        entry, spec_path, db->run().spec_sha256, search::stop_reason_name(reason), counts.evaluations, counts.passes,
+        counts.steps, counts.accepted_steps, ms(base_s), ms(best_s), best_s > 0 ? base_s / best_s : 0.0, cand.id,
+        cand.proposer, eval.ratio_vs_baseline, report.suites.size(), report.worst);
+    write_text(out_dir / "summary.md", summary);
+    db->checkpoint();
+    std::cout << summary << fmt::format("\nwrote {}/{{{}.cpp, {}.ollie.h, {}.schedule, certificate.json, summary.md}}\n",
+                                        out_dir.string(), entry, entry, entry);
+    if (reason == search::StopReason::Interrupted)
+      std::cout << fmt::format("resume with: ollie optimize --resume {}\n", (out_dir / "run.db").string());
+    return 0;
+  }
+  std::cerr << "no candidate passed the full verification; nothing written\n";
+  return 4;
+}
+
+}  // namespace ollie::cli

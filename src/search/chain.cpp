@@ -1,0 +1,271 @@
+// The Markov chains of a run: Metropolis-Hastings over candidates, every step written to
+// the run database before the next one starts (see search.h).
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include "build/build.h"
+#include "search/search.h"
+#include "store/store.h"
+#include "support/error.h"
+
+namespace ollie::search {
+
+namespace {
+
+// A deterministic stream for step `step` of a run seeded `seed` (SplitMix64 of both).
+uint64_t mix(uint64_t seed, uint64_t step) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (step + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+store::Evaluation to_row(int64_t candidate, const Evaluation& e, double cost) {
+  store::Evaluation row;
+  row.candidate = candidate;
+  row.verdict = e.verdict;
+  row.message = e.message;
+  row.penalty = e.penalty;
+  row.certificate_json = e.certificate_json;
+  row.median_seconds = e.median_seconds;
+  row.min_seconds = e.min_seconds;
+  row.mad_seconds = e.mad_seconds;
+  row.ratio_vs_baseline = e.ratio_vs_baseline;
+  row.rounds = e.rounds;
+  row.cost = cost;
+  row.eval_seconds = e.eval_seconds;
+  return row;
+}
+
+Candidate from_row(const store::Candidate& c) {
+  Candidate out;
+  out.source = c.source;
+  out.schedule = c.schedule;
+  out.rewrites = c.rewrites;
+  out.proposer = c.proposer;
+  return out;
+}
+
+class Chains {
+ public:
+  Chains(const ir::Graph& graph, store::Store& store, Evaluator& evaluator,
+         std::vector<std::unique_ptr<Proposer>>& proposers, const SearchOptions& options)
+      : graph_(graph), store_(store), evaluator_(evaluator), proposers_(proposers), options_(options) {
+    for (int c = 0; c < options.chains; ++c) temperatures_.push_back(options.base_temperature * std::pow(2.0, c));
+    weights_.assign(proposers_.size(), 0.0);
+    for (size_t p = 0; p < proposers_.size(); ++p)
+      for (const auto& [name, weight] : options.proposer_weights)
+        if (name == proposers_[p]->name()) weights_[p] = weight;
+  }
+
+  StopReason run(const std::function<bool()>& interrupted, const std::function<void(const Progress&)>& progress) {
+    const auto start = std::chrono::steady_clock::now();
+    auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+    start_chains();
+    int64_t step = store_.next_step();
+    int64_t idle = 0;
+    while (true) {
+      if (interrupted()) return StopReason::Interrupted;
+      if (options_.max_evals > 0 && store_.counts().evaluations >= options_.max_evals) return StopReason::EvalBudget;
+      if (options_.time_budget_seconds > 0 && elapsed() >= options_.time_budget_seconds) return StopReason::TimeBudget;
+      const int chain = static_cast<int>(step % static_cast<int64_t>(current_.size()));
+      const bool proposed = one_step(step, chain);
+      idle = proposed ? 0 : idle + 1;
+      if (idle > 200) return StopReason::NoProposals;
+      ++step;
+      Progress p;
+      p.elapsed_seconds = elapsed();
+      p.evaluations = evaluations_;
+      p.run_evaluations = store_.counts().evaluations;
+      p.evals_per_minute = p.elapsed_seconds > 0 ? evaluations_ * 60.0 / p.elapsed_seconds : 0;
+      p.acceptance = steps_ > 0 ? static_cast<double>(accepted_) / static_cast<double>(steps_) : 0;
+      p.best_seconds = best_seconds_;
+      p.baseline_seconds = baseline_seconds_;
+      p.temperatures = temperatures_;
+      p.last = last_;
+      if (progress) progress(p);
+    }
+  }
+
+ private:
+  double cost_of(const Evaluation& e, double parent_seconds) const {
+    if (e.verdict == "pass" && e.median_seconds > 0) return std::log(seconds_of(e));
+    return std::log(std::max(parent_seconds, 1e-9)) + options_.penalty_weight * std::max(e.penalty, 1e-3);
+  }
+
+  // The candidate's time on the baseline's clock: the baseline's own median times the
+  // side-by-side ratio (less noisy than the candidate's median alone).
+  double seconds_of(const Evaluation& e) const {
+    return e.ratio_vs_baseline > 0 && baseline_seconds_ > 0 ? baseline_seconds_ * e.ratio_vs_baseline
+                                                            : e.median_seconds;
+  }
+
+  Evaluation evaluation_from_row(const store::Evaluation& row) const {
+    Evaluation e;
+    e.verdict = row.verdict;
+    e.message = row.message;
+    e.penalty = row.penalty;
+    e.certificate_json = row.certificate_json;
+    e.median_seconds = row.median_seconds;
+    e.min_seconds = row.min_seconds;
+    e.mad_seconds = row.mad_seconds;
+    e.ratio_vs_baseline = row.ratio_vs_baseline;
+    e.rounds = row.rounds;
+    e.eval_seconds = row.eval_seconds;
+    return e;
+  }
+
+  // The candidate in the run database (added if new) and its evaluation: stored if it
+  // was ever evaluated, else evaluated now and stored before returning.
+  std::pair<int64_t, Evaluation> evaluated(const Candidate& c, int64_t parent) {
+    const std::string hash = build::sha256_hex(c.source);
+    if (auto existing = store_.candidate_by_hash(hash))
+      if (auto row = store_.evaluation_of(existing->id)) return {existing->id, evaluation_from_row(*row)};
+    store::Candidate row;
+    row.hash = hash;
+    row.source = c.source;
+    row.schedule = c.schedule;
+    row.rewrites = c.rewrites;
+    row.parent = parent;
+    row.proposer = c.proposer;
+    const int64_t id = store_.add_candidate(row);
+    const Evaluation e = evaluator_.evaluate(c);
+    ++evaluations_;
+    store_.add_evaluation(to_row(id, e, 0));
+    return {id, e};
+  }
+
+  State state_of(int64_t id, const Candidate& c, const Evaluation& e, double parent_seconds) const {
+    State s;
+    s.id = id;
+    s.candidate = c;
+    s.passed = e.verdict == "pass";
+    s.seconds = s.passed ? seconds_of(e) : parent_seconds;
+    s.penalty = e.penalty;
+    s.cost = cost_of(e, parent_seconds);
+    return s;
+  }
+
+  // The baseline first (a new run), then each chain's current candidate: the last step
+  // it took, or the baseline.
+  void start_chains() {
+    const Candidate baseline = baseline_candidate(graph_);
+    auto [base_id, base_eval] = evaluated(baseline, 0);
+    if (base_eval.verdict != "pass")
+      throw InternalError("the baseline kernel (the default schedule) does not pass the verifier: " + base_eval.message);
+    baseline_seconds_ = base_eval.median_seconds;
+    const State base = state_of(base_id, baseline, base_eval, baseline_seconds_);
+    best_seconds_ = baseline_seconds_;
+    for (const auto& [c, e] : store_.best(1)) best_seconds_ = std::min(best_seconds_, seconds_of(evaluation_from_row(e)));
+    for (int chain = 0; chain < options_.chains; ++chain) {
+      State s = base;
+      if (auto last = store_.last_step(chain)) {
+        const auto c = store_.candidate(last->current);
+        const auto e = c ? store_.evaluation_of(c->id) : std::nullopt;
+        if (c && e) {
+          // The cost the chain held: the proposal's when accepted, else the previous one;
+          // a failing state's time is the parent's, recovered from that cost.
+          const double held = last->accepted ? last->cost_proposed : last->cost_current;
+          const Evaluation ev = evaluation_from_row(*e);
+          const double parent = std::exp(held - options_.penalty_weight * std::max(ev.penalty, 1e-3));
+          s = state_of(c->id, from_row(*c), ev, ev.verdict == "pass" ? baseline_seconds_ : parent);
+        }
+      }
+      current_.push_back(s);
+      since_best_.push_back(0);
+    }
+  }
+
+  // One proposal for `chain`, evaluated, accepted or rejected, and written down.
+  bool one_step(int64_t step, int chain) {
+    std::mt19937_64 rng(mix(options_.seed, static_cast<uint64_t>(step)));
+    State& cur = current_[static_cast<size_t>(chain)];
+    std::optional<Candidate> proposal;
+    std::discrete_distribution<size_t> which(weights_.begin(), weights_.end());
+    for (int tries = 0; tries < 4 && !proposal; ++tries) {
+      const size_t p = which(rng);
+      try {
+        proposal = proposers_[p]->propose(cur, rng());
+      } catch (const UserError& e) {
+        store_.add_event("proposer-error", proposers_[p]->name() + ": " + e.what());
+      }
+    }
+    if (!proposal) return false;
+    auto [id, e] = evaluated(*proposal, cur.id);
+    const State next = state_of(id, *proposal, e, cur.seconds);
+    const double t = temperatures_[static_cast<size_t>(chain)];
+    const double u = std::uniform_real_distribution<double>(0, 1)(rng);
+    const bool accept = next.cost <= cur.cost || u < std::exp(-(next.cost - cur.cost) / t);
+    store::Step row;
+    row.step = step;
+    row.chain = chain;
+    row.proposed = id;
+    row.accepted = accept;
+    row.temperature = t;
+    row.cost_current = cur.cost;
+    row.cost_proposed = next.cost;
+    row.note = proposal->proposer + ": " + proposal->move + " -> " + e.verdict;
+    row.current = accept ? id : cur.id;
+    store_.add_step(row);
+    ++steps_;
+    last_ = "chain " + std::to_string(chain) + " " + row.note + (accept ? " (accepted)" : "");
+    if (accept) {
+      ++accepted_;
+      cur = next;
+    }
+    size_t& stale = since_best_[static_cast<size_t>(chain)];
+    if (next.passed && next.seconds < best_seconds_) {
+      best_seconds_ = next.seconds;
+      stale = 0;
+    } else if (++stale > static_cast<size_t>(options_.restart_after)) {
+      restart(chain, rng);
+      stale = 0;
+    }
+    return true;
+  }
+
+  // From a random one of the best few verified candidates.
+  void restart(int chain, std::mt19937_64& rng) {
+    const auto best = store_.best(5);
+    if (best.empty()) return;
+    const auto& [c, e] = best[std::uniform_int_distribution<size_t>(0, best.size() - 1)(rng)];
+    current_[static_cast<size_t>(chain)] = state_of(c.id, from_row(c), evaluation_from_row(e), baseline_seconds_);
+    store_.add_event("restart", "chain " + std::to_string(chain) + " restarts from candidate " + std::to_string(c.id));
+  }
+
+  const ir::Graph& graph_;
+  store::Store& store_;
+  Evaluator& evaluator_;
+  std::vector<std::unique_ptr<Proposer>>& proposers_;
+  SearchOptions options_;
+  std::vector<double> temperatures_, weights_;
+  std::vector<State> current_;
+  std::vector<size_t> since_best_;
+  double baseline_seconds_ = 0, best_seconds_ = 0;
+  int64_t evaluations_ = 0, steps_ = 0, accepted_ = 0;
+  std::string last_;
+};
+
+}  // namespace
+
+const char* stop_reason_name(StopReason r) {
+  switch (r) {
+    case StopReason::TimeBudget: return "time budget spent";
+    case StopReason::EvalBudget: return "evaluation budget spent";
+    case StopReason::Interrupted: return "interrupted";
+    case StopReason::NoProposals: return "no proposer could propose anything";
+  }
+  return "unknown";
+}
+
+StopReason run_chains(const ir::Graph& graph, store::Store& store, Evaluator& evaluator,
+                      std::vector<std::unique_ptr<Proposer>>& proposers, const SearchOptions& options,
+                      const std::function<bool()>& interrupted, const std::function<void(const Progress&)>& progress) {
+  if (proposers.empty()) throw UserError("no proposers: name at least one with --proposers (e.g. mutate)");
+  if (options.chains < 1) throw UserError("--chains must be at least 1");
+  Chains chains(graph, store, evaluator, proposers, options);
+  return chains.run(interrupted, progress);
+}
+
+}  // namespace ollie::search
