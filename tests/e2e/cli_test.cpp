@@ -6,6 +6,7 @@
 
 #include <array>
 #include <map>
+#include <set>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <sstream>
 
 #include "npy/npy.h"
+#include "store/store.h"
 
 namespace {
 
@@ -298,6 +300,61 @@ TEST_F(RunKernel, BenchTimesSideBySideAndChecksTheTimedOutputs) {
   CommandResult missing = ollie("bench " + spec + " /nonexistent/k.cpp");
   EXPECT_EQ(missing.exit_code, 1) << missing.out;
   EXPECT_NE(missing.out.find("cannot read kernel '/nonexistent/k.cpp'"), std::string::npos) << missing.out;
+}
+
+// The main job end to end on a small softmax: a budgeted run writes its database and a
+// best kernel that passes `ollie verify --level full`; a run killed with SIGKILL keeps
+// every evaluation it finished, and resuming it evaluates nothing twice.
+TEST(Cli, OptimizeWritesAVerifiedKernelAndResumesAfterSigkill) {
+  const fs::path dir = temp_dir() / "optimize";
+  fs::remove_all(dir);
+  const std::string spec = (source_dir() / "examples/softmax.py").string();
+  const std::string env = "OLLIE_CACHE_DIR=" + (dir / "cache").string();
+  CommandResult r = ollie_with_env(env, "optimize " + spec + " --dims M=16,N=64 --evals 5 --bench-seconds 0.05 -o " +
+                                            (dir / "a").string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("stopped: evaluation budget spent"), std::string::npos) << r.out;
+  for (const char* file : {"run.db", "softmax.cpp", "softmax.ollie.h", "softmax.schedule", "certificate.json", "summary.md"})
+    EXPECT_TRUE(fs::exists(dir / "a" / file)) << file;
+  EXPECT_NE(read_file(dir / "a" / "certificate.json").find("\"level\": \"full\""), std::string::npos);
+  CommandResult v = ollie_with_env(env, "verify " + spec + " " + (dir / "a" / "softmax.cpp").string() +
+                                            " --dims M=16,N=64 --level full");
+  EXPECT_EQ(v.exit_code, 0) << v.out;
+  {
+    ollie::store::Store db = ollie::store::Store::open((dir / "a" / "run.db").string());
+    EXPECT_EQ(db.counts().evaluations, 5);
+  }
+  // The same directory again without --resume is refused with what to do.
+  CommandResult again = ollie_with_env(env, "optimize " + spec + " --dims M=16,N=64 --evals 5 -o " + (dir / "a").string());
+  EXPECT_EQ(again.exit_code, 1) << again.out;
+  EXPECT_NE(again.out.find("--resume"), std::string::npos) << again.out;
+
+  // Killed mid-run, then resumed.
+  const std::string db_path = (dir / "b" / "run.db").string();
+  std::system(("cd " + dir.string() + " && " + env + " timeout -s KILL 8 " + OLLIE_BINARY + " optimize " + spec +
+               " --dims M=16,N=64 --evals 1000 --bench-seconds 0.05 -o b > /dev/null 2>&1").c_str());
+  int64_t before = 0;
+  {
+    ollie::store::Store db = ollie::store::Store::open(db_path);
+    before = db.counts().evaluations;
+  }
+  ASSERT_GE(before, 2) << "the killed run evaluated too little to test resuming";
+  CommandResult resumed = ollie_with_env(env, "optimize --resume " + db_path + " --evals " + std::to_string(before + 3) +
+                                                  " --bench-seconds 0.05");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
+  EXPECT_NE(resumed.out.find("(resumed)"), std::string::npos) << resumed.out;
+  ollie::store::Store db = ollie::store::Store::open(db_path);
+  EXPECT_EQ(db.counts().evaluations, before + 3);
+  EXPECT_EQ(db.integrity_check(), "ok");
+  std::set<int64_t> evaluated;
+  for (int64_t id = 1; id <= db.counts().candidates; ++id) {
+    const auto e = db.evaluation_of(id);
+    if (e) {
+      EXPECT_TRUE(evaluated.insert(e->candidate).second) << "candidate " << id;
+    }
+  }
+  EXPECT_EQ(static_cast<int64_t>(evaluated.size()), before + 3);
+  fs::remove_all(dir);
 }
 
 // `ollie emit` then `ollie run-kernel` on what it wrote: the baseline kernel of every
