@@ -55,33 +55,15 @@ for var in THREAD_VARS:
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests" / "numpy"))
+sys.path.insert(0, str(ROOT / "bench"))
 from spec_harness import load_spec  # noqa: E402
+from kernel_io import BenchError, blas_threads, disagreement, example_inputs, header_dims  # noqa: E402
 
 # Default candidate flags (DESIGN.md section 3); the -O3 build is the one timed.
 FLAGS = ["-std=c++20", "-O3", "-march=native", "-fopenmp", "-shared", "-fPIC"]
-# Loose agreement with numpy, relative to the largest |numpy| of the output (so sums that
-# cancel to near zero do not fail on rounding): a sanity check before timing, not the
-# verifier (`ollie run-kernel` checks against derived bounds).
-RTOL = {"f16": 1e-2, "f32": 1e-3, "f64": 1e-9, "i32": 0, "bool": 0}
-# Weights drawn as a trained model's would be, normal / sqrt(fan-in), as each spec's own
-# __main__ block draws them: unscaled, these products overflow exp (swiglu) or push
-# softmax scores into the hundreds (mha); every other input is plain normal(0, 1).
-FAN_IN = {
-    "mha_causal": {"w_q": ("DM",), "w_k": ("DM",), "w_v": ("DM",), "w_o": ("H", "HD")},
-    "mla_decode": {"w_uk": ("L",), "w_uv": ("L",)},
-    "swiglu_mlp": {"w_gate": ("D",), "w_up": ("D",), "w_down": ("F",)},
-}
 WARMUP_ROUNDS = 3
 MIN_ROUNDS = 5
 MAX_ROUNDS = 10_000
-
-HEADER_DIM = re.compile(r"^\s*constexpr int64_t (\w+) = (-?\d+);\s*// dims\[(\d+)\]", re.M)
-HEADER_COUNT = re.compile(r"^\s*constexpr int64_t count = (\d+);", re.M)
-
-
-class BenchError(Exception):
-    """One example could not be benchmarked; its FAIL row says why."""
-
 
 def ollie(*args):
     proc = subprocess.run([ARGS.ollie, *args], capture_output=True, text=True)
@@ -89,16 +71,6 @@ def ollie(*args):
         raise BenchError(f"`ollie {' '.join(args)}` exited {proc.returncode}: "
                          f"{(proc.stderr or proc.stdout).strip()}")
     return proc.stdout
-
-
-def header_dims(header):
-    """The dims in ABI order with the sizes bound for this kernel, from <entry>.ollie.h."""
-    found = sorted((int(i), name, int(value)) for name, value, i in HEADER_DIM.findall(header))
-    count = HEADER_COUNT.search(header)
-    if count is None or [i for i, _, _ in found] != list(range(int(count.group(1)))):
-        raise BenchError("cannot read the dims order from the header (expected `constexpr int64_t "
-                         "count = N;` and one `constexpr int64_t NAME = SIZE;  // dims[i]` per dim)")
-    return {name: value for _, name, value in found}
 
 
 def compile_seconds(source, opt, so_path):
@@ -110,22 +82,6 @@ def compile_seconds(source, opt, so_path):
     if proc.returncode != 0:
         raise BenchError(f"`{' '.join(cmd)}` failed:\n{proc.stderr.strip()}")
     return seconds
-
-
-def disagreement(spec, got, want):
-    """None if every kernel output matches numpy's; else what differs."""
-    for i, (t, g, w) in enumerate(zip(spec.returns, got, want)):
-        w = np.asarray(w)
-        if w.shape != g.shape:
-            return f"out{i}: numpy's shape is {w.shape}, the annotation's {g.shape}"
-        w = w.astype(g.dtype)
-        scale = float(np.max(np.abs(w))) if w.size else 0.0
-        if not np.allclose(g, w, rtol=RTOL[t.dtype], atol=RTOL[t.dtype] * scale):
-            err = np.abs(g.astype(np.float64) - w)
-            idx = np.unravel_index(np.argmax(np.where(np.isnan(err), np.inf, err)), err.shape)
-            return (f"out{i}: kernel {float(g[idx]):.6g} vs numpy {float(w[idx]):.6g} at {tuple(map(int, idx))} "
-                    f"(max |numpy| {scale:.3g}, rtol {RTOL[t.dtype]})")
-    return None
 
 
 def side_by_side(numpy_call, kernel_call):
@@ -172,10 +128,7 @@ def bench_example(path, workdir, row):
     kernel = ctypes.CDLL(str(out_dir / "kernel_O3.so")).ollie_kernel
     kernel.restype = None
 
-    inputs = spec.inputs(dims, np.random.default_rng(0), "normal")
-    for name, fan_in in FAN_IN.get(path.stem, {}).items():
-        scale = np.sqrt(np.prod([dims[d] for d in fan_in]))
-        inputs[name] = inputs[name] / inputs[name].dtype.type(scale)
+    inputs = example_inputs(spec, dims)
     outputs = [np.empty(t.shape(dims), dtype=t.np_dtype) for t in spec.returns]
     for out in outputs:               # poisoned: an element the kernel never writes cannot agree
         out.fill(np.nan if out.dtype.kind == "f" else -1)
@@ -202,19 +155,6 @@ def bench_example(path, workdir, row):
     row["ollie_ms"], row["ollie_iqr_ms"] = median_iqr_ms(kernel_ns)
     row["ollie_over_numpy"] = row["ollie_ms"] / row["numpy_ms"]
     row["numpy_over_ollie"] = row["numpy_ms"] / row["ollie_ms"]
-
-
-def blas_threads():
-    """The thread count numpy's OpenBLAS reports, or '?' where it cannot be asked."""
-    with open("/proc/self/maps") as maps:
-        libs = {line.split()[-1] for line in maps if "openblas" in line.lower() and ".so" in line}
-    for lib in sorted(libs):
-        handle = ctypes.CDLL(lib)
-        for name in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_",
-                     "openblas_get_num_threads"):
-            if hasattr(handle, name):
-                return str(getattr(handle, name)())
-    return "?"
 
 
 # The table: (heading, row key, width, format); "-" where a FAIL row has no value.

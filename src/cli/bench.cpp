@@ -41,7 +41,23 @@ int run_bench(const SpecFlags& flags, const BenchFlags& b) {
   options.seed = b.seed;
   options.timeout_seconds = b.timeout_seconds;
   options.compiler = b.compiler;
-  const measure::BenchReport report = measure::bench(graph, kernels, options);
+  measure::BenchReport report = measure::bench(graph, kernels, options);
+
+  // The roofline at this thread count, from the machine's calibration (measured once and
+  // cached; the first bench on a machine pays for it).
+  measure::CalibrateOptions calibrate;
+  calibrate.progress = [](const std::string& line) { std::cerr << "calibrate: " << line << "\n"; };
+  const measure::CachedPeaks peaks = measure::machine_peaks(measure::default_cache_dir(), false, calibrate);
+  const measure::Roofline roof = measure::roofline(graph, peaks.peaks, report.threads);
+  std::vector<std::string> impossible;
+  for (auto& k : report.kernels)
+    if (k.stats.n > 0)
+      if (std::string why = measure::below_roofline(roof, k.stats.median, report.cold); !why.empty())
+        impossible.push_back(k.name + ": " + why);
+  if (!impossible.empty() && report.status == measure::BenchStatus::Ok) {
+    report.status = measure::BenchStatus::Wrong;
+    report.message = impossible.front();
+  }
 
   if (b.json) {
     nlohmann::json j;
@@ -58,9 +74,17 @@ int run_bench(const SpecFlags& flags, const BenchFlags& b) {
     j["warmup_seconds"] = report.warmup_seconds;
     j["load_average"] = report.load_average;
     j["noise"] = report.noise;
+    j["roofline"] = {{"flops", roof.flops},         {"bytes", roof.bytes},
+                     {"intensity", roof.intensity}, {"peak_flops_per_s", roof.peak_flops},
+                     {"bandwidth_bytes_per_s", roof.bandwidth}, {"bound_seconds", roof.bound_seconds},
+                     {"memory_bound", roof.memory_bound}, {"peaks_file", peaks.path}};
     for (const auto& k : report.kernels) {
       nlohmann::json kj = stats_json(k.stats);
       kj["name"] = k.name;
+      const measure::Throughput t = measure::throughput(roof, k.stats.median);
+      kj["gflops_per_s"] = t.gflops_per_s;
+      kj["gbytes_per_s"] = t.gbytes_per_s;
+      kj["roofline_fraction"] = t.roofline_fraction;
       kj["outputs_agree"] = k.outputs_agree;
       if (!k.output_problem.empty()) kj["output_problem"] = k.output_problem;
       j["kernels"].push_back(kj);
@@ -77,10 +101,18 @@ int run_bench(const SpecFlags& flags, const BenchFlags& b) {
                              report.threads, report.cold ? "cold" : "hot", report.rounds, report.seed);
     for (const auto& k : report.kernels) {
       if (k.stats.n == 0) continue;
+      const measure::Throughput t = measure::throughput(roof, k.stats.median);
       std::cout << fmt::format("  {:<32} median {:>11}  min {:>11}  MAD {:>10} ({:.1f}%)  outliers {}\n", k.name,
                                milliseconds(k.stats.median), milliseconds(k.stats.min), milliseconds(k.stats.mad),
                                k.stats.spread() * 100, k.stats.outliers);
+      std::cout << fmt::format("  {:<32} {:.3g} GFLOP/s, {:.3g} GB/s, {:.1f}% of the roofline\n", "", t.gflops_per_s,
+                               t.gbytes_per_s, t.roofline_fraction * 100);
     }
+    std::cout << fmt::format(
+        "  roofline at {} threads: {:.4g} MFLOP, {:.4g} MB compulsory, {:.3g} FLOP/byte; peaks {:.4g} GFLOP/s, "
+        "{:.4g} GB/s: {}-bound, no kernel faster than {}\n",
+        roof.threads, roof.flops / 1e6, roof.bytes / 1e6, roof.intensity, roof.peak_flops / 1e9, roof.bandwidth / 1e9,
+        roof.memory_bound ? "memory" : "compute", milliseconds(roof.bound_seconds));
     if (report.ratio)
       std::cout << fmt::format("  ratio {} / {}: {:.3f} (median of {} per-round ratios, MAD {:.3f}, range {:.3f}..{:.3f})\n",
                                report.kernels[0].name, report.kernels[1].name, report.ratio->median, report.ratio->n,

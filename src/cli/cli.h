@@ -49,7 +49,8 @@ void write_arrays(const std::string& path, const npy::ArrayList& arrays, const s
 void check_reference_fits(const ir::Graph& graph);
 
 // The verbs.
-int run_check(const SpecFlags& flags);
+// json: the entry, dims, param/result shapes, FLOPs and compulsory bytes as JSON, no IR text.
+int run_check(const SpecFlags& flags, bool json = false);
 struct EvalFlags {
   std::string inputs;
   std::string out;
@@ -120,5 +121,14 @@ struct OptimizeFlags {
 double parse_duration(const std::string& text, const std::string& flag);
 // Exit 0 when a best kernel was written, 4 when none passed the full verification.
 int run_optimize(const OptimizeFlags& f);
+
+struct CalibrateFlags {
+  bool recalibrate = false;
+  bool json = false;
+  int threads = 0;               // 0: all cores
+  std::string cache_dir;         // empty: measure::default_cache_dir()
+  int64_t max_array_mib = 0;     // 0: the default cap (1024 MiB per triad array)
+};
+int run_calibrate(const CalibrateFlags& flags);
 
 }  // namespace ollie::cli

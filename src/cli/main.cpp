@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   SpecFlags check_flags;
   CLI::App* check = app.add_subcommand("check", "parse a spec; print its IR, bound shapes, FLOPs and bytes");
   add_spec_flags(check, check_flags);
+  bool check_json = false;
+  check->add_flag("--json", check_json, "print the entry, bound dims, shapes, FLOPs and compulsory bytes as JSON instead");
 
   SpecFlags eval_flags;
   EvalFlags eval;
@@ -109,6 +111,19 @@ int main(int argc, char** argv) {
   opt_cmd->add_option("--log-every", opt.log_every, "seconds between progress lines when not on a terminal")
       ->check(CLI::PositiveNumber);
 
+  CalibrateFlags cal;
+  CLI::App* calibrate_cmd = app.add_subcommand(
+      "calibrate", "measure this machine's peak float32 FLOP/s and memory bandwidth once; print the cached figures");
+  calibrate_cmd->add_flag("--recalibrate", cal.recalibrate, "measure again even if cached figures match this machine");
+  calibrate_cmd->add_flag("--json", cal.json, "print the figures as JSON");
+  calibrate_cmd->add_option("--threads", cal.threads, "also show the roofline peaks at this many threads (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  calibrate_cmd->add_option("--cache-dir", cal.cache_dir,
+                            "where machine.json is kept (default: $OLLIE_CACHE_DIR, else $XDG_CACHE_HOME/ollie, else ~/.cache/ollie)");
+  calibrate_cmd->add_option("--max-array-mib", cal.max_array_mib,
+                            "when measuring: cap on each triad array, MiB (default 1024; arrays are 4 x the last-level cache up to it)")
+      ->check(CLI::PositiveNumber);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -117,13 +132,14 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (*check) return run_check(check_flags);
+    if (*check) return run_check(check_flags, check_json);
     if (*eval_cmd) return run_eval(eval_flags, eval);
     if (*run_cmd) return run_kernel(run_flags, run);
     if (*verify_cmd) return run_verify(verify_flags, ver);
     if (*emit_cmd) return run_emit(emit_flags, emit_opts);
     if (*bench_cmd) return run_bench(bench_flags, bench);
     if (*opt_cmd) return run_optimize(opt);
+    if (*calibrate_cmd) return run_calibrate(cal);
   } catch (const UserError& e) {
     std::cerr << e.what() << "\n";
     return 1;

@@ -60,24 +60,6 @@ const char* bench_status_name(BenchStatus s) {
   return "unknown";
 }
 
-uint64_t last_level_cache_bytes() {
-  for (int name : {_SC_LEVEL4_CACHE_SIZE, _SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE}) {
-    const long v = sysconf(name);
-    if (v > 0) return static_cast<uint64_t>(v);
-  }
-  // /sys: the largest cache of cpu0.
-  uint64_t best = 0;
-  for (int i = 0; i < 8; ++i) {
-    std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
-    std::string text;
-    if (!(in >> text) || text.empty()) continue;
-    uint64_t v = std::strtoull(text.c_str(), nullptr, 10);
-    if (text.back() == 'K') v <<= 10;
-    if (text.back() == 'M') v <<= 20;
-    best = std::max(best, v);
-  }
-  return best;
-}
 
 BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernels, const BenchOptions& options) {
   BenchReport report;
@@ -123,7 +105,7 @@ BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernel
   timing.cold = options.cold;
   if (options.cold)
     timing.flush_bytes = options.flush_bytes ? options.flush_bytes
-                                             : std::max<uint64_t>(uint64_t{64} << 20, 2 * last_level_cache_bytes());
+                                             : std::max<uint64_t>(uint64_t{64} << 20, 2 * static_cast<uint64_t>(std::max<int64_t>(0, llc_bytes())));
   report.flush_bytes = timing.flush_bytes;
 
   const runner::TimedOutcome timed = runner::time_kernels(built, graph, sets, run_options, timing);

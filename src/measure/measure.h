@@ -1,10 +1,36 @@
-// The measurement stage (DESIGN.md section 6): how long a kernel takes, measured in the
-// runner (never in this process), summarized robustly, compared side by side, and
-// checked: the outputs of the timed calls themselves are compared with the reference,
-// so a kernel cannot be right when verified and fast-but-wrong when timed.
+// The measurement stage (DESIGN.md section 6). Owns: how long a kernel takes, measured in
+// the runner (never in this process), summarized robustly, compared side by side, and
+// checked (the outputs of the timed calls themselves are compared with the reference, so
+// a kernel cannot be right when verified and fast-but-wrong when timed); and machine
+// calibration and the roofline: this machine's identity
+// (CPU model, ISA, cores, last-level cache), the one-time measurement of its peak float32
+// FLOP/s (an FMA loop) and memory bandwidth (a STREAM-style triad), single core and all
+// cores, the per-machine cache of those figures (<cache>/machine.json), and the roofline of
+// a tensor-IR graph (its FLOPs and compulsory bytes, ir::cost) against them, including how
+// to express a measured time as GFLOP/s, GB/s and a fraction of the roofline.
+//
+// The calibration kernels (peak_kernels.cc) are ollie's own trusted code: they are compiled
+// with the build driver at the candidates' flags (-O3 -march=native -fopenmp) and run
+// inside the ollie process. Candidate kernels never run here; they run in the runner.
+//
+// Conventions (docs/measurement.md says more):
+// - FLOP/s of the FMA loop = 2 * vector lanes * FMAs per second (an FMA is two FLOPs).
+// - Triad bandwidth: STREAM's convention, 3 arrays x 4 bytes per element per pass (b and c
+//   read, a written once). With ordinary stores the hardware also reads `a` before writing
+//   it (write-allocate), so the bus carries 4/3 of the counted bytes; the counted figure
+//   matches what ir::cost counts for a kernel (each input read once, each output written
+//   once), so a kernel's bytes / triad bandwidth is a like-for-like bound.
+// - Arrays are 4 x the last-level cache each, capped (CalibrateOptions::max_array_bytes,
+//   default 1 GiB, and 1/8 of available memory), so three arrays stay far out of cache;
+//   MachinePeaks::triad_sizing says which rule set the size.
+// - Peaks at t threads scale linearly from the 1-core figure (t = 1) to the all-core
+//   figure (t = cores); t is clamped to [1, cores].
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +38,141 @@
 #include "ir/ir.h"
 
 namespace ollie::measure {
+
+// What a cache file must match to be reused.
+struct MachineIdentity {
+  std::string cpu_model;   // /proc/cpuinfo "model name" (or "CPU implementer/part" on ARM)
+  std::string isa;         // vector ISA flags present, widest first: "avx512f avx512bw ... fma avx2 avx"
+  int cores = 0;           // hardware threads this process may run on (sched_getaffinity)
+};
+MachineIdentity host_identity();
+
+// Size in bytes of the last-level data or unified cache (sysfs, else sysconf); 0 if unknown.
+int64_t llc_bytes();
+// Hardware threads per core (SMT), from cpu0's thread siblings; 1 if unknown.
+int threads_per_core();
+// MemAvailable from /proc/meminfo; 0 if unknown.
+int64_t available_memory_bytes();
+
+// The triad's per-array size and a sentence saying why.
+struct TriadSize {
+  int64_t bytes = 0;
+  std::string why;
+};
+// 4 x llc (32 MiB assumed when llc is 0), capped at max_array_bytes and at available / 8 (when
+// available > 0), rounded down to a multiple of 4 KiB, at least 1 MiB.
+TriadSize triad_array_size(int64_t llc, int64_t max_array_bytes, int64_t available);
+
+struct MachinePeaks {
+  int format = 1;                 // bump when a field's meaning changes (old files are re-measured)
+  std::string cpu_model;
+  std::string isa;
+  int cores = 0;
+  int threads_per_core = 1;
+  std::string date;               // ISO 8601 UTC, when measured
+  std::string compiler;           // compiler version line and the flags of the calibration build
+  int vector_bits = 0;            // width of the FMA loop's vectors in that build
+  int fma_chains = 0;             // independent FMA accumulators per thread
+  double clock_hz = 0;            // estimate from a dependent-add chain, 1 core; 0 if unknown
+  double fma_flops_1core = 0;     // float32 FLOP/s
+  double fma_flops_all = 0;       // float32 FLOP/s with one thread per core
+  double triad_bytes_per_s_1core = 0;
+  double triad_bytes_per_s_all = 0;
+  int64_t llc_bytes = 0;
+  int64_t triad_array_bytes = 0;  // each of the three arrays
+  std::string triad_sizing;       // why that size
+  std::string triad_convention;   // how bytes are counted
+  double load_average = -1;       // 1-minute load average when the calibration started
+  double seconds = 0;             // wall time of the calibration
+
+  MachineIdentity identity() const { return {cpu_model, isa, cores}; }
+};
+
+// nlohmann::json conversions (ADL): every field by name; from_json throws UserError naming
+// a missing or mistyped field.
+void to_json(nlohmann::json& j, const MachinePeaks& p);
+void from_json(const nlohmann::json& j, MachinePeaks& p);
+std::string to_json_text(const MachinePeaks& p);  // pretty, 2-space indent, trailing newline
+
+struct CalibrateOptions {
+  // Each timed sample runs at least this long; the FMA loop's iteration count is doubled
+  // until it does. The defaults take 10-20 s with 1 GiB arrays (most of it the triad's
+  // page faults and passes).
+  double sample_seconds = 0.2;
+  int repetitions = 5;            // best of this many samples per figure
+  int64_t max_array_bytes = int64_t{1} << 30;
+  std::string build_cache_dir;    // empty: build::default_cache_dir()
+  std::function<void(const std::string&)> progress;  // one line per step, if set
+};
+
+// Compiles and runs the calibration kernels; throws UserError if they do not compile.
+MachinePeaks calibrate(const CalibrateOptions& options = {});
+
+// $OLLIE_CACHE_DIR (ollie's one cache directory, which the build cache also uses), else
+// $XDG_CACHE_HOME/ollie, else ~/.cache/ollie. machine.json lives directly in it
+// (machine-<N>cpus.json for a process allowed on only N of the online CPUs).
+std::string default_cache_dir();
+
+struct CachedPeaks {
+  MachinePeaks peaks;
+  std::string path;        // <cache_dir>/machine.json, or machine-<N>cpus.json (see above)
+  bool measured_now = false;
+  std::string why;         // why it was (or was not) measured now
+};
+// The peaks from the cache file when its format, cpu model, isa and cores match
+// this machine and `recalibrate` is false; otherwise calibrates and (re)writes the file
+// atomically. A file that cannot be read or parsed is replaced, and `why` says so.
+CachedPeaks machine_peaks(const std::string& cache_dir, bool recalibrate,
+                          const CalibrateOptions& options = {});
+
+// ---------------------------------------------------------------------------- roofline
+
+// The peaks a kernel with `threads` threads can reach (threads <= 0: all cores); linear
+// between the 1-core and the all-core figures.
+struct ThreadPeaks {
+  int threads = 0;
+  double flops_per_s = 0;
+  double bytes_per_s = 0;
+};
+ThreadPeaks peaks_at(const MachinePeaks& peaks, int threads);
+
+struct Roofline {
+  double flops = 0;          // ir::cost FLOPs at the bound dims
+  double bytes = 0;          // ir::cost compulsory bytes
+  double intensity = 0;      // flops / bytes (0 when bytes is 0)
+  double peak_flops = 0;     // FLOP/s at the thread count
+  double bandwidth = 0;      // bytes/s at the thread count
+  double bound_seconds = 0;  // max(flops / peak_flops, bytes / bandwidth): no kernel is faster
+  bool memory_bound = false; // bytes / bandwidth > flops / peak_flops
+  int threads = 0;
+  // min(peak_flops, intensity * bandwidth): the attainable FLOP/s.
+  double attainable_flops() const;
+};
+Roofline roofline(double flops, double bytes, const ThreadPeaks& peaks);
+Roofline roofline(const ir::Graph& graph_at_bound_dims, const MachinePeaks& peaks, int threads);
+
+// A measured time as rates and as a fraction of the roofline: bound_seconds / seconds
+// (1 = at the roofline; above 1 means the kernel beat the model, e.g. data stayed in cache).
+struct Throughput {
+  double seconds = 0;
+  double gflops_per_s = 0;
+  double gbytes_per_s = 0;   // compulsory bytes / seconds, 1e9 bytes
+  double roofline_fraction = 0;
+};
+Throughput throughput(const Roofline& roof, double seconds);
+
+// Why `seconds` cannot be a true time of a kernel with roofline `roof` ("" when it can).
+// The compute roof (FLOPs / peak FLOP/s) is a hard lower bound at any cache state: below
+// 0.9 of it is refused. The memory roof is one only with cold caches (hot, the data may
+// come from cache faster than the triad's DRAM bandwidth), and the triad is not the last
+// word on bandwidth (read-only streams can go faster), so with `cold` below 0.5 of it is
+// refused. What is refused is reported as a measurement error or a cheating kernel.
+constexpr double kComputeRoofSlack = 0.9;
+constexpr double kMemoryRoofSlack = 0.5;
+std::string below_roofline(const Roofline& roof, double seconds, bool cold);
+
+// ---------------------------------------------------------------------------- timing
+
 
 // A robust summary of repeated timings (seconds).
 struct Stats {
@@ -75,7 +236,5 @@ struct BenchKernel {
 // of each kernel's timed calls with the reference. Never throws for what a kernel does.
 BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernels, const BenchOptions& options);
 
-// Bytes of the last-level cache (sysconf, else /sys), 0 when unknown.
-uint64_t last_level_cache_bytes();
 
 }  // namespace ollie::measure

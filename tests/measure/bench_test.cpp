@@ -110,3 +110,22 @@ TEST(Bench, ColdCachesFlushBetweenCalls) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Roofline, TimesBelowTheRoofAreRefusedAsImpossible) {
+  ollie::measure::ThreadPeaks peaks{2, 100e9, 20e9};  // 100 GFLOP/s, 20 GB/s
+  // 1 GFLOP over 1 MB: the compute roof is 10 ms, the memory roof 0.05 ms.
+  const auto roof = ollie::measure::roofline(1e9, 1e6, peaks);
+  EXPECT_FALSE(roof.memory_bound);
+  EXPECT_EQ(ollie::measure::below_roofline(roof, 0.011, false), "");
+  EXPECT_NE(ollie::measure::below_roofline(roof, 0.005, false).find("faster than the compute roof"), std::string::npos);
+  // 1 MFLOP over 100 MB: memory roof 5 ms; hot caches may beat it, cold ones may not.
+  const auto streaming = ollie::measure::roofline(1e6, 100e6, peaks);
+  EXPECT_TRUE(streaming.memory_bound);
+  EXPECT_EQ(ollie::measure::below_roofline(streaming, 0.001, false), "");
+  EXPECT_NE(ollie::measure::below_roofline(streaming, 0.001, true).find("cold caches"), std::string::npos);
+  EXPECT_EQ(ollie::measure::below_roofline(streaming, 0.004, true), "");  // within the triad's slack
+}
+
+}  // namespace

@@ -1,0 +1,401 @@
+#!/usr/bin/env python3
+"""ollie's kernel against its peers, numpy and jax.jit (XLA on CPU), per example at its
+default DIMS, on the same seeded float32 inputs, with one thread count for all three, and
+each time also as GFLOP/s and as a fraction of this machine's roofline.
+
+For each example: `ollie check --json` gives the FLOPs and compulsory bytes, `ollie
+calibrate --json --threads N` the peaks (measured once per machine, cached). The jax version
+of the spec is the spec's own entry function with `jnp` in place of `np` (a hand-written
+one only where that fails, see JAX_BY_HAND); jax's and ollie's outputs are checked against
+numpy's (loosely) before anything is timed. Then the three are timed side by side in
+rounds, the order rotating each round (numpy jax ollie, jax ollie numpy, ...), for
+--seconds per example; the table shows medians.
+
+ollie's time comes from one of two places (--ollie-timing):
+  ctypes  `ollie emit` writes the default-schedule kernel, it is compiled with the default
+          flags of DESIGN.md section 3 and called in this process through ctypes, in the
+          same rounds as numpy and jax (as bench/baseline.py does);
+  bench   `ollie bench SPEC KERNEL --json` times it in ollie's sandboxed runner, in blocks
+          between blocks of numpy/jax rounds; its median_seconds is used.
+
+Thread control: OMP_NUM_THREADS, OPENBLAS_NUM_THREADS and MKL_NUM_THREADS are set before
+numpy loads; XLA has no supported thread-count setting, but sizes its intra-op pool from
+the CPUs the process may run on, so with --threads below the CPU count the whole process
+is pinned to that many CPUs (sched_setaffinity, as `taskset` would), and with one thread
+XLA_FLAGS also gets --xla_cpu_multi_thread_eigen=false. The CPU time each library used per
+second of its calls is reported ("busy threads") so the effect can be seen.
+
+usage: .venv/bin/python bench/peers.py [--ollie build/ollie] [--threads N] [--seconds 2]
+           [--only NAME]... [--ollie-timing ctypes|bench] [--json FILE] [--markdown FILE]
+"""
+import argparse
+import ctypes
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import types
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+FLAGS = ["-std=c++20", "-O3", "-march=native", "-fopenmp", "-shared", "-fPIC"]
+WARMUP_ROUNDS = 3
+MIN_ROUNDS = 5
+MAX_ROUNDS = 10_000
+BENCH_BLOCKS = 3        # --ollie-timing bench: alternations of peer blocks and `ollie bench` runs
+METHODS = ("numpy", "jax", "ollie")
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    default_ollie = ROOT / "build" / "ollie"
+    parser.add_argument("--ollie", default=str(default_ollie), help="the ollie binary (default: build/ollie)")
+    parser.add_argument("--threads", type=int, default=os.cpu_count(),
+                        help="threads for numpy's BLAS, XLA and the kernel's OpenMP (default: all CPUs)")
+    parser.add_argument("--seconds", type=float, default=2.0, help="time budget of the rounds of one example")
+    parser.add_argument("--only", action="append", metavar="NAME", help="run only this example; repeatable")
+    parser.add_argument("--compiler", default="g++", help="C++ compiler for --ollie-timing ctypes")
+    parser.add_argument("--ollie-timing", choices=("ctypes", "bench"), default="ctypes",
+                        help="where ollie's time comes from (see above; default ctypes)")
+    parser.add_argument("--no-x64", action="store_true",
+                        help="leave jax in its default 32-bit mode (default: jax_enable_x64, so the "
+                             "specs' float64 pieces, e.g. rope's angle tables, stay float64 as in numpy)")
+    parser.add_argument("--json", metavar="FILE", help="write the table and its context as JSON")
+    parser.add_argument("--markdown", metavar="FILE", help="write the table and its context as Markdown")
+    return parser.parse_args()
+
+
+# Thread settings must be in place before numpy loads OpenBLAS, jax creates its CPU client
+# and the first kernel loads libgomp: each reads them once.
+ARGS = parse_args()
+if ARGS.threads < 1:
+    sys.exit("--threads must be at least 1")
+for var in THREAD_VARS:
+    os.environ[var] = str(ARGS.threads)
+ALLOWED_CPUS = sorted(os.sched_getaffinity(0))
+PINNED = None
+if ARGS.threads < len(ALLOWED_CPUS):
+    PINNED = ALLOWED_CPUS[:ARGS.threads]
+    os.sched_setaffinity(0, PINNED)
+if ARGS.threads == 1:
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import numpy as np  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import jaxlib  # noqa: E402
+
+if not ARGS.no_x64:
+    jax.config.update("jax_enable_x64", True)
+
+sys.path.insert(0, str(ROOT / "tests" / "numpy"))
+sys.path.insert(0, str(ROOT / "bench"))
+from spec_harness import load_spec  # noqa: E402
+from kernel_io import BenchError, blas_threads, disagreement, example_inputs, header_dims  # noqa: E402
+
+# Hand-written jax versions for specs whose numpy code does not run under jnp. Empty while
+# every example runs unchanged; an entry is fn(**inputs) -> jax array(s).
+JAX_BY_HAND = {}
+
+
+def ollie(*args, timeout=600, unpinned=False):
+    """Runs the ollie binary; `unpinned`: on every CPU this script was allowed, not only the
+    ones it pinned itself to (calibration measures the whole machine)."""
+    restore = (lambda: os.sched_setaffinity(0, ALLOWED_CPUS)) if unpinned and PINNED else None
+    proc = subprocess.run([ARGS.ollie, *args], capture_output=True, text=True, timeout=timeout,
+                          preexec_fn=restore)
+    if proc.returncode != 0:
+        raise BenchError(f"`ollie {' '.join(args)}` exited {proc.returncode}: "
+                         f"{(proc.stderr or proc.stdout).strip()}")
+    return proc.stdout
+
+
+# ---------------------------------------------------------------------------- the peers
+
+def jax_entry(spec):
+    """The spec's entry with `np` bound to jax.numpy, helpers included, under jax.jit."""
+    if spec.name in JAX_BY_HAND:
+        return jax.jit(JAX_BY_HAND[spec.name]), "by hand"
+    ns = dict(spec.fn.__globals__)
+    ns["np"] = jnp
+    for name, value in list(ns.items()):
+        if isinstance(value, types.FunctionType) and value.__code__.co_filename == str(spec.path):
+            ns[name] = types.FunctionType(value.__code__, ns, value.__name__, value.__defaults__, value.__closure__)
+    return jax.jit(ns[spec.fn.__name__]), "spec with np = jax.numpy"
+
+
+def as_tuple(x):
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+# ---------------------------------------------------------------------------- ollie's kernel
+
+class CtypesKernel:
+    """The default-schedule kernel, compiled here and called in this process."""
+    how = "ctypes"
+
+    def __init__(self, spec, path, workdir, inputs):
+        out_dir = workdir / path.stem
+        ollie("emit", str(path), "-o", str(out_dir))
+        source = out_dir / f"{spec.entry}.cpp"
+        self.dims = header_dims((out_dir / f"{spec.entry}.ollie.h").read_text())
+        so = out_dir / "kernel.so"
+        cmd = [ARGS.compiler, *FLAGS, str(source), "-o", str(so)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise BenchError(f"`{' '.join(cmd)}` failed:\n{proc.stderr.strip()}")
+        fn = ctypes.CDLL(str(so)).ollie_kernel
+        fn.restype = None
+        self.outputs = [np.empty(t.shape(self.dims), dtype=t.np_dtype) for t in spec.returns]
+        for out in self.outputs:          # poisoned: an element the kernel never writes cannot agree
+            out.fill(np.nan if out.dtype.kind == "f" else -1)
+        self._dims_arr = np.array(list(self.dims.values()), dtype=np.int64)
+        self._inputs = inputs             # keeps the arrays alive
+        pointers = [a.ctypes.data for a in (*inputs.values(), *self.outputs, self._dims_arr)]
+        fn.argtypes = [ctypes.c_void_p] * len(pointers)
+        self.call = lambda: fn(*pointers)
+
+    def run_once(self):
+        self.call()
+        return self.outputs
+
+
+class BenchVerbKernel:
+    """The default-schedule kernel timed by `ollie bench` in the runner, between peer blocks."""
+    how = "ollie bench"
+
+    def __init__(self, spec, path, workdir, inputs):
+        out_dir = workdir / path.stem
+        ollie("emit", str(path), "-o", str(out_dir))
+        self.path = path
+        self.source = out_dir / f"{spec.entry}.cpp"
+        self.dims = header_dims((out_dir / f"{spec.entry}.ollie.h").read_text())
+        self.call = None                  # not callable here
+        self.blocks = []
+
+    def run_once(self):
+        return None                       # `ollie bench` checks its own outputs against the reference
+
+    def time_block(self, seconds):
+        out = json.loads(ollie("bench", str(self.path), str(self.source), "--json",
+                               "--threads", str(ARGS.threads), "--seconds", f"{seconds:g}"))
+        if out.get("status") != "ok":
+            raise BenchError(f"`ollie bench` says {out.get('status')}: {out.get('message', '')}")
+        k = out["kernels"][0]
+        self.blocks.append({key: k[key] for key in ("median_seconds", "min_seconds", "mad_seconds", "n")})
+
+
+# ---------------------------------------------------------------------------- timing
+
+def rounds(calls, seconds):
+    """Per-call nanoseconds of each named call, in rounds whose order rotates."""
+    names = list(calls)
+    for _ in range(WARMUP_ROUNDS):
+        for n in names:
+            calls[n]()
+    ns = {n: [] for n in names}
+    cpu = {n: 0.0 for n in names}
+    deadline = time.perf_counter_ns() + seconds * 1e9
+    r = 0
+    while r < MIN_ROUNDS or (r < MAX_ROUNDS and time.perf_counter_ns() < deadline):
+        k = r % len(names)
+        for n in names[k:] + names[:k]:
+            c0 = time.process_time()
+            t0 = time.perf_counter_ns()
+            calls[n]()
+            t1 = time.perf_counter_ns()
+            cpu[n] += time.process_time() - c0
+            ns[n].append(t1 - t0)
+        r += 1
+    return ns, cpu
+
+
+def summary(ns, cpu_seconds):
+    q1, q2, q3 = statistics.quantiles(ns, n=4)
+    return {"median_seconds": q2 / 1e9, "iqr_seconds": (q3 - q1) / 1e9, "rounds": len(ns),
+            "busy_threads": cpu_seconds / (sum(ns) / 1e9)}
+
+
+def bench_example(path, workdir, peaks, row):
+    spec = load_spec(path)
+    check = json.loads(ollie("check", str(path), "--json"))
+    if check["entry"] != spec.entry:
+        raise BenchError(f"`ollie check` names entry {check['entry']!r}, the spec's is {spec.entry!r}")
+    dims = {name: check["dims"][name] for name in check["dims_order"]}
+    row["dims"] = dims
+    flops, nbytes = check["flops"], check["compulsory_bytes"]
+    compute_s = flops / peaks["flops_per_s"]
+    memory_s = nbytes / peaks["bytes_per_s"]
+    row.update(flops=flops, bytes=nbytes, intensity=flops / nbytes if nbytes else 0.0,
+               bound_seconds=max(compute_s, memory_s), bound="memory" if memory_s > compute_s else "compute")
+
+    inputs = example_inputs(spec, dims)
+    want = as_tuple(spec.fn(**inputs))
+
+    jfn, row["jax_source"] = jax_entry(spec)
+    jinputs = {k: jax.device_put(v) for k, v in inputs.items()}
+    try:
+        got = as_tuple(jax.block_until_ready(jfn(**jinputs)))
+    except Exception as e:  # noqa: BLE001 - any failure to trace is reported, not fatal
+        raise BenchError(f"jax could not run the spec with np = jax.numpy ({type(e).__name__}: {e}); "
+                         f"add a hand-written version to JAX_BY_HAND") from None
+    why = disagreement(spec, [np.asarray(g) for g in got], want, "jax")
+    if why is not None:
+        raise BenchError(f"jax disagrees with numpy: {why}")
+
+    kernel = (CtypesKernel if ARGS.ollie_timing == "ctypes" else BenchVerbKernel)(spec, path, workdir, inputs)
+    if kernel.dims != dims:
+        raise BenchError(f"the kernel is bound to {kernel.dims}, `ollie check` to {dims}")
+    out = kernel.run_once()
+    if out is not None:
+        why = disagreement(spec, out, want, "ollie")
+        if why is not None:
+            raise BenchError(f"ollie's kernel disagrees with numpy: {why}")
+    row["check"] = "OK"
+
+    calls = {"numpy": lambda: spec.fn(**inputs), "jax": lambda: jax.block_until_ready(jfn(**jinputs))}
+    if kernel.call is not None:
+        calls["ollie"] = kernel.call
+        ns, cpu = rounds(calls, ARGS.seconds)
+    else:
+        ns = {n: [] for n in calls}
+        cpu = {n: 0.0 for n in calls}
+        for _ in range(BENCH_BLOCKS):
+            block_ns, block_cpu = rounds(calls, ARGS.seconds / (2 * BENCH_BLOCKS))
+            for n in calls:
+                ns[n] += block_ns[n]
+                cpu[n] += block_cpu[n]
+            kernel.time_block(ARGS.seconds / (2 * BENCH_BLOCKS))
+    for n in calls:
+        row[n] = summary(ns[n], cpu[n])
+    if kernel.call is None:
+        medians = [b["median_seconds"] for b in kernel.blocks]
+        row["ollie"] = {"median_seconds": statistics.median(medians), "blocks": kernel.blocks}
+    for n in METHODS:
+        t = row[n]["median_seconds"]
+        row[n]["gflops_per_s"] = flops / t / 1e9
+        row[n]["gbytes_per_s"] = nbytes / t / 1e9
+        row[n]["roofline_fraction"] = row["bound_seconds"] / t
+    best = min(("numpy", "jax"), key=lambda n: row[n]["median_seconds"])
+    row["best_peer"] = best
+    row["ollie_over_best_peer"] = row["ollie"]["median_seconds"] / row[best]["median_seconds"]
+
+
+# ---------------------------------------------------------------------------- output
+
+def cells(row):
+    """The table's cells for a row ('-' where a FAIL row has no value)."""
+    def get(method, key, fmt):
+        return format(row[method][key], fmt) if method in row and key in row[method] else "-"
+    dims = ",".join(f"{k}={v}" for k, v in row.get("dims", {}).items())
+    out = [row["example"], dims]
+    out += [f"{row[m]['median_seconds'] * 1e3:.3f}" if m in row else "-" for m in METHODS]
+    out += [get(m, "gflops_per_s", ".1f") for m in METHODS]
+    out += [get(m, "roofline_fraction", ".2f") for m in METHODS]
+    out += [row.get("bound", "-"),
+            f"{row['ollie_over_best_peer']:.2f} ({row['best_peer']})" if "ollie_over_best_peer" in row else "-",
+            row.get("check", "-")]
+    return out
+
+
+HEADINGS = ["example", "dims", "numpy ms", "jax ms", "ollie ms", "numpy GF/s", "jax GF/s", "ollie GF/s",
+            "numpy roof", "jax roof", "ollie roof", "bound", "ollie/best peer", "check"]
+
+
+def text_table(rows):
+    table = [HEADINGS] + [cells(r) for r in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(HEADINGS))]
+    lines = []
+    for j, line in enumerate(table):
+        lines.append("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths))))
+        if j == 0:
+            lines.append("-" * len(lines[0]))
+    return "\n".join(lines)
+
+
+def markdown(meta, rows):
+    out = ["# ollie vs numpy vs jax.jit", ""]
+    out += [f"- {line}" for line in meta["context"]]
+    out += ["", "| " + " | ".join(HEADINGS) + " |", "|" + "|".join("---" if i < 2 else "---:" for i in range(len(HEADINGS))) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(c.replace("|", "/") for c in cells(r)) + " |")
+    fails = [r for r in rows if r.get("check") == "FAIL"]
+    if fails:
+        out += [""] + [f"- FAIL {r['example']}: {r['error']}" for r in fails]
+    out += ["", "Times are medians over the rounds; GF/s = the IR's FLOPs / time; roof = the roofline's "
+            "bound time / time (1.00 = at the roofline); bound = which roof binds at these dims; "
+            "ollie/best peer < 1 means ollie is faster."]
+    return "\n".join(out) + "\n"
+
+
+def main():
+    paths = sorted((ROOT / "examples").glob("*.py"))
+    if ARGS.only:
+        unknown = set(ARGS.only) - {p.stem for p in paths}
+        if unknown:
+            sys.exit(f"no example named {', '.join(sorted(unknown))} in examples/")
+        paths = [p for p in paths if p.stem in ARGS.only]
+    if not os.access(ARGS.ollie, os.X_OK):
+        sys.exit(f"no ollie binary at {ARGS.ollie} (build it, or pass --ollie)")
+
+    print("peaks from `ollie calibrate` (measured now if this machine has no cached figures: "
+          "10-20 s)", file=sys.stderr, flush=True)
+    calibration = json.loads(ollie("calibrate", "--json", "--threads", str(ARGS.threads), unpinned=True))
+    peaks = calibration["at_threads"]
+    load_start = os.getloadavg()[0]
+    busy = "" if load_start < 0.5 else " (busy: other processes share the CPUs, times are noisier and slower)"
+    context = [
+        f"machine: {calibration['cpu_model']}, {calibration['cores']} cores, {calibration['isa']}",
+        f"roofline at {peaks['threads']} threads: {peaks['flops_per_s'] / 1e9:.1f} GFLOP/s (FMA loop), "
+        f"{peaks['bytes_per_s'] / 1e9:.1f} GB/s (triad), from `ollie calibrate` of {calibration['date']} "
+        f"({calibration['cache']['path']})",
+        f"threads: {ARGS.threads} (OMP/OPENBLAS/MKL_NUM_THREADS; numpy's OpenBLAS reports {blas_threads()}; "
+        f"XLA: " + (f"process pinned to CPUs {PINNED}" if PINNED else "all allowed CPUs, no pinning needed")
+        + (", --xla_cpu_multi_thread_eigen=false" if ARGS.threads == 1 else "") + ")",
+        f"versions: python {platform.python_version()}, numpy {np.__version__}, jax {jax.__version__}, "
+        f"jaxlib {jaxlib.__version__}; jax_enable_x64 "
+        f"{not ARGS.no_x64}",
+        f"ollie: default-schedule kernel, timed via {ARGS.ollie_timing}"
+        + (f" ({ARGS.compiler} {' '.join(FLAGS)})" if ARGS.ollie_timing == "ctypes" else ""),
+        f"{ARGS.seconds:g} s of rounds per example, order rotating; load average {load_start:.2f} at the start{busy}",
+    ]
+    print("\n".join(context) + "\n", flush=True)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="ollie-peers-") as tmp:
+        for path in paths:
+            row = {"example": path.stem}
+            try:
+                bench_example(path, Path(tmp), peaks, row)
+            except BenchError as e:
+                row.update(check="FAIL", error=str(e))
+            rows.append(row)
+            print(f"{path.stem}: {row['check']}", file=sys.stderr, flush=True)
+    load_end = os.getloadavg()[0]
+    context.append(f"load average {load_end:.2f} at the end")
+    print(text_table(rows))
+    for r in rows:
+        if r["check"] == "FAIL":
+            print(f"FAIL {r['example']}: {r['error']}")
+    print("busy threads (CPU seconds per second of calls): " + "; ".join(
+        f"{r['example']} " + "/".join(f"{r[m]['busy_threads']:.1f}" for m in METHODS if "busy_threads" in r.get(m, {}))
+        for r in rows if r["check"] == "OK") + "  (numpy/jax/ollie)")
+    print(context[-1])
+    meta = {"schema": "ollie-peers/1", "threads": ARGS.threads, "seconds": ARGS.seconds,
+            "ollie_timing": ARGS.ollie_timing, "flags": FLAGS, "compiler": ARGS.compiler,
+            "pinned_cpus": PINNED, "xla_flags": os.environ.get("XLA_FLAGS", ""), "jax_enable_x64": not ARGS.no_x64,
+            "numpy": np.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__, "load_average_start": load_start,
+            "load_average_end": load_end, "calibration": calibration, "context": context}
+    if ARGS.json:
+        Path(ARGS.json).write_text(json.dumps({**meta, "rows": rows}, indent=2) + "\n")
+    if ARGS.markdown:
+        Path(ARGS.markdown).write_text(markdown(meta, rows))
+
+
+if __name__ == "__main__":
+    main()
