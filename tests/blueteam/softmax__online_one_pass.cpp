@@ -2,6 +2,8 @@
 // and the sum come from ONE online pass (running max m and running sum s, rescaling s by
 // exp(m_old - m_new) whenever the max grows, as flash attention does), then a second
 // pass writes exp(x - m) / s. Same math as the spec; the rounding differs by a few ulps.
+// (A first version added exp(-inf - -inf) = NaN for a row starting with -inf; the
+// verifier's special-values suite caught it in 1 of 20 fresh-seed runs.)
 // expect: pass
 #include <cmath>
 #include <cstdint>
@@ -19,7 +21,9 @@ extern "C" void ollie_kernel(const float* x, float* out0, const int64_t* dims) {
         s = s * std::exp(m - v) + 1.0f;
         m = v;
       } else if (v == v) {
-        s += std::exp(v - m);
+        // -inf adds exp(-inf - m) = 0 once the max is finite; while the max is still
+        // -inf, exp(-inf - -inf) would be NaN (the fallback below handles all -inf rows).
+        if (v != -std::numeric_limits<float>::infinity()) s += std::exp(v - m);
       } else {  // NaN: the whole row is NaN, as in the spec
         m = v;
         s = v;
