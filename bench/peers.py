@@ -9,7 +9,11 @@ of the spec is the spec's own entry function with `jnp` in place of `np` (a hand
 one only where that fails, see JAX_BY_HAND); jax's and ollie's outputs are checked against
 numpy's (loosely) before anything is timed. Then the three are timed side by side in
 rounds, the order rotating each round (numpy jax ollie, jax ollie numpy, ...), for
---seconds per example; the table shows medians.
+--seconds per example; the table shows medians of the per-call times. By default each
+method runs a block of calls per round (--block-ms) followed by a quiet gap (--gap-ms):
+all three libraries keep thread pools in this one process, and a pool that spin-waits
+after its call (OpenBLAS, libgomp) takes the CPUs the next method needs; one call per
+method and round (--interleave calls) is measurably unfair at threads = CPUs.
 
 ollie's time comes from one of two places (--ollie-timing):
   ctypes  `ollie emit` writes the default-schedule kernel, it is compiled with the default
@@ -26,7 +30,8 @@ XLA_FLAGS also gets --xla_cpu_multi_thread_eigen=false. The CPU time each librar
 second of its calls is reported ("busy threads") so the effect can be seen.
 
 usage: .venv/bin/python bench/peers.py [--ollie build/ollie] [--threads N] [--seconds 2]
-           [--only NAME]... [--ollie-timing ctypes|bench] [--json FILE] [--markdown FILE]
+           [--only NAME]... [--interleave blocks|calls] [--ollie-timing ctypes|bench]
+           [--json FILE] [--markdown FILE]
 """
 import argparse
 import ctypes
@@ -46,6 +51,8 @@ THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 FLAGS = ["-std=c++20", "-O3", "-march=native", "-fopenmp", "-shared", "-fPIC"]
 WARMUP_ROUNDS = 3
 MIN_ROUNDS = 5
+MIN_BLOCK_ROUNDS = 2
+MIN_BLOCK_CALLS = 2
 MAX_ROUNDS = 10_000
 BENCH_BLOCKS = 3        # --ollie-timing bench: alternations of peer blocks and `ollie bench` runs
 METHODS = ("numpy", "jax", "ollie")
@@ -62,6 +69,14 @@ def parse_args():
     parser.add_argument("--compiler", default="g++", help="C++ compiler for --ollie-timing ctypes")
     parser.add_argument("--ollie-timing", choices=("ctypes", "bench"), default="ctypes",
                         help="where ollie's time comes from (see above; default ctypes)")
+    parser.add_argument("--interleave", choices=("blocks", "calls"), default="blocks",
+                        help="blocks (default): per round, each method runs calls for --block-ms, then "
+                             "sleeps --gap-ms so its thread pool stops spinning; calls: one call per "
+                             "method and round (pools spinning after a call slow the next method)")
+    parser.add_argument("--block-ms", type=float, default=150.0, help="length of one block (default 150)")
+    parser.add_argument("--gap-ms", type=float, default=100.0,
+                        help="quiet gap after each block (default 100: OpenBLAS spins ~2^28 cycles, "
+                             "libgomp 300000 pauses, before sleeping)")
     parser.add_argument("--no-x64", action="store_true",
                         help="leave jax in its default 32-bit mode (default: jax_enable_x64, so the "
                              "specs' float64 pieces, e.g. rope's angle tables, stay float64 as in numpy)")
@@ -193,8 +208,19 @@ class BenchVerbKernel:
 
 # ---------------------------------------------------------------------------- timing
 
+def timed(call):
+    """(wall nanoseconds, process CPU seconds) of one call."""
+    c0 = time.process_time()
+    t0 = time.perf_counter_ns()
+    call()
+    t1 = time.perf_counter_ns()
+    return t1 - t0, time.process_time() - c0
+
+
 def rounds(calls, seconds):
-    """Per-call nanoseconds of each named call, in rounds whose order rotates."""
+    """Per-call nanoseconds and CPU seconds of each named call, in rounds whose order
+    rotates: one call per method and round (--interleave calls), or one block of calls per
+    method and round, each block's first call dropped and a quiet gap after it (blocks)."""
     names = list(calls)
     for _ in range(WARMUP_ROUNDS):
         for n in names:
@@ -203,15 +229,24 @@ def rounds(calls, seconds):
     cpu = {n: 0.0 for n in names}
     deadline = time.perf_counter_ns() + seconds * 1e9
     r = 0
-    while r < MIN_ROUNDS or (r < MAX_ROUNDS and time.perf_counter_ns() < deadline):
+    min_rounds = MIN_ROUNDS if ARGS.interleave == "calls" else MIN_BLOCK_ROUNDS
+    while r < min_rounds or (r < MAX_ROUNDS and time.perf_counter_ns() < deadline):
         k = r % len(names)
         for n in names[k:] + names[:k]:
-            c0 = time.process_time()
-            t0 = time.perf_counter_ns()
-            calls[n]()
-            t1 = time.perf_counter_ns()
-            cpu[n] += time.process_time() - c0
-            ns[n].append(t1 - t0)
+            if ARGS.interleave == "calls":
+                t, c = timed(calls[n])
+                ns[n].append(t)
+                cpu[n] += c
+                continue
+            timed(calls[n])           # wakes this library's pool; not counted
+            block_end = time.perf_counter_ns() + ARGS.block_ms * 1e6
+            kept = 0
+            while kept < MIN_BLOCK_CALLS or time.perf_counter_ns() < block_end:
+                t, c = timed(calls[n])
+                ns[n].append(t)
+                cpu[n] += c
+                kept += 1
+            time.sleep(ARGS.gap_ms / 1e3)  # its threads stop spinning before the next library runs
         r += 1
     return ns, cpu
 
@@ -363,7 +398,10 @@ def main():
         f"{not ARGS.no_x64}",
         f"ollie: default-schedule kernel, timed via {ARGS.ollie_timing}"
         + (f" ({ARGS.compiler} {' '.join(FLAGS)})" if ARGS.ollie_timing == "ctypes" else ""),
-        f"{ARGS.seconds:g} s of rounds per example, order rotating; load average {load_start:.2f} at the start{busy}",
+        f"{ARGS.seconds:g} s of rounds per example, order rotating, "
+        + (f"blocks of {ARGS.block_ms:g} ms per method (first call dropped) and {ARGS.gap_ms:g} ms gaps"
+           if ARGS.interleave == "blocks" else "one call per method and round")
+        + f"; load average {load_start:.2f} at the start{busy}",
     ]
     print("\n".join(context) + "\n", flush=True)
     rows = []
@@ -387,6 +425,7 @@ def main():
         for r in rows if r["check"] == "OK") + "  (numpy/jax/ollie)")
     print(context[-1])
     meta = {"schema": "ollie-peers/1", "threads": ARGS.threads, "seconds": ARGS.seconds,
+            "interleave": ARGS.interleave, "block_ms": ARGS.block_ms, "gap_ms": ARGS.gap_ms,
             "ollie_timing": ARGS.ollie_timing, "flags": FLAGS, "compiler": ARGS.compiler,
             "pinned_cpus": PINNED, "xla_flags": os.environ.get("XLA_FLAGS", ""), "jax_enable_x64": not ARGS.no_x64,
             "numpy": np.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__, "load_average_start": load_start,

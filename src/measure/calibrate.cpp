@@ -8,9 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "build/build.h"
 #include "measure/measure.h"
