@@ -19,6 +19,7 @@
 #include "build/build.h"
 #include "cli/cli.h"
 #include "emit/emit.h"
+#include "measure/measure.h"
 #include "search/search.h"
 #include "spec/spec.h"
 #include "store/store.h"
@@ -173,6 +174,14 @@ int run_optimize(const OptimizeFlags& f) {
   for (const auto& [name, weight] : so.proposer_weights)
     if (name == "mutate") proposers.push_back(search::make_mutate_proposer(graph));
 
+  // The roofline at the kernels' thread count (the machine is calibrated once, cached).
+  measure::CalibrateOptions calibrate;
+  calibrate.progress = [](const std::string& line) { std::cerr << "calibrate: " << line << "\n"; };
+  const measure::CachedPeaks peaks = measure::machine_peaks(measure::default_cache_dir(), false, calibrate);
+  const int threads = eo.threads > 0 ? eo.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const measure::Roofline roof = measure::roofline(graph, peaks.peaks, threads);
+  auto roof_fraction = [&](double seconds) { return seconds > 0 ? roof.bound_seconds / seconds : 0.0; };
+
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
   const bool tty = isatty(STDERR_FILENO);
@@ -181,10 +190,11 @@ int run_optimize(const OptimizeFlags& f) {
                            resuming ? f.resume : (out_dir / "run.db").string(), resuming ? " (resumed)" : "");
   auto progress = [&](const search::Progress& p) {
     const std::string line = fmt::format(
-        "[{}] {} evals ({:.0f}/min, {} in the run), accepted {:.0f}%, best {} = {:.2f}x the baseline {}, T = {}",
+        "[{}] {} evals ({:.0f}/min, {} in the run), accepted {:.0f}%, best {} = {:.2f}x the baseline {}, {:.0f}% of "
+        "the roofline, T = {}",
         clock_text(p.elapsed_seconds), p.evaluations, p.evals_per_minute, p.run_evaluations, p.acceptance * 100,
         ms(p.best_seconds), p.best_seconds > 0 ? p.baseline_seconds / p.best_seconds : 0.0, ms(p.baseline_seconds),
-        fmt::join(p.temperatures, ","));
+        roof_fraction(p.best_seconds) * 100, fmt::join(p.temperatures, ","));
     if (tty) {
       std::cerr << "\r\033[K" << line << std::flush;
     } else if (std::chrono::steady_clock::now() - last_log > std::chrono::seconds(f.log_every)) {
@@ -233,10 +243,15 @@ int run_optimize(const OptimizeFlags& f) {
         "- spec: {} (sha256 {})\n- stopped: {}\n- evaluations: {} ({} passed), steps: {} ({} accepted)\n"
         "- baseline (default schedule): {}\n- best: {} ({:.2f}x faster), candidate {} from {}, "
         "measured side by side with the baseline (ratio {:.3f})\n"
-        "- verified at full level: {} suites, worst error {:.3g} of its bound (certificate.json)\n",
+        "- verified at full level: {} suites, worst error {:.3g} of its bound (certificate.json)\n"
+        "- roofline at {} threads: {}-bound, no kernel faster than {}; the best is at {:.0f}% of it, the baseline "
+        "at {:.0f}% ({:.3g} GFLOP/s, {:.3g} GB/s for the best)\n",
         entry, spec_path, db->run().spec_sha256, search::stop_reason_name(reason), counts.evaluations, counts.passes,
         counts.steps, counts.accepted_steps, ms(base_s), ms(best_s), best_s > 0 ? base_s / best_s : 0.0, cand.id,
-        cand.proposer, eval.ratio_vs_baseline, report.suites.size(), report.worst);
+        cand.proposer, eval.ratio_vs_baseline, report.suites.size(), report.worst, roof.threads,
+        roof.memory_bound ? "memory" : "compute", ms(roof.bound_seconds), roof_fraction(best_s) * 100,
+        roof_fraction(base_s) * 100, measure::throughput(roof, best_s).gflops_per_s,
+        measure::throughput(roof, best_s).gbytes_per_s);
     write_text(out_dir / "summary.md", summary);
     db->checkpoint();
     std::cout << summary << fmt::format("\nwrote {}/{{{}.cpp, {}.ollie.h, {}.schedule, certificate.json, summary.md}}\n",
