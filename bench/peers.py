@@ -208,6 +208,23 @@ class BenchVerbKernel:
 
 # ---------------------------------------------------------------------------- timing
 
+def cpu_clock():
+    """(seconds of wall clock, CPU seconds used by the whole machine, CPU seconds used by this
+    process) now; differences between two readings say how much CPU other processes took."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)       # idle + iowait
+    machine = (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")  # user..steal, without guest
+    t = os.times()
+    return time.perf_counter(), machine, t.user + t.system
+
+
+def others_cpus(before, after):
+    """CPUs' worth of work other processes did between two cpu_clock() readings."""
+    wall = after[0] - before[0]
+    return max(0.0, ((after[1] - before[1]) - (after[2] - before[2])) / wall) if wall > 0 else 0.0
+
+
 def timed(call):
     """(wall nanoseconds, process CPU seconds) of one call."""
     c0 = time.process_time()
@@ -295,6 +312,7 @@ def bench_example(path, workdir, peaks, row):
     row["check"] = "OK"
 
     calls = {"numpy": lambda: spec.fn(**inputs), "jax": lambda: jax.block_until_ready(jfn(**jinputs))}
+    clock_start = cpu_clock()
     if kernel.call is not None:
         calls["ollie"] = kernel.call
         ns, cpu = rounds(calls, ARGS.seconds)
@@ -307,6 +325,7 @@ def bench_example(path, workdir, peaks, row):
                 ns[n] += block_ns[n]
                 cpu[n] += block_cpu[n]
             kernel.time_block(ARGS.seconds / (2 * BENCH_BLOCKS))
+    row["others_cpus"] = others_cpus(clock_start, cpu_clock())
     for n in calls:
         row[n] = summary(ns[n], cpu[n])
     if kernel.call is None:
@@ -333,14 +352,14 @@ def cells(row):
     out += [f"{row[m]['median_seconds'] * 1e3:.3f}" if m in row else "-" for m in METHODS]
     out += [get(m, "gflops_per_s", ".1f") for m in METHODS]
     out += [get(m, "roofline_fraction", ".2f") for m in METHODS]
-    out += [row.get("bound", "-"),
+    out += [row.get("bound", "-"), f"{row['others_cpus']:.2f}" if "others_cpus" in row else "-",
             f"{row['ollie_over_best_peer']:.2f} ({row['best_peer']})" if "ollie_over_best_peer" in row else "-",
             row.get("check", "-")]
     return out
 
 
 HEADINGS = ["example", "dims", "numpy ms", "jax ms", "ollie ms", "numpy GF/s", "jax GF/s", "ollie GF/s",
-            "numpy roof", "jax roof", "ollie roof", "bound", "ollie/best peer", "check"]
+            "numpy roof", "jax roof", "ollie roof", "bound", "others", "ollie/best peer", "check"]
 
 
 def text_table(rows):
@@ -365,6 +384,8 @@ def markdown(meta, rows):
         out += [""] + [f"- FAIL {r['example']}: {r['error']}" for r in fails]
     out += ["", "Times are medians over the rounds; GF/s = the IR's FLOPs / time; roof = the roofline's "
             "bound time / time (1.00 = at the roofline); bound = which roof binds at these dims; "
+            "others = CPUs' worth of work other processes did while the row was timed (on a shared "
+            "machine, anything but ~0 makes that row's multi-threaded times unreliable); "
             "ollie/best peer < 1 means ollie is faster."]
     return "\n".join(out) + "\n"
 
@@ -424,6 +445,7 @@ def main():
         f"{r['example']} " + "/".join(f"{r[m]['busy_threads']:.1f}" for m in METHODS if "busy_threads" in r.get(m, {}))
         for r in rows if r["check"] == "OK") + "  (numpy/jax/ollie)")
     print(context[-1])
+    print("others = CPUs' worth of work other processes did while the row was timed")
     meta = {"schema": "ollie-peers/1", "threads": ARGS.threads, "seconds": ARGS.seconds,
             "interleave": ARGS.interleave, "block_ms": ARGS.block_ms, "gap_ms": ARGS.gap_ms,
             "ollie_timing": ARGS.ollie_timing, "flags": FLAGS, "compiler": ARGS.compiler,
