@@ -13,6 +13,7 @@
 #include "runner/runner.h"
 #include "support/error.h"
 #include "verify/polynomial.h"
+#include "verify/random.h"
 
 namespace ollie::verify {
 namespace {
@@ -143,39 +144,72 @@ std::vector<double> weight_scales(const ir::Graph& g) {
 
 namespace {
 
+// Elements per random stream: each chunk of each parameter has its own generator
+// (random::Xoshiro256(seed, stream)), so a tensor's values do not depend on the others'
+// sizes, and chunks may be drawn in any order with the same result.
+constexpr size_t kChunk = size_t{1} << 16;
+
+// Fills out[0, n) with one chunk of a parameter's values.
+void fill_chunk(double* out, size_t n, random::Xoshiro256& g, ir::DType dtype, Distribution d, double scale,
+                int64_t k) {
+  using random::below;
+  using random::normal;
+  switch (dtype) {
+    case ir::DType::F32: case ir::DType::F64: {
+      const bool f32 = dtype == ir::DType::F32;
+      auto keep = [f32](double x) { return f32 ? static_cast<double>(static_cast<float>(x)) : x; };
+      switch (d) {
+        case Distribution::Integer: {
+          const auto width = static_cast<uint32_t>(2 * k + 1);  // k <= kMaxIntegerRange
+          for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(static_cast<int64_t>(below(g, width)) - k);
+          return;
+        }
+        case Distribution::Normal:
+          for (size_t i = 0; i < n; ++i) out[i] = keep(normal(g) * scale);
+          return;
+        case Distribution::Wide:
+          for (size_t i = 0; i < n; ++i) out[i] = keep(normal(g) * scale * 30.0);
+          return;
+        case Distribution::Offset:
+          for (size_t i = 0; i < n; ++i) out[i] = keep(normal(g) * scale + 100.0);
+          return;
+        case Distribution::Special: {
+          // About 1% of the elements: NaN, +Inf, -Inf, 0 or -0, each as likely.
+          const double specials[] = {std::nan(""), INFINITY, -INFINITY, 0.0, -0.0};
+          for (size_t i = 0; i < n; ++i) {
+            double x = normal(g) * scale;
+            if (below(g, 100) == 0) x = specials[below(g, 5)];
+            out[i] = keep(x);
+          }
+          return;
+        }
+      }
+      return;
+    }
+    case ir::DType::I32: case ir::DType::I64:
+      for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(static_cast<int64_t>(below(g, 17)) - 8);
+      return;
+    case ir::DType::Bool:
+      for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(g.next() >> 63);
+      return;
+  }
+}
+
 // make_inputs with the integer range `k` of Distribution::Integer given.
 std::vector<interp::Tensor> draw_inputs(const ir::Graph& graph, uint64_t seed, Distribution d, int64_t k) {
+  OLLIE_CHECK(d != Distribution::Integer || (k > 0 && k <= kMaxIntegerRange), "integer range out of bounds");
   const std::vector<double> scales = weight_scales(graph);
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int64_t> integer(-k, k);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::uniform_int_distribution<int> small(-8, 8);
-  std::uniform_int_distribution<int> percent(0, 99);
-  std::bernoulli_distribution coin(0.5);
-  const double specials[] = {std::nan(""), INFINITY, -INFINITY, 0.0, -0.0};
   std::vector<interp::Tensor> inputs;
   for (size_t pi = 0; pi < graph.params.size(); ++pi) {
     const auto& p = graph.params[pi];
     interp::Tensor t;
     t.dtype = p.dtype;
     t.shape = ir::evaluate_shape(p.shape, graph.bound_dims);
-    t.data.resize(static_cast<size_t>(ir::element_count(t.shape)));
-    for (double& v : t.data) {
-      switch (p.dtype) {
-        case ir::DType::F32: case ir::DType::F64: {
-          if (d == Distribution::Integer) {
-            v = static_cast<double>(integer(rng));
-            break;
-          }
-          double x = normal(rng) * scales[pi] * (d == Distribution::Wide ? 30.0 : 1.0);
-          if (d == Distribution::Special && percent(rng) == 0) x = specials[static_cast<size_t>(percent(rng)) % 5];
-          if (d == Distribution::Offset) x += 100.0;
-          v = p.dtype == ir::DType::F32 ? static_cast<double>(static_cast<float>(x)) : x;
-          break;
-        }
-        case ir::DType::I32: case ir::DType::I64: v = small(rng); break;
-        case ir::DType::Bool: v = coin(rng) ? 1.0 : 0.0; break;
-      }
+    const auto n = static_cast<size_t>(ir::element_count(t.shape));
+    t.data.resize(n);
+    for (size_t c = 0; c * kChunk < n; ++c) {
+      random::Xoshiro256 g(seed, (uint64_t{pi} << 32) | c);
+      fill_chunk(t.data.data() + c * kChunk, std::min(kChunk, n - c * kChunk), g, p.dtype, d, scales[pi], k);
     }
     inputs.push_back(std::move(t));
   }
