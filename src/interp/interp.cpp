@@ -354,7 +354,7 @@ Value round_input(const ir::Param& p, const Tensor& in, const std::vector<int64_
 
 }  // namespace
 
-Result evaluate(const ir::Graph& graph, const std::vector<Tensor>& inputs) {
+Result evaluate(const ir::Graph& graph, const std::vector<Tensor>& inputs, const std::atomic<bool>* cancel) {
   ir::verify(graph);
   if (inputs.size() != graph.params.size())
     throw UserError("kernel '" + graph.entry + "' takes " + std::to_string(graph.params.size()) +
@@ -369,6 +369,7 @@ Result evaluate(const ir::Graph& graph, const std::vector<Tensor>& inputs) {
 
   std::vector<Value> values(count);
   for (size_t i = 0; i < count; ++i) {
+    if (cancel && cancel->load(std::memory_order_relaxed)) throw Cancelled();
     const ir::Node& n = graph.nodes[i];
     const auto shape = ir::evaluate_shape(n.shape, graph.bound_dims);
     auto arg = [&](size_t k) -> const Value& { return values[static_cast<size_t>(n.operands[k])]; };

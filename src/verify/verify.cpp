@@ -5,8 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <future>
 #include <random>
 
 #include "build/build.h"
@@ -371,9 +373,24 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
     return false;
   };
 
-  // Runs one suite (the `index`th: its seed is seed + index) of `so_path`; false (and the
-  // verdict set) when it fails.
-  auto run_suite = [&](const Suite& suite, size_t index, const std::string& so_path, const runner::Options& base) {
+  // One suite's inputs: one call's, or A and B for the call order (A, B, A) and the
+  // reused buffers (the timed run's rounds go A, B, A over the two sets).
+  using Calls = std::vector<std::vector<interp::Tensor>>;
+  auto draw_calls = [&](const Suite& suite, size_t index) {
+    const uint64_t s = seed + index;
+    Calls calls = {draw_inputs(suite.graph, s, suite.distribution, suite.integer_range)};
+    if (suite.call_order || suite.reused_buffers)
+      calls.push_back(draw_inputs(suite.graph, s + 1000003, suite.distribution, suite.integer_range));
+    return calls;
+  };
+
+  // Runs one suite (the `index`th: its seed is seed + index) of `so_path` on `calls`
+  // (draw_calls's); false (and the verdict set) when it fails. The kernel runs in the
+  // runner's child process while a thread of this one computes the reference; once the
+  // kernel is done, `after_run` (drawing the next suite's inputs) runs while the
+  // reference may still be computing. A run that fails stops the reference unfinished.
+  auto run_suite = [&](const Suite& suite, size_t index, const Calls& calls, const std::string& so_path,
+                       const runner::Options& base, const std::function<void()>& after_run) {
     SuiteResult result{suite.name, seed + index, dims_text(suite.graph), 0, 0, false, suite.integer_range};
     const std::string what = suite.replays.empty() ? suite.name : suite.name + " (" + suite.replays + ")";
     runner::Options run = base;
@@ -381,13 +398,29 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
     // Buffers alternate between the start and the end of their pages, so a read before
     // the first element or past the last one meets a guard page in one suite or another.
     run.placement = index % 2 == 0 ? runner::Placement::Start : runner::Placement::End;
-    const bool abab = suite.call_order || suite.reused_buffers;
-    std::vector<std::vector<interp::Tensor>> calls = {
-        draw_inputs(suite.graph, result.seed, suite.distribution, suite.integer_range)};
-    if (abab) {
-      calls.push_back(draw_inputs(suite.graph, result.seed + 1000003, suite.distribution, suite.integer_range));
-      calls.push_back(calls[0]);
-    }
+
+    std::atomic<bool> cancel{false};
+    std::future<std::vector<interp::Result>> reference = std::async(std::launch::async, [&] {
+      std::vector<interp::Result> refs;
+      for (const auto& inputs : calls) refs.push_back(interp::evaluate(suite.graph, inputs, &cancel));
+      // Integer-exact: bit for bit (bound 0; -0 and +0 compare equal).
+      if (suite.distribution == Distribution::Integer)
+        for (auto& ref : refs)
+          for (auto& b : ref.bounds) std::fill(b.data.begin(), b.data.end(), 0.0);
+      return refs;
+    });
+    // On every way out before the reference is taken (a failed run, an exception), stop
+    // it and wait: it reads `calls` and `suite`.
+    struct Join {
+      std::atomic<bool>& cancel;
+      std::future<std::vector<interp::Result>>& future;
+      ~Join() {
+        if (!future.valid()) return;
+        cancel = true;
+        future.wait();
+      }
+    } join{cancel, reference};
+
     std::vector<std::vector<interp::Tensor>> outputs;
     runner::Outcome outcome;
     if (suite.reused_buffers) {
@@ -395,10 +428,12 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
       order.warmup_rounds = 0;
       order.min_rounds = order.max_rounds = 3;
       order.budget_seconds = 0;
-      runner::TimedOutcome timed =
-          runner::time_kernels({{so_path, "ollie_entry"}}, suite.graph, {calls[0], calls[1]}, run, order);
+      runner::TimedOutcome timed = runner::time_kernels({{so_path, "ollie_entry"}}, suite.graph, calls, run, order);
       if (timed.status == runner::Status::Ok) outputs = {timed.set_outputs[0][0], timed.set_outputs[0][1]};
       outcome = std::move(timed);
+    } else if (suite.call_order) {
+      outcome = runner::run_calls(so_path, suite.graph, {calls[0], calls[1], calls[0]}, run);
+      outputs = std::move(outcome.call_outputs);
     } else {
       outcome = runner::run_calls(so_path, suite.graph, calls, run);
       outputs = std::move(outcome.call_outputs);
@@ -411,12 +446,8 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
       report.suites.push_back(result);
       return false;
     }
-    std::vector<interp::Result> refs = {interp::evaluate(suite.graph, calls[0])};
-    if (abab) refs.push_back(interp::evaluate(suite.graph, calls[1]));
-    // Integer-exact: bit for bit (bound 0; -0 and +0 compare equal).
-    if (suite.distribution == Distribution::Integer)
-      for (auto& ref : refs)
-        for (auto& b : ref.bounds) std::fill(b.data.begin(), b.data.end(), 0.0);
+    after_run();
+    const std::vector<interp::Result> refs = reference.get();
     for (size_t c = 0; c < outputs.size(); ++c) {
       const std::string label =
           suite.reused_buffers ? what + " (last call on " + (c == 0 ? "A" : "B") + " of A, B, A)"
@@ -433,8 +464,23 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
     return true;
   };
 
-  for (size_t si = 0; si < suites.size(); ++si)
-    if (!run_suite(suites[si], si, built.so_path, run_options)) return finish();
+  // Runs `list` in order (the i-th is suite first + i); false at the first that fails.
+  // Each suite's inputs are drawn while the previous suite's reference is computed.
+  auto run_suites = [&](const std::vector<Suite>& list, size_t first, const std::string& so_path,
+                        const runner::Options& base) {
+    Calls calls = list.empty() ? Calls{} : draw_calls(list[0], first);
+    for (size_t i = 0; i < list.size(); ++i) {
+      Calls next;
+      auto draw_next = [&] {
+        if (i + 1 < list.size()) next = draw_calls(list[i + 1], first + i + 1);
+      };
+      if (!run_suite(list[i], first + i, calls, so_path, base, draw_next)) return false;
+      calls = std::move(next);
+    }
+    return true;
+  };
+
+  if (!run_suites(suites, 0, built.so_path, run_options)) return finish();
 
   if (full) {
     // The sanitizer build replays one normal trial, the call order and, for a generic
@@ -465,8 +511,7 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
       replayed.emplace_back("sanitizer", Distribution::Normal, sweep.front());
       replayed.back().replays = "shape-sweep";
     }
-    for (size_t i = 0; i < replayed.size(); ++i)
-      if (!run_suite(replayed[i], suites.size() + i, sanitized_build.so_path, sanitizer_options)) return finish();
+    if (!run_suites(replayed, suites.size(), sanitized_build.so_path, sanitizer_options)) return finish();
   }
   report.verdict = Verdict::Pass;
   report.message = "all " + std::to_string(report.suites.size()) + " suites agree with the reference";
