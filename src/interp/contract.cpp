@@ -1,12 +1,15 @@
 // Contract (einsum) in the reference interpreter: both operands are packed into
 // [batch, M, K] and [batch, K, N] by a strided gather (which also handles repeated
-// labels and labels summed on one side only), multiplied with a blocked i-k-j loop,
+// labels and labels summed on one side only), multiplied with register-tiled panels,
 // and the [batch, M, N] result is permuted to the output label order.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <type_traits>
 
 #include "interp/kernels.h"
 
@@ -53,59 +56,137 @@ bool has_inf(const std::vector<double>& v) {
   return false;
 }
 
-// c[j] += a * b[j] over [j0, j1); `Safe` makes 0 * inf contribute 0, for bounds.
-// __restrict lets -O2 vectorize without a runtime alias check.
-template <bool Safe>
-inline void axpy(double a, const double* __restrict b, double* __restrict c, int64_t j0, int64_t j1) {
-  if constexpr (Safe) {
-    if (a == 0.0) return;
-    for (int64_t j = j0; j < j1; ++j) c[j] += b[j] == 0.0 ? 0.0 : a * b[j];
-  } else {
-    for (int64_t j = j0; j < j1; ++j) c[j] += a * b[j];
+// The multiply-accumulate of every contraction, c += a * b, one term at a time in k
+// order per output element. Where the host has fused multiply-add (the interpreter is
+// built with -march=native) each step is one fused operation, as the compiler's
+// contraction made it before this kernel was written by hand; the `Safe` form for bounds
+// (0 * inf contributes 0, and a zero factor from A none at all) multiplies and adds
+// separately. Vectors of kLanes doubles, register tiles of kRows x kCols outputs.
+#if defined(__AVX512F__) && defined(__FMA__)
+using Vec = __m512d;
+constexpr int64_t kLanes = 8;
+inline Vec vload(const double* p) { return _mm512_loadu_pd(p); }
+inline void vstore(double* p, Vec v) { _mm512_storeu_pd(p, v); }
+inline Vec vbroadcast(double x) { return _mm512_set1_pd(x); }
+inline Vec vfmadd(Vec a, Vec b, Vec c) { return _mm512_fmadd_pd(a, b, c); }
+// c + (b != 0 ? a * b : 0), NaN counting as nonzero, multiplied and added separately.
+inline Vec vadd_nonzero_product(Vec a, Vec b, Vec c) {
+  const __mmask8 nonzero = _mm512_cmp_pd_mask(b, _mm512_setzero_pd(), _CMP_NEQ_UQ);
+  return _mm512_add_pd(_mm512_maskz_mul_pd(nonzero, a, b), c);
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+using Vec = __m256d;
+constexpr int64_t kLanes = 4;
+inline Vec vload(const double* p) { return _mm256_loadu_pd(p); }
+inline void vstore(double* p, Vec v) { _mm256_storeu_pd(p, v); }
+inline Vec vbroadcast(double x) { return _mm256_set1_pd(x); }
+inline Vec vfmadd(Vec a, Vec b, Vec c) { return _mm256_fmadd_pd(a, b, c); }
+inline Vec vadd_nonzero_product(Vec a, Vec b, Vec c) {
+  const Vec nonzero = _mm256_cmp_pd(b, _mm256_setzero_pd(), _CMP_NEQ_UQ);
+  return _mm256_add_pd(_mm256_and_pd(nonzero, _mm256_mul_pd(a, b)), c);
+}
+#else
+struct Vec {
+  double x;
+};
+constexpr int64_t kLanes = 1;
+inline Vec vload(const double* p) { return {*p}; }
+inline void vstore(double* p, Vec v) { *p = v.x; }
+inline Vec vbroadcast(double x) { return {x}; }
+#if defined(__FMA__)
+inline Vec vfmadd(Vec a, Vec b, Vec c) { return {std::fma(a.x, b.x, c.x)}; }
+#else
+inline Vec vfmadd(Vec a, Vec b, Vec c) {
+  const volatile double product = a.x * b.x;  // no contraction: the host has no fused multiply-add
+  return {c.x + product};
+}
+#endif
+inline Vec vadd_nonzero_product(Vec a, Vec b, Vec c) {
+  const volatile double product = b.x == 0.0 ? 0.0 : a.x * b.x;
+  return {c.x + product};
+}
+#endif
+
+constexpr int64_t kVecs = 3;                 // vectors per row of a tile
+constexpr int64_t kCols = kVecs * kLanes;    // columns of a tile
+constexpr int64_t kRows = 4;                 // rows of a full tile
+constexpr int64_t kDepth = 128;              // terms per pass: a B panel of kDepth x kCols stays in L1
+
+// C[0..R) x [0..kCols) (row stride ldc) += A panel (k x R, k-major) * B panel (k x kCols),
+// the tile held in registers over the whole of k.
+template <bool Safe, int64_t R>
+inline void tile_acc(const double* __restrict ap, const double* __restrict bp, int64_t k, double* c, int64_t ldc) {
+  Vec acc[R][kVecs];
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t v = 0; v < kVecs; ++v) acc[r][v] = vload(c + r * ldc + v * kLanes);
+  for (int64_t kk = 0; kk < k; ++kk) {
+    Vec bv[kVecs];
+    for (int64_t v = 0; v < kVecs; ++v) bv[v] = vload(bp + kk * kCols + v * kLanes);
+    for (int64_t r = 0; r < R; ++r) {
+      const double a = ap[kk * R + r];
+      if constexpr (Safe) {
+        if (a == 0.0) continue;  // an exact zero factor contributes nothing, even against inf
+        const Vec av = vbroadcast(a);
+        for (int64_t v = 0; v < kVecs; ++v) acc[r][v] = vadd_nonzero_product(av, bv[v], acc[r][v]);
+      } else {
+        const Vec av = vbroadcast(a);
+        for (int64_t v = 0; v < kVecs; ++v) acc[r][v] = vfmadd(av, bv[v], acc[r][v]);
+      }
+    }
   }
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t v = 0; v < kVecs; ++v) vstore(c + r * ldc + v * kLanes, acc[r][v]);
 }
 
-// Four rows of C share each streamed row of B, quartering B's memory traffic.
-inline void axpy4(const double* a, const double* __restrict b, double* __restrict c0, double* __restrict c1,
-                  double* __restrict c2, double* __restrict c3, int64_t j0, int64_t j1) {
-  const double a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
-  for (int64_t j = j0; j < j1; ++j) {
-    const double bj = b[j];
-    c0[j] += a0 * bj;
-    c1[j] += a1 * bj;
-    c2[j] += a2 * bj;
-    c3[j] += a3 * bj;
-  }
-}
-
-// C[b] += A[b] (m x k) * B[b] (k x n), blocked over columns of C so that a block of
-// B stays in cache while every row of A passes over it.
+// C[b] += A[b] (m x k) * B[b] (k x n). A is repacked into panels of kRows rows (k-major),
+// B into panels of kCols columns (zero-padded past n); each tile of C stays in registers
+// while a panel of A and one of B pass over it. The terms of every element are added in
+// k order, exactly as the plain loops would.
 template <bool Safe>
 void matmul_acc(const double* a, const double* b, double* c, const Packing& p) {
-  constexpr int64_t kBlock = 256;
-  std::vector<double> a4(static_cast<size_t>(4 * p.k));  // 4 rows of A, k-major
+  if (p.m == 0 || p.n == 0 || p.k == 0) return;
+  const int64_t full_tiles = p.m / kRows;
+  std::vector<double> apack(static_cast<size_t>(p.m * p.k));
+  std::vector<double> bpack(static_cast<size_t>(std::min(p.k, kDepth) * kCols));
+  double edge[kRows * kCols];  // a tile of C that is cut by n
   for (int64_t bt = 0; bt < p.batch; ++bt) {
     const double* ab = a + bt * p.m * p.k;
     const double* bb = b + bt * p.k * p.n;
     double* cb = c + bt * p.m * p.n;
-    int64_t i = 0;
-    if constexpr (!Safe) {
-      for (; i + 4 <= p.m; i += 4) {
-        for (int64_t kk = 0; kk < p.k; ++kk)
-          for (int64_t r = 0; r < 4; ++r) a4[static_cast<size_t>(kk * 4 + r)] = ab[(i + r) * p.k + kk];
-        double* c0 = cb + i * p.n;
-        for (int64_t j0 = 0; j0 < p.n; j0 += kBlock) {
-          const int64_t j1 = std::min(p.n, j0 + kBlock);
-          for (int64_t kk = 0; kk < p.k; ++kk)
-            axpy4(&a4[static_cast<size_t>(kk * 4)], bb + kk * p.n, c0, c0 + p.n, c0 + 2 * p.n, c0 + 3 * p.n, j0, j1);
+    // A: full tiles k-major by kRows, then the remaining rows (each k-major on its own).
+    for (int64_t t = 0; t < full_tiles; ++t)
+      for (int64_t kk = 0; kk < p.k; ++kk)
+        for (int64_t r = 0; r < kRows; ++r)
+          apack[static_cast<size_t>((t * p.k + kk) * kRows + r)] = ab[(t * kRows + r) * p.k + kk];
+    std::copy(ab + full_tiles * kRows * p.k, ab + p.m * p.k, apack.begin() + full_tiles * kRows * p.k);
+    for (int64_t j0 = 0; j0 < p.n; j0 += kCols) {
+      const int64_t w = std::min(kCols, p.n - j0);
+      for (int64_t k0 = 0; k0 < p.k; k0 += kDepth) {
+        const int64_t kc = std::min(kDepth, p.k - k0);
+        for (int64_t kk = 0; kk < kc; ++kk) {
+          double* row = bpack.data() + kk * kCols;
+          const double* src = bb + (k0 + kk) * p.n + j0;
+          std::copy(src, src + w, row);
+          std::fill(row + w, row + kCols, 0.0);
         }
-      }
-    }
-    for (; i < p.m; ++i) {
-      double* crow = cb + i * p.n;
-      for (int64_t j0 = 0; j0 < p.n; j0 += kBlock) {
-        const int64_t j1 = std::min(p.n, j0 + kBlock);
-        for (int64_t kk = 0; kk < p.k; ++kk) axpy<Safe>(ab[i * p.k + kk], bb + kk * p.n, crow, j0, j1);
+        auto run = [&](auto rows, int64_t i0, const double* panel) {
+          constexpr int64_t R = decltype(rows)::value;
+          double* ct = cb + i0 * p.n + j0;
+          if (w == kCols) {
+            tile_acc<Safe, R>(panel, bpack.data(), kc, ct, p.n);
+            return;
+          }
+          for (int64_t r = 0; r < R; ++r) {
+            std::copy(ct + r * p.n, ct + r * p.n + w, edge + r * kCols);
+            std::fill(edge + r * kCols + w, edge + (r + 1) * kCols, 0.0);
+          }
+          tile_acc<Safe, R>(panel, bpack.data(), kc, edge, kCols);
+          for (int64_t r = 0; r < R; ++r) std::copy(edge + r * kCols, edge + r * kCols + w, ct + r * p.n);
+        };
+        for (int64_t t = 0; t < full_tiles; ++t)
+          run(std::integral_constant<int64_t, kRows>{}, t * kRows, apack.data() + (t * p.k + k0) * kRows);
+        for (int64_t i = full_tiles * kRows; i < p.m; ++i)
+          run(std::integral_constant<int64_t, 1>{}, i, apack.data() + i * p.k + k0);
       }
     }
   }
@@ -118,6 +199,14 @@ void bound_matmul_acc(const std::vector<double>& a, const std::vector<double>& b
 }
 
 }  // namespace
+
+bool contraction_fuses() {
+#if defined(__FMA__)
+  return true;
+#else
+  return false;
+#endif
+}
 
 Value eval_contract(const ir::Node& node, const Value& a, const Value& b) {
   Packing p;
