@@ -32,28 +32,42 @@ int64_t label_stride(const std::vector<int>& labels, const std::vector<int64_t>&
   return s;
 }
 
-// Gathers `x` (with `labels`) into the dense layout of `order` (label groups in sequence).
-std::vector<double> pack(const std::vector<double>& x, const std::vector<int64_t>& x_shape, const std::vector<int>& labels,
-                         const std::vector<int>& order, const Packing& p) {
+// An operand in the dense layout of `order` (label groups in sequence): the tensor's
+// own data when it is already laid out so, else a gathered copy.
+struct Packed {
+  std::vector<double> copy;
+  const double* data = nullptr;
+  size_t size = 0;
+  const double* begin() const { return data; }
+  const double* end() const { return data + size; }
+};
+
+// Gathers `x` (with `labels`) into the dense layout of `order`; no copy when `x` is in
+// that layout already (no diagonal, no transpose).
+Packed pack(const std::vector<double>& x, const std::vector<int64_t>& x_shape, const std::vector<int>& labels,
+            const std::vector<int>& order, const Packing& p) {
   const auto dense = dense_strides(x_shape);
   std::vector<int64_t> shape, strides;
   for (int l : order) {
     shape.push_back(p.size.at(l));
     strides.push_back(label_stride(labels, dense, l));
   }
-  std::vector<double> out(static_cast<size_t>(ir::element_count(shape)));
-  gather(x.data(), shape, strides, 0, out.data());
+  Packed out;
+  out.size = static_cast<size_t>(ir::element_count(shape));
+  if (strides == dense_strides(shape) && out.size == x.size()) {
+    out.data = x.data();
+    return out;
+  }
+  out.copy.resize(out.size);
+  gather(x.data(), shape, strides, 0, out.copy.data());
+  out.data = out.copy.data();
   return out;
 }
 
-std::vector<double> absolute(std::vector<double> v) {
-  for (double& x : v) x = std::fabs(x);
-  return v;
-}
-
-bool has_inf(const std::vector<double>& v) {
-  for (double x : v) if (std::isinf(x)) return true;
-  return false;
+bool has_inf(const double* v, size_t n) {
+  bool inf = false;
+  for (size_t i = 0; i < n; ++i) inf |= std::isinf(v[i]);
+  return inf;
 }
 
 // The multiply-accumulate of every contraction, c += a * b, one term at a time in k
@@ -142,8 +156,11 @@ inline void tile_acc(const double* __restrict ap, const double* __restrict bp, i
 // B into panels of kCols columns (zero-padded past n); each tile of C stays in registers
 // while a panel of A and one of B pass over it. The terms of every element are added in
 // k order, exactly as the plain loops would.
-template <bool Safe>
+template <bool Safe, bool AbsA = false, bool AbsB = false>
 void matmul_acc(const double* a, const double* b, double* c, const Packing& p) {
+  // |A| and |B| (for bounds) are taken as the panels are packed.
+  auto fa = [](double x) { return AbsA ? std::fabs(x) : x; };
+  auto fb = [](double x) { return AbsB ? std::fabs(x) : x; };
   if (p.m == 0 || p.n == 0 || p.k == 0) return;
   const int64_t full_tiles = p.m / kRows;
   std::vector<double> apack(static_cast<size_t>(p.m * p.k));
@@ -157,8 +174,8 @@ void matmul_acc(const double* a, const double* b, double* c, const Packing& p) {
     for (int64_t t = 0; t < full_tiles; ++t)
       for (int64_t kk = 0; kk < p.k; ++kk)
         for (int64_t r = 0; r < kRows; ++r)
-          apack[static_cast<size_t>((t * p.k + kk) * kRows + r)] = ab[(t * kRows + r) * p.k + kk];
-    std::copy(ab + full_tiles * kRows * p.k, ab + p.m * p.k, apack.begin() + full_tiles * kRows * p.k);
+          apack[static_cast<size_t>((t * p.k + kk) * kRows + r)] = fa(ab[(t * kRows + r) * p.k + kk]);
+    std::transform(ab + full_tiles * kRows * p.k, ab + p.m * p.k, apack.begin() + full_tiles * kRows * p.k, fa);
     for (int64_t j0 = 0; j0 < p.n; j0 += kCols) {
       const int64_t w = std::min(kCols, p.n - j0);
       for (int64_t k0 = 0; k0 < p.k; k0 += kDepth) {
@@ -166,7 +183,7 @@ void matmul_acc(const double* a, const double* b, double* c, const Packing& p) {
         for (int64_t kk = 0; kk < kc; ++kk) {
           double* row = bpack.data() + kk * kCols;
           const double* src = bb + (k0 + kk) * p.n + j0;
-          std::copy(src, src + w, row);
+          std::transform(src, src + w, row, fb);
           std::fill(row + w, row + kCols, 0.0);
         }
         auto run = [&](auto rows, int64_t i0, const double* panel) {
@@ -192,10 +209,12 @@ void matmul_acc(const double* a, const double* b, double* c, const Packing& p) {
   }
 }
 
-void bound_matmul_acc(const std::vector<double>& a, const std::vector<double>& b, std::vector<double>& c,
-                      const Packing& p) {
-  if (has_inf(a) || has_inf(b)) matmul_acc<true>(a.data(), b.data(), c.data(), p);
-  else matmul_acc<false>(a.data(), b.data(), c.data(), p);
+// bound += A * B for bounds, with |A| and |B| where asked: the 0*inf-safe form when
+// either factor holds an infinity (`inf`, known beforehand: |x| has one where x has).
+template <bool AbsA, bool AbsB>
+void bound_matmul_acc(const double* a, const double* b, bool inf, std::vector<double>& c, const Packing& p) {
+  if (inf) matmul_acc<true, AbsA, AbsB>(a, b, c.data(), p);
+  else matmul_acc<false, AbsA, AbsB>(a, b, c.data(), p);
 }
 
 }  // namespace
@@ -240,10 +259,10 @@ Value eval_contract(const ir::Node& node, const Value& a, const Value& b) {
   b_order.insert(b_order.end(), p.n_labels.begin(), p.n_labels.end());
 
   const size_t out_count = static_cast<size_t>(p.batch * p.m * p.n);
-  const auto pa = pack(a.t.data, a.t.shape, node.lhs_labels, a_order, p);
-  const auto pb = pack(b.t.data, b.t.shape, node.rhs_labels, b_order, p);
+  const Packed pa = pack(a.t.data, a.t.shape, node.lhs_labels, a_order, p);
+  const Packed pb = pack(b.t.data, b.t.shape, node.rhs_labels, b_order, p);
   std::vector<double> value(out_count, 0.0);
-  matmul_acc<false>(pa.data(), pb.data(), value.data(), p);
+  matmul_acc<false>(pa.data, pb.data, value.data(), p);
 
   // Bound: e_a·|b| + (|a| + e_a)·e_b + u·g(2n-1)·|a|·|b|, skipping the zero parts.
   const double u = rounding_unit(node.dtype);
@@ -251,26 +270,29 @@ Value eval_contract(const ir::Node& node, const Value& a, const Value& b) {
   std::vector<double> bound;
   if (rounds || !a.exact() || !b.exact()) {
     bound.assign(out_count, 0.0);
-    const auto abs_a = absolute(pa);
-    const auto abs_b = absolute(pb);
+    const bool inf_a = has_inf(pa.data, pa.size), inf_b = has_inf(pb.data, pb.size);
     if (rounds) {
-      bound_matmul_acc(abs_a, abs_b, bound, p);
+      bound_matmul_acc<true, true>(pa.data, pb.data, inf_a || inf_b, bound, p);
       const double scale = u * growth(2.0 * static_cast<double>(p.k) - 1.0);
       const double eta = 2.0 * static_cast<double>(p.k) * underflow_unit(node.dtype);  // products and sums
       for (double& x : bound) x = x > 0 ? mul0(x, scale) + eta : 0.0;  // all-zero terms: exactly 0
     }
-    std::vector<double> ea;
+    Packed ea;
     if (!a.exact()) {
       ea = pack(a.e, a.t.shape, node.lhs_labels, a_order, p);
-      bound_matmul_acc(ea, abs_b, bound, p);
+      bound_matmul_acc<false, true>(ea.data, pb.data, has_inf(ea.data, ea.size) || inf_b, bound, p);
     }
     if (!b.exact()) {
-      const auto eb = pack(b.e, b.t.shape, node.rhs_labels, b_order, p);
-      if (ea.empty()) {
-        bound_matmul_acc(abs_a, eb, bound, p);
+      const Packed eb = pack(b.e, b.t.shape, node.rhs_labels, b_order, p);
+      const bool inf_eb = has_inf(eb.data, eb.size);
+      if (!ea.data) {
+        bound_matmul_acc<true, false>(pa.data, eb.data, inf_a || inf_eb, bound, p);
       } else {
-        for (size_t i = 0; i < ea.size(); ++i) ea[i] += abs_a[i];
-        bound_matmul_acc(ea, eb, bound, p);
+        // |a| + e_a, in a copy of its own when e_a is a's bound itself.
+        if (ea.copy.empty()) ea.copy.assign(ea.begin(), ea.end());
+        for (size_t i = 0; i < ea.size; ++i) ea.copy[i] += std::fabs(pa.data[i]);
+        ea.data = ea.copy.data();
+        bound_matmul_acc<false, false>(ea.data, eb.data, has_inf(ea.data, ea.size) || inf_eb, bound, p);
       }
     }
   }
@@ -284,14 +306,14 @@ Value eval_contract(const ir::Node& node, const Value& a, const Value& b) {
       const auto la = pack(a.lo, a.t.shape, node.lhs_labels, a_order, p);  // [batch, M, K]
       for (size_t i = 0; i < row.size(); ++i)
         for (int64_t kk = 0; kk < p.k; ++kk)
-          if (la[i * static_cast<size_t>(p.k) + static_cast<size_t>(kk)] > 0) row[i] = 1;
+          if (la.data[i * static_cast<size_t>(p.k) + static_cast<size_t>(kk)] > 0) row[i] = 1;
     }
     if (!b.lo.empty()) {
       const auto lb = pack(b.lo, b.t.shape, node.rhs_labels, b_order, p);  // [batch, K, N]
       for (int64_t bt = 0; bt < p.batch; ++bt)
         for (int64_t kk = 0; kk < p.k; ++kk)
           for (int64_t j = 0; j < p.n; ++j)
-            if (lb[static_cast<size_t>((bt * p.k + kk) * p.n + j)] > 0) col[static_cast<size_t>(bt * p.n + j)] = 1;
+            if (lb.data[static_cast<size_t>((bt * p.k + kk) * p.n + j)] > 0) col[static_cast<size_t>(bt * p.n + j)] = 1;
     }
     for (int64_t bt = 0; bt < p.batch; ++bt)
       for (int64_t i = 0; i < p.m; ++i)

@@ -73,15 +73,33 @@ void gather(const double* src, const std::vector<int64_t>& shape, const std::vec
   }
   const int64_t inner = shape[rank - 1];
   const int64_t inner_stride = strides[rank - 1];
+  // A transpose of the last two axes (the source contiguous along the second to last):
+  // copied in blocks, so that the strided reads of a block share cache lines.
+  const bool transposed = rank >= 2 && inner_stride != 1 && strides[rank - 2] == 1 && inner >= 8;
+  const int64_t rows = transposed ? shape[rank - 2] : 1;
+  const size_t outer_rank = transposed ? rank - 2 : rank - 1;
   std::vector<int64_t> idx(rank, 0);
   int64_t base = offset;
-  for (int64_t done = 0; done < total; done += inner) {
+  for (int64_t done = 0; done < total; done += inner * rows) {
     const double* s = src + base;
-    if (inner_stride == 1) std::copy(s, s + inner, dst);
-    else for (int64_t j = 0; j < inner; ++j) dst[j] = s[j * inner_stride];
-    dst += inner;
+    if (transposed) {
+      constexpr int64_t kBlockRows = 8, kBlockCols = 64;
+      for (int64_t j0 = 0; j0 < inner; j0 += kBlockCols) {
+        const int64_t j1 = std::min(inner, j0 + kBlockCols);
+        for (int64_t i0 = 0; i0 < rows; i0 += kBlockRows) {
+          const int64_t i1 = std::min(rows, i0 + kBlockRows);
+          for (int64_t i = i0; i < i1; ++i)
+            for (int64_t j = j0; j < j1; ++j) dst[i * inner + j] = s[i + j * inner_stride];
+        }
+      }
+    } else if (inner_stride == 1) {
+      std::copy(s, s + inner, dst);
+    } else {
+      for (int64_t j = 0; j < inner; ++j) dst[j] = s[j * inner_stride];
+    }
+    dst += inner * rows;
     // Odometer over the outer axes.
-    for (size_t d = rank - 1; d-- > 0;) {
+    for (size_t d = outer_rank; d-- > 0;) {
       base += strides[d];
       if (++idx[d] < shape[d]) break;
       base -= strides[d] * shape[d];
@@ -338,15 +356,31 @@ Value round_input(const ir::Param& p, const Tensor& in, const std::vector<int64_
   Value v;
   v.t.dtype = p.dtype;
   v.t.shape = expected;
-  v.t.data.resize(in.data.size());
-  for (size_t i = 0; i < in.data.size(); ++i) v.t.data[i] = detail::round_to(p.dtype, in.data[i]);
+  v.t.data.assign(in.data.begin(), in.data.end());
+  double* x = v.t.data.data();
+  const size_t n = v.t.data.size();
+  switch (p.dtype) {  // detail::round_to, one loop per dtype
+    case ir::DType::F32:
+      for (size_t i = 0; i < n; ++i) x[i] = static_cast<double>(static_cast<float>(x[i]));
+      break;
+    case ir::DType::F64:
+      break;
+    case ir::DType::I32: case ir::DType::I64:
+      for (size_t i = 0; i < n; ++i) x[i] = std::trunc(x[i]);
+      break;
+    case ir::DType::Bool:
+      for (size_t i = 0; i < n; ++i) x[i] = x[i] != 0.0 ? 1.0 : 0.0;
+      break;
+  }
   // A subnormal input may be read as zero (DAZ): that is its whole error.
   const double tiny = detail::underflow_unit(p.dtype);
-  for (size_t i = 0; i < v.t.data.size(); ++i) {
-    const double x = std::fabs(v.t.data[i]);
-    if (x != 0.0 && x < tiny) {
-      if (v.e.empty()) v.e.assign(v.t.data.size(), 0.0);
-      v.e[i] = x;
+  bool any_subnormal = false;
+  for (size_t i = 0; i < n; ++i) any_subnormal |= std::fabs(x[i]) < tiny && x[i] != 0.0;
+  if (any_subnormal) {
+    v.e.assign(n, 0.0);
+    for (size_t i = 0; i < n; ++i) {
+      const double a = std::fabs(x[i]);
+      if (a != 0.0 && a < tiny) v.e[i] = a;
     }
   }
   return v;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <random>
 
 #include "interp/kernels.h"
@@ -360,6 +361,45 @@ TEST(InterpValues, ContractionAddsTermsInOrderWhateverTheTiling) {
                     << ", " << j << "]: " << got << " vs " << c;
               }
         }
+}
+
+// The strided gather behind every layout op and contraction operand, against the plain
+// definition: transposes of every axis order (the blocked path when the source is
+// contiguous along the second-to-last axis), broadcasts (stride 0) and an offset.
+TEST(InterpValues, GatherCopiesEveryStridedView) {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 300; ++trial) {
+    const size_t rank = 1 + static_cast<size_t>(rng() % 4);
+    std::vector<int64_t> shape(rank);
+    for (auto& d : shape) d = 1 + static_cast<int64_t>(rng() % (rank <= 2 ? 40 : 12));
+    std::vector<size_t> perm(rank);
+    std::iota(perm.begin(), perm.end(), size_t{0});
+    std::shuffle(perm.begin(), perm.end(), rng);
+    // The source: dense in the permuted order, one axis perhaps broadcast, after an offset.
+    std::vector<int64_t> strides(rank, 0);
+    int64_t stride = 1;
+    const size_t broadcast = rng() % 5 == 0 ? rng() % rank : rank;
+    for (size_t i = rank; i-- > 0;) {
+      if (perm[i] == broadcast) continue;
+      strides[perm[i]] = stride;
+      stride *= shape[perm[i]];
+    }
+    const int64_t offset = static_cast<int64_t>(rng() % 7);
+    std::vector<double> src(static_cast<size_t>(stride + offset));
+    std::iota(src.begin(), src.end(), 0.0);
+    std::vector<double> got(static_cast<size_t>(ir::element_count(shape)), -1.0), want;
+    detail::gather(src.data(), shape, strides, offset, got.data());
+    std::vector<int64_t> idx(rank, 0);
+    for (size_t flat = 0; flat < got.size(); ++flat) {
+      int64_t at = offset;
+      for (size_t d = 0; d < rank; ++d) at += idx[d] * strides[d];
+      want.push_back(src[static_cast<size_t>(at)]);
+      for (size_t d = rank; d-- > 0;)
+        if (++idx[d] < shape[d]) break;
+        else idx[d] = 0;
+    }
+    ASSERT_EQ(got, want) << "trial " << trial;
+  }
 }
 
 TEST(InterpValues, EvaluationStopsWhenCancelled) {
