@@ -359,23 +359,25 @@ Value round_input(const ir::Param& p, const Tensor& in, const std::vector<int64_
   v.t.data.assign(in.data.begin(), in.data.end());
   double* x = v.t.data.data();
   const size_t n = v.t.data.size();
-  switch (p.dtype) {  // detail::round_to, one loop per dtype
-    case ir::DType::F32:
-      for (size_t i = 0; i < n; ++i) x[i] = static_cast<double>(static_cast<float>(x[i]));
-      break;
-    case ir::DType::F64:
-      break;
-    case ir::DType::I32: case ir::DType::I64:
-      for (size_t i = 0; i < n; ++i) x[i] = std::trunc(x[i]);
-      break;
-    case ir::DType::Bool:
-      for (size_t i = 0; i < n; ++i) x[i] = x[i] != 0.0 ? 1.0 : 0.0;
-      break;
-  }
-  // A subnormal input may be read as zero (DAZ): that is its whole error.
+  // Rounded to the dtype (detail::round_to, one loop per dtype), looking out for
+  // subnormals on the way: a subnormal input may be read as zero (DAZ), its whole error.
   const double tiny = detail::underflow_unit(p.dtype);
   bool any_subnormal = false;
-  for (size_t i = 0; i < n; ++i) any_subnormal |= std::fabs(x[i]) < tiny && x[i] != 0.0;
+  auto round_all = [&](auto round) {
+    int64_t subnormals = 0;  // counted without branches, so that the loop vectorizes
+    for (size_t i = 0; i < n; ++i) {
+      const double r = round(x[i]);
+      x[i] = r;
+      subnormals += static_cast<int64_t>(std::fabs(r) < tiny) & static_cast<int64_t>(r != 0.0);
+    }
+    any_subnormal = subnormals > 0;
+  };
+  switch (p.dtype) {
+    case ir::DType::F32: round_all([](double a) { return static_cast<double>(static_cast<float>(a)); }); break;
+    case ir::DType::F64: round_all([](double a) { return a; }); break;
+    case ir::DType::I32: case ir::DType::I64: round_all([](double a) { return std::trunc(a); }); break;
+    case ir::DType::Bool: round_all([](double a) { return a != 0.0 ? 1.0 : 0.0; }); break;
+  }
   if (any_subnormal) {
     v.e.assign(n, 0.0);
     for (size_t i = 0; i < n; ++i) {

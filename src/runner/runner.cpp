@@ -673,7 +673,7 @@ const char* status_name(Status s) {
 
 Outcome run(const std::string& so_path, const ir::Graph& graph, const std::vector<interp::Tensor>& inputs,
             const Options& options) {
-  Outcome outcome = run_calls(so_path, graph, {inputs}, options);
+  Outcome outcome = run_calls(so_path, graph, std::vector<const std::vector<interp::Tensor>*>{&inputs}, options);
   if (outcome.status == Status::Ok) outcome.outputs = std::move(outcome.call_outputs[0]);
   outcome.call_outputs.clear();
   return outcome;
@@ -681,10 +681,17 @@ Outcome run(const std::string& so_path, const ir::Graph& graph, const std::vecto
 
 Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
                   const std::vector<std::vector<interp::Tensor>>& calls, const Options& options) {
+  std::vector<const std::vector<interp::Tensor>*> sets;
+  for (const auto& inputs : calls) sets.push_back(&inputs);
+  return run_calls(so_path, graph, sets, options);
+}
+
+Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
+                  const std::vector<const std::vector<interp::Tensor>*>& calls, const Options& options) {
   const std::string runner = find_runner(options);
   check_entry_symbol(options.entry_symbol);
   if (calls.empty()) throw UserError("runner: no calls to make");
-  for (const auto& inputs : calls) check_inputs(graph, inputs);
+  for (const auto* inputs : calls) check_inputs(graph, *inputs);
   const size_t n_in = graph.params.size(), n_out = graph.results.size(), per_call = n_in + n_out;
   std::vector<Slot> slots;
   for (size_t c = 0; c < calls.size(); ++c) {
@@ -701,7 +708,7 @@ Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
   Fd memfd = make_request(kernels, layout, header, options, [&](char* base) {
     for (size_t c = 0; c < calls.size(); ++c)
       for (size_t i = 0; i < n_in; ++i)
-        store(base + layout.buffers[c * per_call + i].offset, layout.slots[i].dtype, calls[c][i].data);
+        store(base + layout.buffers[c * per_call + i].offset, layout.slots[i].dtype, (*calls[c])[i].data);
     if (options.plausible_outputs) {
       // Finite, ordinary-looking values instead of the poison: a kernel that skips work
       // when its outputs already look written returns these, and fails.
