@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes src/verify/ziggurat_tables.inc: the 256-layer ziggurat tables of the standard
-normal distribution used by the verifier's input generator (src/verify/random.h).
+"""Writes src/support/ziggurat_tables.inc: the 256-layer ziggurat tables of the standard
+normal distribution used by the verifier's input generator (src/support/random.h).
 
 Marsaglia and Tsang's construction ("The Ziggurat Method for Generating Random
 Variables", J. Stat. Softw. 5(8), 2000), for 52-bit magnitudes: r = 3.6541528853610088 is
@@ -11,7 +11,7 @@ where the tail starts, v = 0.00492867323399 the area of every layer. Per layer i
 The tables are computed once here, in double precision, and pasted as hex literals so
 that every machine draws the same numbers for the same seed, whatever its libm.
 
-usage: python3 scripts/ziggurat_tables.py > src/verify/ziggurat_tables.inc
+usage: python3 scripts/ziggurat_tables.py > src/support/ziggurat_tables.inc
 """
 import math
 

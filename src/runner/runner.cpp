@@ -17,11 +17,11 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
-#include <random>
 #include <thread>
 
 #include "runner/child/protocol.h"
 #include "support/error.h"
+#include "support/random.h"
 
 extern char** environ;
 
@@ -731,12 +731,12 @@ Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
     if (options.plausible_outputs) {
       // Finite, ordinary-looking values instead of the poison: a kernel that skips work
       // when its outputs already look written returns these, and fails.
-      std::mt19937_64 rng(0x5eed);
-      std::normal_distribution<double> normal(0.0, 1.0);
+      random::Xoshiro256 rng(0x5eed);
       for (size_t c = 0; c < calls.size(); ++c)
         for (size_t i = n_in; i < per_call; ++i) {
           std::vector<double> values(static_cast<size_t>(ir::element_count(layout.slots[i].shape)));
-          for (double& x : values) x = layout.slots[i].dtype == ir::DType::Bool ? 1.0 : std::round(normal(rng) * 4) / 4;
+          for (double& x : values)
+            x = layout.slots[i].dtype == ir::DType::Bool ? 1.0 : std::round(random::normal(rng) * 4) / 4;
           store(base + layout.buffers[c * per_call + i].offset, layout.slots[i].dtype, values);
         }
     }

@@ -15,7 +15,7 @@
 #include "runner/runner.h"
 #include "support/error.h"
 #include "verify/polynomial.h"
-#include "verify/random.h"
+#include "support/random.h"
 
 namespace ollie::verify {
 namespace {

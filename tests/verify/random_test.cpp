@@ -1,8 +1,8 @@
-// Tests of the verifier's random numbers (verify/random.h) and of the inputs the suites
+// Tests of the verifier's random numbers (support/random.h) and of the inputs the suites
 // draw with them (make_inputs): determinism per seed, and statistics honest enough that
 // the suites test what they claim (normal moments and histogram, the ziggurat's tail,
 // unbiased integers, ~1% special values, the integer-exact range covered end to end).
-#include "verify/random.h"
+#include "support/random.h"
 
 #include <gtest/gtest.h>
 
@@ -16,7 +16,7 @@
 
 namespace {
 
-namespace r = ollie::verify::random;
+namespace r = ollie::random;
 namespace v = ollie::verify;
 
 // Standard normal CDF.

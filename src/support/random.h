@@ -1,8 +1,9 @@
-// The verifier's random numbers: xoshiro256** streams seeded through splitmix64, a
-// ziggurat sampler of the standard normal, and unbiased bounded integers. Fast (a few
-// nanoseconds per normal draw, against ~20 for std::mt19937_64 with
-// std::normal_distribution) and the same on every machine for the same seed: the tables
-// are constants, and only the rare tail and wedge draws (about 1%) call exp or log.
+// Random numbers for the verifier's inputs and the runner's plausible outputs:
+// xoshiro256** streams seeded through splitmix64, a ziggurat sampler of the standard
+// normal, and unbiased bounded integers. Fast (a few nanoseconds per normal draw, against
+// ~25 for std::mt19937_64 with std::normal_distribution) and the same on every machine for
+// the same seed: the tables are constants, and only the rare tail and wedge draws (about
+// 1%) call exp or log.
 //
 // References: Blackman and Vigna, "Scrambled linear pseudorandom number generators"
 // (2021) for xoshiro256** and splitmix64; Marsaglia and Tsang, "The Ziggurat Method for
@@ -15,9 +16,9 @@
 #include <cmath>
 #include <cstdint>
 
-namespace ollie::verify::random {
+namespace ollie::random {
 
-#include "verify/ziggurat_tables.inc"
+#include "support/ziggurat_tables.inc"
 
 // splitmix64's finalizer: a bijection of 64-bit words that mixes every bit into every bit.
 inline uint64_t mix64(uint64_t z) {
@@ -121,4 +122,4 @@ inline double with_sign(double x, uint64_t sign) { return std::bit_cast<double>(
   return result;
 }
 
-}  // namespace ollie::verify::random
+}  // namespace ollie::random
