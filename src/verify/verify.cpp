@@ -9,7 +9,9 @@
 #include <chrono>
 #include <cmath>
 #include <future>
+#include <memory>
 #include <random>
+#include <thread>
 
 #include "build/build.h"
 #include "runner/runner.h"
@@ -197,37 +199,77 @@ void fill_chunk(double* out, size_t n, random::Xoshiro256& g, ir::DType dtype, D
   }
 }
 
-// make_inputs with the integer range `k` of Distribution::Integer given.
-std::vector<interp::Tensor> draw_inputs(const ir::Graph& graph, uint64_t seed, Distribution d, int64_t k) {
-  OLLIE_CHECK(d != Distribution::Integer || (k > 0 && k <= kMaxIntegerRange), "integer range out of bounds");
-  const std::vector<double> scales = weight_scales(graph);
-  std::vector<interp::Tensor> inputs;
-  for (size_t pi = 0; pi < graph.params.size(); ++pi) {
-    const auto& p = graph.params[pi];
-    interp::Tensor t;
-    t.dtype = p.dtype;
-    t.shape = ir::evaluate_shape(p.shape, graph.bound_dims);
-    const auto n = static_cast<size_t>(ir::element_count(t.shape));
-    t.data.resize(n);
-    for (size_t c = 0; c * kChunk < n; ++c) {
-      random::Xoshiro256 g(seed, (uint64_t{pi} << 32) | c);
-      fill_chunk(t.data.data() + c * kChunk, std::min(kChunk, n - c * kChunk), g, p.dtype, d, scales[pi], k);
+// Draws sets of inputs for `graph` in chunks that any thread may take (help()): each
+// chunk's values depend only on its set's seed, its parameter and its index, so the
+// result is the same whoever draws which chunk, in whatever order.
+class InputDraw {
+ public:
+  // One set per seed; `k` is Distribution::Integer's range. Allocates; draws nothing yet.
+  InputDraw(const ir::Graph& graph, const std::vector<uint64_t>& seeds, Distribution d, int64_t k)
+      : seeds_(seeds), d_(d), k_(k), scales_(weight_scales(graph)) {
+    OLLIE_CHECK(d != Distribution::Integer || (k > 0 && k <= kMaxIntegerRange), "integer range out of bounds");
+    for (size_t set = 0; set < seeds.size(); ++set) {
+      std::vector<interp::Tensor> inputs;
+      for (size_t pi = 0; pi < graph.params.size(); ++pi) {
+        const auto& p = graph.params[pi];
+        interp::Tensor t;
+        t.dtype = p.dtype;
+        t.shape = ir::evaluate_shape(p.shape, graph.bound_dims);
+        t.data.resize(static_cast<size_t>(ir::element_count(t.shape)));
+        for (size_t c = 0; c * kChunk < t.data.size(); ++c) chunks_.push_back({set, pi, c});
+        inputs.push_back(std::move(t));
+      }
+      sets_.push_back(std::move(inputs));
     }
-    inputs.push_back(std::move(t));
   }
-  return inputs;
-}
+  InputDraw(const InputDraw&) = delete;
+  InputDraw& operator=(const InputDraw&) = delete;
+
+  // Draws chunks until none is left (or `stop` is set). Safe to call from several
+  // threads at once; every chunk a call took is drawn when it returns.
+  void help(const std::atomic<bool>* stop = nullptr) {
+    for (;;) {
+      if (stop && stop->load(std::memory_order_relaxed)) return;
+      const size_t i = next_.fetch_add(1, std::memory_order_relaxed);
+      if (i >= chunks_.size()) return;
+      const Chunk& c = chunks_[i];
+      interp::Tensor& t = sets_[c.set][c.param];
+      random::Xoshiro256 g(seeds_[c.set], (uint64_t{c.param} << 32) | c.index);
+      const size_t begin = c.index * kChunk;
+      fill_chunk(t.data.data() + begin, std::min(kChunk, t.data.size() - begin), g, t.dtype, d_, scales_[c.param], k_);
+    }
+  }
+  // The sets, once every call of help() has returned (and none was stopped).
+  std::vector<std::vector<interp::Tensor>> take() { return std::move(sets_); }
+
+ private:
+  struct Chunk {
+    size_t set, param, index;
+  };
+  std::vector<uint64_t> seeds_;
+  Distribution d_;
+  int64_t k_;
+  std::vector<double> scales_;
+  std::vector<std::vector<interp::Tensor>> sets_;
+  std::vector<Chunk> chunks_;
+  std::atomic<size_t> next_{0};
+};
 
 }  // namespace
 
-std::vector<interp::Tensor> make_inputs(const ir::Graph& graph, uint64_t seed, Distribution d) {
+std::vector<interp::Tensor> make_inputs(const ir::Graph& graph, uint64_t seed, Distribution d, int threads) {
   int64_t k = 0;
   if (d == Distribution::Integer) {
     const ExactRange range = exact_range(graph);
     OLLIE_CHECK(range.k > 0, "integer inputs for a spec they are not exact for: " + range.reason);
     k = range.k;
   }
-  return draw_inputs(graph, seed, d, k);
+  InputDraw draw(graph, {seed}, d, k);
+  std::vector<std::thread> helpers;
+  for (int t = 1; t < threads; ++t) helpers.emplace_back([&] { draw.help(); });
+  draw.help();
+  for (auto& h : helpers) h.join();
+  return std::move(draw.take()[0]);
 }
 
 Comparison compare_outputs(const std::vector<interp::Tensor>& outputs, const interp::Result& reference) {
@@ -376,21 +418,20 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
   // One suite's inputs: one call's, or A and B for the call order (A, B, A) and the
   // reused buffers (the timed run's rounds go A, B, A over the two sets).
   using Calls = std::vector<std::vector<interp::Tensor>>;
-  auto draw_calls = [&](const Suite& suite, size_t index) {
+  auto start_draw = [&](const Suite& suite, size_t index) {
     const uint64_t s = seed + index;
-    Calls calls = {draw_inputs(suite.graph, s, suite.distribution, suite.integer_range)};
-    if (suite.call_order || suite.reused_buffers)
-      calls.push_back(draw_inputs(suite.graph, s + 1000003, suite.distribution, suite.integer_range));
-    return calls;
+    std::vector<uint64_t> seeds = {s};
+    if (suite.call_order || suite.reused_buffers) seeds.push_back(s + 1000003);
+    return std::make_unique<InputDraw>(suite.graph, seeds, suite.distribution, suite.integer_range);
   };
 
-  // Runs one suite (the `index`th: its seed is seed + index) of `so_path` on `calls`
-  // (draw_calls's); false (and the verdict set) when it fails. The kernel runs in the
-  // runner's child process while a thread of this one computes the reference; once the
-  // kernel is done, `after_run` (drawing the next suite's inputs) runs while the
-  // reference may still be computing. A run that fails stops the reference unfinished.
+  // Runs one suite (the `index`th: its seed is seed + index) of `so_path` on `calls`;
+  // false (and the verdict set) when it fails. The kernel runs in the runner's child
+  // process while a thread of this one computes the reference; both threads then draw
+  // `next` (the next suite's inputs, or null) as each becomes free. A run that fails
+  // stops the reference and the drawing unfinished.
   auto run_suite = [&](const Suite& suite, size_t index, const Calls& calls, const std::string& so_path,
-                       const runner::Options& base, const std::function<void()>& after_run) {
+                       const runner::Options& base, InputDraw* next) {
     SuiteResult result{suite.name, seed + index, dims_text(suite.graph), 0, 0, false, suite.integer_range};
     const std::string what = suite.replays.empty() ? suite.name : suite.name + " (" + suite.replays + ")";
     runner::Options run = base;
@@ -407,6 +448,7 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
       if (suite.distribution == Distribution::Integer)
         for (auto& ref : refs)
           for (auto& b : ref.bounds) std::fill(b.data.begin(), b.data.end(), 0.0);
+      if (next) next->help(&cancel);
       return refs;
     });
     // On every way out before the reference is taken (a failed run, an exception), stop
@@ -445,7 +487,7 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
       report.suites.push_back(result);
       return false;
     }
-    after_run();
+    if (next) next->help();
     const std::vector<interp::Result> refs = reference.get();
     for (size_t c = 0; c < outputs.size(); ++c) {
       const std::string label =
@@ -464,17 +506,22 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
   };
 
   // Runs `list` in order (the i-th is suite first + i); false at the first that fails.
-  // Each suite's inputs are drawn while the previous suite's reference is computed.
+  // The first suite's inputs are drawn by two threads; each later suite's while the
+  // previous one runs (run_suite).
   auto run_suites = [&](const std::vector<Suite>& list, size_t first, const std::string& so_path,
                         const runner::Options& base) {
-    Calls calls = list.empty() ? Calls{} : draw_calls(list[0], first);
+    if (list.empty()) return true;
+    std::unique_ptr<InputDraw> draw = start_draw(list[0], first);
+    {
+      auto helper = std::async(std::launch::async, [&] { draw->help(); });
+      draw->help();
+      helper.get();
+    }
+    Calls calls = draw->take();
     for (size_t i = 0; i < list.size(); ++i) {
-      Calls next;
-      auto draw_next = [&] {
-        if (i + 1 < list.size()) next = draw_calls(list[i + 1], first + i + 1);
-      };
-      if (!run_suite(list[i], first + i, calls, so_path, base, draw_next)) return false;
-      calls = std::move(next);
+      std::unique_ptr<InputDraw> next = i + 1 < list.size() ? start_draw(list[i + 1], first + i + 1) : nullptr;
+      if (!run_suite(list[i], first + i, calls, so_path, base, next.get())) return false;
+      if (next) calls = next->take();
     }
     return true;
   };

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <vector>
 
@@ -148,6 +149,26 @@ TEST(RandomInputs, SameSeedSameInputsOtherSeedOthers) {
       size_t same = 0;
       for (size_t k = 0; k < a[i].data.size(); ++k) same += a[i].data[k] == c[i].data[k];
       EXPECT_LT(same, a[i].data.size() / 50);
+    }
+  }
+}
+
+TEST(RandomInputs, DrawnByAnyNumberOfThreadsTheSame) {
+  // Several 64Ki-element chunks per parameter, of every dtype: the verifier draws a
+  // suite's inputs with two threads, `ollie eval` with one.
+  const auto g = graph_of("DIMS = dict(M=500, N=700)\n"
+                          "def f(x: \"f32[M, N]\", y: \"f64[N, M]\", i: \"i32[M, N]\", b: \"bool[M, N]\") -> \"f64[M, N]\":\n"
+                          "    return np.where(b, x + y.T, i)\n");
+  for (auto d : {v::Distribution::Normal, v::Distribution::Special, v::Distribution::Wide}) {
+    const auto one = v::make_inputs(g, 31, d, 1);
+    for (int threads : {2, 5}) {
+      const auto many = v::make_inputs(g, 31, d, threads);
+      ASSERT_EQ(one.size(), many.size());
+      for (size_t p = 0; p < one.size(); ++p) {
+        ASSERT_EQ(one[p].data.size(), many[p].data.size());
+        EXPECT_EQ(std::memcmp(one[p].data.data(), many[p].data.data(), one[p].data.size() * sizeof(double)), 0)
+            << "param " << p << ", " << threads << " threads";
+      }
     }
   }
 }
