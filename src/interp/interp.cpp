@@ -73,15 +73,33 @@ void gather(const double* src, const std::vector<int64_t>& shape, const std::vec
   }
   const int64_t inner = shape[rank - 1];
   const int64_t inner_stride = strides[rank - 1];
+  // A transpose of the last two axes (the source contiguous along the second to last):
+  // copied in blocks, so that the strided reads of a block share cache lines.
+  const bool transposed = rank >= 2 && inner_stride != 1 && strides[rank - 2] == 1 && inner >= 8;
+  const int64_t rows = transposed ? shape[rank - 2] : 1;
+  const size_t outer_rank = transposed ? rank - 2 : rank - 1;
   std::vector<int64_t> idx(rank, 0);
   int64_t base = offset;
-  for (int64_t done = 0; done < total; done += inner) {
+  for (int64_t done = 0; done < total; done += inner * rows) {
     const double* s = src + base;
-    if (inner_stride == 1) std::copy(s, s + inner, dst);
-    else for (int64_t j = 0; j < inner; ++j) dst[j] = s[j * inner_stride];
-    dst += inner;
+    if (transposed) {
+      constexpr int64_t kBlockRows = 8, kBlockCols = 64;
+      for (int64_t j0 = 0; j0 < inner; j0 += kBlockCols) {
+        const int64_t j1 = std::min(inner, j0 + kBlockCols);
+        for (int64_t i0 = 0; i0 < rows; i0 += kBlockRows) {
+          const int64_t i1 = std::min(rows, i0 + kBlockRows);
+          for (int64_t i = i0; i < i1; ++i)
+            for (int64_t j = j0; j < j1; ++j) dst[i * inner + j] = s[i + j * inner_stride];
+        }
+      }
+    } else if (inner_stride == 1) {
+      std::copy(s, s + inner, dst);
+    } else {
+      for (int64_t j = 0; j < inner; ++j) dst[j] = s[j * inner_stride];
+    }
+    dst += inner * rows;
     // Odometer over the outer axes.
-    for (size_t d = rank - 1; d-- > 0;) {
+    for (size_t d = outer_rank; d-- > 0;) {
       base += strides[d];
       if (++idx[d] < shape[d]) break;
       base -= strides[d] * shape[d];
@@ -338,15 +356,33 @@ Value round_input(const ir::Param& p, const Tensor& in, const std::vector<int64_
   Value v;
   v.t.dtype = p.dtype;
   v.t.shape = expected;
-  v.t.data.resize(in.data.size());
-  for (size_t i = 0; i < in.data.size(); ++i) v.t.data[i] = detail::round_to(p.dtype, in.data[i]);
-  // A subnormal input may be read as zero (DAZ): that is its whole error.
+  v.t.data.assign(in.data.begin(), in.data.end());
+  double* x = v.t.data.data();
+  const size_t n = v.t.data.size();
+  // Rounded to the dtype (detail::round_to, one loop per dtype), looking out for
+  // subnormals on the way: a subnormal input may be read as zero (DAZ), its whole error.
   const double tiny = detail::underflow_unit(p.dtype);
-  for (size_t i = 0; i < v.t.data.size(); ++i) {
-    const double x = std::fabs(v.t.data[i]);
-    if (x != 0.0 && x < tiny) {
-      if (v.e.empty()) v.e.assign(v.t.data.size(), 0.0);
-      v.e[i] = x;
+  bool any_subnormal = false;
+  auto round_all = [&](auto round) {
+    int64_t subnormals = 0;  // counted without branches, so that the loop vectorizes
+    for (size_t i = 0; i < n; ++i) {
+      const double r = round(x[i]);
+      x[i] = r;
+      subnormals += static_cast<int64_t>(std::fabs(r) < tiny) & static_cast<int64_t>(r != 0.0);
+    }
+    any_subnormal = subnormals > 0;
+  };
+  switch (p.dtype) {
+    case ir::DType::F32: round_all([](double a) { return static_cast<double>(static_cast<float>(a)); }); break;
+    case ir::DType::F64: round_all([](double a) { return a; }); break;
+    case ir::DType::I32: case ir::DType::I64: round_all([](double a) { return std::trunc(a); }); break;
+    case ir::DType::Bool: round_all([](double a) { return a != 0.0 ? 1.0 : 0.0; }); break;
+  }
+  if (any_subnormal) {
+    v.e.assign(n, 0.0);
+    for (size_t i = 0; i < n; ++i) {
+      const double a = std::fabs(x[i]);
+      if (a != 0.0 && a < tiny) v.e[i] = a;
     }
   }
   return v;
@@ -354,7 +390,7 @@ Value round_input(const ir::Param& p, const Tensor& in, const std::vector<int64_
 
 }  // namespace
 
-Result evaluate(const ir::Graph& graph, const std::vector<Tensor>& inputs) {
+Result evaluate(const ir::Graph& graph, const std::vector<Tensor>& inputs, const std::atomic<bool>* cancel) {
   ir::verify(graph);
   if (inputs.size() != graph.params.size())
     throw UserError("kernel '" + graph.entry + "' takes " + std::to_string(graph.params.size()) +
@@ -369,6 +405,7 @@ Result evaluate(const ir::Graph& graph, const std::vector<Tensor>& inputs) {
 
   std::vector<Value> values(count);
   for (size_t i = 0; i < count; ++i) {
+    if (cancel && cancel->load(std::memory_order_relaxed)) throw Cancelled();
     const ir::Node& n = graph.nodes[i];
     const auto shape = ir::evaluate_shape(n.shape, graph.bound_dims);
     auto arg = [&](size_t k) -> const Value& { return values[static_cast<size_t>(n.operands[k])]; };

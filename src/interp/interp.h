@@ -4,7 +4,9 @@
 // docs/error-bounds.md). Owns Tensor (a dense double array with its dims).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -26,9 +28,17 @@ struct Result {
   std::vector<Tensor> bounds;   // per element: |correct implementation - value| <= bound
 };
 
+// Thrown by evaluate when its `cancel` flag was set: the caller no longer needs the result.
+struct Cancelled : std::runtime_error {
+  Cancelled() : std::runtime_error("evaluation cancelled") {}
+};
+
 // Evaluates `graph` on `inputs` (one per param, with the param's bound shape; values
 // are rounded to the param dtype first, as a kernel would receive them).
-// Throws UserError when an input's shape does not match.
-Result evaluate(const ir::Graph& graph, const std::vector<Tensor>& inputs);
+// Throws UserError when an input's shape does not match. When `cancel` is given, it is
+// read between nodes and evaluation stops with Cancelled once it is true (another thread
+// sets it: the verifier evaluates while the kernel runs, and stops when the run fails).
+Result evaluate(const ir::Graph& graph, const std::vector<Tensor>& inputs,
+                const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace ollie::interp

@@ -128,4 +128,8 @@ Value eval_binary(const ir::Node& node, const Value& a, const Value& b);
 Value eval_select(const Value& c, const Value& x, const Value& y, ir::DType dtype);
 Value eval_contract(const ir::Node& node, const Value& a, const Value& b);
 
+// Whether a contraction's steps c += a * b are fused multiply-adds (one rounding, where
+// the host the interpreter is built for has them) or a multiply then an add.
+bool contraction_fuses();
+
 }  // namespace ollie::interp::detail

@@ -74,6 +74,9 @@ struct Outcome {
 // `seconds` is the sum of the calls; call_outputs holds each call's outputs.
 Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
                   const std::vector<std::vector<interp::Tensor>>& calls, const Options& options);
+// The same, on input sets held elsewhere (one may be named twice; nothing is copied).
+Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
+                  const std::vector<const std::vector<interp::Tensor>*>& calls, const Options& options);
 
 // Runs options.entry_symbol of `so_path` once on `inputs` (one per graph param, shapes at
 // graph.bound_dims) in a fresh child process; never throws for anything the kernel does.

@@ -5,14 +5,19 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <future>
+#include <memory>
 #include <random>
+#include <thread>
 
 #include "build/build.h"
 #include "runner/runner.h"
 #include "support/error.h"
 #include "verify/polynomial.h"
+#include "support/random.h"
 
 namespace ollie::verify {
 namespace {
@@ -143,55 +148,128 @@ std::vector<double> weight_scales(const ir::Graph& g) {
 
 namespace {
 
-// make_inputs with the integer range `k` of Distribution::Integer given.
-std::vector<interp::Tensor> draw_inputs(const ir::Graph& graph, uint64_t seed, Distribution d, int64_t k) {
-  const std::vector<double> scales = weight_scales(graph);
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int64_t> integer(-k, k);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::uniform_int_distribution<int> small(-8, 8);
-  std::uniform_int_distribution<int> percent(0, 99);
-  std::bernoulli_distribution coin(0.5);
-  const double specials[] = {std::nan(""), INFINITY, -INFINITY, 0.0, -0.0};
-  std::vector<interp::Tensor> inputs;
-  for (size_t pi = 0; pi < graph.params.size(); ++pi) {
-    const auto& p = graph.params[pi];
-    interp::Tensor t;
-    t.dtype = p.dtype;
-    t.shape = ir::evaluate_shape(p.shape, graph.bound_dims);
-    t.data.resize(static_cast<size_t>(ir::element_count(t.shape)));
-    for (double& v : t.data) {
-      switch (p.dtype) {
-        case ir::DType::F32: case ir::DType::F64: {
-          if (d == Distribution::Integer) {
-            v = static_cast<double>(integer(rng));
-            break;
-          }
-          double x = normal(rng) * scales[pi] * (d == Distribution::Wide ? 30.0 : 1.0);
-          if (d == Distribution::Special && percent(rng) == 0) x = specials[static_cast<size_t>(percent(rng)) % 5];
-          if (d == Distribution::Offset) x += 100.0;
-          v = p.dtype == ir::DType::F32 ? static_cast<double>(static_cast<float>(x)) : x;
-          break;
+// Elements per random stream: each chunk of each parameter has its own generator
+// (random::Xoshiro256(seed, stream)), so a tensor's values do not depend on the others'
+// sizes, and chunks may be drawn in any order with the same result.
+constexpr size_t kChunk = size_t{1} << 16;
+
+// Fills out[0, n) with one chunk of a parameter's values.
+void fill_chunk(double* out, size_t n, random::Xoshiro256& g, ir::DType dtype, Distribution d, double scale,
+                int64_t k) {
+  using random::below;
+  using random::normal;
+  switch (dtype) {
+    case ir::DType::F32: case ir::DType::F64: {
+      const bool f32 = dtype == ir::DType::F32;
+      auto keep = [f32](double x) { return f32 ? static_cast<double>(static_cast<float>(x)) : x; };
+      switch (d) {
+        case Distribution::Integer: {
+          const auto width = static_cast<uint32_t>(2 * k + 1);  // k <= kMaxIntegerRange
+          for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(static_cast<int64_t>(below(g, width)) - k);
+          return;
         }
-        case ir::DType::I32: case ir::DType::I64: v = small(rng); break;
-        case ir::DType::Bool: v = coin(rng) ? 1.0 : 0.0; break;
+        case Distribution::Normal:
+          for (size_t i = 0; i < n; ++i) out[i] = keep(normal(g) * scale);
+          return;
+        case Distribution::Wide:
+          for (size_t i = 0; i < n; ++i) out[i] = keep(normal(g) * scale * 30.0);
+          return;
+        case Distribution::Offset:
+          for (size_t i = 0; i < n; ++i) out[i] = keep(normal(g) * scale + 100.0);
+          return;
+        case Distribution::Special: {
+          // About 1% of the elements: NaN, +Inf, -Inf, 0 or -0, each as likely.
+          const double specials[] = {std::nan(""), INFINITY, -INFINITY, 0.0, -0.0};
+          for (size_t i = 0; i < n; ++i) {
+            double x = normal(g) * scale;
+            if (below(g, 100) == 0) x = specials[below(g, 5)];
+            out[i] = keep(x);
+          }
+          return;
+        }
       }
+      return;
     }
-    inputs.push_back(std::move(t));
+    case ir::DType::I32: case ir::DType::I64:
+      for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(static_cast<int64_t>(below(g, 17)) - 8);
+      return;
+    case ir::DType::Bool:
+      for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(g.next() >> 63);
+      return;
   }
-  return inputs;
 }
+
+// Draws sets of inputs for `graph` in chunks that any thread may take (help()): each
+// chunk's values depend only on its set's seed, its parameter and its index, so the
+// result is the same whoever draws which chunk, in whatever order.
+class InputDraw {
+ public:
+  // One set per seed; `k` is Distribution::Integer's range. Allocates; draws nothing yet.
+  InputDraw(const ir::Graph& graph, const std::vector<uint64_t>& seeds, Distribution d, int64_t k)
+      : seeds_(seeds), d_(d), k_(k), scales_(weight_scales(graph)) {
+    OLLIE_CHECK(d != Distribution::Integer || (k > 0 && k <= kMaxIntegerRange), "integer range out of bounds");
+    for (size_t set = 0; set < seeds.size(); ++set) {
+      std::vector<interp::Tensor> inputs;
+      for (size_t pi = 0; pi < graph.params.size(); ++pi) {
+        const auto& p = graph.params[pi];
+        interp::Tensor t;
+        t.dtype = p.dtype;
+        t.shape = ir::evaluate_shape(p.shape, graph.bound_dims);
+        t.data.resize(static_cast<size_t>(ir::element_count(t.shape)));
+        for (size_t c = 0; c * kChunk < t.data.size(); ++c) chunks_.push_back({set, pi, c});
+        inputs.push_back(std::move(t));
+      }
+      sets_.push_back(std::move(inputs));
+    }
+  }
+  InputDraw(const InputDraw&) = delete;
+  InputDraw& operator=(const InputDraw&) = delete;
+
+  // Draws chunks until none is left (or `stop` is set). Safe to call from several
+  // threads at once; every chunk a call took is drawn when it returns.
+  void help(const std::atomic<bool>* stop = nullptr) {
+    for (;;) {
+      if (stop && stop->load(std::memory_order_relaxed)) return;
+      const size_t i = next_.fetch_add(1, std::memory_order_relaxed);
+      if (i >= chunks_.size()) return;
+      const Chunk& c = chunks_[i];
+      interp::Tensor& t = sets_[c.set][c.param];
+      random::Xoshiro256 g(seeds_[c.set], (uint64_t{c.param} << 32) | c.index);
+      const size_t begin = c.index * kChunk;
+      fill_chunk(t.data.data() + begin, std::min(kChunk, t.data.size() - begin), g, t.dtype, d_, scales_[c.param], k_);
+    }
+  }
+  // The sets, once every call of help() has returned (and none was stopped).
+  std::vector<std::vector<interp::Tensor>> take() { return std::move(sets_); }
+
+ private:
+  struct Chunk {
+    size_t set, param, index;
+  };
+  std::vector<uint64_t> seeds_;
+  Distribution d_;
+  int64_t k_;
+  std::vector<double> scales_;
+  std::vector<std::vector<interp::Tensor>> sets_;
+  std::vector<Chunk> chunks_;
+  std::atomic<size_t> next_{0};
+};
 
 }  // namespace
 
-std::vector<interp::Tensor> make_inputs(const ir::Graph& graph, uint64_t seed, Distribution d) {
+std::vector<interp::Tensor> make_inputs(const ir::Graph& graph, uint64_t seed, Distribution d, int threads) {
   int64_t k = 0;
   if (d == Distribution::Integer) {
     const ExactRange range = exact_range(graph);
     OLLIE_CHECK(range.k > 0, "integer inputs for a spec they are not exact for: " + range.reason);
     k = range.k;
   }
-  return draw_inputs(graph, seed, d, k);
+  InputDraw draw(graph, {seed}, d, k);
+  std::vector<std::thread> helpers;
+  for (int t = 1; t < threads; ++t) helpers.emplace_back([&] { draw.help(); });
+  draw.help();
+  for (auto& h : helpers) h.join();
+  return std::move(draw.take()[0]);
 }
 
 Comparison compare_outputs(const std::vector<interp::Tensor>& outputs, const interp::Result& reference) {
@@ -337,9 +415,23 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
     return false;
   };
 
-  // Runs one suite (the `index`th: its seed is seed + index) of `so_path`; false (and the
-  // verdict set) when it fails.
-  auto run_suite = [&](const Suite& suite, size_t index, const std::string& so_path, const runner::Options& base) {
+  // One suite's inputs: one call's, or A and B for the call order (A, B, A) and the
+  // reused buffers (the timed run's rounds go A, B, A over the two sets).
+  using Calls = std::vector<std::vector<interp::Tensor>>;
+  auto start_draw = [&](const Suite& suite, size_t index) {
+    const uint64_t s = seed + index;
+    std::vector<uint64_t> seeds = {s};
+    if (suite.call_order || suite.reused_buffers) seeds.push_back(s + 1000003);
+    return std::make_unique<InputDraw>(suite.graph, seeds, suite.distribution, suite.integer_range);
+  };
+
+  // Runs one suite (the `index`th: its seed is seed + index) of `so_path` on `calls`;
+  // false (and the verdict set) when it fails. The kernel runs in the runner's child
+  // process while a thread of this one computes the reference; both threads then draw
+  // `next` (the next suite's inputs, or null) as each becomes free. A run that fails
+  // stops the reference and the drawing unfinished.
+  auto run_suite = [&](const Suite& suite, size_t index, const Calls& calls, const std::string& so_path,
+                       const runner::Options& base, InputDraw* next) {
     SuiteResult result{suite.name, seed + index, dims_text(suite.graph), 0, 0, false, suite.integer_range};
     const std::string what = suite.replays.empty() ? suite.name : suite.name + " (" + suite.replays + ")";
     runner::Options run = base;
@@ -347,13 +439,30 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
     // Buffers alternate between the start and the end of their pages, so a read before
     // the first element or past the last one meets a guard page in one suite or another.
     run.placement = index % 2 == 0 ? runner::Placement::Start : runner::Placement::End;
-    const bool abab = suite.call_order || suite.reused_buffers;
-    std::vector<std::vector<interp::Tensor>> calls = {
-        draw_inputs(suite.graph, result.seed, suite.distribution, suite.integer_range)};
-    if (abab) {
-      calls.push_back(draw_inputs(suite.graph, result.seed + 1000003, suite.distribution, suite.integer_range));
-      calls.push_back(calls[0]);
-    }
+
+    std::atomic<bool> cancel{false};
+    std::future<std::vector<interp::Result>> reference = std::async(std::launch::async, [&] {
+      std::vector<interp::Result> refs;
+      for (const auto& inputs : calls) refs.push_back(interp::evaluate(suite.graph, inputs, &cancel));
+      // Integer-exact: bit for bit (bound 0; -0 and +0 compare equal).
+      if (suite.distribution == Distribution::Integer)
+        for (auto& ref : refs)
+          for (auto& b : ref.bounds) std::fill(b.data.begin(), b.data.end(), 0.0);
+      if (next) next->help(&cancel);
+      return refs;
+    });
+    // On every way out before the reference is taken (a failed run, an exception), stop
+    // it and wait: it reads `calls` and `suite`.
+    struct Join {
+      std::atomic<bool>& cancel;
+      std::future<std::vector<interp::Result>>& future;
+      ~Join() {
+        if (!future.valid()) return;
+        cancel = true;
+        future.wait();
+      }
+    } join{cancel, reference};
+
     std::vector<std::vector<interp::Tensor>> outputs;
     runner::Outcome outcome;
     if (suite.reused_buffers) {
@@ -361,12 +470,13 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
       order.warmup_rounds = 0;
       order.min_rounds = order.max_rounds = 3;
       order.budget_seconds = 0;
-      runner::TimedOutcome timed =
-          runner::time_kernels({{so_path, "ollie_entry"}}, suite.graph, {calls[0], calls[1]}, run, order);
-      if (timed.status == runner::Status::Ok) outputs = {timed.set_outputs[0][0], timed.set_outputs[0][1]};
+      runner::TimedOutcome timed = runner::time_kernels({{so_path, "ollie_entry"}}, suite.graph, calls, run, order);
+      if (timed.status == runner::Status::Ok) outputs = std::move(timed.set_outputs[0]);
       outcome = std::move(timed);
     } else {
-      outcome = runner::run_calls(so_path, suite.graph, calls, run);
+      std::vector<const std::vector<interp::Tensor>*> sets = {&calls[0]};
+      if (suite.call_order) sets = {&calls[0], &calls[1], &calls[0]};
+      outcome = runner::run_calls(so_path, suite.graph, sets, run);
       outputs = std::move(outcome.call_outputs);
     }
     if (outcome.status != runner::Status::Ok) {
@@ -377,12 +487,8 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
       report.suites.push_back(result);
       return false;
     }
-    std::vector<interp::Result> refs = {interp::evaluate(suite.graph, calls[0])};
-    if (abab) refs.push_back(interp::evaluate(suite.graph, calls[1]));
-    // Integer-exact: bit for bit (bound 0; -0 and +0 compare equal).
-    if (suite.distribution == Distribution::Integer)
-      for (auto& ref : refs)
-        for (auto& b : ref.bounds) std::fill(b.data.begin(), b.data.end(), 0.0);
+    if (next) next->help();
+    const std::vector<interp::Result> refs = reference.get();
     for (size_t c = 0; c < outputs.size(); ++c) {
       const std::string label =
           suite.reused_buffers ? what + " (last call on " + (c == 0 ? "A" : "B") + " of A, B, A)"
@@ -399,8 +505,28 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
     return true;
   };
 
-  for (size_t si = 0; si < suites.size(); ++si)
-    if (!run_suite(suites[si], si, built.so_path, run_options)) return finish();
+  // Runs `list` in order (the i-th is suite first + i); false at the first that fails.
+  // The first suite's inputs are drawn by two threads; each later suite's while the
+  // previous one runs (run_suite).
+  auto run_suites = [&](const std::vector<Suite>& list, size_t first, const std::string& so_path,
+                        const runner::Options& base) {
+    if (list.empty()) return true;
+    std::unique_ptr<InputDraw> draw = start_draw(list[0], first);
+    {
+      auto helper = std::async(std::launch::async, [&] { draw->help(); });
+      draw->help();
+      helper.get();
+    }
+    Calls calls = draw->take();
+    for (size_t i = 0; i < list.size(); ++i) {
+      std::unique_ptr<InputDraw> next = i + 1 < list.size() ? start_draw(list[i + 1], first + i + 1) : nullptr;
+      if (!run_suite(list[i], first + i, calls, so_path, base, next.get())) return false;
+      if (next) calls = next->take();
+    }
+    return true;
+  };
+
+  if (!run_suites(suites, 0, built.so_path, run_options)) return finish();
 
   if (full) {
     // The sanitizer build replays one normal trial, the call order and, for a generic
@@ -431,8 +557,7 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
       replayed.emplace_back("sanitizer", Distribution::Normal, sweep.front());
       replayed.back().replays = "shape-sweep";
     }
-    for (size_t i = 0; i < replayed.size(); ++i)
-      if (!run_suite(replayed[i], suites.size() + i, sanitized_build.so_path, sanitizer_options)) return finish();
+    if (!run_suites(replayed, suites.size(), sanitized_build.so_path, sanitizer_options)) return finish();
   }
   report.verdict = Verdict::Pass;
   report.message = "all " + std::to_string(report.suites.size()) + " suites agree with the reference";

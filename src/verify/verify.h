@@ -34,7 +34,8 @@ enum class Distribution { Normal, Wide, Special, Offset, Integer };
 // plus 100 (means far from zero: one-pass variances cancel catastrophically); Integer is
 // uniform integers in [-k, k], k = exact_range(graph).k (verify/polynomial.h; throws
 // InternalError when the graph has none). Integers are small (-8..8), bools coin flips.
-std::vector<interp::Tensor> make_inputs(const ir::Graph& graph, uint64_t seed, Distribution d);
+// Drawn in chunks by `threads` threads; the values do not depend on how many.
+std::vector<interp::Tensor> make_inputs(const ir::Graph& graph, uint64_t seed, Distribution d, int threads = 1);
 
 struct Counterexample {
   std::string suite;

@@ -4,11 +4,14 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <random>
 
+#include "interp/kernels.h"
 #include "test_graph.h"
 
 namespace ollie::interp {
@@ -310,6 +313,104 @@ TEST(InterpValues, EinsumLabelPatternsMatchBruteForce) {
     ASSERT_EQ(r.values[0].data.size(), want.size());
     for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(r.values[0].data[i], want[i]) << "element " << i;
   }
+}
+
+// Every output element of a contraction adds its terms one at a time, in k order, each
+// step a fused multiply-add where the interpreter's host has one (a multiply and an add
+// otherwise), whatever the tiling: shapes around the kernel's tile edges (4 rows, 24
+// columns, 128 terms per pass) and a batch. Values of mixed magnitudes and exact zeros, so
+// that another order or another rounding would show in the last bits.
+TEST(InterpValues, ContractionAddsTermsInOrderWhateverTheTiling) {
+  const bool fused = ollie::interp::detail::contraction_fuses();
+  std::mt19937 rng(11);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_int_distribution<int> pick(0, 9);
+  for (int64_t batch : {1, 2})
+    for (int64_t m : {1, 3, 4, 5, 9})
+      for (int64_t n : {1, 23, 24, 25, 50})
+        for (int64_t k : {1, 127, 128, 129, 300}) {
+          TestGraph tg;
+          auto a = tg.in("a", DType::F64, S({batch, m, k}));
+          auto b = tg.in("b", DType::F64, S({batch, k, n}));
+          tg.out(tg.b.contract(a, b, {9, 0, 1}, {9, 1, 2}, {9, 0, 2}));
+          auto draw = [&](int64_t count) {
+            std::vector<double> v(static_cast<size_t>(count));
+            for (double& x : v) x = pick(rng) == 0 ? 0.0 : normal(rng) * std::ldexp(1.0, pick(rng) * 3 - 12);
+            return v;
+          };
+          const Tensor ta = T(DType::F64, {batch, m, k}, draw(batch * m * k));
+          const Tensor tb = T(DType::F64, {batch, k, n}, draw(batch * k * n));
+          const auto r = tg.run({ta, tb});
+          for (int64_t bt = 0; bt < batch; ++bt)
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < n; ++j) {
+                double c = 0.0;
+                for (int64_t kk = 0; kk < k; ++kk) {
+                  const double x = ta.data[static_cast<size_t>((bt * m + i) * k + kk)];
+                  const double y = tb.data[static_cast<size_t>((bt * k + kk) * n + j)];
+                  if (fused) {
+                    c = std::fma(x, y, c);
+                  } else {
+                    const volatile double product = x * y;
+                    c += product;
+                  }
+                }
+                const double got = r.values[0].data[static_cast<size_t>((bt * m + i) * n + j)];
+                ASSERT_EQ(std::memcmp(&got, &c, sizeof c), 0)
+                    << "batch " << batch << " m " << m << " n " << n << " k " << k << " at [" << bt << ", " << i
+                    << ", " << j << "]: " << got << " vs " << c;
+              }
+        }
+}
+
+// The strided gather behind every layout op and contraction operand, against the plain
+// definition: transposes of every axis order (the blocked path when the source is
+// contiguous along the second-to-last axis), broadcasts (stride 0) and an offset.
+TEST(InterpValues, GatherCopiesEveryStridedView) {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 300; ++trial) {
+    const size_t rank = 1 + static_cast<size_t>(rng() % 4);
+    std::vector<int64_t> shape(rank);
+    for (auto& d : shape) d = 1 + static_cast<int64_t>(rng() % (rank <= 2 ? 40 : 12));
+    std::vector<size_t> perm(rank);
+    std::iota(perm.begin(), perm.end(), size_t{0});
+    std::shuffle(perm.begin(), perm.end(), rng);
+    // The source: dense in the permuted order, one axis perhaps broadcast, after an offset.
+    std::vector<int64_t> strides(rank, 0);
+    int64_t stride = 1;
+    const size_t broadcast = rng() % 5 == 0 ? rng() % rank : rank;
+    for (size_t i = rank; i-- > 0;) {
+      if (perm[i] == broadcast) continue;
+      strides[perm[i]] = stride;
+      stride *= shape[perm[i]];
+    }
+    const int64_t offset = static_cast<int64_t>(rng() % 7);
+    std::vector<double> src(static_cast<size_t>(stride + offset));
+    std::iota(src.begin(), src.end(), 0.0);
+    std::vector<double> got(static_cast<size_t>(ir::element_count(shape)), -1.0), want;
+    detail::gather(src.data(), shape, strides, offset, got.data());
+    std::vector<int64_t> idx(rank, 0);
+    for (size_t flat = 0; flat < got.size(); ++flat) {
+      int64_t at = offset;
+      for (size_t d = 0; d < rank; ++d) at += idx[d] * strides[d];
+      want.push_back(src[static_cast<size_t>(at)]);
+      for (size_t d = rank; d-- > 0;)
+        if (++idx[d] < shape[d]) break;
+        else idx[d] = 0;
+    }
+    ASSERT_EQ(got, want) << "trial " << trial;
+  }
+}
+
+TEST(InterpValues, EvaluationStopsWhenCancelled) {
+  TestGraph tg;
+  auto x = tg.in("x", DType::F64, S({3}));
+  tg.out(tg.b.unary(OpKind::Neg, x));
+  const std::vector<Tensor> in = {T(DType::F64, {3}, {1, 2, 3})};
+  std::atomic<bool> cancel{false};
+  EXPECT_EQ(evaluate(tg.g, in, &cancel).values[0].data, (std::vector<double>{-1, -2, -3}));
+  cancel = true;
+  EXPECT_THROW(evaluate(tg.g, in, &cancel), ollie::interp::Cancelled);
 }
 
 TEST(InterpValues, SymbolicDimsAndRepeatedOutputs) {

@@ -69,6 +69,31 @@ TEST(Verify, FreshSeedsEveryTime) {
   EXPECT_NE(a.suites[0].seed, b.suites[0].seed);
 }
 
+// A recorded seed replays: the same suites on the same inputs (drawn by two threads in
+// chunks, in whatever order), and those inputs are make_inputs' for the suite's seed.
+TEST(Verify, SameSeedReplaysTheSameInputs) {
+  const auto g = softmax_at({{"M", 300}, {"N", 700}});  // several 64Ki-element chunks per input
+  v::Options o = options();
+  o.seed = 4242;
+  const v::Report a = v::verify(g, kernel_file("softmax_rows.cpp"), softmax_at, o);
+  const v::Report b = v::verify(g, kernel_file("softmax_rows.cpp"), softmax_at, o);
+  ASSERT_EQ(a.verdict, v::Verdict::Pass) << a.message;
+  ASSERT_EQ(a.suites.size(), b.suites.size());
+  for (size_t i = 0; i < a.suites.size(); ++i) {
+    EXPECT_EQ(a.suites[i].seed, 4242 + i);
+    EXPECT_EQ(a.suites[i].seed, b.suites[i].seed);
+    EXPECT_EQ(a.suites[i].elements, b.suites[i].elements);
+    EXPECT_EQ(a.suites[i].worst, b.suites[i].worst) << a.suites[i].name;
+  }
+  const v::Report w = v::verify(g, kernel_file("softmax_drops_last_column.cpp"), softmax_at, o);
+  ASSERT_EQ(w.verdict, v::Verdict::Wrong) << w.message;
+  ASSERT_TRUE(w.counterexample.has_value());
+  const auto& c = *w.counterexample;
+  ASSERT_EQ(c.suite, "normal");
+  const auto ref = ollie::interp::evaluate(g, v::make_inputs(g, c.seed, v::Distribution::Normal));
+  EXPECT_EQ(c.expected, ref.values[static_cast<size_t>(c.output)].data[static_cast<size_t>(c.index)]);
+}
+
 TEST(Verify, WrongKernelGivesTheFirstCounterexample) {
   const v::Report r = check(kernel_file("softmax_drops_last_column.cpp"));
   ASSERT_EQ(r.verdict, v::Verdict::Wrong) << r.message;
