@@ -2,9 +2,11 @@
 // order (leaves, layout ops and reductions here; elementwise and contractions in their
 // own files), frees each value after its last use, and returns outputs with bounds.
 #include <algorithm>
+#include <bit>
 #include <cfloat>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "interp/kernels.h"
 
@@ -22,6 +24,26 @@ double round_to(ir::DType t, double x) {
   return x;
 }
 
+namespace {
+// finalize's common case: a non-finite float value has bound 0 (FloatRule), a NaN bound
+// becomes inf; returns how many bounds are nonzero.
+// On the bits, so that the loop vectorizes (the exponent all ones: inf or NaN).
+template <bool FloatRule>
+int64_t clean_bounds(const double* __restrict r, double* __restrict e, int64_t n) {
+  constexpr uint64_t exponent = 0x7ff0000000000000ULL, magnitude = 0x7fffffffffffffffULL;
+  constexpr uint64_t inf = 0x7ff0000000000000ULL;
+  int64_t nonzero = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t x = std::bit_cast<uint64_t>(e[i]);
+    x = (x & magnitude) > exponent ? inf : x;  // NaN -> inf
+    if constexpr (FloatRule) x = (std::bit_cast<uint64_t>(r[i]) & exponent) == exponent ? 0 : x;  // r not finite -> 0
+    e[i] = std::bit_cast<double>(x);
+    nonzero += static_cast<int64_t>((x & magnitude) != 0);
+  }
+  return nonzero;
+}
+}  // namespace
+
 void finalize(Value& v) {
   if (v.exact()) return;
   constexpr double inf = std::numeric_limits<double>::infinity();
@@ -30,6 +52,23 @@ void finalize(Value& v) {
   const bool is_float = ir::is_float(v.t.dtype);
   const double* r = v.t.data.data();
   double* e = v.e.data();
+  const int64_t size = v.t.size();
+  if (v.lo.empty()) {
+    // The common case, in branch-free loops that vectorize: nothing was saturated and
+    // nothing saturates now (no finite value whose interval reaches past max_finite).
+    // The same results as the general loop below, which handles the rest.
+    constexpr double dbl_max = std::numeric_limits<double>::max();  // |r| <= dbl_max: r is finite
+    int64_t saturating = 0;
+    if (is_float)
+      for (int64_t i = 0; i < size; ++i)
+        saturating += static_cast<int64_t>(std::fabs(r[i]) <= dbl_max) &
+                      static_cast<int64_t>(std::fabs(r[i]) + e[i] > max_finite);
+    if (saturating == 0) {
+      const int64_t nonzero = is_float ? clean_bounds<true>(r, e, size) : clean_bounds<false>(r, e, size);
+      if (nonzero == 0) v.e.clear();
+      return;
+    }
+  }
   bool any = false, any_sat = false;
   for (int64_t i = 0, n = v.t.size(); i < n; ++i) {
     const auto k = static_cast<size_t>(i);
@@ -146,8 +185,14 @@ Value eval_leaf(const ir::Graph& g, const ir::Node& n, const std::vector<int64_t
     auto strides = detail::dense_strides(shape);
     const int64_t stride = strides[static_cast<size_t>(n.axis)];
     const int64_t len = shape[static_cast<size_t>(n.axis)];
-    for (int64_t i = 0; i < v.t.size(); ++i)
-      v.t.data[static_cast<size_t>(i)] = detail::round_to(n.dtype, static_cast<double>((i / stride) % len));
+    // Element i holds (i / stride) % len: runs of `stride` equal values, without a division each.
+    double* out = v.t.data.data();
+    for (int64_t i = 0; i < v.t.size();)
+      for (int64_t a = 0; a < len; ++a) {
+        const double value = detail::round_to(n.dtype, static_cast<double>(a));
+        std::fill(out + i, out + i + stride, value);
+        i += stride;
+      }
     return v;
   }
   // Const: the literal's exact value; an implementation in a narrower dtype rounds it.

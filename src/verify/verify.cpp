@@ -16,8 +16,8 @@
 #include "build/build.h"
 #include "runner/runner.h"
 #include "support/error.h"
-#include "verify/polynomial.h"
 #include "support/random.h"
+#include "verify/polynomial.h"
 
 namespace ollie::verify {
 namespace {
