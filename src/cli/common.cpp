@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -32,6 +33,11 @@ ir::Graph load(const SpecFlags& flags) {
 }
 
 std::string read_text(const std::string& path, const char* what) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw UserError(fmt::format("'{}' is a directory, not a {} file; name the file itself (ollie emit -o DIR writes "
+                                "DIR/<entry>.cpp)",
+                                path, what));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno)));
   std::stringstream ss;

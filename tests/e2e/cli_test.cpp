@@ -297,6 +297,9 @@ TEST_F(RunKernel, BenchTimesSideBySideAndChecksTheTimedOutputs) {
   CommandResult crash = ollie_with_env(env, "bench " + spec + " " + kernels + "/softmax_segfaults.cpp --dims M=8,N=64");
   EXPECT_EQ(crash.exit_code, 4) << crash.out;
   EXPECT_NE(crash.out.find("SIGSEGV"), std::string::npos) << crash.out;
+  CommandResult directory = ollie("verify " + spec + " " + kernels);
+  EXPECT_EQ(directory.exit_code, 1) << directory.out;
+  EXPECT_NE(directory.out.find("is a directory, not a kernel file"), std::string::npos) << directory.out;
   CommandResult missing = ollie("bench " + spec + " /nonexistent/k.cpp");
   EXPECT_EQ(missing.exit_code, 1) << missing.out;
   EXPECT_NE(missing.out.find("cannot read kernel '/nonexistent/k.cpp'"), std::string::npos) << missing.out;
