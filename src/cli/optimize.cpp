@@ -4,12 +4,15 @@
 // otherwise), stops on a budget or Ctrl-C, then verifies the best candidates at `full`
 // and writes the winner, its header, schedule, certificate and a summary into DIR.
 #include <fmt/format.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -99,6 +102,30 @@ double parse_duration(const std::string& text, const std::string& flag) {
   return value * scale;
 }
 
+// Holds an exclusive lock on <db>.lock for the life of the run, so that two `ollie
+// optimize` processes never run chains on one database (each would evaluate the same
+// candidates). The kernel drops the lock when the process dies, however it dies.
+class RunLock {
+ public:
+  explicit RunLock(const std::string& db_path) {
+    const std::string path = db_path + ".lock";
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw UserError(fmt::format("cannot create the run lock '{}': {}", path, std::strerror(errno)));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd_);
+      throw UserError(fmt::format("the run database '{}' is in use by another ollie optimize; wait for it to stop "
+                                  "(or stop it with Ctrl-C), then resume",
+                                  db_path));
+    }
+  }
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+  ~RunLock() { ::close(fd_); }
+
+ private:
+  int fd_ = -1;
+};
+
 int run_optimize(const OptimizeFlags& f) {
   // The run: a new one from SPEC into DIR, or the one in --resume.
   const bool resuming = !f.resume.empty();
@@ -110,7 +137,9 @@ int run_optimize(const OptimizeFlags& f) {
   ir::Graph graph;
   fs::path out_dir;
   nlohmann::json options_json;
+  std::optional<RunLock> lock;
   if (resuming) {
+    lock.emplace(f.resume);
     db.emplace(store::Store::open(f.resume));
     const store::RunInfo info = db->run();
     spec::SpecOptions so;
@@ -140,6 +169,7 @@ int run_optimize(const OptimizeFlags& f) {
     info.options_json = options_json.dump();
     info.seed = f.seed;
     info.created = iso_now();
+    lock.emplace((out_dir / "run.db").string());
     db.emplace(store::Store::create((out_dir / "run.db").string(), info));
   }
   check_reference_fits(graph);

@@ -342,6 +342,11 @@ TEST(Cli, OptimizeWritesAVerifiedKernelAndResumesAfterSigkill) {
     before = db.counts().evaluations;
   }
   ASSERT_GE(before, 2) << "the killed run evaluated too little to test resuming";
+  // While another process holds the run, a second one is refused.
+  CommandResult busy = ollie_with_env("flock " + db_path + ".lock env " + env, std::string("optimize --resume ") + db_path +
+                                                                              " --evals 1000");
+  EXPECT_EQ(busy.exit_code, 1) << busy.out;
+  EXPECT_NE(busy.out.find("is in use by another ollie optimize"), std::string::npos) << busy.out;
   CommandResult resumed = ollie_with_env(env, "optimize --resume " + db_path + " --evals " + std::to_string(before + 3) +
                                                   " --bench-seconds 0.05");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
