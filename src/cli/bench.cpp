@@ -90,8 +90,6 @@ int run_bench(const SpecFlags& flags, const BenchFlags& b) {
       j["kernels"].push_back(kj);
     }
     if (report.ratio) {
-      j["ratio"] = stats_json(*report.ratio);
-      j["ratio"].erase("min_seconds");
       j["ratio"] = {{"median", report.ratio->median}, {"mad", report.ratio->mad}, {"min", report.ratio->min},
                     {"max", report.ratio->max}, {"n", report.ratio->n}};
     }

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@ void add_spec_flags(CLI::App* cmd, SpecFlags& flags);
 ir::Graph load(const SpecFlags& flags);
 // The whole file; UserError naming `what` ("kernel", "spec") and the path when unreadable.
 std::string read_text(const std::string& path, const char* what);
+// Writes `text` to `path` (an -o output); UserError naming the file when it cannot.
+void write_text(const std::filesystem::path& path, const std::string& text);
 // "1,234,567"
 std::string grouped(int64_t n);
 // The shape at the bound dims, "[256, 512]".

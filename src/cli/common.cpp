@@ -45,6 +45,13 @@ std::string read_text(const std::string& path, const char* what) {
   return ss.str();
 }
 
+void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) throw UserError(fmt::format("-o: cannot write '{}': {}", path.string(), std::strerror(errno)));
+}
+
 std::string grouped(int64_t n) {
   std::string digits = std::to_string(n < 0 ? -n : n);
   std::string out;

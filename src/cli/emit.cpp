@@ -18,13 +18,6 @@ namespace ollie::cli {
 
 namespace {
 
-void write_text(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) throw UserError(fmt::format("-o: cannot write '{}': {}", path.string(), std::strerror(errno)));
-}
-
 // The schedule --schedule names: a file, the text itself, or the default one.
 loops::Schedule schedule_from_flag(const ir::Graph& graph, const std::string& flag) {
   if (flag.empty()) return loops::default_schedule(graph);

@@ -40,13 +40,6 @@ void on_interrupt(int) {
   if (g_interrupts.fetch_add(1) >= 1) _exit(130);
 }
 
-void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) throw UserError(fmt::format("-o: cannot write '{}': {}", path.string(), std::strerror(errno)));
-}
-
 std::string iso_now() {
   const std::time_t t = std::time(nullptr);
   char text[32];
