@@ -31,7 +31,7 @@ second of its calls is reported ("busy threads") so the effect can be seen.
 
 usage: .venv/bin/python bench/peers.py [--ollie build/ollie] [--threads N] [--seconds 2]
            [--only NAME]... [--interleave blocks|calls] [--ollie-timing ctypes|bench]
-           [--json FILE] [--markdown FILE]
+           [--kernels DIR] [--json FILE] [--markdown FILE]
 """
 import argparse
 import ctypes
@@ -80,6 +80,9 @@ def parse_args():
     parser.add_argument("--no-x64", action="store_true",
                         help="leave jax in its default 32-bit mode (default: jax_enable_x64, so the "
                              "specs' float64 pieces, e.g. rope's angle tables, stay float64 as in numpy)")
+    parser.add_argument("--kernels", metavar="DIR",
+                        help="time the kernel in DIR/<example>/<entry>.cpp (with its <entry>.ollie.h), e.g. "
+                             "what `ollie optimize -o DIR/<example>` wrote, instead of the default-schedule one")
     parser.add_argument("--json", metavar="FILE", help="write the table and its context as JSON")
     parser.add_argument("--markdown", metavar="FILE", help="write the table and its context as Markdown")
     return parser.parse_args()
@@ -151,15 +154,31 @@ def as_tuple(x):
 
 # ---------------------------------------------------------------------------- ollie's kernel
 
+def kernel_files(spec, path, workdir):
+    """(source, header) of the kernel to time: from --kernels DIR/<example>/, or the
+    default-schedule kernel that `ollie emit` writes now."""
+    if ARGS.kernels:
+        out_dir = Path(ARGS.kernels) / path.stem
+    else:
+        out_dir = workdir / path.stem
+        ollie("emit", str(path), "-o", str(out_dir))
+    source, header = out_dir / f"{spec.entry}.cpp", out_dir / f"{spec.entry}.ollie.h"
+    for f in (source, header):
+        if not f.is_file():
+            raise BenchError(f"no kernel file {f} (--kernels DIR wants DIR/<example>/<entry>.cpp and .ollie.h, "
+                             f"as `ollie optimize -o DIR/<example>` writes them)")
+    return source, header
+
+
 class CtypesKernel:
-    """The default-schedule kernel, compiled here and called in this process."""
+    """The kernel, compiled here and called in this process."""
     how = "ctypes"
 
     def __init__(self, spec, path, workdir, inputs):
+        source, header = kernel_files(spec, path, workdir)
         out_dir = workdir / path.stem
-        ollie("emit", str(path), "-o", str(out_dir))
-        source = out_dir / f"{spec.entry}.cpp"
-        self.dims = header_dims((out_dir / f"{spec.entry}.ollie.h").read_text())
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self.dims = header_dims(header.read_text())
         so = out_dir / "kernel.so"
         cmd = [ARGS.compiler, *FLAGS, str(source), "-o", str(so)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -182,15 +201,13 @@ class CtypesKernel:
 
 
 class BenchVerbKernel:
-    """The default-schedule kernel timed by `ollie bench` in the runner, between peer blocks."""
+    """The kernel timed by `ollie bench` in the runner, between peer blocks."""
     how = "ollie bench"
 
     def __init__(self, spec, path, workdir, inputs):
-        out_dir = workdir / path.stem
-        ollie("emit", str(path), "-o", str(out_dir))
+        self.source, header = kernel_files(spec, path, workdir)
         self.path = path
-        self.source = out_dir / f"{spec.entry}.cpp"
-        self.dims = header_dims((out_dir / f"{spec.entry}.ollie.h").read_text())
+        self.dims = header_dims(header.read_text())
         self.call = None                  # not callable here
         self.blocks = []
 
@@ -417,7 +434,8 @@ def main():
         f"versions: python {platform.python_version()}, numpy {np.__version__}, jax {jax.__version__}, "
         f"jaxlib {jaxlib.__version__}; jax_enable_x64 "
         f"{not ARGS.no_x64}",
-        f"ollie: default-schedule kernel, timed via {ARGS.ollie_timing}"
+        f"ollie: " + (f"the kernels in {ARGS.kernels}" if ARGS.kernels else "default-schedule kernel")
+        + f", timed via {ARGS.ollie_timing}"
         + (f" ({ARGS.compiler} {' '.join(FLAGS)})" if ARGS.ollie_timing == "ctypes" else ""),
         f"{ARGS.seconds:g} s of rounds per example, order rotating, "
         + (f"blocks of {ARGS.block_ms:g} ms per method (first call dropped) and {ARGS.gap_ms:g} ms gaps"
@@ -449,7 +467,7 @@ def main():
     meta = {"schema": "ollie-peers/1", "threads": ARGS.threads, "seconds": ARGS.seconds,
             "interleave": ARGS.interleave, "block_ms": ARGS.block_ms, "gap_ms": ARGS.gap_ms,
             "ollie_timing": ARGS.ollie_timing, "flags": FLAGS, "compiler": ARGS.compiler,
-            "pinned_cpus": PINNED, "xla_flags": os.environ.get("XLA_FLAGS", ""), "jax_enable_x64": not ARGS.no_x64,
+            "pinned_cpus": PINNED, "kernels": ARGS.kernels, "xla_flags": os.environ.get("XLA_FLAGS", ""), "jax_enable_x64": not ARGS.no_x64,
             "numpy": np.__version__, "jax": jax.__version__, "jaxlib": jaxlib.__version__, "load_average_start": load_start,
             "load_average_end": load_end, "calibration": calibration, "context": context}
     if ARGS.json:
