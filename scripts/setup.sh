@@ -12,6 +12,8 @@ APT_PACKAGES=(
   libseccomp-dev                    # the runner's system-call filter
   libssl-dev                        # SHA-256 for the build cache
   libsqlite3-dev                    # the run database
+  libcurl4-openssl-dev              # language-model clients (HTTPS)
+  libcpp-httplib-dev                # the tests' loopback model server
   libgtest-dev libgmock-dev
   python3 python3-venv
 )
