@@ -276,6 +276,7 @@ class Db {
         "(SELECT count(*) FROM steps), (SELECT count(*) FROM steps WHERE accepted = 1), "
         "(SELECT count(DISTINCT candidate) FROM evaluations WHERE verdict = 'pass'), "
         "(SELECT count(*) FROM events), (SELECT count(*) FROM model_calls)");
+    has_pass = make("SELECT 1 FROM evaluations WHERE candidate = ?1 AND verdict = 'pass' LIMIT 1");
     begin = make("BEGIN IMMEDIATE");
     commit = make("COMMIT");
     rollback = make("ROLLBACK");
@@ -285,10 +286,15 @@ class Db {
   sql::Connection conn;
   std::recursive_mutex mu;
   bool in_transaction = false;
+  // The row counts, read once and then kept up to date by every add_*: counting with SQL
+  // scans whole tables (the passes count reads every evaluation row, certificates and
+  // all), which a long run would pay on every step. Sound because one process owns a run
+  // (optimize's lock). Dropped on a rollback, and read again when next asked for.
+  std::optional<Counts> counts_cache;
 
   std::unique_ptr<sql::Statement> run, insert_candidate, candidate_id_by_hash, candidate_by_id,
       candidate_by_hash, insert_evaluation, evaluation_of, insert_step, last_step, next_step,
-      insert_event, insert_model_call, model_calls, best, counts, begin, commit, rollback;
+      insert_event, insert_model_call, model_calls, best, counts, has_pass, begin, commit, rollback;
 };
 
 }  // namespace detail
@@ -318,6 +324,7 @@ void Transaction::commit() {
     sql::Query(*db_->commit, "committing").run();
   } catch (...) {
     // A failed COMMIT (a full disk) may leave the transaction open: end it here.
+    db_->counts_cache.reset();
     if (!sqlite3_get_autocommit(db_->conn.get())) {
       try {
         sql::Query(*db_->rollback, "rolling back").run();
@@ -333,6 +340,7 @@ void Transaction::commit() {
 Transaction::~Transaction() {
   if (done_) return;
   db_->in_transaction = false;
+  db_->counts_cache.reset();
   if (!sqlite3_get_autocommit(db_->conn.get())) {
     try {
       sql::Query(*db_->rollback, "rolling back").run();
@@ -497,7 +505,10 @@ int64_t Store::add_candidate(Candidate c) {
     sql::Query q(*db_->insert_candidate, "adding a candidate");
     q.text(1, hash).text(2, c.source).text(3, c.schedule).text(4, c.rewrites)
         .id_or_null(5, c.parent).text(6, c.proposer).text(7, or_now(c.created)).run();
-    if (sqlite3_changes(db_->conn.get()) == 1) return sqlite3_last_insert_rowid(db_->conn.get());
+    if (sqlite3_changes(db_->conn.get()) == 1) {
+      if (db_->counts_cache) ++db_->counts_cache->candidates;
+      return sqlite3_last_insert_rowid(db_->conn.get());
+    }
   }
   sql::Query q(*db_->candidate_id_by_hash, "looking up a candidate");
   q.text(1, hash);
@@ -523,11 +534,21 @@ std::optional<Candidate> Store::candidate_by_hash(const std::string& hash) const
 
 int64_t Store::add_evaluation(const Evaluation& e) {
   Lock lock(db_->mu);
+  bool first_pass = false;
+  if (db_->counts_cache && e.verdict == "pass") {
+    sql::Query check(*db_->has_pass, "reading a candidate's evaluations");
+    check.int64(1, e.candidate);
+    first_pass = !check.next();
+  }
   sql::Query q(*db_->insert_evaluation, "adding an evaluation");
   q.int64(1, e.candidate).text(2, e.verdict).text(3, e.message).real(4, e.penalty)
       .text(5, e.certificate_json).real(6, e.median_seconds).real(7, e.min_seconds)
       .real(8, e.mad_seconds).real(9, e.ratio_vs_baseline).int64(10, e.rounds)
       .real(11, e.cost).real(12, e.eval_seconds).text(13, or_now(e.created)).run();
+  if (db_->counts_cache) {
+    ++db_->counts_cache->evaluations;
+    if (first_pass) ++db_->counts_cache->passes;
+  }
   return sqlite3_last_insert_rowid(db_->conn.get());
 }
 
@@ -545,6 +566,10 @@ void Store::add_step(const Step& s) {
   q.int64(1, s.step).int64(2, s.chain).id_or_null(3, s.proposed).id_or_null(4, s.current)
       .int64(5, s.accepted ? 1 : 0).real(6, s.temperature).real(7, s.cost_current)
       .real(8, s.cost_proposed).text(9, s.note).text(10, now_iso()).run();
+  if (db_->counts_cache) {
+    ++db_->counts_cache->steps;
+    if (s.accepted) ++db_->counts_cache->accepted_steps;
+  }
 }
 
 std::optional<Step> Store::last_step(int chain) const {
@@ -575,6 +600,7 @@ void Store::add_event(const std::string& kind, const std::string& text) {
   Lock lock(db_->mu);
   sql::Query(*db_->insert_event, "adding an event")
       .text(1, kind).text(2, text).text(3, now_iso()).run();
+  if (db_->counts_cache) ++db_->counts_cache->events;
 }
 
 int64_t Store::add_model_call(const ModelCall& m) {
@@ -585,6 +611,7 @@ int64_t Store::add_model_call(const ModelCall& m) {
       .text(1, m.proposer).text(2, request).text(3, answer).text(4, m.status)
       .int64(5, m.http_status).int64(6, m.tokens_in).int64(7, m.tokens_out).real(8, m.cost)
       .real(9, m.seconds).text(10, or_now(m.created)).run();
+  if (db_->counts_cache) ++db_->counts_cache->model_calls;
   return sqlite3_last_insert_rowid(db_->conn.get());
 }
 
@@ -624,6 +651,7 @@ std::vector<std::pair<Candidate, Evaluation>> Store::best(int limit) const {
 
 Counts Store::counts() const {
   Lock lock(db_->mu);
+  if (db_->counts_cache) return *db_->counts_cache;
   sql::Query q(*db_->counts, "counting rows");
   Counts c;
   if (q.next()) {
@@ -635,6 +663,7 @@ Counts Store::counts() const {
     c.events = q.col_int64(5);
     c.model_calls = q.col_int64(6);
   }
+  db_->counts_cache = c;
   return c;
 }
 

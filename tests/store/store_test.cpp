@@ -424,6 +424,65 @@ TEST_F(StoreTest, TransactionGroupsRowsAllOrNothing) {
   EXPECT_EQ(s.integrity_check(), "ok");
 }
 
+// counts() is read once and then kept by the add_* calls: after every kind of row, a
+// second pass for a candidate, a rolled-back transaction and a reopened store, it says
+// what counting the file says.
+TEST_F(StoreTest, CountsKeptUpToDateAgreeWithCountingTheFile) {
+  Store s = Store::create(path_, sample_run());
+  auto recount = [&] { return Store::open(path_).counts(); };
+  auto same = [](const Counts& a, const Counts& b) {
+    return a.candidates == b.candidates && a.evaluations == b.evaluations && a.steps == b.steps &&
+           a.accepted_steps == b.accepted_steps && a.passes == b.passes && a.events == b.events &&
+           a.model_calls == b.model_calls;
+  };
+  EXPECT_EQ(s.counts().candidates, 0);  // primes the kept counts
+  int64_t a = s.add_candidate(make_candidate(kernel_source(1)));
+  int64_t b = s.add_candidate(make_candidate(kernel_source(2)));
+  s.add_candidate(make_candidate(kernel_source(1)));  // already there: no new row
+  s.add_evaluation(make_evaluation(a, "wrong", 0));
+  s.add_evaluation(make_evaluation(a, "pass", 1e-3));
+  s.add_evaluation(make_evaluation(a, "pass", 2e-3));  // a's second pass: still one candidate
+  s.add_evaluation(make_evaluation(b, "crash", 0));
+  Step st;
+  st.step = s.next_step();
+  st.proposed = st.current = a;
+  st.accepted = true;
+  s.add_step(st);
+  st.step = s.next_step();
+  st.accepted = false;
+  s.add_step(st);
+  s.add_event("start", "x");
+  ModelCall m;
+  m.proposer = "llm";
+  s.add_model_call(m);
+  Counts kept = s.counts();
+  EXPECT_EQ(kept.candidates, 2);
+  EXPECT_EQ(kept.evaluations, 4);
+  EXPECT_EQ(kept.passes, 1);
+  EXPECT_EQ(kept.steps, 2);
+  EXPECT_EQ(kept.accepted_steps, 1);
+  EXPECT_EQ(kept.events, 1);
+  EXPECT_EQ(kept.model_calls, 1);
+  EXPECT_TRUE(same(kept, recount()));
+  {
+    auto tx = s.transaction();
+    int64_t c = s.add_candidate(make_candidate(kernel_source(3)));
+    s.add_evaluation(make_evaluation(c, "pass", 1e-3));
+    s.add_evaluation(make_evaluation(b, "pass", 1e-3));
+    EXPECT_EQ(s.counts().passes, 3);  // inside: its own rows
+    // destroyed without commit: rolled back
+  }
+  EXPECT_TRUE(same(s.counts(), kept));
+  EXPECT_TRUE(same(s.counts(), recount()));
+  {
+    auto tx = s.transaction();
+    s.add_evaluation(make_evaluation(b, "pass", 1e-3));
+    tx.commit();
+  }
+  EXPECT_EQ(s.counts().passes, 2);
+  EXPECT_TRUE(same(s.counts(), recount()));
+}
+
 TEST_F(StoreTest, ThreadsMayShareOneStore) {
   Store s = Store::create(path_, sample_run());
   std::vector<std::thread> threads;
