@@ -208,7 +208,7 @@ std::future<ModelAnswer> Client::submit(ModelRequest request) {
     std::lock_guard lock(state_->mutex);
     ++state_->submitted_running;
   }
-  return std::async(std::launch::async, [this, request = std::move(request)] {
+  auto call = [this, request = std::move(request)] {
     struct Done {
       State* state;
       ~Done() {
@@ -220,7 +220,14 @@ std::future<ModelAnswer> Client::submit(ModelRequest request) {
       }
     } done{state_.get()};
     return complete(request);
-  });
+  };
+  try {
+    return std::async(std::launch::async, std::move(call));
+  } catch (...) {  // no thread: the call never ran
+    std::lock_guard lock(state_->mutex);
+    --state_->submitted_running;
+    throw;
+  }
 }
 
 ModelAnswer Client::complete(const ModelRequest& request) {

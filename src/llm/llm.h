@@ -51,7 +51,10 @@ struct ModelConfig {
   std::optional<double> temperature;  // unset: the server's default
   double connect_timeout_seconds = 10;
   double total_timeout_seconds = 600;  // one attempt, from connecting to the last byte
-  int low_speed_seconds = 120;   // an attempt that receives < 1 byte/s for this long ends (a stalled connection)
+  // An attempt that receives < 1 byte/s for this long ends (a stalled connection). The
+  // answer is not streamed, so a server sends nothing until it has generated the whole
+  // answer: this must exceed the longest generation.
+  int low_speed_seconds = 300;
   int max_retries = 4;           // retries after the first attempt (429, 5xx, transport errors)
   double backoff_initial_seconds = 2;  // the wait before retry k is initial * 2^k, at most backoff_max
   double backoff_max_seconds = 60;

@@ -27,8 +27,8 @@ ModelConfig config_for(const FakeModelServer& server, Protocol protocol, std::st
   c.key_source = protocol == Protocol::OpenAI ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY";
   c.max_tokens = 1000;
   c.connect_timeout_seconds = 10;
-  c.total_timeout_seconds = 30;
-  c.low_speed_seconds = 30;
+  c.total_timeout_seconds = 10;  // generous; a test that times out by mistake fails soon
+  c.low_speed_seconds = 10;
   c.max_retries = 3;
   c.backoff_initial_seconds = 1;
   c.backoff_max_seconds = 3;
@@ -180,6 +180,17 @@ TEST(Client, BackoffReallyWaits) {
   EXPECT_GE(a.seconds, 0.2);
 }
 
+TEST(Client, RetryAfterIsReallyWaited) {
+  // Asserts that at least the server's Retry-After passed, not how fast anything ran.
+  FakeModelServer server(kKey);
+  server.script({Scripted::http(429, "{}", {{"Retry-After", "1"}})});
+  Client client(config_for(server, Protocol::Anthropic));
+  ModelAnswer a = client.complete(request());
+  ASSERT_EQ(a.status, Status::Ok) << a.error;
+  EXPECT_EQ(a.waits, std::vector<double>({1.0}));
+  EXPECT_GE(a.seconds, 1.0);
+}
+
 TEST(Client, NotFoundNamesTheModelAndTheBaseUrl) {
   FakeModelServer server(kKey);
   server.script({Scripted::http(404, R"({"error": {"message": "The model `test-model` does not exist"}})")});
@@ -251,12 +262,12 @@ TEST(Client, StalledConnectionEndsByTheLowSpeedLimit) {
   FakeModelServer server(kKey);
   server.script({Scripted::stall()});
   ModelConfig config = config_for(server, Protocol::Anthropic);
-  config.total_timeout_seconds = 60;
+  config.total_timeout_seconds = 120;
   config.low_speed_seconds = 1;
   Client client(config, no_sleep());
   ModelAnswer a = client.complete(request());
   EXPECT_EQ(a.status, Status::Timeout);
-  EXPECT_LT(a.seconds, 30);  // ended by the stall limit, far before the total limit
+  EXPECT_LT(a.seconds, 60);  // ended by the stall limit (curl checks it about once a second), far before the total
 }
 
 TEST(Client, ConnectionRefusedIsRetriedThenATransportErrorNamingTheBaseUrl) {
