@@ -189,7 +189,8 @@ std::string Client::endpoint() const {
 std::string Client::request_body(const ModelRequest& request) const {
   json body;
   body["model"] = config_.model;
-  body["max_tokens"] = config_.max_tokens;
+  const bool completion_field = config_.protocol == Protocol::OpenAI && config_.max_completion_tokens;
+  body[completion_field ? "max_completion_tokens" : "max_tokens"] = config_.max_tokens;
   if (config_.temperature) body["temperature"] = *config_.temperature;
   if (config_.protocol == Protocol::OpenAI) {
     json messages = json::array();

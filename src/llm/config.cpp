@@ -145,6 +145,7 @@ ModelConfig resolve_config(const ConfigValues& values, const Environment& env) {
   config.model = model.value;
   config.model_source = model.source;
 
+  config.max_completion_tokens = protocol == Protocol::OpenAI && host_is(host, "openai.com");
   bool hosted = host_is(host, "openai.com") || host_is(host, "anthropic.com");
   if (config.api_key.empty() && hosted)
     throw UserError(std::string("no API key for ") + config.base_url + ": set " + key_variable +

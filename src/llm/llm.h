@@ -48,6 +48,10 @@ struct ModelConfig {
   std::string model_source = "OLLIE_LLM_MODEL";       // named in 404 errors
   std::string base_url_source = "OLLIE_LLM_BASE_URL";  // named in 404 / connection errors
   int max_tokens = 8192;         // the answer's length limit (Anthropic requires one)
+  // OpenAI protocol: send the limit as max_completion_tokens (api.openai.com, whose
+  // reasoning models reject max_tokens) rather than max_tokens (vLLM, llama.cpp, Ollama).
+  // resolve_config sets it for api.openai.com.
+  bool max_completion_tokens = false;
   std::optional<double> temperature;  // unset: the server's default
   double connect_timeout_seconds = 10;
   double total_timeout_seconds = 600;  // one attempt, from connecting to the last byte

@@ -180,6 +180,19 @@ TEST(Client, BackoffReallyWaits) {
   EXPECT_GE(a.seconds, 0.2);
 }
 
+TEST(Client, MaxCompletionTokensReplacesMaxTokensWhenAsked) {
+  FakeModelServer server(kKey);
+  ModelConfig config = config_for(server, Protocol::OpenAI);
+  config.max_completion_tokens = true;
+  config.temperature = 0.5;
+  Client client(config, no_sleep());
+  ASSERT_EQ(client.complete(request()).status, Status::Ok);
+  auto body = nlohmann::json::parse(server.requests().at(0).body);
+  EXPECT_EQ(body["max_completion_tokens"], 1000);
+  EXPECT_FALSE(body.contains("max_tokens"));
+  EXPECT_EQ(body["temperature"], 0.5);
+}
+
 TEST(Client, RetryAfterIsReallyWaited) {
   // Asserts that at least the server's Retry-After passed, not how fast anything ran.
   FakeModelServer server(kKey);

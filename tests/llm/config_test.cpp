@@ -48,6 +48,7 @@ TEST(Config, OpenAIKeyAloneMeansTheOpenAIEndpoint) {
   EXPECT_EQ(c.key_source, "OPENAI_API_KEY");
   EXPECT_EQ(c.model, "gpt-x");
   EXPECT_EQ(c.model_source, "OLLIE_LLM_MODEL");
+  EXPECT_TRUE(c.max_completion_tokens);  // api.openai.com's reasoning models reject max_tokens
 }
 
 TEST(Config, AnthropicKeyAloneMeansTheAnthropicEndpoint) {
@@ -83,6 +84,7 @@ TEST(Config, LocalServerWithoutKeySpeaksOpenAI) {
   EXPECT_EQ(c.base_url, "http://localhost:8000/v1");
   EXPECT_EQ(c.api_key, "");
   EXPECT_EQ(c.base_url_source, "OLLIE_LLM_BASE_URL");
+  EXPECT_FALSE(c.max_completion_tokens);  // local servers know max_tokens
 }
 
 TEST(Config, FlagsWinOverTheEnvironment) {
