@@ -359,6 +359,12 @@ ModelAnswer Client::complete(const ModelRequest& request) {
                      std::to_string(config_.low_speed_seconds) + " s)";
       return finish(answer);
     }
+    if (a.code == CURLE_WRITE_ERROR && answer.raw_answer.size() + CURL_MAX_WRITE_SIZE > kMaxAnswerBytes) {
+      answer.status = Status::BadAnswer;
+      answer.error = "the model server's answer is larger than " + std::to_string(kMaxAnswerBytes >> 20) + " MiB" + where;
+      answer.raw_answer.clear();
+      return finish(answer);
+    }
     if (a.code != CURLE_OK) {
       if (!last && wait(std::min(config_.backoff_initial_seconds * std::pow(2.0, attempt), config_.backoff_max_seconds)))
         continue;

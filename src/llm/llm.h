@@ -142,19 +142,28 @@ struct ClientHooks {
   std::function<void(double seconds)> wait;
 };
 
+// What answers a prompt: a Client (a model over HTTP) here; a replay of a run's stored
+// answers or an external command (`--proposer-cmd`) can implement it too, so a proposer
+// does not care which. complete() must be safe to call from several threads.
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual ModelAnswer complete(const ModelRequest& request) = 0;
+};
+
 // One client per configured model. Thread-safe: complete() may run on several threads at
 // once (one curl handle per call); submit() runs a call on its own thread. The budget is
 // checked before each request: once the spent tokens or cost reach it, requests are
 // refused with Status::Budget (requests already in flight may overshoot it by their own
 // size). Never throws for anything the server does.
-class Client {
+class Client : public Model {
  public:
   explicit Client(ModelConfig config, ClientHooks hooks = {});
-  ~Client();  // waits for submitted calls
+  ~Client() override;  // waits for submitted calls
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  ModelAnswer complete(const ModelRequest& request);
+  ModelAnswer complete(const ModelRequest& request) override;
   std::future<ModelAnswer> submit(ModelRequest request);
 
   // Ends calls in flight and waits (Status::Cancelled) and refuses new ones.

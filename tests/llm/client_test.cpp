@@ -52,7 +52,8 @@ class BothProtocols : public ::testing::TestWithParam<Protocol> {};
 TEST_P(BothProtocols, AnswerWithKernelIsOkAndTheRequestFollowsTheProtocol) {
   FakeModelServer server(kKey);
   Client client(config_for(server, GetParam()), no_sleep());
-  ModelAnswer a = client.complete(request());
+  Model& model = client;  // what a proposer holds
+  ModelAnswer a = model.complete(request());
   ASSERT_EQ(a.status, Status::Ok) << a.error;
   EXPECT_EQ(a.http_status, 200);
   EXPECT_EQ(a.attempts, 1);
