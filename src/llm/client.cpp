@@ -93,18 +93,102 @@ std::string redact(std::string text, const std::string& secret) {
   return text;
 }
 
+namespace {
+
+int64_t usage_count(const json& usage, const char* field) {
+  return usage.is_object() && usage.contains(field) && usage[field].is_number_integer() ? usage[field].get<int64_t>() : 0;
+}
+
+bool is_event_stream(const std::string& body) {
+  size_t first = body.find_first_not_of(" \t\r\n");
+  return first != std::string::npos &&
+         (body.compare(first, 5, "data:") == 0 || body.compare(first, 6, "event:") == 0 || body.compare(first, 1, ":") == 0);
+}
+
+// A stream of server-sent events: the "data:" lines, each one JSON chunk (OpenAI: the
+// choices' deltas, usage in the last chunk; Anthropic: message_start, content_block_delta,
+// message_delta, error).
+std::optional<ParsedAnswer> parse_event_stream(Protocol protocol, const std::string& body, std::string* why) {
+  auto fail = [&](const std::string& reason) -> std::optional<ParsedAnswer> {
+    if (why) *why = reason;
+    return std::nullopt;
+  };
+  ParsedAnswer out;
+  int chunks = 0;
+  bool finished = false;
+  size_t start = 0;
+  while (start < body.size()) {
+    size_t end = body.find('\n', start);
+    if (end == std::string::npos) end = body.size();
+    std::string line = body.substr(start, end - start);
+    start = end + 1;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.starts_with("data:")) continue;  // event names, comments, blank separators
+    std::string data = line.substr(line.size() > 5 && line[5] == ' ' ? 6 : 5);
+    if (data == "[DONE]") {
+      finished = true;
+      continue;
+    }
+    json j = json::parse(data, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return fail("an event of the answer's stream is not JSON");
+    ++chunks;
+    if (protocol == Protocol::OpenAI) {
+      if (j.contains("error")) return fail("the answer's stream reports an error: " + j["error"].dump());
+      if (j.contains("choices") && j["choices"].is_array() && !j["choices"].empty() && j["choices"][0].is_object()) {
+        const json& choice = j["choices"][0];
+        const json& delta = choice.value("delta", json());
+        if (delta.is_object() && delta.contains("content") && delta["content"].is_string())
+          out.text += delta["content"].get<std::string>();
+        if (choice.contains("finish_reason") && choice["finish_reason"].is_string()) {
+          out.stop_reason = choice["finish_reason"].get<std::string>();
+          finished = true;
+        }
+      }
+      if (j.contains("usage") && j["usage"].is_object()) {
+        out.tokens_in = usage_count(j["usage"], "prompt_tokens");
+        out.tokens_out = usage_count(j["usage"], "completion_tokens");
+      }
+    } else {
+      const std::string type = j.value("type", "");
+      if (type == "error") return fail("the answer's stream reports an error: " + j.value("error", json()).dump());
+      if (type == "message_start" && j.contains("message") && j["message"].is_object()) {
+        const json& usage = j["message"].value("usage", json());
+        out.tokens_in = usage_count(usage, "input_tokens") + usage_count(usage, "cache_creation_input_tokens") +
+                        usage_count(usage, "cache_read_input_tokens");
+        out.tokens_out = usage_count(usage, "output_tokens");
+      } else if (type == "content_block_delta") {
+        const json& delta = j.value("delta", json());
+        if (delta.is_object() && delta.value("type", "") == "text_delta" && delta.contains("text") && delta["text"].is_string())
+          out.text += delta["text"].get<std::string>();
+      } else if (type == "message_delta") {
+        const json& delta = j.value("delta", json());
+        if (delta.is_object() && delta.contains("stop_reason") && delta["stop_reason"].is_string())
+          out.stop_reason = delta["stop_reason"].get<std::string>();
+        if (j.contains("usage") && j["usage"].is_object() && j["usage"].contains("output_tokens"))
+          out.tokens_out = usage_count(j["usage"], "output_tokens");
+      } else if (type == "message_stop") {
+        finished = true;
+      }
+    }
+  }
+  if (chunks == 0) return fail("the answer's stream has no events");
+  if (!finished) return fail("the answer's stream ended before the answer did");
+  return out;
+}
+
+}  // namespace
+
 std::optional<ParsedAnswer> parse_answer(Protocol protocol, const std::string& body, std::string* why) {
   auto fail = [&](const std::string& reason) -> std::optional<ParsedAnswer> {
     if (why) *why = reason;
     return std::nullopt;
   };
+  if (is_event_stream(body)) return parse_event_stream(protocol, body, why);
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded()) return fail("the answer is not JSON");
   if (!j.is_object()) return fail("the answer is not a JSON object");
   ParsedAnswer out;
-  auto count = [](const json& usage, const char* field) -> int64_t {
-    return usage.is_object() && usage.contains(field) && usage[field].is_number_integer() ? usage[field].get<int64_t>() : 0;
-  };
+  const auto& count = usage_count;
   if (protocol == Protocol::OpenAI) {
     if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty())
       return fail("the answer has no choices");
@@ -192,6 +276,10 @@ std::string Client::request_body(const ModelRequest& request) const {
   const bool completion_field = config_.protocol == Protocol::OpenAI && config_.max_completion_tokens;
   body[completion_field ? "max_completion_tokens" : "max_tokens"] = config_.max_tokens;
   if (config_.temperature) body["temperature"] = *config_.temperature;
+  if (config_.stream) {
+    body["stream"] = true;
+    if (config_.protocol == Protocol::OpenAI) body["stream_options"] = {{"include_usage", true}};  // tokens in the last event
+  }
   if (config_.protocol == Protocol::OpenAI) {
     json messages = json::array();
     if (!request.system.empty()) messages.push_back({{"role", "system"}, {"content", request.system}});

@@ -55,9 +55,12 @@ struct ModelConfig {
   std::optional<double> temperature;  // unset: the server's default
   double connect_timeout_seconds = 10;
   double total_timeout_seconds = 600;  // one attempt, from connecting to the last byte
-  // An attempt that receives < 1 byte/s for this long ends (a stalled connection). The
-  // answer is not streamed, so a server sends nothing until it has generated the whole
-  // answer: this must exceed the longest generation.
+  // Ask for the answer as a stream of server-sent events: bytes flow while the model
+  // writes, so a short stall limit is safe. Off: the server is silent until it has
+  // generated the whole answer. Either way complete() returns the whole answer.
+  bool stream = false;
+  // An attempt that receives < 1 byte/s for this long ends (a stalled connection).
+  // Without `stream` this must exceed the longest generation.
   int low_speed_seconds = 300;
   int max_retries = 4;           // retries after the first attempt (429, 5xx, transport errors)
   double backoff_initial_seconds = 2;  // the wait before retry k is initial * 2^k, at most backoff_max
@@ -189,9 +192,10 @@ class Client : public Model {
 // "[redacted]".
 std::string redact(std::string text, const std::string& secret);
 
-// Parses a protocol answer body into text, stop reason and token counts (used by the
-// client; public for replay, which reads stored bodies). nullopt when the body is not
-// the protocol's JSON with text.
+// Parses a protocol answer body, JSON or a stream of server-sent events ("data: {...}"
+// lines, as sent when ModelConfig::stream is on), into text, stop reason and token counts
+// (used by the client; public for replay, which reads stored bodies). nullopt when the
+// body is neither the protocol's JSON with text nor its event stream.
 struct ParsedAnswer {
   std::string text, stop_reason;
   int64_t tokens_in = 0, tokens_out = 0;

@@ -137,6 +137,41 @@ TEST_P(BothProtocols, UnauthorizedIsNotRetriedAndNamesTheKeyVariable) {
   EXPECT_EQ(all_text(a).find(kKey), std::string::npos);
 }
 
+TEST_P(BothProtocols, StreamedAnswerIsAssembledWithItsTokens) {
+  FakeModelServer server(kKey);
+  ModelConfig config = config_for(server, GetParam());
+  config.stream = true;
+  Client client(config, no_sleep());
+  ModelAnswer a = client.complete(request());
+  ASSERT_EQ(a.status, Status::Ok) << a.error;
+  EXPECT_EQ(a.text, testing::answer_with_kernel());
+  EXPECT_EQ(a.tokens_in, 100);
+  EXPECT_EQ(a.tokens_out, 50);
+  EXPECT_EQ(a.stop_reason, GetParam() == Protocol::OpenAI ? "stop" : "end_turn");
+  EXPECT_TRUE(a.raw_answer.starts_with("data:") || a.raw_answer.starts_with("event:")) << a.raw_answer;
+  auto body = nlohmann::json::parse(server.requests().at(0).body);
+  EXPECT_EQ(body["stream"], true);
+  EXPECT_EQ(body.contains("stream_options"), GetParam() == Protocol::OpenAI);
+  // Replay reads the stored stream the same way.
+  auto again = parse_answer(GetParam(), a.raw_answer);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->text, a.text);
+}
+
+TEST_P(BothProtocols, ASlowButLiveStreamOutlastsTheStallLimit) {
+  // Events 0.1 s apart for over a second against a 3 s stall limit: a live stream is not a
+  // stalled one (the margins are wide; no speed is asserted).
+  FakeModelServer server(kKey);
+  server.script({Scripted::trickle(std::string(120, 'x'), 100)});
+  ModelConfig config = config_for(server, GetParam());
+  config.stream = true;
+  config.low_speed_seconds = 3;
+  Client client(config, no_sleep());
+  ModelAnswer a = client.complete(request());
+  ASSERT_EQ(a.status, Status::Ok) << a.error;
+  EXPECT_EQ(a.text, std::string(120, 'x'));
+}
+
 INSTANTIATE_TEST_SUITE_P(Llm, BothProtocols, ::testing::Values(Protocol::OpenAI, Protocol::Anthropic),
                          [](const auto& p) { return std::string(protocol_name(p.param)); });
 
@@ -258,6 +293,28 @@ TEST(Client, AnswerOfTheOtherProtocolIsABadAnswer) {
   auto parsed = parse_answer(Protocol::Anthropic, R"({"choices": [{"message": {"content": "x"}}]})", &why);
   EXPECT_FALSE(parsed.has_value());
   EXPECT_NE(why.find("content"), std::string::npos);
+}
+
+TEST(Client, BrokenStreamsAreBadAnswers) {
+  std::string why;
+  // Cut before the end.
+  EXPECT_FALSE(parse_answer(Protocol::OpenAI, "data: {\"choices\": [{\"delta\": {\"content\": \"ab\"}}]}\n\n", &why));
+  EXPECT_NE(why.find("ended before"), std::string::npos) << why;
+  // An event that is not JSON.
+  EXPECT_FALSE(parse_answer(Protocol::OpenAI, "data: {not json\n\n", &why));
+  EXPECT_NE(why.find("not JSON"), std::string::npos) << why;
+  // An error event (Anthropic's overloaded error mid-stream).
+  EXPECT_FALSE(parse_answer(Protocol::Anthropic,
+                            "event: error\ndata: {\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\"}}\n\n", &why));
+  EXPECT_NE(why.find("overloaded_error"), std::string::npos) << why;
+  // A complete OpenAI stream, with CRLF line ends.
+  auto ok = parse_answer(Protocol::OpenAI,
+                         "data: {\"choices\": [{\"delta\": {\"content\": \"a\"}}]}\r\n\r\n"
+                         "data: {\"choices\": [{\"delta\": {\"content\": \"b\"}, \"finish_reason\": \"length\"}]}\r\n\r\n"
+                         "data: [DONE]\r\n\r\n");
+  ASSERT_TRUE(ok.has_value());
+  EXPECT_EQ(ok->text, "ab");
+  EXPECT_EQ(ok->stop_reason, "length");
 }
 
 TEST(Client, StalledServerTimesOut) {

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -27,6 +28,7 @@ struct Scripted {
     Http,       // `http_status` with `body` and `headers` as given
     Stall,      // sends nothing until the server stops (past any client timeout)
     Malformed,  // 200 with a body that is not JSON
+    Trickle,    // 200, `text` as an event stream, one event every `gap_ms` (a slow but live model)
   };
   Kind kind = Kind::Answer;
   std::string text;
@@ -34,6 +36,7 @@ struct Scripted {
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
   int64_t tokens_in = 100, tokens_out = 50;
+  int gap_ms = 0;
 
   static Scripted answer(std::string text, int64_t in = 100, int64_t out = 50) {
     Scripted s;
@@ -53,6 +56,13 @@ struct Scripted {
   static Scripted stall() {
     Scripted s;
     s.kind = Kind::Stall;
+    return s;
+  }
+  static Scripted trickle(std::string text, int gap_ms) {
+    Scripted s;
+    s.kind = Kind::Trickle;
+    s.text = std::move(text);
+    s.gap_ms = gap_ms;
     return s;
   }
   static Scripted malformed() {
@@ -168,7 +178,27 @@ class FakeModelServer {
       return;
     }
 
+    const bool stream = nlohmann::json::parse(req.body, nullptr, false).value("stream", false);
+    if (next.kind == Scripted::Kind::Trickle || (next.kind == Scripted::Kind::Answer && stream)) {
+      auto events = std::make_shared<std::vector<std::string>>(event_stream(protocol, next));
+      auto gap = std::chrono::milliseconds(next.kind == Scripted::Kind::Trickle ? next.gap_ms : 0);
+      res.status = 200;
+      auto next_event = std::make_shared<size_t>(0);
+      res.set_chunked_content_provider("text/event-stream", [events, gap, next_event](size_t, httplib::DataSink& sink) {
+        if (*next_event >= events->size()) {
+          sink.done();
+          return true;
+        }
+        if (*next_event > 0) std::this_thread::sleep_for(gap);
+        const std::string& e = (*events)[(*next_event)++];
+        return sink.write(e.data(), e.size());
+      });
+      return;
+    }
+
     switch (next.kind) {
+      case Scripted::Kind::Trickle:
+        return;  // answered above
       case Scripted::Kind::Answer: {
         nlohmann::json body;
         if (protocol == "openai") {
@@ -205,6 +235,37 @@ class FakeModelServer {
         res.set_content(R"({"choices": [{"message": {"content": "half an ans)", "application/json");
         return;
     }
+  }
+
+  // The answer as the protocol's server-sent events, a few characters of text per event.
+  static std::vector<std::string> event_stream(const std::string& protocol, const Scripted& a) {
+    using nlohmann::json;
+    std::vector<std::string> events;
+    auto data = [&](const json& j) { events.push_back("data: " + j.dump() + "\n\n"); };
+    std::vector<std::string> pieces;
+    for (size_t i = 0; i < a.text.size(); i += 16) pieces.push_back(a.text.substr(i, 16));
+    if (protocol == "openai") {
+      data({{"choices", {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}}}}});
+      for (const auto& p : pieces) data({{"choices", {{{"index", 0}, {"delta", {{"content", p}}}}}}});
+      data({{"choices", {{{"index", 0}, {"delta", json::object()}, {"finish_reason", "stop"}}}}});
+      data({{"choices", json::array()}, {"usage", {{"prompt_tokens", a.tokens_in}, {"completion_tokens", a.tokens_out}}}});
+      events.push_back("data: [DONE]\n\n");
+    } else {
+      auto event = [&](const std::string& type, const json& j) {
+        events.push_back("event: " + type + "\ndata: " + j.dump() + "\n\n");
+      };
+      event("message_start", {{"type", "message_start"},
+                              {"message", {{"id", "msg_1"}, {"role", "assistant"}, {"content", json::array()},
+                                           {"usage", {{"input_tokens", a.tokens_in}, {"output_tokens", 1}}}}}});
+      event("content_block_start", {{"type", "content_block_start"}, {"index", 0}, {"content_block", {{"type", "text"}, {"text", ""}}}});
+      events.push_back(": a comment line the client skips\n\n");
+      for (const auto& p : pieces)
+        event("content_block_delta", {{"type", "content_block_delta"}, {"index", 0}, {"delta", {{"type", "text_delta"}, {"text", p}}}});
+      event("content_block_stop", {{"type", "content_block_stop"}, {"index", 0}});
+      event("message_delta", {{"type", "message_delta"}, {"delta", {{"stop_reason", "end_turn"}}}, {"usage", {{"output_tokens", a.tokens_out}}}});
+      event("message_stop", {{"type", "message_stop"}});
+    }
+    return events;
   }
 
   std::string expected_key_;
