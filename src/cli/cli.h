@@ -65,6 +65,7 @@ int run_eval(const SpecFlags& flags, const EvalFlags& eval);
 struct EmitFlags {
   std::string out_dir = ".";
   std::string schedule;      // a file or the text; empty: the default schedule
+  std::string rewrites;      // a file of rewrite lines (src/rewrite/); empty: none
   bool show_stages = false;
 };
 int run_emit(const SpecFlags& flags, const EmitFlags& emit_flags);
@@ -115,7 +116,9 @@ struct OptimizeFlags {
   int64_t evals = 0;            // --evals N (the whole run)
   uint64_t seed = 1;
   int chains = 2;
-  std::string proposers = "mutate";
+  // Schedule moves 3 to 1 over rewrites: a rewrite restarts from the new graph's default
+  // schedule, so each rewritten graph needs several schedule moves to be judged fairly.
+  std::string proposers = "mutate:3,rewrite:1";
   int threads = 0;
   double bench_seconds = 0.3;
   int log_every = 10;           // seconds between progress lines when not on a terminal

@@ -365,6 +365,47 @@ TEST(Cli, OptimizeWritesAVerifiedKernelAndResumesAfterSigkill) {
   fs::remove_all(dir);
 }
 
+// The rewrite proposer end to end: `--proposers rewrite:1` records rewritten candidates
+// (their chain and schedule) in the run database, they pass the verifier, and `ollie emit
+// --rewrites FILE --schedule FILE` reproduces a recorded kernel from its chain and schedule.
+TEST(Cli, OptimizeWithTheRewriteProposerRecordsRewrittenCandidates) {
+  const fs::path dir = temp_dir() / "optimize-rewrite";
+  fs::remove_all(dir);
+  const std::string spec = (source_dir() / "examples/softmax.py").string();
+  const std::string env = "OLLIE_CACHE_DIR=" + (dir / "cache").string();
+  CommandResult r = ollie_with_env(env, "optimize " + spec + " --dims M=16,N=64 --evals 3 --bench-seconds 0.05 "
+                                            "--proposers rewrite:1 -o " + (dir / "a").string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  ollie::store::Store db = ollie::store::Store::open((dir / "a" / "run.db").string());
+  int rewritten = 0;
+  for (int64_t id = 1; id <= db.counts().candidates; ++id) {
+    const auto c = db.candidate(id);
+    if (!c || c->proposer != "rewrite") continue;
+    ++rewritten;
+    EXPECT_EQ(c->rewrites.rfind("reciprocal %", 0), 0u) << c->rewrites;
+    const auto e = db.evaluation_of(id);
+    ASSERT_TRUE(e.has_value());
+    EXPECT_EQ(e->verdict, "pass") << e->message;
+    std::ofstream(dir / "chain.rewrites") << c->rewrites;
+    std::ofstream(dir / "kernel.schedule") << c->schedule;
+    CommandResult emitted = ollie("emit " + spec + " --dims M=16,N=64 --rewrites " + (dir / "chain.rewrites").string() +
+                                  " --schedule " + (dir / "kernel.schedule").string() + " -o " + (dir / "e").string());
+    ASSERT_EQ(emitted.exit_code, 0) << emitted.out;
+    EXPECT_EQ(read_file(dir / "e" / "softmax.cpp"), c->source);
+  }
+  EXPECT_EQ(rewritten, 1);  // softmax has one site: the row sum's reciprocal
+  // An unknown proposer names the ones there are; a chain that does not apply names its line.
+  CommandResult bad = ollie("optimize " + spec + " --evals 1 --proposers rewrite,shuffle -o " + (dir / "b").string());
+  EXPECT_EQ(bad.exit_code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("available: mutate, rewrite"), std::string::npos) << bad.out;
+  std::ofstream(dir / "bad.rewrites") << "reciprocal %0\n";
+  CommandResult bad_chain = ollie("emit " + spec + " --rewrites " + (dir / "bad.rewrites").string() + " -o " +
+                                  (dir / "e").string());
+  EXPECT_EQ(bad_chain.exit_code, 1) << bad_chain.out;
+  EXPECT_NE(bad_chain.out.find("rewrite chain line 1"), std::string::npos) << bad_chain.out;
+  fs::remove_all(dir);
+}
+
 // `ollie emit` then `ollie run-kernel` on what it wrote: the baseline kernel of every
 // example compiles, runs in the runner and agrees with the reference within its bound.
 TEST(Cli, EmittedBaselineOfEveryExampleAgreesWithTheReference) {
