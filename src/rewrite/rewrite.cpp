@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <numbers>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -278,6 +279,72 @@ std::optional<Build> associate(const Graph& g, const std::vector<int>& uses, Val
 }
 
 // ---------------------------------------------------------------------------------------
+// exp2: exp(y * c) -> exp2(y * (c log2(e))) for a literal c, and the same through the
+// max subtraction of a softmax: exp(y*c - max(y*c)) -> exp2(y*c' - max(y*c')) with
+// c' = c log2(e) (max commutes with a positive scale). Only where log2(e) folds into an
+// existing multiplication: exp2(x * log2(e)) alone would add a rounding of x * log2(e),
+// an error proportional to |x| that the verifier's bound for exp does not allow.
+
+// y and c when `id` is y * c (c a literal, either operand).
+std::optional<std::pair<ValueId, double>> scaled_by_literal(const Graph& g, ValueId id) {
+  const Node& n = g.node(id);
+  if (n.kind != OpKind::Mul) return std::nullopt;
+  for (int k : {1, 0}) {
+    const std::optional<ValueId> scalar = scalar_behind(g, n.operands[static_cast<size_t>(k)]);
+    if (const std::optional<double> c = scalar ? literal_value(g, *scalar) : std::nullopt)
+      return std::make_pair(n.operands[static_cast<size_t>(1 - k)], *c);
+  }
+  return std::nullopt;
+}
+
+std::optional<Build> exp_to_exp2(const Graph& g, const std::vector<int>& uses, ValueId id, int) {
+  const Node& n = g.node(id);
+  if (n.kind != OpKind::Exp || !float_value(g, id)) return std::nullopt;
+  const ValueId x = n.operands[0];
+  const ir::DType t = n.dtype;
+  auto one_use = [&](ValueId v) { return uses[static_cast<size_t>(v)] == 1; };
+  // exp(y * c)
+  if (const auto direct = scaled_by_literal(g, x); direct && one_use(x)) {
+    const auto [y, c] = *direct;
+    const Shape shape = n.shape;
+    return [=](Context& b) {
+      const ValueId splatted = splat(b, b.b.constant(c * std::numbers::log2e, t, b.loc), shape);
+      return b.b.unary(OpKind::Exp2, b.b.binary(OpKind::Mul, b.m(y), splatted, b.loc), b.loc);
+    };
+  }
+  // exp(a - broadcast(reshape(max(a)))) with a = y * c, c > 0.
+  const Node& sub = g.node(x);
+  if (sub.kind != OpKind::Sub || !one_use(x)) return std::nullopt;
+  const ValueId a = sub.operands[0];
+  const auto scaled = scaled_by_literal(g, a);
+  if (!scaled || !(scaled->second > 0) || uses[static_cast<size_t>(a)] != 2) return std::nullopt;
+  std::vector<ValueId> layout;  // from the max out to the subtraction: reshapes and broadcasts
+  ValueId v = sub.operands[1];
+  while (g.node(v).kind == OpKind::Broadcast || g.node(v).kind == OpKind::Reshape) {
+    if (!one_use(v)) return std::nullopt;
+    layout.push_back(v);
+    v = g.node(v).operands[0];
+  }
+  const Node& max = g.node(v);
+  if (max.kind != OpKind::Reduce || max.reduce != ir::ReduceKind::Max || max.operands[0] != a || !one_use(v))
+    return std::nullopt;
+  std::reverse(layout.begin(), layout.end());
+  const auto [y, c] = *scaled;
+  const Shape a_shape = g.node(a).shape;
+  const std::vector<int> axes = max.axes;
+  std::vector<std::pair<OpKind, Shape>> steps;
+  for (ValueId l : layout) steps.emplace_back(g.node(l).kind, g.node(l).shape);
+  return [=](Context& b) {
+    const ValueId splatted = splat(b, b.b.constant(c * std::numbers::log2e, t, b.loc), a_shape);
+    const ValueId scaled_y = b.b.binary(OpKind::Mul, b.m(y), splatted, b.loc);
+    ValueId m = b.b.reduce(ir::ReduceKind::Max, scaled_y, axes, b.loc);
+    for (const auto& [kind, shape] : steps)
+      m = kind == OpKind::Broadcast ? b.b.broadcast(m, shape, b.loc) : b.b.reshape(m, shape, b.loc);
+    return b.b.unary(OpKind::Exp2, b.b.binary(OpKind::Sub, scaled_y, m, b.loc), b.loc);
+  };
+}
+
+// ---------------------------------------------------------------------------------------
 
 using Match = std::optional<Build> (*)(const Graph&, const std::vector<int>&, ValueId, int);
 
@@ -294,6 +361,7 @@ const std::vector<Rule>& rules() {
       {"fold-scale", {"lhs", "rhs"}, fold_scale},
       {"distribute", {""}, distribute},
       {"associate", {"right", "left", "rhs-right", "rhs-left"}, associate},
+      {"exp2", {""}, exp_to_exp2},
   };
   return table;
 }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <numbers>
 #include <random>
 
 #include "interp/interp.h"
@@ -252,6 +253,49 @@ TEST(Associate, NotWhenTheInnerProductHasAnotherUse) {
       "    t = a @ b\n"
       "    return (t @ c) + t\n");
   EXPECT_TRUE(sites_of(g, "associate").empty()) << ir::to_text(g);
+}
+
+TEST(Exp2, MlaDecodeFoldsLog2eIntoTheScoreScaleThroughTheMax) {
+  const ir::Graph g = example("mla_decode");
+  const auto sites = sites_of(g, "exp2");
+  ASSERT_EQ(sites.size(), 1u);
+  EXPECT_EQ(rewrite::to_text(sites[0]), "exp2 %18");
+  const ir::Graph out = applied(g, sites[0]);
+  EXPECT_EQ(count_kind(out, ir::OpKind::Exp), 0);
+  EXPECT_EQ(count_kind(out, ir::OpKind::Exp2), 1);
+  EXPECT_EQ(count_kind(out, ir::OpKind::Mul), count_kind(g, ir::OpKind::Mul));  // no new multiplication
+  EXPECT_EQ(out.nodes.size(), g.nodes.size());
+  bool folded = false;
+  for (const auto& n : out.nodes)
+    folded = folded || (n.kind == ir::OpKind::Const &&
+                        std::abs(n.const_value - 0.13523377886088009 * std::numbers::log2e) < 1e-15);
+  EXPECT_TRUE(folded) << ir::to_text(out);
+}
+
+TEST(Exp2, OnlyWhereLog2eFoldsIntoAPositiveLiteralScale) {
+  const ir::Graph g = from_source("def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n    return np.exp(x * 0.5)\n");
+  const ir::Graph out = applied(g, sites_of(g, "exp2").at(0));
+  EXPECT_EQ(count_kind(out, ir::OpKind::Mul), 1) << ir::to_text(out);
+  // Plain softmax has no scale to fold into: exp2(x * log2(e)) would add a rounding.
+  EXPECT_TRUE(sites_of(example("softmax"), "exp2").empty());
+  // A whole-tensor factor is no literal.
+  EXPECT_TRUE(sites_of(from_source("def f(x: \"f32[M, N]\", y: \"f32[M, N]\") -> \"f32[M, N]\":\n"
+                                   "    return np.exp(x * y)\n"),
+                       "exp2")
+                  .empty());
+  // max(-x) != -max(x): a negative scale does not commute with the max.
+  const std::string softmax_scaled = "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n    s = x * {}\n"
+                                     "    e = np.exp(s - s.max(axis=-1, keepdims=True))\n"
+                                     "    return e / e.sum(axis=-1, keepdims=True)\n";
+  auto with_scale = [&](const std::string& c) {
+    std::string src = softmax_scaled;
+    src.replace(src.find("{}"), 2, c);
+    return from_source(src);
+  };
+  EXPECT_TRUE(sites_of(with_scale("-0.5"), "exp2").empty());
+  const ir::Graph positive = with_scale("0.5");
+  ASSERT_EQ(sites_of(positive, "exp2").size(), 1u);
+  applied(positive, sites_of(positive, "exp2")[0]);
 }
 
 TEST(Replay, AChainOfRewritesReplaysLineByLine) {
