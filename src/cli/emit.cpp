@@ -52,7 +52,8 @@ int run_emit(const SpecFlags& flags, const EmitFlags& emit_flags) {
   if (emit_flags.show_stages) {
     std::cout << "stages of " << graph.entry << " (what a schedule names):\n"
               << loops::describe_stages(graph) << "\ndefault schedule:\n"
-              << loops::to_text(loops::default_schedule(graph));
+              << loops::to_text(loops::default_schedule(graph)) << "\nrewrite sites (a line of --rewrites, docs/rewrites.md):\n";
+    for (const rewrite::Site& site : rewrite::find_sites(graph)) std::cout << "  " << rewrite::to_text(site) << "\n";
     return 0;
   }
   const loops::Schedule schedule = schedule_from_flag(graph, emit_flags.schedule);

@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
                        "a file of tensor-IR rewrites to apply first, one per line (an optimize run's <entry>.rewrites; "
                        "docs/rewrites.md)");
   emit_cmd->add_flag("--show-stages", emit_opts.show_stages,
-                     "print the stages and loops a schedule can name, and the default schedule");
+                     "print the stages and loops a schedule can name, the default schedule, and the rewrite sites");
 
   SpecFlags run_flags;
   RunKernelFlags run;
