@@ -218,7 +218,11 @@ std::optional<Build> distribute(const Graph& g, const std::vector<int>& uses, Va
 // ---------------------------------------------------------------------------------------
 // associate: the site is contract(I, Z) (or contract(Z, I)) with I = contract(X, Y) used
 // once. Variants: 0 "right", Z joins Y first: X . (Y . Z); 1 "left", Z joins X first:
-// (X . Z) . Y. Variants 2 and 3 are the same with I the site's rhs.
+// (X . Z) . Y. Variants 2 and 3 are the same with I the site's rhs. Not when the new
+// pair's result would be more than kMaxGrowth times the graph's largest value.
+
+// How much larger than the graph's largest value a new intermediate may be.
+constexpr int64_t kMaxGrowth = 16;
 
 std::optional<Build> associate(const Graph& g, const std::vector<int>& uses, ValueId id, int variant) {
   const Node& n = g.node(id);
@@ -269,6 +273,16 @@ std::optional<Build> associate(const Graph& g, const std::vector<int>& uses, Val
                           std::count(n.out_labels.begin(), n.out_labels.end(), l) > 0;
       if (needed && std::count(pair_out.begin(), pair_out.end(), l) == 0) pair_out.push_back(l);
     }
+  // Not when the pair's result would dwarf every value of the graph at its bound dims
+  // (e.g. mla_decode's p . w_uv, B x H x S x L x DV): such a kernel runs out of memory.
+  std::map<int, int64_t> label_size;
+  for (const auto& [labels, operand] : {std::pair{&pair_lhs_labels, pair_lhs}, std::pair{&pair_rhs_labels, pair_rhs}})
+    for (size_t k = 0; k < labels->size(); ++k)
+      label_size[(*labels)[k]] = g.node(operand).shape[k].evaluate(g.bound_dims);
+  int64_t pair_elements = 1, largest = 1;
+  for (int l : pair_out) pair_elements *= label_size[l];
+  for (const Node& v : g.nodes) largest = std::max(largest, ir::element_count(ir::evaluate_shape(v.shape, g.bound_dims)));
+  if (pair_elements > kMaxGrowth * largest) return std::nullopt;
   const std::vector<int> out_labels = n.out_labels;
   return [=](Context& x) {
     const ValueId pair = x.b.contract(x.m(pair_lhs), x.m(pair_rhs), pair_lhs_labels, pair_rhs_labels, pair_out, x.loc);

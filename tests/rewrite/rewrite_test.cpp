@@ -241,10 +241,19 @@ TEST(Associate, MlaDecodeReachesEveryOrderAndComesBack) {
   const ir::Graph back = applied(deabsorbed, {"associate", top, 3});
   EXPECT_EQ(back.nodes.size(), g.nodes.size());
   EXPECT_LT(relative_difference(g, back, 3), 1e-12);
-  // The third order, (p . w_uv) . c_kv, from the other form.
+  // The third order, (p . w_uv) . c_kv, from the other form (at these small dims).
   applied(g, {"associate", 24, 1});
   // Query side: q_nope . (w_uk . c_kv), the key projection de-absorbed.
   applied(g, {"associate", 7, 0});
+}
+
+TEST(Associate, NotWhenTheNewIntermediateWouldDwarfTheGraph) {
+  // At the example's own sizes p . w_uv is B x H x S x L x DV = 2^32 elements, 2048 times
+  // the cache c_kv; c_kv . w_uv (de-absorption, S x H x DV) is 4 times it and stays.
+  const ir::Graph g = spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/mla_decode.py", {});
+  const auto sites = sites_of(g, "associate");
+  EXPECT_EQ(std::count(sites.begin(), sites.end(), Site{"associate", 24, 1}), 0);
+  EXPECT_EQ(std::count(sites.begin(), sites.end(), Site{"associate", 24, 0}), 1);
 }
 
 TEST(Associate, NotWhenTheInnerProductHasAnotherUse) {
