@@ -359,6 +359,47 @@ std::optional<Build> exp_to_exp2(const Graph& g, const std::vector<int>& uses, V
 }
 
 // ---------------------------------------------------------------------------------------
+// split-reduce: reassociation of a reduction (sum, max and min are associative and
+// commutative). Variant 0 "nested": over several axes -> the last axis first, then the
+// others. Variant 1 "halves": along its last reduced axis k of size n, the halves
+// [0, n//2) and [n//2, n) reduced separately and combined with add / max / min (sound for
+// every n: for n = 1 the first half is empty and contributes the identity).
+
+std::optional<Build> split_reduce(const Graph& g, const std::vector<int>&, ValueId id, int variant) {
+  const Node& n = g.node(id);
+  if (n.kind != OpKind::Reduce || n.axes.empty()) return std::nullopt;
+  const ValueId x = n.operands[0];
+  const std::vector<int> axes = n.axes;
+  const ir::ReduceKind kind = n.reduce;
+  const int last = axes.back();
+  if (variant == 0) {
+    if (axes.size() < 2) return std::nullopt;
+    return [=](Context& b) {
+      const ValueId inner = b.b.reduce(kind, b.m(x), {last}, b.loc);
+      return b.b.reduce(kind, inner, std::vector<int>(axes.begin(), axes.end() - 1), b.loc);
+    };
+  }
+  const Shape shape = g.node(x).shape;
+  const DimExpr size = shape[static_cast<size_t>(last)];
+  if (size.as_constant() && *size.as_constant() < 2) return std::nullopt;
+  const OpKind combine = kind == ir::ReduceKind::Sum ? OpKind::Add : kind == ir::ReduceKind::Max ? OpKind::Max : OpKind::Min;
+  return [=](Context& b) {
+    std::vector<ir::SliceAxis> low, high;
+    for (size_t k = 0; k < shape.size(); ++k) {
+      ir::SliceAxis whole{DimExpr::constant(0), shape[k], 1};
+      low.push_back(whole);
+      high.push_back(whole);
+    }
+    const DimExpr half = size.floordiv(2);
+    low[static_cast<size_t>(last)].stop = half;
+    high[static_cast<size_t>(last)].start = half;
+    const ValueId a = b.b.reduce(kind, b.b.slice(b.m(x), low, b.loc), axes, b.loc);
+    const ValueId c = b.b.reduce(kind, b.b.slice(b.m(x), high, b.loc), axes, b.loc);
+    return b.b.binary(combine, a, c, b.loc);
+  };
+}
+
+// ---------------------------------------------------------------------------------------
 
 using Match = std::optional<Build> (*)(const Graph&, const std::vector<int>&, ValueId, int);
 
@@ -376,6 +417,7 @@ const std::vector<Rule>& rules() {
       {"distribute", {""}, distribute},
       {"associate", {"right", "left", "rhs-right", "rhs-left"}, associate},
       {"exp2", {""}, exp_to_exp2},
+      {"split-reduce", {"nested", "halves"}, split_reduce},
   };
   return table;
 }

@@ -307,6 +307,35 @@ TEST(Exp2, OnlyWhereLog2eFoldsIntoAPositiveLiteralScale) {
   applied(positive, sites_of(positive, "exp2")[0]);
 }
 
+TEST(SplitReduce, SoftmaxRowReductionsInHalves) {
+  const ir::Graph g = example("softmax", {{"M", 3}, {"N", 7}});  // an odd row: halves of 3 and 4
+  const auto sites = sites_of(g, "split-reduce");
+  ASSERT_EQ(sites.size(), 2u);  // the max and the sum, halves only (one axis each)
+  for (const Site& s : sites) {
+    EXPECT_EQ(rewrite::to_text(s).substr(rewrite::to_text(s).size() - 6), "halves");
+    const ir::Graph out = applied(g, s);
+    EXPECT_EQ(count_kind(out, ir::OpKind::Slice), 2);
+    EXPECT_EQ(count_kind(out, ir::OpKind::Reduce), 3);
+  }
+  // Twice on the max: quarters, still equal.
+  const ir::Graph once = rewrite::apply(g, sites[0]);
+  applied(once, sites_of(once, "split-reduce").at(0));
+  // A row of one element: the first half is empty and adds the identity.
+  const ir::Graph single = example("softmax", {{"M", 3}, {"N", 1}});
+  for (const Site& s : sites_of(single, "split-reduce")) applied(single, s);
+}
+
+TEST(SplitReduce, SeveralAxesNestAndOneAxisDoesNot) {
+  const ir::Graph g = from_source("def f(x: \"f32[M, N, K]\") -> \"f32[N]\":\n    return x.sum(axis=(0, 2))\n");
+  const ir::Graph out = applied(g, {"split-reduce", 1, 0});
+  EXPECT_EQ(count_kind(out, ir::OpKind::Reduce), 2);
+  // Now each reduce has one axis: no nested site is left.
+  for (const Site& s : sites_of(out, "split-reduce")) EXPECT_EQ(s.variant, 1);
+  const ir::Graph m = from_source("def f(x: \"f32[M, N, K]\") -> \"f32[N]\":\n    return x.max(axis=(0, 2))\n");
+  applied(m, {"split-reduce", 1, 0});
+  applied(m, {"split-reduce", 1, 1});
+}
+
 TEST(Replay, AChainOfRewritesReplaysLineByLine) {
   const ir::Graph g = example("mla_decode");
   ir::Graph step = g;
