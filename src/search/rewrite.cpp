@@ -1,5 +1,6 @@
 // The rewrite proposer: one more tensor-IR rewrite (src/rewrite/) on the candidate's
 // chain, then the rewritten graph's default schedule, emitted.
+#include <algorithm>
 #include <random>
 
 #include "loops/loops.h"
@@ -11,6 +12,11 @@ namespace ollie::search {
 
 namespace {
 
+// A chain is replayed from the spec's graph for every proposal on its candidates; rules
+// that undo each other (fold-scale and normalize-late, the associate forms) could grow it
+// without end, so a chain stops growing at this many lines (schedule moves go on).
+constexpr size_t kMaxChainLines = 24;
+
 class RewriteProposer : public Proposer {
  public:
   explicit RewriteProposer(const ir::Graph& graph) : graphs_(graph) {}
@@ -19,6 +25,7 @@ class RewriteProposer : public Proposer {
     // Free-form source has no graph to rewrite.
     if (current.candidate.schedule.empty() && current.candidate.proposer != "baseline") return std::nullopt;
     const std::string& chain = current.candidate.rewrites;
+    if (static_cast<size_t>(std::count(chain.begin(), chain.end(), '\n')) >= kMaxChainLines) return std::nullopt;
     const ir::Graph& graph = graphs_.at(chain);
     const std::vector<rewrite::Site> sites = rewrite::find_sites(graph);
     if (sites.empty()) return std::nullopt;

@@ -64,6 +64,10 @@ TEST(RewriteProposer, ProposesARewrittenKernelWithItsChainAndSchedule) {
     EXPECT_NO_THROW(loops::lower(rewritten, loops::parse_schedule(m->schedule)));
   }
   EXPECT_GT(mutated, 0);
+  // A chain at its maximum length grows no more.
+  search::State long_chain = next;
+  for (int i = 0; i < 24; ++i) long_chain.candidate.rewrites += "# line\n";
+  EXPECT_FALSE(proposer->propose(long_chain, 1).has_value());
   // Free-form source: nothing to rewrite.
   search::State free_form;
   free_form.candidate.source = "/* hand written */";
