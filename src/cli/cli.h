@@ -24,6 +24,9 @@ struct SpecFlags {
 void add_spec_flags(CLI::App* cmd, SpecFlags& flags);
 // Parses and elaborates the spec the flags name (UserError on bad input).
 ir::Graph load(const SpecFlags& flags);
+// `graph` after the rewrite chain in the file `path` (src/rewrite/); `graph` itself when
+// `path` is empty. UserError naming the file and the line that does not apply.
+ir::Graph with_rewrites(const ir::Graph& graph, const std::string& path);
 // The whole file; UserError naming `what` ("kernel", "spec") and the path when unreadable.
 std::string read_text(const std::string& path, const char* what);
 // Writes `text` to `path` (an -o output); UserError naming the file when it cannot.
@@ -53,7 +56,7 @@ void check_reference_fits(const ir::Graph& graph);
 
 // The verbs.
 // json: the entry, dims, param/result shapes, FLOPs and compulsory bytes as JSON, no IR text.
-int run_check(const SpecFlags& flags, bool json = false);
+int run_check(const SpecFlags& flags, bool json = false, const std::string& rewrites = "");
 struct EvalFlags {
   std::string inputs;
   std::string out;

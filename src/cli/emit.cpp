@@ -40,15 +40,8 @@ loops::Schedule schedule_from_flag(const ir::Graph& graph, const std::string& fl
 }  // namespace
 
 int run_emit(const SpecFlags& flags, const EmitFlags& emit_flags) {
-  ir::Graph graph = load(flags);
   // The schedule of a rewritten kernel names the rewritten graph's stages.
-  if (!emit_flags.rewrites.empty()) {
-    try {
-      graph = rewrite::replay(graph, read_text(emit_flags.rewrites, "rewrites"));
-    } catch (const UserError& e) {
-      throw UserError(fmt::format("--rewrites {}: {}", emit_flags.rewrites, e.what()));
-    }
-  }
+  const ir::Graph graph = with_rewrites(load(flags), emit_flags.rewrites);
   if (emit_flags.show_stages) {
     std::cout << "stages of " << graph.entry << " (what a schedule names):\n"
               << loops::describe_stages(graph) << "\ndefault schedule:\n"

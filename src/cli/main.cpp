@@ -28,6 +28,9 @@ int main(int argc, char** argv) {
   CLI::App* check = app.add_subcommand("check", "parse a spec; print its IR, bound shapes, FLOPs and bytes");
   add_spec_flags(check, check_flags);
   bool check_json = false;
+  std::string check_rewrites;
+  check->add_option("--rewrites", check_rewrites,
+                    "a file of tensor-IR rewrites (one per line, docs/rewrites.md): show the rewritten graph");
   check->add_flag("--json", check_json, "print the entry, bound dims, shapes, FLOPs and compulsory bytes as JSON instead");
 
   SpecFlags eval_flags;
@@ -143,7 +146,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (*check) return run_check(check_flags, check_json);
+    if (*check) return run_check(check_flags, check_json, check_rewrites);
     if (*eval_cmd) return run_eval(eval_flags, eval);
     if (*run_cmd) return run_kernel(run_flags, run);
     if (*verify_cmd) return run_verify(verify_flags, ver);

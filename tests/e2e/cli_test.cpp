@@ -399,6 +399,12 @@ TEST(Cli, OptimizeWithTheRewriteProposerRecordsRewrittenCandidates) {
     EXPECT_EQ(read_file(dir / "e" / "softmax.cpp"), c->source);
   }
   EXPECT_EQ(rewritten, 2);  // --evals 3: the baseline and two rewrites of it
+  // `ollie check --rewrites` shows the rewritten graph: softmax's divide is one per row.
+  std::ofstream(dir / "reciprocal.rewrites") << "# the row sum's reciprocal\nreciprocal %9\n";
+  CommandResult checked = ollie("check " + spec + " --rewrites " + (dir / "reciprocal.rewrites").string());
+  ASSERT_EQ(checked.exit_code, 0) << checked.out;
+  EXPECT_NE(checked.out.find("f32[M, 1] = div"), std::string::npos) << checked.out;
+  EXPECT_EQ(checked.out.find("f32[M, N] = div"), std::string::npos) << checked.out;
   // An unknown proposer names the ones there are; a chain that does not apply names its line.
   CommandResult bad = ollie("optimize " + spec + " --evals 1 --proposers rewrite,shuffle -o " + (dir / "b").string());
   EXPECT_EQ(bad.exit_code, 1) << bad.out;
