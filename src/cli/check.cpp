@@ -1,5 +1,5 @@
 // `ollie check`: the IR, bound shapes, FLOPs and compulsory bytes of a spec (or, with --json,
-// the entry, dims, shapes and cost as JSON).
+// the entry, dims, shapes and cost as JSON), after a rewrite chain with --rewrites.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -37,8 +37,8 @@ void print_json(const ir::Graph& graph) {
 
 }  // namespace
 
-int run_check(const SpecFlags& flags, bool json) {
-  ir::Graph graph = load(flags);
+int run_check(const SpecFlags& flags, bool json, const std::string& rewrites) {
+  const ir::Graph graph = with_rewrites(load(flags), rewrites);
   if (json) {
     print_json(graph);
     return 0;

@@ -24,6 +24,9 @@ struct SpecFlags {
 void add_spec_flags(CLI::App* cmd, SpecFlags& flags);
 // Parses and elaborates the spec the flags name (UserError on bad input).
 ir::Graph load(const SpecFlags& flags);
+// `graph` after the rewrite chain in the file `path` (src/rewrite/); `graph` itself when
+// `path` is empty. UserError naming the file and the line that does not apply.
+ir::Graph with_rewrites(const ir::Graph& graph, const std::string& path);
 // The whole file; UserError naming `what` ("kernel", "spec") and the path when unreadable.
 std::string read_text(const std::string& path, const char* what);
 // Writes `text` to `path` (an -o output); UserError naming the file when it cannot.
@@ -53,7 +56,7 @@ void check_reference_fits(const ir::Graph& graph);
 
 // The verbs.
 // json: the entry, dims, param/result shapes, FLOPs and compulsory bytes as JSON, no IR text.
-int run_check(const SpecFlags& flags, bool json = false);
+int run_check(const SpecFlags& flags, bool json = false, const std::string& rewrites = "");
 struct EvalFlags {
   std::string inputs;
   std::string out;
@@ -65,6 +68,7 @@ int run_eval(const SpecFlags& flags, const EvalFlags& eval);
 struct EmitFlags {
   std::string out_dir = ".";
   std::string schedule;      // a file or the text; empty: the default schedule
+  std::string rewrites;      // a file of rewrite lines (src/rewrite/); empty: none
   bool show_stages = false;
 };
 int run_emit(const SpecFlags& flags, const EmitFlags& emit_flags);
@@ -115,7 +119,9 @@ struct OptimizeFlags {
   int64_t evals = 0;            // --evals N (the whole run)
   uint64_t seed = 1;
   int chains = 2;
-  std::string proposers = "mutate";
+  // Schedule moves 3 to 1 over rewrites: a rewrite restarts from the new graph's default
+  // schedule, so each rewritten graph needs several schedule moves to be judged fairly.
+  std::string proposers = "mutate:3,rewrite:1";
   int threads = 0;
   double bench_seconds = 0.3;
   int log_every = 10;           // seconds between progress lines when not on a terminal

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "rewrite/rewrite.h"
 #include "verify/verify.h"
 #include "spec/spec.h"
 
@@ -30,6 +31,15 @@ ir::Graph load(const SpecFlags& flags) {
   options.entry = flags.entry;
   if (!flags.dims.empty()) options.dim_overrides = spec::parse_dims_flag(flags.dims);
   return spec::load_spec(flags.spec_path, options);
+}
+
+ir::Graph with_rewrites(const ir::Graph& graph, const std::string& path) {
+  if (path.empty()) return graph;
+  try {
+    return rewrite::replay(graph, read_text(path, "rewrites"));
+  } catch (const UserError& e) {
+    throw UserError(fmt::format("--rewrites {}: {}", path, e.what()));
+  }
 }
 
 std::string read_text(const std::string& path, const char* what) {

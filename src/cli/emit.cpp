@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "emit/emit.h"
 #include "loops/loops.h"
+#include "rewrite/rewrite.h"
 
 namespace ollie::cli {
 
@@ -39,11 +40,13 @@ loops::Schedule schedule_from_flag(const ir::Graph& graph, const std::string& fl
 }  // namespace
 
 int run_emit(const SpecFlags& flags, const EmitFlags& emit_flags) {
-  ir::Graph graph = load(flags);
+  // The schedule of a rewritten kernel names the rewritten graph's stages.
+  const ir::Graph graph = with_rewrites(load(flags), emit_flags.rewrites);
   if (emit_flags.show_stages) {
     std::cout << "stages of " << graph.entry << " (what a schedule names):\n"
               << loops::describe_stages(graph) << "\ndefault schedule:\n"
-              << loops::to_text(loops::default_schedule(graph));
+              << loops::to_text(loops::default_schedule(graph)) << "\nrewrite sites (a line of --rewrites, docs/rewrites.md):\n";
+    for (const rewrite::Site& site : rewrite::find_sites(graph)) std::cout << "  " << rewrite::to_text(site) << "\n";
     return 0;
   }
   const loops::Schedule schedule = schedule_from_flag(graph, emit_flags.schedule);

@@ -28,6 +28,9 @@ int main(int argc, char** argv) {
   CLI::App* check = app.add_subcommand("check", "parse a spec; print its IR, bound shapes, FLOPs and bytes");
   add_spec_flags(check, check_flags);
   bool check_json = false;
+  std::string check_rewrites;
+  check->add_option("--rewrites", check_rewrites,
+                    "a file of tensor-IR rewrites (one per line, docs/rewrites.md): show the rewritten graph");
   check->add_flag("--json", check_json, "print the entry, bound dims, shapes, FLOPs and compulsory bytes as JSON instead");
 
   SpecFlags eval_flags;
@@ -49,8 +52,11 @@ int main(int argc, char** argv) {
                        "directory for <entry>.cpp, <entry>.ollie.h and <entry>.schedule (default: .)");
   emit_cmd->add_option("--schedule", emit_opts.schedule,
                        "a schedule file, or its directives separated by ';' (default: the default schedule)");
+  emit_cmd->add_option("--rewrites", emit_opts.rewrites,
+                       "a file of tensor-IR rewrites to apply first, one per line (an optimize run's <entry>.rewrites; "
+                       "docs/rewrites.md)");
   emit_cmd->add_flag("--show-stages", emit_opts.show_stages,
-                     "print the stages and loops a schedule can name, and the default schedule");
+                     "print the stages and loops a schedule can name, the default schedule, and the rewrite sites");
 
   SpecFlags run_flags;
   RunKernelFlags run;
@@ -111,7 +117,7 @@ int main(int argc, char** argv) {
   opt_cmd->add_option("--evals", opt.evals, "evaluation budget of the whole run")->check(CLI::PositiveNumber);
   opt_cmd->add_option("--seed", opt.seed, "seed of the proposals (default 1)");
   opt_cmd->add_option("--chains", opt.chains, "Markov chains (default 2)")->check(CLI::Range(1, 64));
-  opt_cmd->add_option("--proposers", opt.proposers, "proposers with weights, e.g. mutate or mutate:1 (default mutate)");
+  opt_cmd->add_option("--proposers", opt.proposers, "proposers with weights: mutate (schedule moves), rewrite (tensor-IR rewrites, docs/rewrites.md), e.g. mutate:1,rewrite:1 (default mutate:3,rewrite:1)");
   opt_cmd->add_option("--threads", opt.threads, "OpenMP threads of the kernels (default: every core)")
       ->check(CLI::NonNegativeNumber);
   opt_cmd->add_option("--bench-seconds", opt.bench_seconds, "side-by-side timing budget per candidate (default 0.3)")
@@ -140,7 +146,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (*check) return run_check(check_flags, check_json);
+    if (*check) return run_check(check_flags, check_json, check_rewrites);
     if (*eval_cmd) return run_eval(eval_flags, eval);
     if (*run_cmd) return run_kernel(run_flags, run);
     if (*verify_cmd) return run_verify(verify_flags, ver);

@@ -52,6 +52,17 @@ std::string clock_text(double seconds) {
   return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60) : fmt::format("{:02}:{:02}", s / 60, s % 60);
 }
 
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    if (end > at) lines.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return lines;
+}
+
 std::string ms(double seconds) { return fmt::format("{:.4g} ms", seconds * 1e3); }
 
 std::vector<std::pair<std::string, double>> parse_proposers(const std::string& text) {
@@ -69,8 +80,8 @@ std::vector<std::pair<std::string, double>> parse_proposers(const std::string& t
       }
       item = item.substr(0, colon);
     }
-    if (item != "mutate")
-      throw UserError("--proposers: unknown proposer '" + item + "'; available: mutate");
+    if (item != "mutate" && item != "rewrite")
+      throw UserError("--proposers: unknown proposer '" + item + "'; available: mutate, rewrite");
     if (!(weight > 0)) throw UserError("--proposers: the weight of '" + item + "' must be positive");
     out.emplace_back(item, weight);
     at = comma + 1;
@@ -172,7 +183,7 @@ int run_optimize(const OptimizeFlags& f) {
   search::SearchOptions so;
   so.seed = options_json.value("seed", uint64_t{1});
   so.chains = options_json.value("chains", 2);
-  so.proposer_weights = parse_proposers(options_json.value("proposers", std::string("mutate")));
+  so.proposer_weights = parse_proposers(options_json.value("proposers", std::string("mutate")));  // runs made before rewrite existed
   so.time_budget_seconds = f.time.empty() ? 0 : parse_duration(f.time, "--time");
   so.max_evals = f.evals;
   if (so.time_budget_seconds == 0 && so.max_evals == 0)
@@ -196,6 +207,7 @@ int run_optimize(const OptimizeFlags& f) {
   std::vector<std::unique_ptr<search::Proposer>> proposers;
   for (const auto& [name, weight] : so.proposer_weights)
     if (name == "mutate") proposers.push_back(search::make_mutate_proposer(graph));
+    else if (name == "rewrite") proposers.push_back(search::make_rewrite_proposer(graph));
 
   // The roofline at the kernels' thread count (the machine is calibrated once, cached).
   measure::CalibrateOptions calibrate;
@@ -259,6 +271,11 @@ int run_optimize(const OptimizeFlags& f) {
     write_text(out_dir / (entry + ".cpp"), cand.source);
     write_text(out_dir / (entry + ".ollie.h"), emit::emit_header(graph));
     if (!cand.schedule.empty()) write_text(out_dir / (entry + ".schedule"), cand.schedule);
+    // The schedule names the stages of the rewritten graph: keep the chain beside it (and
+    // drop a stale one from an earlier run into the same directory).
+    std::error_code ignored;
+    if (!cand.rewrites.empty()) write_text(out_dir / (entry + ".rewrites"), cand.rewrites);
+    else fs::remove(out_dir / (entry + ".rewrites"), ignored);
     write_text(out_dir / "certificate.json",
                verify::certificate_json(graph, db->run().spec_sha256, report, full));
     const std::string summary = fmt::format(
@@ -266,19 +283,26 @@ int run_optimize(const OptimizeFlags& f) {
         "- spec: {} (sha256 {})\n- stopped: {}\n- evaluations: {} ({} passed), steps: {} ({} accepted)\n"
         "- baseline (default schedule): {}\n- best: {} ({:.2f}x faster), candidate {} from {}, "
         "measured side by side with the baseline (ratio {:.3f})\n"
+        "{}"
         "- verified at full level: {} suites, worst error {:.3g} of its bound (certificate.json)\n"
         "- roofline at {} threads: {}-bound, no kernel faster than {}; the best is at {:.0f}% of it, the baseline "
         "at {:.0f}% ({:.3g} GFLOP/s, {:.3g} GB/s for the best)\n",
         entry, spec_path, db->run().spec_sha256, search::stop_reason_name(reason), counts.evaluations, counts.passes,
         counts.steps, counts.accepted_steps, ms(base_s), ms(best_s), best_s > 0 ? base_s / best_s : 0.0, cand.id,
-        cand.proposer, eval.ratio_vs_baseline, report.suites.size(), report.worst, roof.threads,
+        cand.proposer, eval.ratio_vs_baseline,
+        cand.rewrites.empty()
+            ? std::string()
+            : fmt::format("- tensor-IR rewrites ({}.rewrites, docs/rewrites.md): {}\n", entry,
+                          fmt::join(split_lines(cand.rewrites), "; ")),
+        report.suites.size(), report.worst, roof.threads,
         roof.memory_bound ? "memory" : "compute", ms(roof.bound_seconds), roof_fraction(best_s) * 100,
         roof_fraction(base_s) * 100, measure::throughput(roof, best_s).gflops_per_s,
         measure::throughput(roof, best_s).gbytes_per_s);
     write_text(out_dir / "summary.md", summary);
     db->checkpoint();
-    std::cout << summary << fmt::format("\nwrote {}/{{{}.cpp, {}.ollie.h, {}.schedule, certificate.json, summary.md}}\n",
-                                        out_dir.string(), entry, entry, entry);
+    std::cout << summary << fmt::format("\nwrote {}/{{{}.cpp, {}.ollie.h, {}.schedule, {}certificate.json, summary.md}}\n",
+                                        out_dir.string(), entry, entry, entry,
+                                        cand.rewrites.empty() ? "" : entry + ".rewrites, ");
     if (reason == search::StopReason::Interrupted)
       std::cout << fmt::format("resume with: ollie optimize --resume {}\n", (out_dir / "run.db").string());
     return 0;

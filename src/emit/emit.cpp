@@ -77,7 +77,7 @@ const char* kKernelMath =
 
 // The function computing a call: ollie_math's where it has one for the type.
 std::string call_function(const std::string& fn, DType t) {
-  const bool has = fn == "exp" || fn == "tanh" || fn == "log" || (fn == "erf" && t == DType::F32);
+  const bool has = fn == "exp" || fn == "exp2" || fn == "tanh" || fn == "log" || (fn == "erf" && t == DType::F32);
   return (has && ir::is_float(t) ? "ollie_math::" : "std::") + fn;
 }
 

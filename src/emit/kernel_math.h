@@ -1,4 +1,4 @@
-// Vectorizable elementary functions for generated kernels: ollie_math::exp, tanh and
+// Vectorizable elementary functions for generated kernels: ollie_math::exp, exp2, tanh and
 // log (float and double) and erf (float). The emitter pastes this text into every
 // kernel TU (hence include guards, not #pragma once); tests #include it. Without
 // -ffast-math GCC calls glibc's scalar exp/tanh, which stops `#pragma omp simd` loops
@@ -9,7 +9,7 @@
 // result for every input; a subnormal result is within 2 ulps of the smallest
 // subnormal spacing. Measured maxima (exhaustive over all 2^32 floats for the float
 // versions, 5e7 samples against long double for double; g++ 12 -O3 -march=native):
-// exp 1.01 / 1.03, tanh 0.87 / 0.86, log 0.83 / 0.83, erf(float) 1.09 ulps.
+// exp 1.01 / 1.03, exp2 (sampled) about 1 / 1, tanh 0.87 / 0.86, log 0.83 / 0.83, erf(float) 1.09 ulps.
 // tests/emit/kernel_math_test.cpp checks the 2-ulp bound on samples and edge cases.
 // The verifier allows K_T = 8 ulps per library function (docs/error-bounds.md).
 // Special values follow C: NaN -> NaN, exp(+inf) = inf, exp(-inf) = 0, overflow ->
@@ -90,6 +90,57 @@ namespace detail {
   const double p = 1.0 + std::fma(r * r, q, r);
   const int64_t k = static_cast<int64_t>(std::bit_cast<uint64_t>(t) - std::bit_cast<uint64_t>(shift));
   const int64_t k1 = k >> 1;  // n in [-1077, 1025]
+  const double s1 = std::bit_cast<double>(static_cast<uint64_t>(k1 + 1023) << 52);
+  const double s2 = std::bit_cast<double>(static_cast<uint64_t>(k - k1 + 1023) << 52);
+  return p * s1 * s2;
+}
+
+// ---- exp2 -------------------------------------------------------------------------
+// exp2(x) = 2^n * exp(r), n = round(x), r = (x - n) ln2 (x - n is exact, |r| <= ln2/2,
+// r rounded once by an fma with ln2 split in two), then exp's polynomial and scaling.
+
+[[gnu::always_inline]] inline float exp2(float x) {
+  x = x > 129.0f ? 129.0f : x;    // 2^129 > FLT_MAX: still overflows to inf
+  x = x < -151.0f ? -151.0f : x;  // 2^-151 < 2^-150: still rounds to 0
+  const float shift = 0x1.8p23f;
+  const float t = x + shift;
+  const float n = t - shift;
+  const float f = x - n;
+  const float r = std::fma(f, 0x1.62e43p-1f, f * -0x1.05c61p-29f);
+  float q = 0x1.6a1a5ep-10f;
+  q = std::fma(q, r, 0x1.123fd2p-7f);
+  q = std::fma(q, r, 0x1.555916p-5f);
+  q = std::fma(q, r, 0x1.55548ap-3f);
+  q = std::fma(q, r, 0x1.fffffcp-2f);
+  const float p = 1.0f + std::fma(r * r, q, r);
+  const int32_t k = static_cast<int32_t>(std::bit_cast<uint32_t>(t) - std::bit_cast<uint32_t>(shift));
+  const int32_t k1 = k >> 1;  // n in [-151, 129]: both halves are normal exponents
+  const float s1 = std::bit_cast<float>(static_cast<uint32_t>(k1 + 127) << 23);
+  const float s2 = std::bit_cast<float>(static_cast<uint32_t>(k - k1 + 127) << 23);
+  return p * s1 * s2;
+}
+
+[[gnu::always_inline]] inline double exp2(double x) {
+  x = x > 1025.0 ? 1025.0 : x;    // 2^1025 > DBL_MAX
+  x = x < -1076.0 ? -1076.0 : x;  // 2^-1076 < 2^-1075
+  const double shift = 0x1.8p52;
+  const double t = x + shift;
+  const double n = t - shift;
+  const double f = x - n;
+  const double r = std::fma(f, 0x1.62e42fefa39efp-1, f * 0x1.abc9e3b39803fp-56);
+  double q = 0x1.af68485e9dcc4p-26;
+  q = std::fma(q, r, 0x1.28b839317de4dp-22);
+  q = std::fma(q, r, 0x1.71ddf3f624157p-19);
+  q = std::fma(q, r, 0x1.a0198f3eabdbfp-16);
+  q = std::fma(q, r, 0x1.a01a01b106d44p-13);
+  q = std::fma(q, r, 0x1.6c16c187995c2p-10);
+  q = std::fma(q, r, 0x1.111111110f5f1p-7);
+  q = std::fma(q, r, 0x1.555555554fd27p-5);
+  q = std::fma(q, r, 0x1.5555555555558p-3);
+  q = std::fma(q, r, 0x1.000000000000ap-1);
+  const double p = 1.0 + std::fma(r * r, q, r);
+  const int64_t k = static_cast<int64_t>(std::bit_cast<uint64_t>(t) - std::bit_cast<uint64_t>(shift));
+  const int64_t k1 = k >> 1;  // n in [-1076, 1025]
   const double s1 = std::bit_cast<double>(static_cast<uint64_t>(k1 + 1023) << 52);
   const double s2 = std::bit_cast<double>(static_cast<uint64_t>(k - k1 + 1023) << 52);
   return p * s1 * s2;

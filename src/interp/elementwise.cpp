@@ -228,6 +228,14 @@ Value eval_unary(const ir::Node& n, const Value& a) {
         if (x > 0) return saturated(std::exp(lo) * (1.0 - ku));
         return bounded(std::exp(-lo) * (1.0 + ku) + std::fabs(r) + eta);
       });
+    case ir::OpKind::Exp2:
+      // exp2(x) = exp(x ln2): exp's rule with the input error scaled by ln2.
+      return map1(a, n.dtype, lib, [](double x) { return std::exp2(x); }, [ku](double, double e, double r) {
+        return mul0(r, std::expm1(e * std::numbers::ln2)) + ku * r;
+      }, [ku, eta = underflow_unit(n.dtype)](double x, double, double lo, double r) {
+        if (x > 0) return saturated(std::exp2(lo) * (1.0 - ku));
+        return bounded(std::exp2(-lo) * (1.0 + ku) + std::fabs(r) + eta);
+      });
     case ir::OpKind::Log:
       return map1(a, n.dtype, lib, [](double x) { return std::log(x); }, [ku](double x, double e, double r) {
         if (!(x > e)) return kInf;

@@ -51,6 +51,7 @@ const char* op_name(OpKind kind) {
     case OpKind::Neg: return "neg";
     case OpKind::Abs: return "abs";
     case OpKind::Exp: return "exp";
+    case OpKind::Exp2: return "exp2";
     case OpKind::Log: return "log";
     case OpKind::Sqrt: return "sqrt";
     case OpKind::Tanh: return "tanh";
@@ -107,7 +108,7 @@ const char* reduce_name(ReduceKind kind) {
 namespace {
 
 bool is_transcendental(OpKind k) {
-  return k == OpKind::Exp || k == OpKind::Log || k == OpKind::Sqrt || k == OpKind::Tanh ||
+  return k == OpKind::Exp || k == OpKind::Exp2 || k == OpKind::Log || k == OpKind::Sqrt || k == OpKind::Tanh ||
          k == OpKind::Erf || k == OpKind::Sin || k == OpKind::Cos;
 }
 
@@ -179,7 +180,7 @@ void check_node(const Graph& g, ValueId id, const Node& n, std::vector<std::stri
       expect_shape(opnd(0).shape);
       if (n.weak && (!is_float(n.dtype) || n.shape.size() != 0)) fail("a weak convert makes a float scalar");
       break;
-    case OpKind::Neg: case OpKind::Abs: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt:
+    case OpKind::Neg: case OpKind::Abs: case OpKind::Exp: case OpKind::Exp2: case OpKind::Log: case OpKind::Sqrt:
     case OpKind::Tanh: case OpKind::Erf: case OpKind::Sin: case OpKind::Cos: case OpKind::PowI:
       if (!expect_operands(1)) return;
       expect_shape(opnd(0).shape);

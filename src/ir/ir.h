@@ -112,7 +112,7 @@ enum class OpKind {
   Const,      // a scalar (shape []) literal or dim-valued constant
   Iota,       // index along `axis` of a tensor of `shape`: out[i...] = i[axis]
   // Elementwise, one operand.
-  Neg, Abs, Exp, Log, Sqrt, Tanh, Erf, Sin, Cos,
+  Neg, Abs, Exp, Exp2, Log, Sqrt, Tanh, Erf, Sin, Cos,   // Exp2: 2^x
   PowI,       // x ** exponent, integer exponent (may be negative)
   Not,        // logical not of a bool
   Convert,    // to the node's dtype; rounds (float) or truncates toward zero (int)

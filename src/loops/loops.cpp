@@ -250,7 +250,7 @@ Expr make_cast(DType to, Expr a) {
 }
 
 Expr make_call(const std::string& fn, std::vector<Expr> args) {
-  static const std::vector<std::string> unary = {"exp", "log", "sqrt", "tanh", "erf", "sin", "cos"};
+  static const std::vector<std::string> unary = {"exp", "exp2", "log", "sqrt", "tanh", "erf", "sin", "cos"};
   bool known_unary = false;
   for (const auto& u : unary) known_unary = known_unary || u == fn;
   require(known_unary || fn == "pow", "unknown call " + fn);

@@ -49,7 +49,7 @@ bool materialized(OpKind k) {
 // The library function computing an op, which has the op's own name (exp, log, ...).
 const char* call_name(OpKind k) {
   switch (k) {
-    case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt: case OpKind::Tanh:
+    case OpKind::Exp: case OpKind::Exp2: case OpKind::Log: case OpKind::Sqrt: case OpKind::Tanh:
     case OpKind::Erf: case OpKind::Sin: case OpKind::Cos: case OpKind::Pow:
       return ir::op_name(k);
     default: return nullptr;

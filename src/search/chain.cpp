@@ -70,8 +70,11 @@ class Chains {
       if (options_.max_evals > 0 && store_.counts().evaluations >= options_.max_evals) return StopReason::EvalBudget;
       if (options_.time_budget_seconds > 0 && elapsed() >= options_.time_budget_seconds) return StopReason::TimeBudget;
       const int chain = static_cast<int>(step % static_cast<int64_t>(current_.size()));
+      // Idle: no proposal, or only candidates evaluated before (a proposer with few moves,
+      // e.g. rewrite on a graph with one site, proposes the same candidates again and again).
+      const int64_t evaluated_before = evaluations_;
       const bool proposed = one_step(step, chain);
-      idle = proposed ? 0 : idle + 1;
+      idle = proposed && evaluations_ > evaluated_before ? 0 : idle + 1;
       if (idle > 200) return StopReason::NoProposals;
       ++step;
       Progress p;

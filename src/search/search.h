@@ -55,6 +55,12 @@ class Proposer {
 // Random schedule moves (loops::mutate_schedule) on candidates that carry a schedule.
 std::unique_ptr<Proposer> make_mutate_proposer(const ir::Graph& graph);
 
+// One more tensor-IR rewrite (src/rewrite/, picked with the seed among every site of the
+// candidate's rewritten graph) with the new graph's default schedule. nullopt when no
+// rule applies, the chain has reached its maximum length (24 lines), or the candidate
+// is free-form source.
+std::unique_ptr<Proposer> make_rewrite_proposer(const ir::Graph& graph);
+
 // The baseline every run starts from: the default schedule, emitted.
 Candidate baseline_candidate(const ir::Graph& graph);
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <set>
@@ -14,6 +15,7 @@
 #include <sstream>
 
 #include "npy/npy.h"
+#include "rewrite/rewrite.h"
 #include "store/store.h"
 
 namespace {
@@ -362,6 +364,56 @@ TEST(Cli, OptimizeWritesAVerifiedKernelAndResumesAfterSigkill) {
     }
   }
   EXPECT_EQ(static_cast<int64_t>(evaluated.size()), before + 3);
+  fs::remove_all(dir);
+}
+
+// The rewrite proposer end to end: `--proposers rewrite:1` records rewritten candidates
+// (their chain and schedule) in the run database, they pass the verifier, and `ollie emit
+// --rewrites FILE --schedule FILE` reproduces a recorded kernel from its chain and schedule.
+TEST(Cli, OptimizeWithTheRewriteProposerRecordsRewrittenCandidates) {
+  const fs::path dir = temp_dir() / "optimize-rewrite";
+  fs::remove_all(dir);
+  const std::string spec = (source_dir() / "examples/softmax.py").string();
+  const std::string env = "OLLIE_CACHE_DIR=" + (dir / "cache").string();
+  CommandResult r = ollie_with_env(env, "optimize " + spec + " --dims M=16,N=64 --evals 3 --bench-seconds 0.05 "
+                                            "--proposers rewrite:1 -o " + (dir / "a").string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  ollie::store::Store db = ollie::store::Store::open((dir / "a" / "run.db").string());
+  int rewritten = 0;
+  for (int64_t id = 1; id <= db.counts().candidates; ++id) {
+    const auto c = db.candidate(id);
+    if (!c || c->proposer != "rewrite") continue;
+    ++rewritten;
+    // One rewrite of the baseline: a line of a known rule, then the newline.
+    ASSERT_FALSE(c->rewrites.empty());
+    EXPECT_EQ(std::count(c->rewrites.begin(), c->rewrites.end(), '\n'), 1) << c->rewrites;
+    EXPECT_NO_THROW(ollie::rewrite::parse_site(c->rewrites)) << c->rewrites;
+    const auto e = db.evaluation_of(id);
+    ASSERT_TRUE(e.has_value());
+    EXPECT_EQ(e->verdict, "pass") << e->message;
+    std::ofstream(dir / "chain.rewrites") << c->rewrites;
+    std::ofstream(dir / "kernel.schedule") << c->schedule;
+    CommandResult emitted = ollie("emit " + spec + " --dims M=16,N=64 --rewrites " + (dir / "chain.rewrites").string() +
+                                  " --schedule " + (dir / "kernel.schedule").string() + " -o " + (dir / "e").string());
+    ASSERT_EQ(emitted.exit_code, 0) << emitted.out;
+    EXPECT_EQ(read_file(dir / "e" / "softmax.cpp"), c->source);
+  }
+  EXPECT_EQ(rewritten, 2);  // --evals 3: the baseline and two rewrites of it
+  // `ollie check --rewrites` shows the rewritten graph: softmax's divide is one per row.
+  std::ofstream(dir / "reciprocal.rewrites") << "# the row sum's reciprocal\nreciprocal %9\n";
+  CommandResult checked = ollie("check " + spec + " --rewrites " + (dir / "reciprocal.rewrites").string());
+  ASSERT_EQ(checked.exit_code, 0) << checked.out;
+  EXPECT_NE(checked.out.find("f32[M, 1] = div"), std::string::npos) << checked.out;
+  EXPECT_EQ(checked.out.find("f32[M, N] = div"), std::string::npos) << checked.out;
+  // An unknown proposer names the ones there are; a chain that does not apply names its line.
+  CommandResult bad = ollie("optimize " + spec + " --evals 1 --proposers rewrite,shuffle -o " + (dir / "b").string());
+  EXPECT_EQ(bad.exit_code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("available: mutate, rewrite"), std::string::npos) << bad.out;
+  std::ofstream(dir / "bad.rewrites") << "reciprocal %0\n";
+  CommandResult bad_chain = ollie("emit " + spec + " --rewrites " + (dir / "bad.rewrites").string() + " -o " +
+                                  (dir / "e").string());
+  EXPECT_EQ(bad_chain.exit_code, 1) << bad_chain.out;
+  EXPECT_NE(bad_chain.out.find("rewrite chain line 1"), std::string::npos) << bad_chain.out;
   fs::remove_all(dir);
 }
 

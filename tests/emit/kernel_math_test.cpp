@@ -119,6 +119,16 @@ TEST(KernelMath, ExpFloatWithinTwoUlps) {
                       [](float x) { return std::exp(static_cast<double>(x)); });
 }
 
+TEST(KernelMath, Exp2FloatWithinTwoUlpsAndExactOnIntegers) {
+  // Overflow from 128, subnormal results below -126, zero below -150.
+  const auto xs = inputs<float>(with(common_edges<float>(), {127.99999f, 128.0f, -126.0f, -126.00001f, -149.0f,
+                                                             -149.99998f, -150.0f, -151.0f, 0.5f, -0.5f, 10.0f}),
+                                -160.0, 135.0, 11);
+  expect_within_bound("exp2(float)", xs, [](float x) { return ollie_math::exp2(x); },
+                      [](float x) { return std::exp2(static_cast<double>(x)); });
+  for (int n = -149; n <= 127; ++n) EXPECT_EQ(ollie_math::exp2(static_cast<float>(n)), std::ldexp(1.0f, n)) << n;
+}
+
 TEST(KernelMath, TanhFloatWithinTwoUlps) {
   const auto xs = inputs<float>(with(common_edges<float>(), {0.625f, -0.625f, 9.0f, 9.1f, -9.1f, 1e-4f}),
                                 -10.0, 10.0, 2);
@@ -151,6 +161,15 @@ TEST(KernelMath, ExpDoubleWithinTwoUlps) {
                                  -750.0, 715.0, 5);
   expect_within_bound("exp(double)", xs, [](double x) { return ollie_math::exp(x); },
                       [](double x) { return std::exp(static_cast<long double>(x)); });
+}
+
+TEST(KernelMath, Exp2DoubleWithinTwoUlps) {
+  const auto xs = inputs<double>(with(common_edges<double>(), {1023.9999999999999, 1024.0, -1022.0, -1074.0,
+                                                               -1074.9999999999998, -1075.0, -1076.0, 0.5}),
+                                 -1080.0, 1030.0, 12);
+  expect_within_bound("exp2(double)", xs, [](double x) { return ollie_math::exp2(x); },
+                      [](double x) { return std::exp2(static_cast<long double>(x)); });
+  for (int n = -1074; n <= 1023; n += 7) EXPECT_EQ(ollie_math::exp2(static_cast<double>(n)), std::ldexp(1.0, n)) << n;
 }
 
 TEST(KernelMath, TanhDoubleWithinTwoUlps) {
@@ -190,6 +209,13 @@ template <class T> void expect_specials() {
   const T got = ollie_math::exp(tiny);
   EXPECT_GT(got, T(0));
   EXPECT_LT(got, T(4) * lim<T>::denorm_min());
+
+  EXPECT_TRUE(std::isnan(ollie_math::exp2(nan)));
+  EXPECT_EQ(ollie_math::exp2(inf), inf);
+  EXPECT_EQ(ollie_math::exp2(-inf), T(0));
+  EXPECT_EQ(ollie_math::exp2(T(0)), T(1));
+  EXPECT_EQ(ollie_math::exp2(-lim<T>::max()), T(0));
+  EXPECT_EQ(ollie_math::exp2(lim<T>::max()), inf);
 
   EXPECT_TRUE(std::isnan(ollie_math::tanh(nan)));
   EXPECT_EQ(ollie_math::tanh(inf), T(1));
