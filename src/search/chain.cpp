@@ -192,6 +192,11 @@ class Chains {
         proposal = proposers_[p]->propose(cur, rng());
       } catch (const UserError& e) {
         store_.add_event("proposer-error", proposers_[p]->name() + ": " + e.what());
+      } catch (const std::exception& e) {
+        // A bug in a proposer (an InternalError from a rule or a schedule move) costs this
+        // proposal, not a run of many hours; the event says what to report.
+        store_.add_event("proposer-error", proposers_[p]->name() + ": internal error (a bug in ollie, please report it): " +
+                                               e.what());
       }
     }
     if (!proposal) return false;

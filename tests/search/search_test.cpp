@@ -3,6 +3,7 @@
 // candidate is evaluated twice, that a run resumes where it stopped, that the same seed
 // gives the same steps, and that wrong candidates never become the best.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -132,6 +133,48 @@ TEST(Chains, AResumedRunContinuesWithoutReevaluating) {
   for (const auto& h : second.seen)
     EXPECT_EQ(std::count(first.seen.begin(), first.seen.end(), h), 0) << "evaluated twice: " << h;
   EXPECT_GT(db.next_step(), steps_before);
+}
+
+// A proposer that fails with a bug (an InternalError) half the time: the run goes on with
+// the others, and the database says what went wrong.
+class BuggyProposer : public search::Proposer {
+ public:
+  std::string name() const override { return "buggy"; }
+  std::optional<search::Candidate> propose(const search::State&, uint64_t seed) override {
+    ++calls;
+    if (seed % 2 == 0) throw InternalError("rule broke an invariant");
+    return std::nullopt;
+  }
+  int calls = 0;
+};
+
+TEST(Chains, AProposerBugCostsAProposalNotTheRun) {
+  RunDir r;
+  store::Store db = r.create();
+  FakeEvaluator evaluator;
+  std::vector<std::unique_ptr<search::Proposer>> proposers;
+  proposers.push_back(search::make_mutate_proposer(softmax()));
+  auto buggy = std::make_unique<BuggyProposer>();
+  BuggyProposer* bug = buggy.get();
+  proposers.push_back(std::move(buggy));
+  search::SearchOptions options;
+  options.max_evals = 12;
+  options.proposer_weights = {{"mutate", 1.0}, {"buggy", 1.0}};
+  EXPECT_EQ(search::run_chains(softmax(), db, evaluator, proposers, options, [] { return false; }, nullptr),
+            search::StopReason::EvalBudget);
+  EXPECT_EQ(db.counts().evaluations, 12);
+  EXPECT_GT(bug->calls, 0);
+  EXPECT_GT(db.counts().events, 0);
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open_v2((r.dir / "run.db").c_str(), &raw, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(raw, "SELECT count(*) FROM events WHERE kind = 'proposer-error' AND text LIKE "
+                                    "'buggy: internal error%rule broke an invariant%'", -1, &q, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+  EXPECT_GT(sqlite3_column_int64(q, 0), 0);
+  sqlite3_finalize(q);
+  sqlite3_close(raw);
 }
 
 TEST(Chains, TheSameSeedGivesTheSameSteps) {
