@@ -157,7 +157,7 @@ class Printer {
           case loops::ForKind::Unrolled:
             // A short loop of constant trip count unrolls fully (a register tile's rows).
             out << pad << "#pragma GCC unroll "
-                << (s->extent->kind == ExprKind::IntImm && s->extent->int_value <= 64 ? s->extent->int_value : 8)
+                << (s->extent->kind == ExprKind::IntImm && s->extent->int_value <= 16 ? s->extent->int_value : 8)
                 << "\n";
             break;
           case loops::ForKind::Serial: break;

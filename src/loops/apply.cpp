@@ -363,6 +363,13 @@ void rfactor(Stages& st, Stage& s, const Directive& d) {
     if (c.host == index_of(st, s)) reject(d, c.name + " is computed inside " + s.name, "rfactor before compute_at");
   if (!s.packs.empty()) reject(d, s.name + " packs tiles", "rfactor before pack");
   if (s.accumulate_depth) reject(d, s.name + " accumulates in registers", "rfactor before accumulate");
+  // The reduction loops go innermost in the reduced stage: a pure loop whose extent (a
+  // split tail) depends on one of them would be walked outside it.
+  for (const auto& p : s.loops)
+    for (const auto& r : s.loops)
+      if (!p.reduction && r.reduction && mentions(p.extent, r.name))
+        reject(d, "the extent of loop " + p.name + " of " + s.name + " depends on the reduction loop " + r.name,
+               "it is the guarded tail of a split of " + r.name + " and could not stay inside it");
   const std::string rf_name = s.name + "_rf";
   if (st.find(rf_name) >= 0) reject(d, s.name + " is already factored (" + rf_name + " exists)");
   std::string buffer = s.buffer + "_rf";
@@ -539,7 +546,8 @@ void accumulate(Stages& st, Stage& s, const Directive& d) {
              "the tile's loops need constant extents: split " + in.name + " by a small factor first");
     for (const auto& other : s.loops)
       if (other.reduction && mentions(in.extent, other.name))
-        reject(d, "the extent of loop " + in.name + " depends on the reduction loop " + other.name);
+        reject(d, "the extent of loop " + in.name + " of " + s.name + " depends on the reduction loop " + other.name,
+               "the tile's loops must not change size along the reduction");
     elements *= std::max<int64_t>(1, *n);
   }
   if (!any_reduction) reject(d, "no reduction loop of " + s.name + " runs inside loop " + l.name);

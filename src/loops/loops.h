@@ -213,8 +213,10 @@ Kernel lower(const ir::Graph& graph, const Schedule& schedule = {});
 
 // The baseline schedule every search starts from: producers computed at their consumer's
 // outer loops (fused chains), contractions ordered so the innermost loop walks the output
-// contiguously, row reductions factored over a vector of partial results, innermost pure
-// loops vectorized, and the outermost symbolic loop of each root nest parallel.
+// contiguously (or given a register tile, `accumulate`, where no other loop must sit
+// inside the reduction and no fused stage is computed inside them), row reductions
+// factored over a vector of partial results, innermost pure loops vectorized, and the
+// outermost symbolic loop of each root nest parallel.
 Schedule default_schedule(const ir::Graph& graph, const Target& target = host_target());
 
 // A random schedule: `moves` random directives proposed against the stages, starting from

@@ -180,9 +180,11 @@ class Realizer {
     Expr extent = substitute(l.extent, names);
     if (full_tile_stage_ == si && t >= s.accumulate_depth && !l.reduction)
       extent = make_int(*l.nominal.as_constant());
+    // The copy for tiles cut by a tail runs rarely: it is not worth the code of unrolling.
+    const ForKind kind = cut_tile_stage_ == si && l.kind == ForKind::Unrolled ? ForKind::Serial : l.kind;
     names[l.name] = make_var(name);
     scope.insert(name);
-    return make_for(name, make_int(0), extent, l.kind, body_at(si, t + 1, names, scope), l.reduction);
+    return make_for(name, make_int(0), extent, kind, body_at(si, t + 1, names, scope), l.reduction);
   }
 
   // The pure loops of `s` inside its accumulator tile (those that index the tile).
@@ -227,8 +229,9 @@ class Realizer {
       full = full ? make_binary(OpKind::And, full, is_full) : is_full;
     }
     auto version = [&](bool full_tile) {
-      const int saved = full_tile_stage_;
+      const int saved = full_tile_stage_, saved_cut = cut_tile_stage_;
       full_tile_stage_ = full_tile ? si : -1;
+      cut_tile_stage_ = full_tile ? -1 : si;
       std::set<std::string> inner_scope = scope;
       const std::string a = fresh("a", inner_scope);
       Stmt init = make_for(a, make_int(0), make_int(size), ForKind::Vectorized,
@@ -250,6 +253,7 @@ class Realizer {
         back = make_for(opened[i].first, make_int(0), opened[i].second,
                         i + 1 == opened.size() ? ForKind::Vectorized : ForKind::Serial, back);
       full_tile_stage_ = saved;
+      cut_tile_stage_ = saved_cut;
       return make_block({init, nest, back});
     };
     Stmt body = full && versionable ? make_if(full, version(true), version(false)) : version(!full);
@@ -387,6 +391,7 @@ class Realizer {
   std::set<std::string> packed_;
   std::map<std::string, Fold> folds_;
   int full_tile_stage_ = -1;   // the stage whose full accumulator tile is being realized
+  int cut_tile_stage_ = -1;    // the stage whose cut (general) accumulator tile is
 };
 
 }  // namespace
