@@ -154,7 +154,12 @@ class Printer {
         switch (s->for_kind) {
           case loops::ForKind::Parallel: out << pad << "#pragma omp parallel for\n"; break;
           case loops::ForKind::Vectorized: out << pad << "#pragma omp simd\n"; break;
-          case loops::ForKind::Unrolled: out << pad << "#pragma GCC unroll 8\n"; break;
+          case loops::ForKind::Unrolled:
+            // A short loop of constant trip count unrolls fully (a register tile's rows).
+            out << pad << "#pragma GCC unroll "
+                << (s->extent->kind == ExprKind::IntImm && s->extent->int_value <= 16 ? s->extent->int_value : 8)
+                << "\n";
+            break;
           case loops::ForKind::Serial: break;
         }
         const bool from_zero = s->min->kind == ExprKind::IntImm && s->min->int_value == 0;
@@ -187,6 +192,13 @@ class Printer {
         stmt(s->body[0], depth, out);
         break;
       }
+      case StmtKind::If:
+        out << pad << "if (" << expr(s->cond) << ") {\n";
+        stmt(s->body[0], depth + 1, out);
+        out << pad << "} else {\n";
+        stmt(s->body[1], depth + 1, out);
+        out << pad << "}\n";
+        break;
     }
   }
 

@@ -85,6 +85,13 @@ void require_own_loop(const Stages& st, const Stage& s, const Directive& d, int 
              "pack after the loops are split and ordered");
 }
 
+// Rejects reshaping the loops of `s` (split, reorder) once its accumulator tile is fixed.
+void require_no_accumulator(const Stage& s, const Directive& d) {
+  if (s.accumulate_depth)
+    reject(d, s.name + " accumulates in registers inside loop " + s.loops[static_cast<size_t>(s.accumulate_depth - 1)].name,
+           "the tile is fixed by the loops it was made with: accumulate after the loops are split and ordered");
+}
+
 std::string fresh_loop_name(const Stages& st, const Stage& s, const std::string& base) {
   auto taken = [&](const std::string& n) {
     if (st.reserved.count(n)) return true;
@@ -219,6 +226,7 @@ std::optional<Violation> check_dependences(const Stages& st) {
 void split(Stages& st, Stage& s, const Directive& d) {
   const int x = loop_index(st, s, d, d.args[0]);
   require_own_loop(st, s, d, x);
+  require_no_accumulator(s, d);
   const StageLoop old = s.loops[static_cast<size_t>(x)];
   const int64_t f = d.factor;
   const std::string outer = fresh_loop_name(st, s, old.name + "_o");
@@ -260,6 +268,7 @@ void reorder(Stages& st, Stage& s, const Directive& d) {
   std::vector<int> slots = pos;
   std::sort(slots.begin(), slots.end());
   require_own_loop(st, s, d, slots[0]);
+  require_no_accumulator(s, d);
   std::vector<StageLoop> loops = s.loops;
   for (size_t i = 0; i < pos.size(); ++i) loops[static_cast<size_t>(slots[i])] = s.loops[static_cast<size_t>(pos[i])];
   for (size_t i = 0; i < loops.size(); ++i) {
@@ -333,6 +342,8 @@ void compute_at(Stages& st, Stage& p, const Directive& d) {
   }
   for (const auto& pk : p.packs)
     if (pk.depth < k) reject(d, p.name + " packs a tile of " + pk.source + " outside the loops it would share");
+  if (p.accumulate_depth && p.accumulate_depth < k)
+    reject(d, p.name + " accumulates in registers outside the loops it would share");
   const Stages before = st;
   Stage& moved = st.stages[static_cast<size_t>(pi)];
   moved.host = hi;
@@ -351,6 +362,14 @@ void rfactor(Stages& st, Stage& s, const Directive& d) {
   for (const auto& c : st.stages)
     if (c.host == index_of(st, s)) reject(d, c.name + " is computed inside " + s.name, "rfactor before compute_at");
   if (!s.packs.empty()) reject(d, s.name + " packs tiles", "rfactor before pack");
+  if (s.accumulate_depth) reject(d, s.name + " accumulates in registers", "rfactor before accumulate");
+  // The reduction loops go innermost in the reduced stage: a pure loop whose extent (a
+  // split tail) depends on one of them would be walked outside it.
+  for (const auto& p : s.loops)
+    for (const auto& r : s.loops)
+      if (!p.reduction && r.reduction && mentions(p.extent, r.name))
+        reject(d, "the extent of loop " + p.name + " of " + s.name + " depends on the reduction loop " + r.name,
+               "it is the guarded tail of a split of " + r.name + " and could not stay inside it");
   const std::string rf_name = s.name + "_rf";
   if (st.find(rf_name) >= 0) reject(d, s.name + " is already factored (" + rf_name + " exists)");
   std::string buffer = s.buffer + "_rf";
@@ -494,6 +513,58 @@ void pack(Stages& st, Stage& s, const Directive& d) {
   }
 }
 
+// Keeps the part of the output that `s` writes inside loop LOOP in a local array of
+// accumulators: initialised at the start of LOOP's body, updated by the reduction loops
+// (all inside LOOP), and stored once after them. The pure loops inside LOOP index the
+// tile, so their extents must be constants (split factors); their product is its size.
+void accumulate(Stages& st, Stage& s, const Directive& d) {
+  const int x = loop_index(st, s, d, d.args[0]);
+  const StageLoop& l = s.loops[static_cast<size_t>(x)];
+  if (!s.reduce) reject(d, s.name + " is not a reduction", "only a reduction's output has accumulators");
+  if (s.accumulate_depth) reject(d, s.name + " already accumulates in registers");
+  if (l.reduction)
+    reject(d, "loop " + l.name + " of " + s.name + " is a reduction loop",
+           "accumulate at a pure loop outside every reduction loop");
+  if (x < s.shared) reject(d, "loop " + l.name + " is shared with the host; accumulate inside the stage's own loops");
+  if (l.kind == ForKind::Vectorized) reject(d, "loop " + l.name + " is vectorized");
+  for (int t = 0; t < x; ++t)
+    if (s.loops[static_cast<size_t>(t)].reduction)
+      reject(d, "the reduction loop " + s.loops[static_cast<size_t>(t)].name + " of " + s.name + " is outside loop " +
+                    l.name,
+             "every reduction loop must run inside the tile: reorder them inside " + l.name + " first");
+  int64_t elements = 1;
+  bool any_reduction = false;
+  for (size_t t = static_cast<size_t>(x) + 1; t < s.loops.size(); ++t) {
+    const StageLoop& in = s.loops[t];
+    if (in.reduction) {
+      any_reduction = true;
+      continue;
+    }
+    const auto n = in.nominal.as_constant();
+    if (!n)
+      reject(d, "loop " + in.name + " inside " + l.name + " walks [0, " + to_text(in.extent) + "), not a constant",
+             "the tile's loops need constant extents: split " + in.name + " by a small factor first");
+    for (const auto& other : s.loops)
+      if (other.reduction && mentions(in.extent, other.name))
+        reject(d, "the extent of loop " + in.name + " of " + s.name + " depends on the reduction loop " + other.name,
+               "the tile's loops must not change size along the reduction");
+    elements *= std::max<int64_t>(1, *n);
+  }
+  if (!any_reduction) reject(d, "no reduction loop of " + s.name + " runs inside loop " + l.name);
+  const int64_t bytes = elements * static_cast<int64_t>(ir::dtype_bytes(s.dtype));
+  if (bytes > kMaxAccumulatorBytes)
+    reject(d, "the tile inside loop " + l.name + " is " + std::to_string(bytes) + " bytes of accumulators",
+           "at most " + std::to_string(kMaxAccumulatorBytes) + " bytes stay in registers: split the loops inside " +
+               l.name + " by smaller factors");
+  std::string name = s.name + "_acc";
+  for (char& c : name) c = c == '.' ? '_' : c;
+  const std::string base = name;
+  for (int i = 2; st.buffer(name) || st.reserved.count(name); ++i) name = base + std::to_string(i);
+  st.reserved.insert(name);
+  s.accumulator = name;
+  s.accumulate_depth = x + 1;
+}
+
 }  // namespace
 
 void apply_directive(const ir::Graph&, Stages& st, const Directive& d) {
@@ -507,6 +578,7 @@ void apply_directive(const ir::Graph&, Stages& st, const Directive& d) {
     case DirectiveKind::ComputeAt: return compute_at(st, s, d);
     case DirectiveKind::Rfactor: return rfactor(st, s, d);
     case DirectiveKind::Pack: return pack(st, s, d);
+    case DirectiveKind::Accumulate: return accumulate(st, s, d);
     case DirectiveKind::Inline: break;
   }
   throw InternalError("apply_directive: inline is applied by lower()");

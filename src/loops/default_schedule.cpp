@@ -117,6 +117,9 @@ std::set<std::string> big_operand_loops(const ir::Graph& g, const Stages& st, co
   return big.empty() ? std::set<std::string>{} : loops_of[big];
 }
 
+// Whether the default schedule gives contractions register tiles (see default_schedule).
+constexpr bool kDefaultRegisterTiles = true;
+
 // The most accumulator bytes a default contraction keeps live inside its reduction loops.
 constexpr int64_t kAccumulatorBytes = 64 * 1024;
 
@@ -125,9 +128,79 @@ int lanes(const Target& t, ir::DType d) {
   return std::max(1, t.vector_bytes / bytes);
 }
 
+// Register tiles (rows x columns of accumulators): columns a multiple of the vector
+// width, rows x columns / lanes vectors within the 32 registers of AVX-512 with room for
+// the operands; the first entries are the classic GEMM micro-kernel shapes.
+constexpr std::pair<int64_t, int64_t> kRegisterTiles[] = {{6, 2}, {4, 3}, {8, 2}, {4, 4}, {12, 1},
+                                                          {3, 4}, {2, 4}, {1, 4}, {8, 1}, {4, 2}};
+
+// The directives that give reduction stage `s` a register tile of `rows` x `vectors`
+// vectors of accumulators: its last two pure loops (rows, then the columns) split by
+// the tile, their outer parts outside the reduction loops and the inner parts inside,
+// the accumulators kept in the column loop's outer part, the columns vectorized, the
+// rows unrolled and (when `parallel`) the first loop parallel. A stage with one pure
+// loop, or `rows` 1, gets a single row.
+// Each directive is applied to `st`; nullopt (and `st` as it was) if one is illegal.
+std::optional<std::vector<Directive>> register_tile(const ir::Graph& g, Stages& st, const std::string& stage,
+                                                    int64_t rows, int64_t vectors, const Target& target,
+                                                    bool parallel = true) {
+  Stages work = st;
+  Schedule out;
+  auto loops_now = [&] { return work.stages[static_cast<size_t>(work.find(stage))].loops; };
+  std::vector<std::string> pure, reduced;
+  for (const auto& l : loops_now()) (l.reduction ? reduced : pure).push_back(l.name);
+  if (pure.empty() || reduced.empty()) return std::nullopt;
+  const Stage& s0 = work.stages[static_cast<size_t>(work.find(stage))];
+  const int64_t cols = vectors * lanes(target, s0.dtype);
+  // Splits `loop` by `factor`; returns the outer and inner loop names.
+  auto split = [&](const std::string& loop, int64_t factor) -> std::optional<std::pair<std::string, std::string>> {
+    const auto before = loops_now();
+    size_t x = 0;
+    while (x < before.size() && before[x].name != loop) ++x;
+    if (!try_apply(g, work, out, make(DirectiveKind::Split, stage, {loop}, factor))) return std::nullopt;
+    const auto after = loops_now();
+    return std::make_pair(after[x].name, after[x + 1].name);
+  };
+  const std::string col = pure.back();
+  const std::string row = pure.size() >= 2 && rows > 1 ? pure[pure.size() - 2] : "";
+  std::vector<std::string> order;
+  for (const auto& p : pure)
+    if (p != col && p != row) order.push_back(p);
+  std::vector<std::string> inner;
+  if (!row.empty()) {
+    const auto r = split(row, rows);
+    if (!r) return std::nullopt;
+    order.push_back(r->first);
+    inner.push_back(r->second);
+  }
+  const auto c = split(col, cols);
+  if (!c) return std::nullopt;
+  order.push_back(c->first);
+  inner.push_back(c->second);
+  order.insert(order.end(), reduced.begin(), reduced.end());
+  order.insert(order.end(), inner.begin(), inner.end());
+  std::vector<std::string> now;
+  for (const auto& l : loops_now()) now.push_back(l.name);
+  if (now != order && !try_apply(g, work, out, make(DirectiveKind::Reorder, stage, order))) return std::nullopt;
+  if (!try_apply(g, work, out, make(DirectiveKind::Accumulate, stage, {c->first}))) return std::nullopt;
+  try_apply(g, work, out, make(DirectiveKind::Vectorize, stage, {c->second}));
+  if (!row.empty()) try_apply(g, work, out, make(DirectiveKind::Unroll, stage, {inner[0]}));
+  const Stage& s = work.stages[static_cast<size_t>(work.find(stage))];
+  if (parallel && target.cores > 1 && s.host < 0 && !s.loops.empty() && s.loops[0].kind != ForKind::Parallel &&
+      !s.loops[0].reduction && bound_size(g, s.loops[0].nominal) >= 2)
+    try_apply(g, work, out, make(DirectiveKind::Parallel, stage, {s.loops[0].name}));
+  st = std::move(work);
+  return out.directives;
+}
+
 }  // namespace
 
-Schedule default_schedule(const ir::Graph& graph, const Target& target) {
+namespace {
+
+// The default schedule; contractions get register tiles when `tiles`, except those named
+// in `untiled`.
+Schedule default_schedule_with(const ir::Graph& graph, const Target& target, bool tiles,
+                               const std::set<std::string>& untiled) {
   Stages st = build_stages(graph, {});
   Schedule out;
   // 1. Loop order and vector loops, stage by stage.
@@ -167,6 +240,25 @@ Schedule default_schedule(const ir::Graph& graph, const Target& target) {
       order.insert(order.end(), reduced.begin(), reduced.end());
       order.insert(order.end(), inner_pure.begin(), inner_pure.end());
       order.push_back(last_pure);
+      // With every other pure loop outside the reduction loops, a register tile instead:
+      // 6 rows of the pure loop before the last by 2 vectors of the last (fewer when the
+      // dims are smaller), the accumulators in registers across the reduction.
+      const int w = lanes(target, s.dtype);
+      std::string row;
+      int64_t rows = 6, cols = 0;
+      for (const auto& l : s.loops)
+        if (!l.reduction && l.name != last_pure) row = l.name;
+      for (const auto& l : s.loops) {
+        if (l.name == row) rows = std::min<int64_t>(rows, std::max<int64_t>(1, bound_size(graph, l.nominal)));
+        if (l.name == last_pure) cols = bound_size(graph, l.nominal);
+      }
+      if (tiles && !untiled.count(name) && inner_pure.empty() && !row.empty() && cols >= w) {
+        const int64_t vectors = cols >= 2 * w ? 2 : 1;
+        if (const auto tile = register_tile(graph, st, name, rows, vectors, target, false)) {
+          out.directives.insert(out.directives.end(), tile->begin(), tile->end());
+          continue;
+        }
+      }
       reorder_to(graph, st, out, name, order);
       try_apply(graph, st, out, make(DirectiveKind::Vectorize, name, {last_pure}));
       continue;
@@ -245,6 +337,18 @@ Schedule default_schedule(const ir::Graph& graph, const Target& target) {
   return out;
 }
 
+}  // namespace
+
+Schedule default_schedule(const ir::Graph& graph, const Target& target) {
+  // A contraction that hosts fused stages keeps its loops (a tile's split loops would
+  // refuse them, and their buffers would no longer fold); the others get register tiles.
+  const Schedule plain = default_schedule_with(graph, target, false, {});
+  std::set<std::string> hosts;
+  for (const auto& d : plain.directives)
+    if (d.kind == DirectiveKind::ComputeAt) hosts.insert(d.args[0]);
+  return default_schedule_with(graph, target, kDefaultRegisterTiles, hosts);
+}
+
 namespace {
 
 // One random directive against the stages as they are (nullopt when the draw made no
@@ -255,7 +359,7 @@ std::optional<Directive> random_directive(const Stages& st, std::mt19937_64& rng
   const Stage& s = st.stages[pick(st.stages.size())];
   if (s.loops.empty()) return std::nullopt;
   auto loop = [&](const Stage& x) { return x.loops[pick(x.loops.size())].name; };
-  switch (pick(8)) {
+  switch (pick(9)) {
     case 0: return make(DirectiveKind::Split, s.name, {loop(s)}, factors[pick(std::size(factors))]);
     case 1: {
       std::vector<std::string> ls;
@@ -291,9 +395,26 @@ std::optional<Directive> random_directive(const Stages& st, std::mt19937_64& rng
       if (bufs.empty()) return std::nullopt;
       return make(DirectiveKind::Pack, s.name, {bufs[pick(bufs.size())], loop(s)});
     }
+    case 7: return make(DirectiveKind::Accumulate, s.name, {loop(s)});
     default: return make(DirectiveKind::Rfactor, s.name, {loop(s)});
   }
 }
+
+// A register tile of a random shape for a random reduction stage (see register_tile).
+std::optional<std::vector<Directive>> random_register_tile(const ir::Graph& g, Stages& st, std::mt19937_64& rng,
+                                                           const Target& target) {
+  std::vector<std::string> reductions;
+  for (const auto& s : st.stages)
+    if (s.reduce && !s.accumulate_depth) reductions.push_back(s.name);
+  if (reductions.empty()) return std::nullopt;
+  auto pick = [&](size_t n) { return static_cast<size_t>(std::uniform_int_distribution<size_t>(0, n - 1)(rng)); };
+  const std::string stage = reductions[pick(reductions.size())];
+  const auto [rows, vectors] = kRegisterTiles[pick(std::size(kRegisterTiles))];
+  return register_tile(g, st, stage, rows, vectors, target);
+}
+
+// Draws of random_directive that propose a whole register tile instead (1 in this many).
+constexpr int kRegisterTileOdds = 8;
 
 // Applies the directives of `schedule` in order, keeping the legal ones.
 Schedule replay_legal(const ir::Graph& graph, Stages& st, const std::vector<Directive>& directives) {
@@ -312,6 +433,11 @@ Schedule random_schedule(const ir::Graph& graph, uint64_t seed, int moves, std::
   if (std::uniform_int_distribution<int>(0, 1)(rng) == 0)
     for (const auto& d : default_schedule(graph, target).directives) try_apply(graph, st, out, d);
   for (int m = 0; m < moves; ++m) {
+    if (std::uniform_int_distribution<int>(0, kRegisterTileOdds - 1)(rng) == 0) {
+      if (const auto tile = random_register_tile(graph, st, rng, target))
+        out.directives.insert(out.directives.end(), tile->begin(), tile->end());
+      continue;
+    }
     const std::optional<Directive> d = random_directive(st, rng);
     if (!d) continue;
     std::string reason;
@@ -330,7 +456,14 @@ std::optional<Mutation> mutate_schedule(const ir::Graph& graph, const Schedule& 
     Mutation m;
     const size_t n = base.directives.size();
     const size_t kind = n == 0 ? 0 : pick(4);
-    if (kind == 0) {  // add one legal directive at the end
+    if (kind == 0 && pick(kRegisterTileOdds) == 0) {  // add a register tile at the end
+      m.schedule = replay_legal(graph, st, base.directives);
+      const auto tile = random_register_tile(graph, st, rng, host_target());
+      if (!tile) continue;
+      m.schedule.directives.insert(m.schedule.directives.end(), tile->begin(), tile->end());
+      m.move = "add register tile:";
+      for (size_t i = 0; i < tile->size(); ++i) m.move += (i ? "; " : " ") + to_text((*tile)[i]);
+    } else if (kind == 0) {  // add one legal directive at the end
       m.schedule = replay_legal(graph, st, base.directives);
       const std::optional<Directive> d = random_directive(st, rng);
       if (!d || !try_apply(graph, st, m.schedule, *d)) continue;

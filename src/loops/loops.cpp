@@ -320,6 +320,16 @@ Stmt make_allocate(const std::string& buffer, DType dtype, Expr size, Stmt body)
   return n;
 }
 
+Stmt make_if(Expr cond, Stmt then_body, Stmt else_body) {
+  require(cond && cond->dtype == DType::Bool, "If condition must be bool");
+  require(then_body && else_body, "If needs both branches");
+  auto n = std::make_shared<StmtNode>();
+  n->kind = StmtKind::If;
+  n->cond = std::move(cond);
+  n->body = {std::move(then_body), std::move(else_body)};
+  return n;
+}
+
 std::string to_text(const Expr& e) {
   switch (e->kind) {
     case ExprKind::IntImm:
@@ -369,6 +379,10 @@ std::string to_text(const Stmt& s, int indent) {
     case StmtKind::Allocate:
       out << pad << "allocate " << s->name << ": " << ir::dtype_name(s->dtype) << "[" << to_text(s->size) << "]\n"
           << to_text(s->body[0], indent);
+      break;
+    case StmtKind::If:
+      out << pad << "if " << to_text(s->cond) << ":\n"
+          << to_text(s->body[0], indent + 1) << pad << "else:\n" << to_text(s->body[1], indent + 1);
       break;
   }
   return out.str();

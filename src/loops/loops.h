@@ -71,7 +71,7 @@ bool mentions(const Expr& e, const std::string& var);
 void collect_loads(const Expr& e, const std::string& buffer, std::vector<Expr>& out);
 void collect_vars(const Expr& e, std::set<std::string>& out);
 
-enum class StmtKind { For, Block, Store, Allocate };
+enum class StmtKind { For, Block, Store, Allocate, If };
 enum class ForKind { Serial, Parallel, Vectorized, Unrolled };
 const char* for_kind_name(ForKind kind);
 
@@ -87,7 +87,8 @@ struct StmtNode {
   Expr index, value;            // Store
   ir::DType dtype = ir::DType::F32;  // Allocate
   Expr size;                    // Allocate: element count
-  std::vector<Stmt> body;       // For / Allocate: one stmt; Block: many
+  Expr cond;                    // If: a Bool condition
+  std::vector<Stmt> body;       // For / Allocate: one stmt; Block: many; If: {then, else}
 };
 
 Stmt make_for(const std::string& var, Expr min, Expr extent, ForKind kind, Stmt body,
@@ -95,6 +96,9 @@ Stmt make_for(const std::string& var, Expr min, Expr extent, ForKind kind, Stmt 
 Stmt make_block(std::vector<Stmt> stmts);
 Stmt make_store(const std::string& buffer, Expr index, Expr value);
 Stmt make_allocate(const std::string& buffer, ir::DType dtype, Expr size, Stmt body);
+// Runs `then_body` when `cond` holds, else `else_body` (loop versioning: a fast path with
+// constant trip counts beside the general one).
+Stmt make_if(Expr cond, Stmt then_body, Stmt else_body);
 
 enum class BufferRole { Input, Output, Local };
 
@@ -145,7 +149,15 @@ struct Kernel {
 //   rfactor STAGE LOOP          factor the reduction over LOOP: a new stage STAGE_rf keeps one
 //                               partial result per LOOP value (LOOP becomes a pure loop there,
 //                               so it can be vectorized); STAGE then reduces over them
-enum class DirectiveKind { Split, Reorder, Parallel, Vectorize, Unroll, ComputeAt, Inline, Pack, Rfactor };
+//   accumulate STAGE LOOP       keep the outputs a reduction STAGE writes inside LOOP's body in
+//                               a local array of accumulators (registers, when small):
+//                               initialised at the start of the body, updated by the
+//                               reduction loops, stored once at its end. Every reduction loop
+//                               must be inside LOOP and the pure loops inside it must have
+//                               constant extents (split factors; at most 4 KiB of them); a
+//                               tile cut by a split tail runs a general copy of the loops,
+//                               full tiles a copy with constant trip counts
+enum class DirectiveKind { Split, Reorder, Parallel, Vectorize, Unroll, ComputeAt, Inline, Pack, Rfactor, Accumulate };
 const char* directive_name(DirectiveKind kind);
 
 struct Directive {
@@ -201,8 +213,10 @@ Kernel lower(const ir::Graph& graph, const Schedule& schedule = {});
 
 // The baseline schedule every search starts from: producers computed at their consumer's
 // outer loops (fused chains), contractions ordered so the innermost loop walks the output
-// contiguously, row reductions factored over a vector of partial results, innermost pure
-// loops vectorized, and the outermost symbolic loop of each root nest parallel.
+// contiguously (or given a register tile, `accumulate`, where no other loop must sit
+// inside the reduction and no fused stage is computed inside them), row reductions
+// factored over a vector of partial results, innermost pure loops vectorized, and the
+// outermost symbolic loop of each root nest parallel.
 Schedule default_schedule(const ir::Graph& graph, const Target& target = host_target());
 
 // A random schedule: `moves` random directives proposed against the stages, starting from

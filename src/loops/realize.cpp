@@ -145,7 +145,7 @@ class Realizer {
     for (const auto& p : s.packs)
       if (p.depth == t) out.push_back(pack_copy(p, names, scope));
     const int n = static_cast<int>(s.loops.size());
-    if (s.reduce) {
+    if (s.reduce && !s.accumulate_depth) {
       int r = 0;
       while (r < n && !s.loops[static_cast<size_t>(r)].reduction) ++r;
       bool innermost = true;
@@ -155,13 +155,10 @@ class Realizer {
     }
     if (t == n) {
       out.push_back(store(s, names));
+    } else if (s.accumulate_depth && s.accumulate_depth == t) {
+      out.push_back(accumulator_tile(si, t, names, scope));
     } else {
-      const StageLoop& l = s.loops[static_cast<size_t>(t)];
-      const std::string name = fresh(l.name, scope);
-      const Expr extent = substitute(l.extent, names);
-      names[l.name] = make_var(name);
-      scope.insert(name);
-      out.push_back(make_for(name, make_int(0), extent, l.kind, body_at(si, t + 1, names, scope), l.reduction));
+      out.push_back(loop_at(si, t, names, scope));
     }
     Stmt body = out.size() == 1 ? out[0] : make_block(out);
     // A packed tile lives from its copy to the end of the loop body it was copied in.
@@ -172,6 +169,95 @@ class Realizer {
       for (const auto& [name, f] : folds_)
         if (f.at == Canonical{si, t - 1}) body = make_allocate(name, st_.buffer(name)->dtype, size_of(f.shape), body);
     return body;
+  }
+
+  // Loop `t` of stage `si` around the rest of the stage. Inside a full accumulator tile
+  // (full_tile_stage_), the tile's pure loops run their constant nominal extents.
+  Stmt loop_at(int si, int t, std::map<std::string, Expr> names, std::set<std::string> scope) {
+    const Stage& s = st_.stages[static_cast<size_t>(si)];
+    const StageLoop& l = s.loops[static_cast<size_t>(t)];
+    const std::string name = fresh(l.name, scope);
+    Expr extent = substitute(l.extent, names);
+    if (full_tile_stage_ == si && t >= s.accumulate_depth && !l.reduction)
+      extent = make_int(*l.nominal.as_constant());
+    // The copy for tiles cut by a tail runs rarely: it is not worth the code of unrolling.
+    const ForKind kind = cut_tile_stage_ == si && l.kind == ForKind::Unrolled ? ForKind::Serial : l.kind;
+    names[l.name] = make_var(name);
+    scope.insert(name);
+    return make_for(name, make_int(0), extent, kind, body_at(si, t + 1, names, scope), l.reduction);
+  }
+
+  // The pure loops of `s` inside its accumulator tile (those that index the tile).
+  static std::vector<const StageLoop*> tile_loops(const Stage& s) {
+    std::vector<const StageLoop*> out;
+    for (size_t t = static_cast<size_t>(s.accumulate_depth); t < s.loops.size(); ++t)
+      if (!s.loops[t].reduction) out.push_back(&s.loops[t]);
+    return out;
+  }
+
+  // The element of the accumulator tile that the open loops (`names`) select: row-major
+  // over the tile's loops and their constant extents.
+  static Expr accumulator_index(const Stage& s, const std::map<std::string, Expr>& names) {
+    std::vector<Expr> idx;
+    ir::Shape shape;
+    for (const StageLoop* l : tile_loops(s)) {
+      idx.push_back(names.at(l->name));
+      shape.push_back(ir::DimExpr::constant(*l->nominal.as_constant()));
+    }
+    return flatten(idx, shape);
+  }
+
+  // accumulate: at the start of loop depth `t`'s body, the tile of accumulators is set to
+  // the reduction's identity, the stage's loops reduce into it, and it is stored once. A
+  // tile that the split tails may cut short runs a general copy; full ones (the usual
+  // case) a copy whose tile loops have constant trip counts, so that the compiler keeps
+  // the accumulators in registers.
+  Stmt accumulator_tile(int si, int t, const std::map<std::string, Expr>& names, const std::set<std::string>& scope) {
+    const Stage& s = st_.stages[static_cast<size_t>(si)];
+    const std::vector<const StageLoop*> tile = tile_loops(s);
+    int64_t size = 1;
+    for (const StageLoop* l : tile) size *= std::max<int64_t>(1, *l->nominal.as_constant());
+    // The tile is full when every tile loop whose extent is not a constant (a split tail
+    // guard over loops outside the tile) runs its nominal extent.
+    Expr full;
+    bool versionable = true;
+    for (const StageLoop* l : tile) {
+      if (l->extent->kind == ExprKind::IntImm) continue;
+      for (size_t i = static_cast<size_t>(t); i < s.loops.size(); ++i)
+        versionable = versionable && !mentions(l->extent, s.loops[i].name);
+      const Expr is_full = make_binary(OpKind::Eq, substitute(l->extent, names), make_int(*l->nominal.as_constant()));
+      full = full ? make_binary(OpKind::And, full, is_full) : is_full;
+    }
+    auto version = [&](bool full_tile) {
+      const int saved = full_tile_stage_, saved_cut = cut_tile_stage_;
+      full_tile_stage_ = full_tile ? si : -1;
+      cut_tile_stage_ = full_tile ? -1 : si;
+      std::set<std::string> inner_scope = scope;
+      const std::string a = fresh("a", inner_scope);
+      Stmt init = make_for(a, make_int(0), make_int(size), ForKind::Vectorized,
+                           make_store(s.accumulator, make_var(a), s.init));
+      Stmt nest = loop_at(si, t, names, scope);
+      // The store-back: a nest over the tile's loops (constant extents in a full tile).
+      std::map<std::string, Expr> wnames = names;
+      std::vector<std::pair<std::string, Expr>> opened;
+      for (const StageLoop* l : tile) {
+        const Expr extent = full_tile ? make_int(*l->nominal.as_constant()) : substitute(l->extent, wnames);
+        const std::string name = fresh(l->name, inner_scope);
+        inner_scope.insert(name);
+        wnames[l->name] = make_var(name);
+        opened.push_back({name, extent});
+      }
+      Stmt back = make_store(s.buffer, store_index(s, wnames),
+                             make_load(s.accumulator, s.dtype, accumulator_index(s, wnames)));
+      for (size_t i = opened.size(); i-- > 0;)
+        back = make_for(opened[i].first, make_int(0), opened[i].second,
+                        i + 1 == opened.size() ? ForKind::Vectorized : ForKind::Serial, back);
+      full_tile_stage_ = saved;
+      cut_tile_stage_ = saved_cut;
+      return make_block({init, nest, back});
+    };
+    Stmt body = full && versionable ? make_if(full, version(true), version(false)) : version(!full);
+    return make_allocate(s.accumulator, s.dtype, make_int(size), body);
   }
 
   std::map<std::string, Expr> vars(const Stage& s, const std::map<std::string, Expr>& names) const {
@@ -213,6 +299,10 @@ class Realizer {
   Stmt store(const Stage& s, const std::map<std::string, Expr>& names) const {
     const Expr at = store_index(s, names);
     Expr value = refold(repack(s, substitute(s.value, vars(s, names)), names));
+    if (s.accumulate_depth) {
+      const Expr acc = accumulator_index(s, names);
+      return make_store(s.accumulator, acc, make_binary(s.combine, make_load(s.accumulator, s.dtype, acc), value));
+    }
     if (s.reduce) value = make_binary(s.combine, make_load(s.buffer, s.dtype, at), value);
     return make_store(s.buffer, at, value);
   }
@@ -300,6 +390,8 @@ class Realizer {
   std::map<int, std::vector<int>> children_;
   std::set<std::string> packed_;
   std::map<std::string, Fold> folds_;
+  int full_tile_stage_ = -1;   // the stage whose full accumulator tile is being realized
+  int cut_tile_stage_ = -1;    // the stage whose cut (general) accumulator tile is
 };
 
 }  // namespace

@@ -25,6 +25,7 @@ const Syntax kSyntax[] = {
     {DirectiveKind::Inline, "inline", "inline STAGE", 0, 0},
     {DirectiveKind::Pack, "pack", "pack STAGE BUFFER LOOP", 2, 2},
     {DirectiveKind::Rfactor, "rfactor", "rfactor STAGE LOOP", 1, 1},
+    {DirectiveKind::Accumulate, "accumulate", "accumulate STAGE LOOP", 1, 1},
 };
 
 const Syntax& syntax(DirectiveKind k) {

@@ -53,7 +53,15 @@ struct Stage {
   int host = -1;               // compute_at: index of the host stage, -1 at the root
   int shared = 0;              // loops shared with the host (its first `shared` loops)
   std::vector<PackedTile> packs;
+  // accumulate: the elements the stage writes inside its first `accumulate_depth` loops
+  // are reduced in the local array `accumulator` (0: straight into the buffer).
+  int accumulate_depth = 0;
+  std::string accumulator;
 };
+
+// The most bytes of accumulators `accumulate` keeps in one tile (a register file is 2 KiB
+// with AVX-512; twice that leaves room for tiles the compiler spills a little).
+constexpr int64_t kMaxAccumulatorBytes = 4096;
 
 // Everything lowering produced: the kernel's ABI buffers and dims, the local buffers,
 // and the stages in execution order.

@@ -62,11 +62,42 @@ TEST(LoopsLower, MatmulGolden) {
       for k in [0, K) reduce:
         out0[((m * N) + n)] = (out0[((m * N) + n)] + (a[((m * K) + k)] * b[((k * N) + n)]))
 )");
-  // The default schedule walks n innermost (contiguous in b and out0), vectorized; the
-  // initialisation becomes a nest of its own in front.
+  // The default schedule gives the contraction a register tile: 6 rows of m by 2 vectors
+  // of n (contiguous in b and out0) in 192 accumulators across the k loop, a copy with
+  // constant trip counts for full tiles and a guarded one for tiles cut by M or N.
   const Schedule sched = default_schedule(g, Target{64, 2});
-  EXPECT_EQ(to_text(sched), "reorder out0 m k n\nvectorize out0 n\nparallel out0 m\n");
+  EXPECT_EQ(to_text(sched),
+            "split out0 m 6\nsplit out0 n 32\nreorder out0 m_o n_o k m_i n_i\naccumulate out0 n_o\n"
+            "vectorize out0 n_i\nunroll out0 m_i\nparallel out0 m_o\n");
   EXPECT_EQ(to_text(lower(g, sched)), R"(kernel matmul(in a: f32[M, K], in b: f32[K, N], out out0: f32[M, N]) dims [M, K, N]
+  parallel for m_o in [0, ((M + 5)//6)):
+    for n_o in [0, ((N + 31)//32)):
+      allocate out0_acc: f32[192]
+      if ((min(6, (M - (m_o * 6))) == 6) && (min(32, (N - (n_o * 32))) == 32)):
+        vectorized for a_2 in [0, 192):
+          out0_acc[a_2] = f32(0)
+        for k in [0, K) reduce:
+          unrolled for m_i in [0, 6):
+            vectorized for n_i in [0, 32):
+              out0_acc[((m_i * 32) + n_i)] = (out0_acc[((m_i * 32) + n_i)] + (a[((((m_o * 6) + m_i) * K) + k)] * b[((k * N) + ((n_o * 32) + n_i))]))
+        for m_i in [0, 6):
+          vectorized for n_i in [0, 32):
+            out0[((((m_o * 6) + m_i) * N) + ((n_o * 32) + n_i))] = out0_acc[((m_i * 32) + n_i)]
+      else:
+        vectorized for a_2 in [0, 192):
+          out0_acc[a_2] = f32(0)
+        for k in [0, K) reduce:
+          for m_i in [0, min(6, (M - (m_o * 6)))):
+            vectorized for n_i in [0, min(32, (N - (n_o * 32)))):
+              out0_acc[((m_i * 32) + n_i)] = (out0_acc[((m_i * 32) + n_i)] + (a[((((m_o * 6) + m_i) * K) + k)] * b[((k * N) + ((n_o * 32) + n_i))]))
+        for m_i in [0, min(6, (M - (m_o * 6)))):
+          vectorized for n_i in [0, min(32, (N - (n_o * 32)))):
+            out0[((((m_o * 6) + m_i) * N) + ((n_o * 32) + n_i))] = out0_acc[((m_i * 32) + n_i)]
+)");
+  // Without a tile (reorder only), n innermost, vectorized; the initialisation is a nest
+  // of its own in front.
+  EXPECT_EQ(to_text(lower(g, parse_schedule("reorder out0 m k n; vectorize out0 n; parallel out0 m"))),
+            R"(kernel matmul(in a: f32[M, K], in b: f32[K, N], out out0: f32[M, N]) dims [M, K, N]
   parallel for m in [0, M):
     vectorized for n in [0, N):
       out0[((m * N) + n)] = f32(0)

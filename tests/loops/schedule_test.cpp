@@ -100,11 +100,12 @@ TEST(ScheduleText, RoundTripsEveryDirective) {
       {DirectiveKind::Inline, "t5", {}, 0, 0},
       {DirectiveKind::Pack, "out0", {"b", "m"}, 0, 0},
       {DirectiveKind::Rfactor, "t4.0", {"n_i"}, 0, 0},
+      {DirectiveKind::Accumulate, "out0", {"n_o"}, 0, 0},
   }};
   const std::string text = to_text(s);
   EXPECT_EQ(text,
             "split t1 n 16\nreorder out0 n_i m n_o\nparallel out0 m\nvectorize t1_rf n_i\nunroll t6 n\n"
-            "compute_at t6 out0 m\ninline t5\npack out0 b m\nrfactor t4.0 n_i\n");
+            "compute_at t6 out0 m\ninline t5\npack out0 b m\nrfactor t4.0 n_i\naccumulate out0 n_o\n");
   const Schedule back = parse_schedule(text);
   ASSERT_EQ(back.directives.size(), s.directives.size());
   for (size_t i = 0; i < s.directives.size(); ++i) {
@@ -160,7 +161,8 @@ void expect_parse_error(const std::string& text, int line, int col, const std::s
 
 TEST(ScheduleText, ErrorsAreLocatedWithAHint) {
   expect_parse_error("split out0 n 8\n  frob out0 n", 2, 3, "unknown schedule directive 'frob'",
-                     "directives are: split, reorder, parallel, vectorize, unroll, compute_at, inline, pack, rfactor");
+                     "directives are: split, reorder, parallel, vectorize, unroll, compute_at, inline, pack, rfactor, "
+                     "accumulate");
   // Too few arguments point just past the directive, too many at the first extra one.
   expect_parse_error("split out0 n", 1, 13, "wrong number of arguments to split", "write: split STAGE LOOP FACTOR");
   expect_parse_error("split out0 n 8 9", 1, 16, "wrong number of arguments to split", "write: split STAGE LOOP FACTOR");
@@ -175,6 +177,10 @@ TEST(ScheduleText, ErrorsAreLocatedWithAHint) {
                        "e.g. split t3 n 16");
   expect_parse_error("split out0 n 2\nvectorize out0 3n", 2, 16, "'3n' is not a stage, loop or buffer name",
                      "names are letters, digits, '_' and '.', starting with a letter or '_'");
+  expect_parse_error("accumulate out0", 1, 16, "wrong number of arguments to accumulate",
+                     "write: accumulate STAGE LOOP");
+  expect_parse_error("accumulate out0 n 6", 1, 19, "wrong number of arguments to accumulate",
+                     "write: accumulate STAGE LOOP");
   expect_parse_error("pack out0 a-b m", 1, 11, "'a-b' is not a stage, loop or buffer name",
                      "names are letters, digits, '_' and '.', starting with a letter or '_'");
 }
@@ -619,6 +625,11 @@ TEST(ScheduleRejects, RfactorNeedsAReductionLoop) {
   EXPECT_EQ(reason(softmax(), "rfactor out0 n"), "loop n of out0 is not a reduction loop");
   EXPECT_EQ(reason(softmax(), "split t1 n 2; rfactor t1 n_i; rfactor t1 n_i"), "t1 is already factored (t1_rf exists)");
   EXPECT_EQ(reason(softmax(), "compute_at t6 out0 m; rfactor t6 n"), "t6 is computed at a host");
+  // Factoring the outer part of a split whose inner part stayed pure (its tail guard
+  // depends on the outer part, which would move inside it); legal when the split divides.
+  EXPECT_EQ(reason(matmul(), "split out0 k 3; rfactor out0 k_i; rfactor out0_rf k_o"),
+            "the extent of loop k_i of out0_rf depends on the reduction loop k_o");
+  EXPECT_NO_THROW(lower(softmax8(), parse_schedule("split t6 i 4; rfactor t6 i_i; rfactor t6_rf i_o")));
 }
 
 TEST(ScheduleRejects, UnknownNamesListTheValidOnes) {
@@ -656,6 +667,31 @@ TEST(ScheduleRejects, PackOnlyTilesOfBuffersTheStageReads) {
 
 // Random schedules keep only legal directives; each rejected one, replayed after its
 // prefix through lower(), is rejected with the same reason.
+TEST(ScheduleRejects, AccumulateOnlyWhereTheTileIsConstantAndHoldsTheReduction) {
+  // Not a reduction; a reduction loop; a reduction loop outside the tile.
+  EXPECT_EQ(reason(square(), "accumulate out0 m"), "out0 is not a reduction");
+  EXPECT_EQ(reason(matmul(), "accumulate out0 k"), "loop k of out0 is a reduction loop");
+  EXPECT_EQ(reason(matmul(), "reorder out0 k n; accumulate out0 n"),
+            "the reduction loop k of out0 is outside loop n");
+  // The pure loops inside the tile need constant extents, and fit in 4 KiB.
+  EXPECT_EQ(reason(matmul(), "accumulate out0 m"), "loop n inside m walks [0, N), not a constant");
+  EXPECT_EQ(reason(matmul(), "split out0 n 2048; reorder out0 n_o k n_i; accumulate out0 n_o"),
+            "the tile inside loop n_o is 8192 bytes of accumulators");
+  EXPECT_EQ(reason(matmul(), "rfactor out0 k; accumulate out0_rf k"), "no reduction loop of out0_rf runs inside loop k");
+  // Once: and the loops are fixed after it.
+  const std::string tile = "split out0 n 16; reorder out0 n_o k n_i; accumulate out0 n_o; ";
+  EXPECT_EQ(reason(matmul(), tile + "accumulate out0 m"), "out0 already accumulates in registers");
+  EXPECT_EQ(reason(matmul(), tile + "split out0 m 2"), "out0 accumulates in registers inside loop n_o");
+  EXPECT_EQ(reason(matmul(), tile + "reorder out0 k n_i"), "out0 accumulates in registers inside loop n_o");
+  EXPECT_EQ(reason(matmul(), tile + "rfactor out0 k"), "out0 accumulates in registers");
+  EXPECT_EQ(reason(matmul(), "reorder out0 k n; vectorize out0 n; accumulate out0 n"), "loop n is vectorized");
+  // Inside the loops shared with a host.
+  EXPECT_EQ(reason(softmax(), "inline t5; compute_at t6 out0 m; compute_at t1 out0 m; accumulate t1 m"),
+            "loop m is shared with the host; accumulate inside the stage's own loops");
+  // Legal after all of that: the vectorized columns inside, the rows unrolled.
+  EXPECT_NO_THROW(lower(matmul(), parse_schedule(tile + "vectorize out0 n_i; unroll out0 m; parallel out0 m")));
+}
+
 TEST(ScheduleRejects, RandomScheduleRejectionsReplayThroughLower) {
   size_t rejections = 0;
   for (const ollie::ir::Graph* g : {&softmax(), &matmul(), &square()}) {
@@ -758,6 +794,60 @@ TEST(ScheduleRuns, NestedHostsAndFoldedBuffers) {
   expect_agrees(square(), "split t1 n 2; split out0 n 2; compute_at t1 out0 n_i");
 }
 
+// A matmul whose sizes leave tails in every register tile below.
+const ollie::ir::Graph& matmul_with_tails() {
+  static const ollie::ir::Graph g = spec(
+      "DIMS = dict(M=13, K=9, N=37)\n"
+      "def f(a: \"f32[M, K]\", b: \"f32[K, N]\") -> \"f32[M, N]\":\n"
+      "    return a @ b\n");
+  return g;
+}
+
+TEST(ScheduleRuns, RegisterTilesAgreeOnFullAndCutTiles) {
+  // The GEMM micro-kernel: 6 x 32 accumulators (13 = 6 + 6 + 1 rows, 37 = 32 + 5 columns).
+  const std::string gemm =
+      "split out0 m 6; split out0 n 32; reorder out0 m_o n_o k m_i n_i; accumulate out0 n_o; "
+      "vectorize out0 n_i; unroll out0 m_i; parallel out0 m_o";
+  expect_agrees(matmul_with_tails(), gemm);
+  // Sizes that the tile divides exactly (no tail copy) and that it exceeds (no full tile).
+  expect_agrees(matmul(), "split out0 m 3; split out0 n 5; reorder out0 m_o n_o k m_i n_i; accumulate out0 n_o");
+  expect_agrees(matmul(), gemm);
+  // The reduction split around the tile, with B packed per k block; one accumulator.
+  expect_agrees(matmul_with_tails(),
+                "split out0 k 4; split out0 n 16; reorder out0 m n_o k_o k_i n_i; accumulate out0 n_o; "
+                "pack out0 b k_o; vectorize out0 n_i");
+  expect_agrees(matmul_with_tails(), "accumulate out0 n");
+  // A tile loop whose tail guard depends on another tile loop (no constant copy).
+  expect_agrees(matmul_with_tails(),
+                "split out0 n 16; split out0 n_i 4; reorder out0 n_o k n_i_o n_i_i; accumulate out0 n_o");
+  // A row max and a row sum (non-additive identity; a vectorized sum inside the tile).
+  expect_agrees(softmax(), "split t1 m 2; reorder t1 m_o n m_i; accumulate t1 m_o; split t6 m 2; "
+                           "accumulate t6 m_i; vectorize t6 n");
+}
+
+TEST(ScheduleRuns, RegisterTileEmitsConstantLoopsOverALocalArray) {
+  const std::string source = ollie::emit::emit_kernel(
+      lower(matmul_with_tails(),
+            parse_schedule("split out0 m 6; split out0 n 32; reorder out0 m_o n_o k m_i n_i; accumulate out0 n_o; "
+                           "vectorize out0 n_i; unroll out0 m_i; parallel out0 m_o")),
+      matmul_with_tails());
+  // The accumulators live on the stack of the tile; the full-tile copy has constant trip
+  // counts (the rows unrolled fully), the general one the guarded tails.
+  EXPECT_TRUE(contains(source, "alignas(64) float out0_acc[192];"));
+  EXPECT_TRUE(contains(source, "#pragma GCC unroll 6\n"));
+  EXPECT_TRUE(contains(source, "for (int64_t m_i = 0; m_i < 6; ++m_i) {"));
+  EXPECT_TRUE(contains(source, "for (int64_t n_i = 0; n_i < 32; ++n_i) {"));
+  EXPECT_TRUE(contains(source, "out0_acc[((m_i * 32) + n_i)] = (out0_acc[((m_i * 32) + n_i)] + "));
+  EXPECT_TRUE(contains(source, "} else {"));
+  EXPECT_TRUE(contains(source, "for (int64_t m_i = 0; m_i < ollie_min<int64_t>(6, "));
+  // out0 itself is only written by the two store-backs (full tile, cut tile), never
+  // read: the reduction runs in the accumulators.
+  size_t writes = 0;
+  for (size_t at = source.find("out0["); at != std::string::npos; at = source.find("out0[", at + 1)) ++writes;
+  EXPECT_EQ(writes, 2u) << source;
+  EXPECT_TRUE(contains(source, "out0[((((m_o * 6) + m_i) * N) + ((n_o * 32) + n_i))] = out0_acc[((m_i * 32) + n_i)];"));
+}
+
 TEST(ScheduleRuns, MatmulTilesWithPackedPanelsAndTails) {
   expect_agrees(matmul(),
                 "split out0 m 2; parallel out0 m_o; split out0 k 3; reorder out0 k_o n; pack out0 a n; "
@@ -792,6 +882,25 @@ TEST(ScheduleMutation, EveryStepIsLegalDifferentAndReproducible) {
   }
   // All four kinds of move occur over 120 steps.
   for (const char* kind : {"add", "drop", "split", "move"}) EXPECT_GT(kinds[kind], 0) << kind;
+}
+
+TEST(ScheduleMutation, RegisterTilesAreReachable) {
+  // From the default schedule, some single mutation step adds a register tile, and it
+  // lowers; so does some random schedule.
+  int tiles = 0;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    const auto m = mutate_schedule(matmul_with_tails(), default_schedule(matmul_with_tails()), seed);
+    ASSERT_TRUE(m.has_value());
+    if (m->move.find("accumulate out0") == std::string::npos) continue;
+    ++tiles;
+    EXPECT_TRUE(contains(to_text(m->schedule), "accumulate out0 n_o\n")) << m->move;
+    EXPECT_TRUE(contains(to_text(lower(matmul_with_tails(), m->schedule)), "allocate out0_acc: f32["));
+  }
+  EXPECT_GT(tiles, 0);
+  int random_tiles = 0;
+  for (uint64_t seed = 0; seed < 100; ++seed)
+    random_tiles += to_text(random_schedule(matmul_with_tails(), seed, 8)).find("accumulate") != std::string::npos;
+  EXPECT_GT(random_tiles, 0);
 }
 
 TEST(ScheduleMutation, AnEmptyScheduleCanOnlyGrow) {
