@@ -52,6 +52,29 @@ TEST(LoopsIR, MakeTypesAndFoldsIndexArithmetic) {
   EXPECT_EQ(to_text(make_binary(OpKind::Max, f, make_float(-1.5, DType::F32))), "max(f32(1), f32(-1.5))");
 }
 
+// mla_decode at B = 1: the root nest of the fused attention has no loop worth running in
+// parallel (b runs once), so the stages computed in it run their own outermost pure loops
+// in parallel instead (the scores contractions over s, the softmax pieces over h); before,
+// the whole attention ran on one core.
+TEST(LoopsDefault, ARootNestThatRunsOnceSharesItsWorkInside) {
+  const auto g = ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/mla_decode.py", {});
+  ASSERT_EQ(g.bound_dims.at("B"), 1);
+  const std::string text = to_text(default_schedule(g, Target{64, 2}));
+  EXPECT_NE(text.find("compute_at t7 t23 b\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("parallel t7 s\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("parallel t8 s\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("parallel t18 h\n"), std::string::npos) << text;
+  // Within one core nothing changes.
+  EXPECT_EQ(to_text(default_schedule(g, Target{64, 1})).find("parallel"), std::string::npos);
+  // At B = 4 the root's b loop runs in parallel, and nothing inside it does.
+  ollie::spec::SpecOptions four;
+  four.dim_overrides["B"] = 4;
+  const auto g4 = ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/mla_decode.py", four);
+  const std::string text4 = to_text(default_schedule(g4, Target{64, 2}));
+  EXPECT_NE(text4.find("parallel t23 b\n"), std::string::npos) << text4;
+  EXPECT_EQ(text4.find("parallel t7 "), std::string::npos) << text4;
+}
+
 TEST(LoopsLower, MatmulGolden) {
   const auto g = ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/matmul.py", {});
   // Unscheduled: one serial nest, the initialisation just outside the reduction loop.
