@@ -216,7 +216,8 @@ Kernel lower(const ir::Graph& graph, const Schedule& schedule = {});
 // contiguously (or given a register tile, `accumulate`, where no other loop must sit
 // inside the reduction and no fused stage is computed inside them), row reductions
 // factored over a vector of partial results, innermost pure loops vectorized, and the
-// outermost symbolic loop of each root nest parallel.
+// outermost pure loop of each root nest that runs more than once parallel (when none does,
+// the outer pure loops of the stages computed inside that nest).
 Schedule default_schedule(const ir::Graph& graph, const Target& target = host_target());
 
 // A random schedule: `moves` random directives proposed against the stages, starting from
