@@ -70,8 +70,9 @@ def entry_of(example):
 
 def search(example, run_dir, entry):
     """Runs `ollie optimize` on one example; returns what was seen of its memory and exit."""
+    facts_file = run_dir / "bench-search.json"
     if ARGS.reuse and (run_dir / f"{entry}.cpp").is_file():
-        return {"reused": True}
+        return {**(json.loads(facts_file.read_text()) if facts_file.is_file() else {}), "reused": True}
     if run_dir.exists():
         for f in run_dir.iterdir():
             if f.is_file():
@@ -97,9 +98,11 @@ def search(example, run_dir, entry):
         tail = (run_dir.parent / f"{example.stem}.log").read_text().strip().splitlines()[-5:]
         raise RuntimeError(f"`ollie optimize` on {example.stem} exited {proc.returncode}: " + " / ".join(tail))
     first_minute = [rss for t, rss in samples if t <= 60]
-    return {"reused": False, "wall_seconds": wall, "rss_peak_bytes": hwm,
-            "rss_first_minute_bytes": max(first_minute) if first_minute else 0,
-            "rss_last_bytes": samples[-1][1] if samples else 0, "rss_samples": len(samples)}
+    facts = {"reused": False, "wall_seconds": wall, "rss_peak_bytes": hwm, "minutes": ARGS.minutes,
+             "rss_first_minute_bytes": max(first_minute) if first_minute else 0,
+             "rss_last_bytes": samples[-1][1] if samples else 0, "rss_samples": len(samples)}
+    facts_file.write_text(json.dumps(facts) + "\n")   # for a later --reuse
+    return facts
 
 
 def parse_time(text):
@@ -236,7 +239,7 @@ def main():
     search_rows = []
     for name, row in rows.items():
         if "error" in row:
-            search_rows.append([name, "FAIL: " + row["error"]] + [""] * 7)
+            search_rows.append([name, "FAIL: " + row["error"]] + [""] * 8)
             continue
         run, s, best = row["run"], row["search"], row["best"]
         by_prop = ", ".join(f"{k} {v}" for k, v in run["evaluations_by_proposer"].items())
@@ -244,10 +247,10 @@ def main():
                 if "steps_per_minute_first_third" in run else "-")
         rss = (f"{s['rss_first_minute_bytes'] / 2**20:.0f} / {s['rss_last_bytes'] / 2**20:.0f} / "
                f"{s['rss_peak_bytes'] / 2**20:.0f}" if "rss_peak_bytes" in s else "reused")
-        search_rows.append([name, str(run["evaluations"]), f"{run['passed']}", by_prop, pace, rss,
+        search_rows.append([name, f"{s.get('minutes', ARGS.minutes):g}", str(run["evaluations"]), f"{run['passed']}", by_prop, pace, rss,
                             best.get("certificate_verdict", "-") + "@" + best.get("certificate_level", "-"),
                             best.get("rewrites", "") or "-", best.get("schedule", "")[:80]])
-    search_head = ["example", "evals", "passed", "by proposer", "steps/min first->last third",
+    search_head = ["example", "minutes", "evals", "passed", "by proposer", "steps/min first->last third",
                    "RSS MiB first min / last / peak", "best: certificate", "best: rewrites", "best: schedule"]
 
     peer_rows = []
@@ -269,7 +272,7 @@ def main():
     goal_body = [[g, n, m, t, "met" if ok else "NOT met"] for g, n, m, t, ok in goal_lines]
     goal_head = ["goal", "example", "measured", "target", ""]
 
-    context = [f"{ARGS.minutes:g} min of `ollie optimize` per example, {ARGS.threads} threads, seed {ARGS.seed}, "
+    context = [f"`ollie optimize` per example for the minutes in the table (--minutes {ARGS.minutes:g} for new runs), {ARGS.threads} threads, seed {ARGS.seed}, "
                f"runs in {work}",
                f"load average {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end"] + peers["context"]
     print("\n".join(context) + "\n")
