@@ -37,25 +37,12 @@ namespace detail {
   const uint64_t m = uint64_t{0} - static_cast<uint64_t>(c);
   return std::bit_cast<double>((std::bit_cast<uint64_t>(a) & m) | (std::bit_cast<uint64_t>(b) & ~m));
 }
-}  // namespace detail
-
-// ---- exp --------------------------------------------------------------------------
-// exp(x) = 2^n * exp(r), n = round(x / ln2), r = x - n*ln2 (|r| <= ln2/2) with a
-// two-constant reduction (the first fma is exact). exp(r) = 1 + r + r^2 q(r), q a
-// minimax polynomial (relative error 2^-28.2 for float, 2^-56.7 for double). 2^n is
-// applied as two exact power-of-two factors, so results near overflow and subnormal
-// results are rounded once. Clamping x first makes overflow/underflow fall out of
-// the same arithmetic, and NaN passes every comparison untouched.
-
-[[gnu::always_inline]] inline float exp(float x) {
-  x = x > 89.0f ? 89.0f : x;      // exp(89) > FLT_MAX: still overflows to inf
-  x = x < -104.0f ? -104.0f : x;  // exp(-104) < 2^-150: still rounds to 0
-  // n = nearest integer to x*log2(e), read off the low bits of the shifted sum.
-  const float shift = 0x1.8p23f;
-  const float t = std::fma(x, 0x1.715476p+0f, shift);
-  const float n = t - shift;
-  float r = std::fma(-n, 0x1.62e43p-1f, x);
-  r = std::fma(-n, -0x1.05c61p-29f, r);
+// exp(r) 2^n for the reduced argument r (|r| <= ln2/2) of exp and exp2, where n is read
+// off the low bits of t = (shifted value) and `shift`: exp(r) = 1 + r + r^2 q(r), q a
+// minimax polynomial (relative error 2^-28.2 for float, 2^-56.7 for double); 2^n applied
+// as two exact power-of-two factors, so results near overflow and subnormal results are
+// rounded once.
+[[gnu::always_inline]] inline float exp_scaled(float r, float t, float shift) {
   float q = 0x1.6a1a5ep-10f;
   q = std::fma(q, r, 0x1.123fd2p-7f);
   q = std::fma(q, r, 0x1.555916p-5f);
@@ -63,20 +50,12 @@ namespace detail {
   q = std::fma(q, r, 0x1.fffffcp-2f);
   const float p = 1.0f + std::fma(r * r, q, r);
   const int32_t k = static_cast<int32_t>(std::bit_cast<uint32_t>(t) - std::bit_cast<uint32_t>(shift));
-  const int32_t k1 = k >> 1;  // n in [-150, 128]: both halves are normal exponents
+  const int32_t k1 = k >> 1;  // n in [-151, 129]: both halves are normal exponents
   const float s1 = std::bit_cast<float>(static_cast<uint32_t>(k1 + 127) << 23);
   const float s2 = std::bit_cast<float>(static_cast<uint32_t>(k - k1 + 127) << 23);
   return p * s1 * s2;
 }
-
-[[gnu::always_inline]] inline double exp(double x) {
-  x = x > 710.0 ? 710.0 : x;      // exp(710) > DBL_MAX
-  x = x < -746.0 ? -746.0 : x;    // exp(-746) < 2^-1075
-  const double shift = 0x1.8p52;
-  const double t = std::fma(x, 0x1.71547652b82fep+0, shift);
-  const double n = t - shift;
-  double r = std::fma(-n, 0x1.62e42fefa39efp-1, x);
-  r = std::fma(-n, 0x1.abc9e3b39803fp-56, r);
+[[gnu::always_inline]] inline double exp_scaled(double r, double t, double shift) {
   double q = 0x1.af68485e9dcc4p-26;
   q = std::fma(q, r, 0x1.28b839317de4dp-22);
   q = std::fma(q, r, 0x1.71ddf3f624157p-19);
@@ -94,10 +73,40 @@ namespace detail {
   const double s2 = std::bit_cast<double>(static_cast<uint64_t>(k - k1 + 1023) << 52);
   return p * s1 * s2;
 }
+}  // namespace detail
+
+// ---- exp --------------------------------------------------------------------------
+// exp(x) = 2^n * exp(r), n = round(x / ln2), r = x - n*ln2 (|r| <= ln2/2) with a
+// two-constant reduction (the first fma is exact), then exp(r) 2^n by detail::exp_scaled.
+// Clamping x first makes overflow/underflow fall out of the same arithmetic, and NaN
+// passes every comparison untouched.
+
+[[gnu::always_inline]] inline float exp(float x) {
+  x = x > 89.0f ? 89.0f : x;      // exp(89) > FLT_MAX: still overflows to inf
+  x = x < -104.0f ? -104.0f : x;  // exp(-104) < 2^-150: still rounds to 0
+  // n = nearest integer to x*log2(e), read off the low bits of the shifted sum.
+  const float shift = 0x1.8p23f;
+  const float t = std::fma(x, 0x1.715476p+0f, shift);
+  const float n = t - shift;
+  float r = std::fma(-n, 0x1.62e43p-1f, x);
+  r = std::fma(-n, -0x1.05c61p-29f, r);
+  return detail::exp_scaled(r, t, shift);
+}
+
+[[gnu::always_inline]] inline double exp(double x) {
+  x = x > 710.0 ? 710.0 : x;      // exp(710) > DBL_MAX
+  x = x < -746.0 ? -746.0 : x;    // exp(-746) < 2^-1075
+  const double shift = 0x1.8p52;
+  const double t = std::fma(x, 0x1.71547652b82fep+0, shift);
+  const double n = t - shift;
+  double r = std::fma(-n, 0x1.62e42fefa39efp-1, x);
+  r = std::fma(-n, 0x1.abc9e3b39803fp-56, r);
+  return detail::exp_scaled(r, t, shift);
+}
 
 // ---- exp2 -------------------------------------------------------------------------
 // exp2(x) = 2^n * exp(r), n = round(x), r = (x - n) ln2 (x - n is exact, |r| <= ln2/2,
-// r rounded once by an fma with ln2 split in two), then exp's polynomial and scaling.
+// r rounded once by an fma with ln2 split in two), then detail::exp_scaled as for exp.
 
 [[gnu::always_inline]] inline float exp2(float x) {
   x = x > 129.0f ? 129.0f : x;    // 2^129 > FLT_MAX: still overflows to inf
@@ -107,17 +116,7 @@ namespace detail {
   const float n = t - shift;
   const float f = x - n;
   const float r = std::fma(f, 0x1.62e43p-1f, f * -0x1.05c61p-29f);
-  float q = 0x1.6a1a5ep-10f;
-  q = std::fma(q, r, 0x1.123fd2p-7f);
-  q = std::fma(q, r, 0x1.555916p-5f);
-  q = std::fma(q, r, 0x1.55548ap-3f);
-  q = std::fma(q, r, 0x1.fffffcp-2f);
-  const float p = 1.0f + std::fma(r * r, q, r);
-  const int32_t k = static_cast<int32_t>(std::bit_cast<uint32_t>(t) - std::bit_cast<uint32_t>(shift));
-  const int32_t k1 = k >> 1;  // n in [-151, 129]: both halves are normal exponents
-  const float s1 = std::bit_cast<float>(static_cast<uint32_t>(k1 + 127) << 23);
-  const float s2 = std::bit_cast<float>(static_cast<uint32_t>(k - k1 + 127) << 23);
-  return p * s1 * s2;
+  return detail::exp_scaled(r, t, shift);
 }
 
 [[gnu::always_inline]] inline double exp2(double x) {
@@ -128,22 +127,7 @@ namespace detail {
   const double n = t - shift;
   const double f = x - n;
   const double r = std::fma(f, 0x1.62e42fefa39efp-1, f * 0x1.abc9e3b39803fp-56);
-  double q = 0x1.af68485e9dcc4p-26;
-  q = std::fma(q, r, 0x1.28b839317de4dp-22);
-  q = std::fma(q, r, 0x1.71ddf3f624157p-19);
-  q = std::fma(q, r, 0x1.a0198f3eabdbfp-16);
-  q = std::fma(q, r, 0x1.a01a01b106d44p-13);
-  q = std::fma(q, r, 0x1.6c16c187995c2p-10);
-  q = std::fma(q, r, 0x1.111111110f5f1p-7);
-  q = std::fma(q, r, 0x1.555555554fd27p-5);
-  q = std::fma(q, r, 0x1.5555555555558p-3);
-  q = std::fma(q, r, 0x1.000000000000ap-1);
-  const double p = 1.0 + std::fma(r * r, q, r);
-  const int64_t k = static_cast<int64_t>(std::bit_cast<uint64_t>(t) - std::bit_cast<uint64_t>(shift));
-  const int64_t k1 = k >> 1;  // n in [-1076, 1025]
-  const double s1 = std::bit_cast<double>(static_cast<uint64_t>(k1 + 1023) << 52);
-  const double s2 = std::bit_cast<double>(static_cast<uint64_t>(k - k1 + 1023) << 52);
-  return p * s1 * s2;
+  return detail::exp_scaled(r, t, shift);
 }
 
 // ---- tanh -------------------------------------------------------------------------
