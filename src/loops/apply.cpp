@@ -378,14 +378,23 @@ void rfactor(Stages& st, Stage& s, const Directive& d) {
   for (int i = 2; std::find(s.vars.begin(), s.vars.end(), var) != s.vars.end(); ++i) var = l.name + std::to_string(i);
 
   // The factored stage: the same loops and value, with `l` pure and one partial result
-  // per value of it.
+  // per value of it. The partial results are the buffer's last dim when `l` is the
+  // innermost loop (a row max's vector of partials, side by side), else its first: the
+  // loops inside `l` then walk each partial result as they walked the output (o_lat's
+  // split key axis: one contiguous [H, L] accumulator per part, not L strided ones).
+  const bool partials_last = x + 1 == static_cast<int>(s.loops.size());
+  auto with_partial = [&](auto list, auto item) {
+    if (partials_last) list.push_back(item);
+    else list.insert(list.begin(), item);
+    return list;
+  };
   Stage rf = s;
   rf.name = rf_name;
   rf.buffer = buffer;
-  rf.buffer_shape.push_back(l.nominal);
+  rf.buffer_shape = with_partial(rf.buffer_shape, l.nominal);
   rf.vars.push_back(var);
   rf.subst[var] = make_var(l.name);
-  rf.store_index.push_back(make_var(var));
+  rf.store_index = with_partial(rf.store_index, make_var(var));
   rf.loops[static_cast<size_t>(x)].reduction = false;
   rf.what = s.what + " (partial results over " + l.name + ")";
   rf.contract = false;
@@ -419,8 +428,7 @@ void rfactor(Stages& st, Stage& s, const Directive& d) {
   red.vars = vars;
   red.subst = subst;
   red.loops = loops;
-  std::vector<Expr> rf_idx = s.store_index;
-  rf_idx.push_back(make_var(var));
+  const std::vector<Expr> rf_idx = with_partial(s.store_index, make_var(var));
   red.value = make_load(buffer, s.dtype, flatten(rf_idx, rf.buffer_shape), rf_idx);
 
   const int si = index_of(st, s);

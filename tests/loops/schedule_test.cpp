@@ -454,20 +454,21 @@ TEST(ScheduleDirectives, RfactorMakesAStageOfPartialResultsOverAPureLoop) {
                "    for n_i in [0, 2) reduce:\n"
                "      t1[m] = max(t1[m], t1_rf[((m * 2) + n_i)])\n"));
   // The new stage is scheduled like any other: computed at the consumer's rows, where its
-  // partial results fold to one row's [N, K] (allocated in the outermost loop of a root
-  // nest, so the size need not be a constant).
+  // partial results fold to one row's [K, N] (allocated in the outermost loop of a root
+  // nest, so the size need not be a constant). k is not the innermost loop, so the partial
+  // results are the buffer's first dim: the n loop inside walks them contiguously.
   EXPECT_TRUE(contains(lowered(matmul(), "reorder out0 k n; rfactor out0 k; compute_at out0_rf out0 m"),
                        "  for m in [0, M):\n"
                        "    allocate out0_rf: f32[K*N]\n"
                        "    for k in [0, K):\n"
                        "      for n in [0, N):\n"
-                       "        out0_rf[((n * K) + k)] = f32(0)\n"
-                       "        out0_rf[((n * K) + k)] = (out0_rf[((n * K) + k)] + "
+                       "        out0_rf[((k * N) + n)] = f32(0)\n"
+                       "        out0_rf[((k * N) + n)] = (out0_rf[((k * N) + n)] + "
                        "(a[((m * K) + k)] * b[((k * N) + n)]))\n"
                        "    for n in [0, N):\n"
                        "      out0[((m * N) + n)] = f32(0)\n"
                        "      for k in [0, K) reduce:\n"
-                       "        out0[((m * N) + n)] = (out0[((m * N) + n)] + out0_rf[((n * K) + k)])\n"));
+                       "        out0[((m * N) + n)] = (out0[((m * N) + n)] + out0_rf[((k * N) + n)])\n"));
 }
 
 TEST(ScheduleDirectives, PackCopiesTheTileIntoALocalBuffer) {
