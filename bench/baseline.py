@@ -57,7 +57,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests" / "numpy"))
 sys.path.insert(0, str(ROOT / "bench"))
 from spec_harness import load_spec  # noqa: E402
-from kernel_io import BenchError, blas_threads, disagreement, example_inputs, header_dims  # noqa: E402
+from kernel_io import BenchError, blas_threads, disagreement, example_inputs, header_dims, select_examples  # noqa: E402
 
 # Default candidate flags (DESIGN.md section 3); the -O3 build is the one timed.
 FLAGS = ["-std=c++20", "-O3", "-march=native", "-fopenmp", "-shared", "-fPIC"]
@@ -170,14 +170,7 @@ def table_line(example, dims, cells, check):
 
 
 def main():
-    paths = sorted((ROOT / "examples").glob("*.py"))
-    if ARGS.only:
-        unknown = set(ARGS.only) - {p.stem for p in paths}
-        if unknown:
-            sys.exit(f"no example named {', '.join(sorted(unknown))} in examples/")
-        paths = [p for p in paths if p.stem in ARGS.only]
-    if not os.access(ARGS.ollie, os.X_OK):
-        sys.exit(f"no ollie binary at {ARGS.ollie} (build it, or pass --ollie)")
+    paths = select_examples(ROOT, ARGS.only, ARGS.ollie)
 
     # Spin barriers of both thread pools stall whenever other processes hold the CPUs: on
     # a busy machine, times with several threads say more about the load than the code.

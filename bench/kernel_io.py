@@ -3,7 +3,9 @@ inputs every example is timed on, the loose agreement check made before timing, 
 dims order from an emitted <entry>.ollie.h, and numpy's BLAS thread count. Importing this
 module does not import numpy: the scripts must set their thread variables first."""
 import ctypes
+import os
 import re
+import sys
 
 # Loose agreement with numpy, relative to the largest |numpy| of the output (so sums that
 # cancel to near zero do not fail on rounding): a sanity check before timing, not the
@@ -77,3 +79,17 @@ def blas_threads():
             if hasattr(handle, name):
                 return str(getattr(handle, name)())
     return "?"
+
+
+def select_examples(root, only, ollie):
+    """The example specs to run (all of root/examples, or those named by --only), after
+    checking that the ollie binary exists; exits with a message otherwise."""
+    paths = sorted((root / "examples").glob("*.py"))
+    if only:
+        unknown = set(only) - {p.stem for p in paths}
+        if unknown:
+            sys.exit(f"no example named {', '.join(sorted(unknown))} in examples/")
+        paths = [p for p in paths if p.stem in only]
+    if not os.access(ollie, os.X_OK):
+        sys.exit(f"no ollie binary at {ollie} (build it, or pass --ollie)")
+    return paths

@@ -31,6 +31,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from kernel_io import select_examples
+
 ROOT = Path(__file__).resolve().parents[1]
 FUSED = ("softmax", "layernorm", "rmsnorm", "gelu", "swiglu_mlp", "attention_causal", "mha_causal", "mla_decode")
 RSS_LIMIT_BYTES = 2 << 30
@@ -197,14 +199,7 @@ def md_table(headings, body):
 
 
 def main():
-    examples = sorted((ROOT / "examples").glob("*.py"))
-    if ARGS.only:
-        unknown = set(ARGS.only) - {p.stem for p in examples}
-        if unknown:
-            sys.exit(f"no example named {', '.join(sorted(unknown))} in examples/")
-        examples = [p for p in examples if p.stem in ARGS.only]
-    if not os.access(ARGS.ollie, os.X_OK):
-        sys.exit(f"no ollie binary at {ARGS.ollie} (build it, or pass --ollie)")
+    examples = select_examples(ROOT, ARGS.only, ARGS.ollie)
     work = Path(ARGS.work).resolve()
     work.mkdir(parents=True, exist_ok=True)
     load_start = os.getloadavg()[0]

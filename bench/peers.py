@@ -115,7 +115,7 @@ if not ARGS.no_x64:
 sys.path.insert(0, str(ROOT / "tests" / "numpy"))
 sys.path.insert(0, str(ROOT / "bench"))
 from spec_harness import load_spec  # noqa: E402
-from kernel_io import BenchError, blas_threads, disagreement, example_inputs, header_dims  # noqa: E402
+from kernel_io import BenchError, blas_threads, disagreement, example_inputs, header_dims, select_examples  # noqa: E402
 
 # Hand-written jax versions for specs whose numpy code does not run under jnp. Empty while
 # every example runs unchanged; an entry is fn(**inputs) -> jax array(s).
@@ -408,14 +408,7 @@ def markdown(meta, rows):
 
 
 def main():
-    paths = sorted((ROOT / "examples").glob("*.py"))
-    if ARGS.only:
-        unknown = set(ARGS.only) - {p.stem for p in paths}
-        if unknown:
-            sys.exit(f"no example named {', '.join(sorted(unknown))} in examples/")
-        paths = [p for p in paths if p.stem in ARGS.only]
-    if not os.access(ARGS.ollie, os.X_OK):
-        sys.exit(f"no ollie binary at {ARGS.ollie} (build it, or pass --ollie)")
+    paths = select_examples(ROOT, ARGS.only, ARGS.ollie)
 
     print("peaks from `ollie calibrate` (measured now if this machine has no cached figures: "
           "10-20 s)", file=sys.stderr, flush=True)
