@@ -205,24 +205,98 @@ class Printer {
  private:
   // A vectorized reduction loop (a sum: the only combine a schedule may vectorize) around
   // `B[i] = B[i] + v`: the sum runs in a scalar accumulator that OpenMP splits over lanes.
+  // Small pure loops of constant size may sit inside it (a dot-product tile): one
+  // accumulator per iteration, the loop body written out once per accumulator. A tile
+  // cut by a split tail (extent min(c, ...)) runs the general form: the small loops
+  // outside, one accumulator each.
   void vector_sum(const Stmt& s, int depth, std::ostringstream& out) {
     const std::string pad(static_cast<size_t>(depth) * 2, ' ');
-    const Stmt& st = s->body[0];
+    std::vector<Stmt> inner;  // the tile's loops, outermost first
+    Stmt st = s->body[0];
+    while (st->kind == StmtKind::For) {
+      inner.push_back(st);
+      st = st->body[0];
+    }
     OLLIE_CHECK(st->kind == StmtKind::Store && st->value->kind == ExprKind::Binary && st->value->op == OpKind::Add &&
                     st->value->args[0]->kind == ExprKind::Load && st->value->args[0]->name == st->name,
                 "emit: a vectorized reduction loop must hold one sum update, in " + s->name);
-    const std::string acc = st->name + "_acc";
-    const std::string at = st->name + "[" + expr(st->index) + "]";
-    out << pad << "{\n"
-        << pad << "  " << c_type(st->value->dtype) << " " << acc << " = " << at << ";\n"
-        << pad << "  #pragma omp simd reduction(+:" << acc << ")\n"
-        << pad << "  for (int64_t " << s->name << " = " << expr(s->min) << "; " << s->name << " < "
-        << (s->min->kind == ExprKind::IntImm && s->min->int_value == 0 ? "" : expr(s->min) + " + ") << expr(s->extent)
-        << "; ++" << s->name << ") {\n"
-        << pad << "    " << acc << " = " << acc << " + " << expr(st->value->args[1]) << ";\n"
-        << pad << "  }\n"
-        << pad << "  " << at << " = " << acc << ";\n"
-        << pad << "}\n";
+    // Each tile loop's constant size, and the condition that a tile is whole.
+    std::vector<int64_t> sizes;
+    std::vector<std::string> whole;
+    for (const Stmt& l : inner) {
+      OLLIE_CHECK(l->min->kind == ExprKind::IntImm && l->min->int_value == 0,
+                  "emit: a loop inside the vectorized sum " + s->name + " must start at 0");
+      const Expr& e = l->extent;
+      if (e->kind == ExprKind::IntImm) {
+        sizes.push_back(e->int_value);
+      } else {
+        OLLIE_CHECK(e->kind == ExprKind::Binary && e->op == OpKind::Min && e->args[0]->kind == ExprKind::IntImm,
+                    "emit: a loop inside the vectorized sum " + s->name + " must have a constant size");
+        sizes.push_back(e->args[0]->int_value);
+        whole.push_back(expr(e) + " == " + std::to_string(e->args[0]->int_value));
+      }
+    }
+    const std::string head = "for (int64_t " + s->name + " = " + expr(s->min) + "; " + s->name + " < " +
+                             (s->min->kind == ExprKind::IntImm && s->min->int_value == 0 ? "" : expr(s->min) + " + ") +
+                             expr(s->extent) + "; ++" + s->name + ")";
+    const std::string type = c_type(st->value->dtype);
+    // One accumulator per (index, update) pair.
+    auto sums = [&](const std::vector<std::pair<Expr, Expr>>& updates, const std::string& p) {
+      std::string names;
+      for (size_t k = 0; k < updates.size(); ++k) names += (k ? "," : "") + acc_name(st->name, updates.size(), k);
+      out << p << "{\n";
+      for (size_t k = 0; k < updates.size(); ++k)
+        out << p << "  " << type << " " << acc_name(st->name, updates.size(), k) << " = " << st->name << "["
+            << expr(updates[k].first) << "];\n";
+      out << p << "  #pragma omp simd reduction(+:" << names << ")\n" << p << "  " << head << " {\n";
+      for (size_t k = 0; k < updates.size(); ++k) {
+        const std::string a = acc_name(st->name, updates.size(), k);
+        out << p << "    " << a << " = " << a << " + " << expr(updates[k].second) << ";\n";
+      }
+      out << p << "  }\n";
+      for (size_t k = 0; k < updates.size(); ++k)
+        out << p << "  " << st->name << "[" << expr(updates[k].first) << "] = " << acc_name(st->name, updates.size(), k)
+            << ";\n";
+      out << p << "}\n";
+    };
+    // The whole tile: every combination of the tile loops' values, substituted.
+    std::vector<std::pair<Expr, Expr>> tile;
+    std::vector<int64_t> at(inner.size(), 0);
+    for (bool more = true; more;) {
+      std::map<std::string, Expr> vars;
+      for (size_t k = 0; k < inner.size(); ++k) vars[inner[k]->name] = loops::make_int(at[k]);
+      tile.emplace_back(loops::substitute(st->index, vars), loops::substitute(st->value->args[1], vars));
+      more = false;
+      for (size_t k = inner.size(); k-- > 0;) {
+        if (++at[k] < sizes[k]) {
+          more = true;
+          break;
+        }
+        at[k] = 0;
+      }
+    }
+    if (whole.empty()) return sums(tile, pad);
+    std::string cond;
+    for (const auto& w : whole) cond += (cond.empty() ? "" : " && ") + ("(" + w + ")");
+    out << pad << "if (" << cond << ") {\n";
+    sums(tile, pad + "  ");
+    out << pad << "} else {\n";
+    std::string p = pad + "  ";
+    for (const Stmt& l : inner) {
+      out << p << "for (int64_t " << l->name << " = 0; " << l->name << " < " << expr(l->extent) << "; ++" << l->name
+          << ") {\n";
+      p += "  ";
+    }
+    sums({{st->index, st->value->args[1]}}, p);
+    for (size_t k = inner.size(); k-- > 0;) {
+      p.resize(p.size() - 2);
+      out << p << "}\n";
+    }
+    out << pad << "}\n";
+  }
+
+  static std::string acc_name(const std::string& buffer, size_t count, size_t k) {
+    return count == 1 ? buffer + "_acc" : buffer + "_acc" + std::to_string(k);
   }
 
   static std::string int_text(int64_t v, DType t) {

@@ -223,6 +223,28 @@ std::optional<Violation> check_dependences(const Stages& st) {
 
 // ---- Directives ----
 
+// A sum vectorized along its last reduction loop may keep a few pure loops of constant
+// size inside that loop (a dot-product tile, e.g. 4 heads of attention scores against one
+// key row): each of their iterations is its own accumulator, the loads of the operand
+// they do not index are shared, and the independent sums hide the latency of the adds.
+constexpr int64_t kMaxDotTile = 16;
+
+// Whether loops[x] may be the vectorized reduction loop of such a sum: every loop inside
+// it pure, neither vectorized nor parallel, with constant sizes whose product is at most
+// kMaxDotTile (none inside: the plain vectorized sum).
+bool vector_sum_loop(const Stage& s, const std::vector<StageLoop>& loops, size_t x) {
+  if (!loops[x].reduction || !s.reduce || s.combine != OpKind::Add) return false;
+  int64_t tile = 1;
+  for (size_t t = x + 1; t < loops.size(); ++t) {
+    const auto size = loops[t].nominal.as_constant();
+    if (loops[t].reduction || !size || loops[t].kind == ForKind::Vectorized || loops[t].kind == ForKind::Parallel)
+      return false;
+    tile *= *size;
+    if (tile > kMaxDotTile) return false;
+  }
+  return true;
+}
+
 void split(Stages& st, Stage& s, const Directive& d) {
   const int x = loop_index(st, s, d, d.args[0]);
   require_own_loop(st, s, d, x);
@@ -276,8 +298,10 @@ void reorder(Stages& st, Stage& s, const Directive& d) {
       if (mentions(loops[i].extent, loops[j].name))
         reject(d, "the extent of loop " + loops[i].name + " depends on loop " + loops[j].name,
                loops[i].name + " is the guarded tail of a split of " + loops[j].name + "; it must stay inside it");
-    if (loops[i].kind == ForKind::Vectorized && i + 1 != loops.size())
-      reject(d, "loop " + loops[i].name + " is vectorized and must stay innermost");
+    if (loops[i].kind == ForKind::Vectorized && i + 1 != loops.size() && !vector_sum_loop(s, loops, i))
+      reject(d, "loop " + loops[i].name + " is vectorized and must stay innermost",
+             "only a vectorized sum keeps pure loops inside it: constant sizes (split factors), at most " +
+                 std::to_string(kMaxDotTile) + " accumulators");
   }
   s.loops = std::move(loops);
 }
@@ -290,11 +314,15 @@ void set_kind(Stages& st, Stage& s, const Directive& d, ForKind kind) {
     reject(d, "loop " + d.args[0] + " of " + s.name + " is shared with its host " +
                   st.stages[static_cast<size_t>(s.host)].name, "schedule that loop on the host");
   }
+  for (int t = 0; t < x; ++t)
+    if (s.loops[static_cast<size_t>(t)].kind == ForKind::Vectorized && kind != ForKind::Unrolled)
+      reject(d, "loop " + d.args[0] + " is inside the vectorized loop " + s.loops[static_cast<size_t>(t)].name,
+             "only a serial or unrolled loop of a dot-product tile can run inside a vectorized sum");
   StageLoop& l = s.loops[static_cast<size_t>(x)];
-  // A sum may be vectorized along its innermost reduction loop: the emitter accumulates
-  // in a scalar that OpenMP splits over lanes (reassociation is exact in the IR's reals).
-  const bool vector_sum = kind == ForKind::Vectorized && l.reduction && s.reduce && s.combine == OpKind::Add &&
-                          x + 1 == static_cast<int>(s.loops.size());
+  // A sum may be vectorized along its last reduction loop: the emitter accumulates in a
+  // scalar that OpenMP splits over lanes (reassociation is exact in the IR's reals), one
+  // per iteration of the small pure loops inside it (vector_sum_loop).
+  const bool vector_sum = kind == ForKind::Vectorized && vector_sum_loop(s, s.loops, static_cast<size_t>(x));
   if (kind != ForKind::Unrolled && l.reduction && !vector_sum) {
     std::string at;
     for (size_t i = 0; i < s.store_index.size(); ++i) at += (i ? ", " : "") + to_text(s.store_index[i]);
@@ -302,9 +330,9 @@ void set_kind(Stages& st, Stage& s, const Directive& d, ForKind kind) {
            "every iteration of " + l.name + " updates the same element; rfactor " + s.name + " " + l.name +
                " first to get a loop of independent partial results (only a sum's innermost loop vectorizes as is)");
   }
-  if (kind == ForKind::Vectorized && x + 1 != static_cast<int>(s.loops.size()))
+  if (kind == ForKind::Vectorized && x + 1 != static_cast<int>(s.loops.size()) && !vector_sum)
     reject(d, "loop " + l.name + " is not innermost (" + s.loops.back().name + " is inside it)",
-           "reorder it innermost first");
+           "reorder it innermost first (a sum's last reduction loop may keep small constant pure loops inside)");
   l.kind = kind;
 }
 
@@ -323,8 +351,10 @@ void compute_at(Stages& st, Stage& p, const Directive& d) {
     reject(d, "loop " + d.args[1] + " of " + h.name + " is shared with its host " +
                   st.stages[static_cast<size_t>(h.host)].name,
            "compute " + p.name + " at " + st.stages[static_cast<size_t>(h.host)].name + " instead");
-  if (h.loops[static_cast<size_t>(j)].kind == ForKind::Vectorized)
-    reject(d, "loop " + d.args[1] + " of " + h.name + " is vectorized; nothing can be computed inside it");
+  for (int t = 0; t <= j; ++t)
+    if (h.loops[static_cast<size_t>(t)].kind == ForKind::Vectorized)
+      reject(d, "loop " + h.loops[static_cast<size_t>(t)].name + " of " + h.name +
+                    " is vectorized; nothing can be computed inside it");
   if (static_cast<int>(p.loops.size()) < k)
     reject(d, p.name + " has " + std::to_string(p.loops.size()) + " loops; it cannot share " + std::to_string(k) +
                   " loops of " + h.name);

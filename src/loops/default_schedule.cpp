@@ -134,13 +134,17 @@ int lanes(const Target& t, ir::DType d) {
 // loops it shares with the root run at most a few times (so a few parallel regions per
 // call, not one per row). (Also splitting the root's own innermost pure loop into a chunk
 // per core, outside its reduction loops, measured 1.6x slower on mla_decode's o_lat.)
-void parallel_inside(const ir::Graph& graph, Stages& st, Schedule& out, const std::string& root) {
+// With `outside` >= 0 the root has a parallel loop at that depth: only the stages
+// computed directly in the root outside it (at a shallower loop) are considered, since
+// they would otherwise run on one core before the parallel loop starts.
+void parallel_inside(const ir::Graph& graph, Stages& st, Schedule& out, const std::string& root, int outside = -1) {
   constexpr int64_t kMaxRegions = 4;
   const int root_index = st.find(root);
   for (const auto& h : std::vector<Stage>(st.stages)) {
     int r = st.find(h.name);
     while (st.stages[static_cast<size_t>(r)].host >= 0) r = st.stages[static_cast<size_t>(r)].host;
     if (h.host < 0 || r != root_index) continue;
+    if (outside >= 0 && (h.host != root_index || h.shared > outside)) continue;
     int64_t regions = 1;
     for (int k = 0; k < h.shared && k < static_cast<int>(h.loops.size()); ++k)
       regions *= bound_size(graph, h.loops[static_cast<size_t>(k)].nominal);
@@ -220,6 +224,144 @@ std::optional<std::vector<Directive>> register_tile(const ir::Graph& g, Stages& 
   return out.directives;
 }
 
+// A dot-product tile for a contraction vectorized along its innermost reduction loop
+// (attention scores: q[h, l] . c_kv[s, l], both contiguous only along l): kDotTile
+// iterations of the innermost pure loop that some operand does not depend on run inside
+// the reduction loop, each its own accumulator, so that operand's vector is loaded once
+// for all of them and the sums do not wait on each other. (mla_decode's scores, 512 long, one
+// thread: 0.9 of the whole kernel's time with a 4-row tile, `ollie bench --vs`; no gain on
+// attention_causal's 64-long ones.)
+constexpr int64_t kDotTile = 4;
+constexpr int64_t kDotTileMinVectors = 8;
+
+bool dot_tile(const ir::Graph& g, Stages& st, Schedule& out, const std::string& name, const Target& target) {
+  Stages work = st;
+  Schedule done;
+  const Stage& s = work.stages[static_cast<size_t>(work.find(name))];
+  if (!s.contract || s.loops.empty() || !s.loops.back().reduction || s.combine != OpKind::Add) return false;
+  // Short sums (attention_causal's 64-long head dim: 4 vectors) gain nothing: the
+  // horizontal sum at the end of each costs as much as the sum.
+  if (bound_size(g, s.loops.back().nominal) < kDotTileMinVectors * lanes(target, s.dtype)) return false;
+  std::vector<Expr> loads;
+  std::function<void(const Expr&)> walk = [&](const Expr& e) {
+    if (e->kind == ExprKind::Load && e->name != s.buffer) loads.push_back(substitute(e->args[0], s.subst));
+    for (const auto& a : e->args) walk(a);
+  };
+  walk(s.value);
+  std::string pick;
+  for (size_t k = s.loops.size(); k-- > 0 && pick.empty();) {
+    const StageLoop& l = s.loops[k];
+    if (l.reduction) continue;
+    if (bound_size(g, l.nominal) < 2) continue;
+    for (const auto& ld : loads)
+      if (!mentions(ld, l.name)) pick = l.name;
+    if (pick.empty()) return false;  // the innermost pure loop indexes every operand
+  }
+  if (pick.empty()) return false;
+  const std::string red = s.loops.back().name;
+  size_t x = 0;
+  while (s.loops[x].name != pick) ++x;
+  if (!try_apply(g, work, done, make(DirectiveKind::Split, name, {pick}, kDotTile))) return false;
+  const Stage& split = work.stages[static_cast<size_t>(work.find(name))];
+  const std::string inner = split.loops[x + 1].name;  // split puts the inner part right after the outer
+  std::vector<std::string> order;
+  for (const auto& l : split.loops)
+    if (l.name != inner) order.push_back(l.name);
+  order.push_back(inner);
+  reorder_to(g, work, done, name, order);
+  try_apply(g, work, done, make(DirectiveKind::Unroll, name, {inner}));
+  if (!try_apply(g, work, done, make(DirectiveKind::Vectorize, name, {red}))) return false;
+  st = std::move(work);
+  out.directives.insert(out.directives.end(), done.directives.begin(), done.directives.end());
+  return true;
+}
+
+// Split-K: a contraction whose one reduction loop is long beside its output (mla_decode's
+// o_lat = p . c_kv: 16 x 512 outputs, 4096 keys) runs as kSplitKBlock-long slices of the
+// reduction, each a stage of partial results (rfactor) over every output: a slice of the
+// big operand is read once from cache by every output tile (register tiles, when
+// `tiles`), and the slices run in parallel. Then the partials are summed with the
+// output's last loop vectorized. (mla_decode, one thread: the partials with 6 x 2 tiles
+// were 0.77 of the fused serial o_lat's whole-kernel time, `ollie bench --vs`.)
+// Only when the reduction is at least kSplitKMin long and the output at most
+// kSplitKOutputsPerKey times as big: the partial results cost O x R / block extra.
+constexpr int64_t kSplitKMin = 1024;
+constexpr int64_t kSplitKOutputsPerKey = 4;
+constexpr int64_t kSplitKBlock = 64;
+
+bool split_k(const ir::Graph& g, Stages& st, Schedule& out, const std::string& name, const Target& target,
+             bool tiles) {
+  const Stage& s = st.stages[static_cast<size_t>(st.find(name))];
+  if (!s.contract || s.loops.size() < 2 || !s.loops.back().reduction) return false;
+  int64_t outputs = 1;
+  for (size_t k = 0; k + 1 < s.loops.size(); ++k) {
+    if (s.loops[k].reduction) return false;  // one reduction loop only
+    outputs *= bound_size(g, s.loops[k].nominal);
+  }
+  const std::string red = s.loops.back().name;
+  const std::string last_pure = s.loops[s.loops.size() - 2].name;
+  const int64_t keys = bound_size(g, s.loops.back().nominal);
+  if (keys < kSplitKMin || outputs > kSplitKOutputsPerKey * keys || !walks_contiguously(s, last_pure)) return false;
+  Stages work = st;
+  Schedule done;
+  if (!try_apply(g, work, done, make(DirectiveKind::Split, name, {red}, kSplitKBlock))) return false;
+  const std::string outer = red + "_o", rf = name + "_rf";
+  if (!try_apply(g, work, done, make(DirectiveKind::Rfactor, name, {outer})) || work.find(rf) < 0) return false;
+  // The partials: the slice loop outermost (parallel), the output's loops, the slice.
+  {
+    const Stage& r = work.stages[static_cast<size_t>(work.find(rf))];
+    std::vector<std::string> order = {outer}, reduced;
+    for (const auto& l : r.loops)
+      if (l.name != outer) (l.reduction ? reduced : order).push_back(l.name);
+    order.insert(order.end(), reduced.begin(), reduced.end());
+    reorder_to(g, work, done, rf, order);
+    const Stage& now = work.stages[static_cast<size_t>(work.find(rf))];
+    const int w = lanes(target, now.dtype);
+    std::string row;
+    int64_t cols = 0;
+    for (const auto& l : now.loops) {
+      if (l.reduction) continue;
+      if (l.name == last_pure) cols = bound_size(g, l.nominal);
+      else if (l.name != outer) row = l.name;
+    }
+    std::optional<std::vector<Directive>> tile;
+    if (tiles && cols >= w) {
+      int64_t rrows = 6;
+      for (const auto& l : now.loops)
+        if (l.name == row) rrows = std::min<int64_t>(6, std::max<int64_t>(1, bound_size(g, l.nominal)));
+      tile = register_tile(g, work, rf, row.empty() ? 1 : rrows, cols >= 2 * w ? 2 : 1, target, true);
+    }
+    if (tile) {
+      done.directives.insert(done.directives.end(), tile->begin(), tile->end());
+    } else {
+      const Stage& plain = work.stages[static_cast<size_t>(work.find(rf))];
+      // Without a tile: the output's last loop innermost, vectorized, inside the slice.
+      std::vector<std::string> o2;
+      for (const auto& l : plain.loops)
+        if (l.name != last_pure) o2.push_back(l.name);
+      o2.push_back(last_pure);
+      reorder_to(g, work, done, rf, o2);
+      try_apply(g, work, done, make(DirectiveKind::Vectorize, rf, {last_pure}));
+      if (target.cores > 1) try_apply(g, work, done, make(DirectiveKind::Parallel, rf, {outer}));
+    }
+  }
+  // The sum of the partials: the slice loop inside the output's, the last loop vectorized.
+  {
+    const Stage& f = work.stages[static_cast<size_t>(work.find(name))];
+    std::vector<std::string> order;
+    for (const auto& l : f.loops)
+      if (!l.reduction && l.name != last_pure) order.push_back(l.name);
+    for (const auto& l : f.loops)
+      if (l.reduction) order.push_back(l.name);
+    order.push_back(last_pure);
+    reorder_to(g, work, done, name, order);
+    try_apply(g, work, done, make(DirectiveKind::Vectorize, name, {last_pure}));
+  }
+  st = std::move(work);
+  out.directives.insert(out.directives.end(), done.directives.begin(), done.directives.end());
+  return true;
+}
+
 }  // namespace
 
 namespace {
@@ -237,6 +379,7 @@ Schedule default_schedule_with(const ir::Graph& graph, const Target& target, boo
     return n;
   }();
   for (const auto& name : names) {
+    if (split_k(graph, st, out, name, target, tiles && !untiled.count(name + "_rf"))) continue;
     const Stage& s = st.stages[static_cast<size_t>(st.find(name))];
     if (s.loops.empty()) continue;
     const StageLoop& inner = s.loops.back();
@@ -302,8 +445,9 @@ Schedule default_schedule_with(const ir::Graph& graph, const Target& target, boo
     const std::string r = now.loops.back().name;
     const int w = lanes(target, now.dtype);
     if (walks_contiguously(now, r) && now.combine == OpKind::Add) {
-      // A row sum: vectorized as is (a scalar accumulator split over lanes).
-      try_apply(graph, st, out, make(DirectiveKind::Vectorize, name, {r}));
+      // A row sum: vectorized as is (a scalar accumulator split over lanes), several side
+      // by side for a contraction.
+      if (!(tiles && dot_tile(graph, st, out, name, target))) try_apply(graph, st, out, make(DirectiveKind::Vectorize, name, {r}));
     } else if (walks_contiguously(now, r) && w > 1) {
       // A row max or min: w partial results side by side, vectorized, then reduced.
       if (try_apply(graph, st, out, make(DirectiveKind::Split, name, {r}, w))) {
@@ -355,13 +499,21 @@ Schedule default_schedule_with(const ir::Graph& graph, const Target& target, boo
     for (const auto& s : std::vector<Stage>(st.stages)) {
       if (s.host >= 0) continue;
       bool parallel = false;
+      int depth = 0;
       for (const auto& l : s.loops) {
         if (l.reduction || l.kind == ForKind::Vectorized) break;
-        if (bound_size(graph, l.nominal) < 2) continue;
-        parallel = try_apply(graph, st, out, make(DirectiveKind::Parallel, s.name, {l.name}));
-        break;
+        if (l.kind == ForKind::Parallel) {  // a register tile's
+          parallel = true;
+          break;
+        }
+        if (bound_size(graph, l.nominal) >= 2) {
+          parallel = try_apply(graph, st, out, make(DirectiveKind::Parallel, s.name, {l.name}));
+          break;
+        }
+        ++depth;
       }
       if (!parallel) parallel_inside(graph, st, out, s.name);
+      else if (depth > 0) parallel_inside(graph, st, out, s.name, depth);
     }
   return out;
 }

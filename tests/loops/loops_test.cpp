@@ -52,27 +52,36 @@ TEST(LoopsIR, MakeTypesAndFoldsIndexArithmetic) {
   EXPECT_EQ(to_text(make_binary(OpKind::Max, f, make_float(-1.5, DType::F32))), "max(f32(1), f32(-1.5))");
 }
 
-// mla_decode at B = 1: the root nest of the fused attention has no loop worth running in
-// parallel (b runs once), so the stages computed in it run their own outermost pure loops
-// in parallel instead (the scores contractions over s, the softmax pieces over h); before,
-// the whole attention ran on one core.
+// mla_decode at B = 1: the root nest of the fused scores and softmax has no loop worth
+// running in parallel before its h loop (b runs once), so the scores contractions computed
+// in it outside that loop run their own outermost pure loops in parallel (before, the
+// whole attention ran on one core); o_lat = p . c_kv (16 x 512 outputs, 4096 keys) runs
+// split-K: partial results over 64-key slices in parallel with register tiles, then their
+// sum; the 512-long score dots run 4 heads at a time.
 TEST(LoopsDefault, ARootNestThatRunsOnceSharesItsWorkInside) {
   const auto g = ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/mla_decode.py", {});
   ASSERT_EQ(g.bound_dims.at("B"), 1);
   const std::string text = to_text(default_schedule(g, Target{64, 2}));
-  EXPECT_NE(text.find("compute_at t7 t23 b\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("parallel t7 s\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("parallel t8 s\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("parallel t18 h\n"), std::string::npos) << text;
-  // Within one core nothing changes.
+  for (const char* line :
+       {"compute_at t7 t22 b\n", "parallel t7 s\n", "parallel t8 s\n", "parallel t22 h\n", "split t23 s 64\n",
+        "rfactor t23 s_o\n", "accumulate t23_rf l_o\n", "parallel t23_rf s_o\n", "vectorize t23 l\n",
+        "split t7 h 4\n", "reorder t7 b s h_o l h_i\n", "vectorize t7 l\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << " in\n" << text;
+  EXPECT_EQ(text.find("parallel t23_rf s_o\nparallel t23_rf s_o\n"), std::string::npos) << text;
+  // Within one core nothing runs in parallel.
   EXPECT_EQ(to_text(default_schedule(g, Target{64, 1})).find("parallel"), std::string::npos);
-  // At B = 4 the root's b loop runs in parallel, and nothing inside it does.
+  // At B = 4 the root's b loop runs in parallel, nothing inside it does, and o_lat's
+  // output (4 x 16 x 512) is too big beside its 4096 keys to split.
   ollie::spec::SpecOptions four;
   four.dim_overrides["B"] = 4;
   const auto g4 = ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/mla_decode.py", four);
   const std::string text4 = to_text(default_schedule(g4, Target{64, 2}));
   EXPECT_NE(text4.find("parallel t23 b\n"), std::string::npos) << text4;
   EXPECT_EQ(text4.find("parallel t7 "), std::string::npos) << text4;
+  EXPECT_EQ(text4.find("rfactor t23"), std::string::npos) << text4;
+  // Short score dots (attention_causal's 64-long head dim) keep one accumulator.
+  const auto att = ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/attention_causal.py", {});
+  EXPECT_EQ(to_text(default_schedule(att, Target{64, 2})).find("unroll t4"), std::string::npos);
 }
 
 TEST(LoopsLower, MatmulGolden) {

@@ -849,6 +849,50 @@ TEST(ScheduleRuns, RegisterTileEmitsConstantLoopsOverALocalArray) {
   EXPECT_TRUE(contains(source, "out0[((((m_o * 6) + m_i) * N) + ((n_o * 32) + n_i))] = out0_acc[((m_i * 32) + n_i)];"));
 }
 
+// Scores against a key matrix, both contiguous only along the reduction (q[h, l] . c[s, l]):
+// sizes that leave a cut dot-product tile (H = 7 = 4 + 3) and a vector tail (L = 37).
+const ollie::ir::Graph& scores() {
+  static const ollie::ir::Graph g = spec(
+      "DIMS = dict(H=7, S=5, L=37)\n"
+      "def f(q: \"f32[H, L]\", c: \"f32[S, L]\") -> \"f32[H, S]\":\n"
+      "    return np.einsum('hl,sl->hs', q, c)\n");
+  return g;
+}
+
+TEST(ScheduleRuns, DotProductTilesInsideAVectorizedSum) {
+  // 4 heads per key row, each its own accumulator: 7 = 4 + 3, so both the whole-tile copy
+  // and the general one run.
+  const std::string tile = "reorder out0 s h l; split out0 h 4; reorder out0 s h_o l h_i; unroll out0 h_i; "
+                           "vectorize out0 l";
+  expect_agrees(scores(), tile);
+  expect_agrees(scores(), tile + "; parallel out0 s");
+  // Two tile loops (2 x 2 accumulators), and a tile that the size divides (no general copy).
+  expect_agrees(scores(), "split out0 h 2; split out0 s 2; reorder out0 h_o s_o l h_i s_i; vectorize out0 l");
+  expect_agrees(matmul(), "reorder out0 n m k; split out0 m 3; reorder out0 n m_o k m_i; vectorize out0 k");
+  const std::string source = ollie::emit::emit_kernel(lower(scores(), parse_schedule(tile)), scores());
+  EXPECT_TRUE(contains(source, "#pragma omp simd reduction(+:out0_acc0,out0_acc1,out0_acc2,out0_acc3)"));
+  EXPECT_TRUE(contains(source, "out0_acc3 = out0_acc3 + (q[((((h_o * 4) + 3) * L) + l)] * c[((s * L) + l)]);"));
+  EXPECT_TRUE(contains(source, "if ((ollie_min<int64_t>(4, (H - (h_o * 4))) == 4)) {"));
+  EXPECT_TRUE(contains(source, "#pragma omp simd reduction(+:out0_acc)\n"));  // the cut tile
+}
+
+TEST(ScheduleRejects, WhatMayRunInsideAVectorizedSum) {
+  // Loops of a size the dims decide, or too many accumulators, inside the sum; a reorder
+  // that would put more than 16 inside it; a parallel loop inside it.
+  EXPECT_EQ(reason(scores(), "reorder out0 s l h; vectorize out0 l"), "loop l carries the reduction into out0[h, s]");
+  EXPECT_EQ(reason(scores(), "split out0 h 32; reorder out0 h_o s l h_i; vectorize out0 l"),
+            "loop l carries the reduction into out0[h, s]");
+  const std::string tile = "split out0 h 4; reorder out0 s h_o l h_i; vectorize out0 l; ";
+  EXPECT_NO_THROW(lower(scores(), parse_schedule(tile + "split out0 s 4; reorder out0 s_o h_o l s_i h_i")));
+  EXPECT_EQ(reason(scores(), tile + "split out0 s 8; reorder out0 s_o h_o l s_i h_i"),
+            "loop l is vectorized and must stay innermost");
+  EXPECT_EQ(reason(scores(), "split out0 h 4; reorder out0 s h_o l h_i; vectorize out0 l; parallel out0 h_i"),
+            "loop h_i is inside the vectorized loop l");
+  // A max cannot be vectorized along its reduction at all.
+  EXPECT_EQ(reason(softmax(), "split t1 m 2; reorder t1 m_o n m_i; vectorize t1 n"),
+            "loop n carries the reduction into t1[m]");
+}
+
 TEST(ScheduleRuns, MatmulTilesWithPackedPanelsAndTails) {
   expect_agrees(matmul(),
                 "split out0 m 2; parallel out0 m_o; split out0 k 3; reorder out0 k_o n; pack out0 a n; "
