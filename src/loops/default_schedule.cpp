@@ -520,14 +520,53 @@ Schedule default_schedule_with(const ir::Graph& graph, const Target& target, boo
 
 }  // namespace
 
+// A fused elementwise producer costs a contraction its register tile; when the
+// contraction's biggest operand is at least this big, the tile wins: swiglu_mlp's
+// out0 = hidden @ w_down (2 MiB) with the gate computed per row inside it streamed all of
+// w_down once per row; tiled, with the gate written out first, it ran in 0.72-0.80x the
+// time (examples/schedules/swiglu_mlp.schedule, `ollie bench --vs`).
+constexpr int64_t kTileOverFusionBytes = 256 * 1024;
+
 Schedule default_schedule(const ir::Graph& graph, const Target& target) {
   // A contraction that hosts fused stages keeps its loops (a tile's split loops would
-  // refuse them, and their buffers would no longer fold); the others get register tiles.
+  // refuse them, and their buffers would no longer fold), unless they are all
+  // elementwise and its operand is big (kTileOverFusionBytes); the others get register
+  // tiles.
   const Schedule plain = default_schedule_with(graph, target, false, {});
-  std::set<std::string> hosts;
+  const Stages st = build_stages(graph, {});
+  auto stage = [&](const std::string& name) -> const Stage* {
+    const int i = st.find(name);
+    return i < 0 ? nullptr : &st.stages[static_cast<size_t>(i)];
+  };
+  std::set<std::string> hosts, fused_reductions;
   for (const auto& d : plain.directives)
-    if (d.kind == DirectiveKind::ComputeAt) hosts.insert(d.args[0]);
-  return default_schedule_with(graph, target, kDefaultRegisterTiles, hosts);
+    if (d.kind == DirectiveKind::ComputeAt) {
+      hosts.insert(d.args[0]);
+      // (A contraction fused here without tiles gets its own tile below instead.)
+      const Stage* p = stage(d.stage);
+      if (!p || (p->reduce && !p->contract)) fused_reductions.insert(d.args[0]);
+    }
+  std::set<std::string> untiled;
+  for (const auto& h : hosts) {
+    const Stage* s = stage(h);
+    bool big = false;
+    if (s && s->contract && !fused_reductions.count(h)) {
+      int64_t largest = 0;
+      std::function<void(const Expr&)> walk = [&](const Expr& e) {
+        if (e->kind == ExprKind::Load && e->name != s->buffer)
+          if (const Buffer* b = st.buffer(e->name)) {
+            int64_t n = ir::dtype_bytes(b->dtype);
+            for (const auto& d : b->shape) n *= std::max<int64_t>(1, bound_size(graph, d));
+            largest = std::max(largest, n);
+          }
+        for (const auto& a : e->args) walk(a);
+      };
+      walk(s->value);
+      big = largest >= kTileOverFusionBytes;
+    }
+    if (!big) untiled.insert(h);
+  }
+  return default_schedule_with(graph, target, kDefaultRegisterTiles, untiled);
 }
 
 namespace {

@@ -84,6 +84,23 @@ TEST(LoopsDefault, ARootNestThatRunsOnceSharesItsWorkInside) {
   EXPECT_EQ(to_text(default_schedule(att, Target{64, 2})).find("unroll t4"), std::string::npos);
 }
 
+// swiglu_mlp's down projection (w_down: 2 MiB) gets a register tile although the gate
+// could be fused into its rows; attention's P . V keeps the fused softmax (its row max and
+// sum are reductions), so it stays untiled.
+TEST(LoopsDefault, ABigContractionTakesATileOverAFusedElementwiseProducer) {
+  const auto sw = ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/swiglu_mlp.py", {});
+  const std::string text = to_text(default_schedule(sw, Target{64, 2}));
+  EXPECT_NE(text.find("accumulate out0 d_o\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("compute_at t13 out0"), std::string::npos) << text;
+  // Small: the fused gate stays (w_down 128 x 64 floats, 32 KiB).
+  ollie::spec::SpecOptions small;
+  small.dim_overrides = {{"T", 64}, {"D", 64}, {"F", 128}};
+  const auto sw_small = ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/swiglu_mlp.py", small);
+  EXPECT_NE(to_text(default_schedule(sw_small, Target{64, 2})).find("compute_at t13 out0"), std::string::npos);
+  const auto att = ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/attention_causal.py", {});
+  EXPECT_EQ(to_text(default_schedule(att, Target{64, 2})).find("accumulate out0"), std::string::npos);
+}
+
 TEST(LoopsLower, MatmulGolden) {
   const auto g = ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/matmul.py", {});
   // Unscheduled: one serial nest, the initialisation just outside the reduction loop.
