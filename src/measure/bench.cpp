@@ -97,6 +97,11 @@ const char* bench_status_name(BenchStatus s) {
 }
 
 
+bool contended(const BenchReport& report) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return report.others_cpus >= kBusyOthers + std::max(0, cores - std::max(1, report.threads));
+}
+
 BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernels, const BenchOptions& options) {
   BenchReport report;
   report.load_average = load_average();

@@ -231,6 +231,12 @@ struct BenchReport {
 
 // others_cpus at or above this is reported as noise.
 constexpr double kBusyOthers = 0.2;
+// Whether other processes took CPUs the kernels' threads needed while they were timed:
+// others_cpus >= kBusyOthers + the CPUs the threads leave free (cores - threads). A
+// kernel's call waits for its slowest thread, so on a machine with no CPU to spare one
+// busy process stalls every call of a multi-threaded kernel by a scheduler slice
+// (milliseconds), which no statistic of the session can remove.
+bool contended(const BenchReport& report);
 
 struct BenchKernel {
   std::string name;

@@ -148,6 +148,15 @@ class Chains {
     return {id, e};
   }
 
+  // What the event says about a comparison other processes disturbed.
+  static std::string contention(const Comparison& c) {
+    if (!c.contended) return "";
+    char text[160];
+    std::snprintf(text, sizeof text, "; other processes kept %.2f CPUs busy in each of %d attempts, so at most x1",
+                  c.others_cpus, c.attempts);
+    return text;
+  }
+
   // Times a candidate whose first evaluation `first` makes it the new best again, side by
   // side with the current best and longer (Evaluator::compare), and writes both
   // evaluations (the confirmed one last: it is the one that counts) and an event in one
@@ -173,7 +182,9 @@ class Chains {
       // Conservative: the newcomer has to be faster both by the median per-round ratio
       // and by its fastest call against the best's (a stall only ever adds time, so a
       // kernel stalled in most rounds still shows its true speed in its fastest calls).
-      const double ratio = std::max(cmp->ratio, cmp->min_ratio);
+      // A comparison that other processes disturbed in every attempt cannot make a new
+      // best: its ratio counts as 1 at most (as fast as the best, not faster).
+      const double ratio = std::max(std::max(cmp->ratio, cmp->min_ratio), cmp->contended ? 1.0 : 0.0);
       held = ratio < 1;
       e.median_seconds = cmp->median_seconds;
       e.min_seconds = cmp->min_seconds;
@@ -181,12 +192,14 @@ class Chains {
       e.ratio_vs_baseline = best_.seconds / baseline_seconds_ * ratio;
       std::snprintf(text, sizeof text,
                     "candidate %lld, first timed at %.4g ms (x%.3f of the baseline), side by side with the best "
-                    "(candidate %lld, %.4g ms) over %d rounds: x%.3f (per-round median x%.3f, fastest calls x%.3f) "
+                    "(candidate %lld, %.4g ms) over %d rounds: x%.3f (per-round median x%.3f, fastest calls x%.3f%s) "
                     "= %.4g ms; %s",
                     static_cast<long long>(id), claimed * 1e3, first.ratio_vs_baseline,
                     static_cast<long long>(best_.id), best_.seconds * 1e3, cmp->rounds, ratio, cmp->ratio,
-                    cmp->min_ratio, best_.seconds * ratio * 1e3,
-                    held ? "the new best" : "not faster than the best (the first timing was noise)");
+                    cmp->min_ratio, contention(*cmp).c_str(), best_.seconds * ratio * 1e3,
+                    held ? "the new best"
+                         : cmp->contended ? "not trusted as a new best (the machine was busy)"
+                                          : "not faster than the best (the first timing was noise)");
       e.message = std::string("confirmed: ") + text + (cmp->message == "ok" ? "" : " " + cmp->message);
     }
     auto tx = store_.transaction();

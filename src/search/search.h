@@ -86,6 +86,8 @@ struct Comparison {
   double min_ratio = 0;          // a's fastest call over b's fastest call (0 when unknown)
   int rounds = 0;
   double others_cpus = -1;       // measure::BenchReport::others_cpus
+  bool contended = false;        // other processes took CPUs the threads needed (measure::contended), every attempt
+  int attempts = 1;              // sessions timed (a contended one is tried again)
   double seconds = 0;            // wall time of the comparison
 };
 
@@ -104,7 +106,8 @@ struct EvaluatorOptions {
   verify::Options verify;      // level quick, fresh seeds
   double bench_seconds = 0.3;  // side-by-side timing budget per candidate
   double confirm_seconds = 1.0;  // compare(): timing budget of a confirmation...
-  int confirm_min_rounds = 30;   // ...and its rounds at least
+  int confirm_min_rounds = 30;   // ...and its rounds at least...
+  int confirm_attempts = 3;      // ...and sessions tried, 1 s apart, while they are contended
   int threads = 0;             // kernel threads (0: every core)
   std::string runner_path;
   std::string cache_dir;

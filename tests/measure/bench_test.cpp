@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include <string>
+#include <thread>
 
 #include "measure/measure.h"
 #include "spec/spec.h"
@@ -78,6 +79,23 @@ std::string picky_kernel(int slow_us, bool on_odd_calls) {
          "  const bool slow = " + (on_odd_calls ? "calls % 2 == 1" : "!(p && std::strcmp(p, \"active\") == 0)") +
          ";\n  timespec t{0, slow ? " + std::to_string(slow_us * 1000) + "L : 2000000L};\n"
          "  while (nanosleep(&t, &t) != 0) {}\n}\n";
+}
+
+TEST(Bench, ContendedWhenOtherProcessesTakeCpusTheThreadsNeed) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ollie::measure::BenchReport r;
+  r.threads = cores;  // no CPU to spare: a fifth of one busy is contention
+  r.others_cpus = 0.1;
+  EXPECT_FALSE(ollie::measure::contended(r));
+  r.others_cpus = 0.3;
+  EXPECT_TRUE(ollie::measure::contended(r));
+  r.others_cpus = -1;  // unknown
+  EXPECT_FALSE(ollie::measure::contended(r));
+  r.threads = 1;       // the other cores are spare
+  r.others_cpus = cores - 1 + 0.1;
+  EXPECT_FALSE(ollie::measure::contended(r));
+  r.others_cpus = cores - 1 + 0.3;
+  EXPECT_TRUE(ollie::measure::contended(r));
 }
 
 TEST(Bench, EveryTimedCallFollowsAWarmCallInTheSteadyOpenMpEnvironment) {

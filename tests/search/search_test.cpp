@@ -211,13 +211,15 @@ class LyingEvaluator : public search::Evaluator {
   static bool liar(const search::Candidate& c) {
     return c.proposer != "baseline" && std::hash<std::string>{}(c.source) % 3 == 0;
   }
+  bool lies = true;        // false: every first timing is the truth
+  bool contended = false;  // every comparison says the machine was busy
   search::Evaluation evaluate(const search::Candidate& c) override {
     ++calls;
     evaluated.insert(build::sha256_hex(c.source));
     search::Evaluation e;
     e.verdict = "pass";
     e.penalty = 0;
-    e.median_seconds = liar(c) ? truth(c) / 100 : truth(c);
+    e.median_seconds = lies && liar(c) ? truth(c) / 100 : truth(c);
     e.ratio_vs_baseline = e.median_seconds / 1.5e-3;
     e.rounds = 5;
     return e;
@@ -229,6 +231,8 @@ class LyingEvaluator : public search::Evaluator {
     c.median_seconds = c.min_seconds = truth(a);
     c.ratio = c.min_ratio = truth(a) / truth(b);
     c.rounds = 30;
+    c.contended = contended;
+    c.others_cpus = contended ? 1.5 : 0;
     return c;
   }
   int calls = 0;
@@ -344,6 +348,21 @@ TEST(Confirm, WithoutConfirmationTheLieWins) {
   run_liar(db, evaluator, 40, false);
   EXPECT_TRUE(LyingEvaluator::liar(best_by_ratio(evaluation_rows(r.dir / "run.db")).c));
   EXPECT_TRUE(evaluator.compared.empty());
+}
+
+TEST(Confirm, AComparisonDisturbedByOtherProcessesCannotMakeANewBest) {
+  RunDir r;
+  store::Store db = r.create();
+  LyingEvaluator evaluator;
+  evaluator.lies = false;
+  evaluator.contended = true;
+  double best_seconds = 0;
+  run_liar(db, evaluator, 30, true, &best_seconds);
+  ASSERT_FALSE(evaluator.compared.empty());  // candidates faster than the baseline were found...
+  EXPECT_EQ(best_seconds, 1.5e-3);           // ...but none was trusted
+  EXPECT_EQ(best_by_ratio(evaluation_rows(r.dir / "run.db")).c.proposer, "baseline");
+  EXPECT_EQ(events_of(r.dir / "run.db", "not-confirmed"), static_cast<int64_t>(evaluator.compared.size()));
+  EXPECT_EQ(events_of(r.dir / "run.db", "confirm"), 0);
 }
 
 TEST(Confirm, AConfirmationCutOffLeavesNoUnconfirmedEvaluationAndResumeRedoesIt) {
