@@ -69,7 +69,7 @@ class Chains {
     int64_t idle = 0;
     while (true) {
       if (interrupted()) return StopReason::Interrupted;
-      if (options_.max_evals > 0 && store_.counts().evaluations >= options_.max_evals) return StopReason::EvalBudget;
+      if (options_.max_evals > 0 && evaluated_candidates() >= options_.max_evals) return StopReason::EvalBudget;
       if (options_.time_budget_seconds > 0 && elapsed() >= options_.time_budget_seconds) return StopReason::TimeBudget;
       const int chain = static_cast<int>(step % static_cast<int64_t>(current_.size()));
       // Idle: no proposal, or only candidates evaluated before (a proposer with few moves,
@@ -82,7 +82,7 @@ class Chains {
       Progress p;
       p.elapsed_seconds = elapsed();
       p.evaluations = evaluations_;
-      p.run_evaluations = store_.counts().evaluations;
+      p.run_evaluations = evaluated_candidates();
       p.evals_per_minute = p.elapsed_seconds > 0 ? evaluations_ * 60.0 / p.elapsed_seconds : 0;
       p.acceptance = steps_ > 0 ? static_cast<double>(accepted_) / static_cast<double>(steps_) : 0;
       p.best_seconds = best_.seconds;
@@ -94,6 +94,11 @@ class Chains {
   }
 
  private:
+  // The run's evaluations as the budget counts them: candidates evaluated, not rows (a
+  // confirmed candidate has two). Every candidate row was evaluated except one whose
+  // evaluation a kill cut off, and that one is proposed and evaluated again on resume.
+  int64_t evaluated_candidates() const { return store_.counts().candidates; }
+
   double cost_of(const Evaluation& e, double parent_seconds) const {
     if (e.verdict == "pass" && e.median_seconds > 0) return std::log(seconds_of(e));
     return std::log(std::max(parent_seconds, 1e-9)) + options_.penalty_weight * std::max(e.penalty, 1e-3);

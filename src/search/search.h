@@ -120,7 +120,7 @@ std::unique_ptr<Evaluator> make_local_evaluator(const ir::Graph& graph, verify::
 
 struct SearchOptions {
   double time_budget_seconds = 0;  // this session's wall time; 0 = no limit
-  int64_t max_evals = 0;           // evaluations in the whole run; 0 = no limit
+  int64_t max_evals = 0;           // candidates evaluated in the whole run (confirmations not counted); 0 = no limit
   uint64_t seed = 1;
   int chains = 2;
   double base_temperature = 0.02;  // chain i runs at base x 2^i (cost is in log-seconds)
@@ -136,7 +136,7 @@ struct SearchOptions {
 struct Progress {
   double elapsed_seconds = 0;
   int64_t evaluations = 0;         // this session
-  int64_t run_evaluations = 0;     // the whole run
+  int64_t run_evaluations = 0;     // the whole run: candidates evaluated
   double evals_per_minute = 0;
   double acceptance = 0;           // accepted / steps, this session
   double best_seconds = 0, baseline_seconds = 0;

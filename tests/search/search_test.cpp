@@ -333,6 +333,9 @@ TEST(Confirm, ANewBestWhoseFirstTimingLiedIsNotTheBest) {
   EXPECT_FALSE(evaluator.compared.empty());
   // A confirmed candidate has two evaluations; the store's current one is the confirmed.
   EXPECT_EQ(static_cast<int64_t>(rows.size()), db.counts().evaluations);
+  // The budget counts candidates evaluated; the confirmations are extra rows.
+  EXPECT_EQ(db.counts().candidates, 40);
+  EXPECT_EQ(db.counts().evaluations, 40 + static_cast<int64_t>(evaluator.compared.size()));
   for (const auto& h : evaluator.compared) {
     const auto c = db.candidate_by_hash(h);
     ASSERT_TRUE(c.has_value());
@@ -387,7 +390,7 @@ TEST(Confirm, AConfirmationCutOffLeavesNoUnconfirmedEvaluationAndResumeRedoesIt)
   EXPECT_EQ(second.evaluated.count(cut), 1u);  // evaluated again, as a cut-off evaluation is
   EXPECT_FALSE(LyingEvaluator::liar(best_by_ratio(evaluation_rows(r.dir / "run.db")).c));
   // And a resume of the finished run evaluates and compares nothing it has.
-  const int64_t before = db.counts().evaluations;
+  const int64_t before = db.counts().candidates;
   LyingEvaluator third;
   run_liar(db, third, before);
   EXPECT_EQ(third.calls, 0);
