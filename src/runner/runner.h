@@ -112,8 +112,10 @@ struct TimingOptions {
   double budget_seconds = 1.0;  // keep timing rounds until this much time has passed (after min_rounds)
   bool cold = false;            // write flush_bytes of memory before each call: caches hold none of its data
   uint64_t flush_bytes = 0;     // with cold: the flush buffer's size (the caller sizes it from the last-level cache)
-  // An untimed call of the same kernel right before each timed call (outputs poisoned
-  // again before the timed one), so the timed call never pays for waking its threads.
+  // An untimed call of the same kernel right before each timed call, on the next input
+  // set (so consecutive calls of a kernel still see different inputs whenever there are
+  // two sets; outputs poisoned again before the timed one), so the timed call never pays
+  // for waking its threads.
   bool warm_call = false;
   // The child runs with Options::steady_openmp (the fixed OpenMP environment above).
   bool steady_openmp = false;

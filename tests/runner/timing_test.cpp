@@ -258,13 +258,18 @@ TEST(Timing, ACrashWhileTimedIsReportedAndBadOptionsAreRefused) {
   EXPECT_ANY_THROW(ollie::runner::time_kernels({}, graph, {{filled(1008, 0)}}, options(), TimingOptions{}));
 }
 
-// Counts its calls: out[0] = the number of calls so far in this process.
+// Counts its calls: out[0] = the number of calls so far in this process, out[1] = x[0]
+// of its previous call (-1 for none).
 const char* kCounter = R"(
 static int calls = 0;
+static float previous = -1;
 extern "C" void ollie_entry(void* const* b, const int64_t* dims) {
+  const float* x = static_cast<const float*>(b[0]);
   float* out = static_cast<float*>(b[1]);
   for (int64_t i = 0; i < dims[0]; ++i) out[i] = 0;
   out[0] = static_cast<float>(++calls);
+  out[1] = previous;
+  previous = x[0];
 }
 )";
 
@@ -283,6 +288,14 @@ TEST(Timing, AWarmCallPrecedesEachTimedCallAndItsOutputsAreNotTheTimedOnes) {
   ASSERT_EQ(warm.status, Status::Ok) << warm.message;
   EXPECT_EQ(warm.set_outputs[0][0][0].data[0], 7.0);  // 1 + 3 x (untimed, timed): the last one is timed
   EXPECT_EQ(warm.rep_seconds[0].size(), 3u);
+  // With two sets the warm call is on the other one: a kernel's call never follows a
+  // call of its own on the same inputs. Rounds: warm-up (set 0), then timed on sets 1, 0,
+  // 1, each after a warm call on the other set.
+  const auto two = ollie::runner::time_kernels({{build_so("counter2", kCounter)}}, graph, two_sets(16), options(),
+                                               timing);
+  ASSERT_EQ(two.status, Status::Ok) << two.message;
+  EXPECT_EQ(two.set_outputs[0][1][0].data[1], 0.0);  // set 1's timed call followed a call on set 0 (x[0] = 0)
+  EXPECT_EQ(two.set_outputs[0][0][0].data[1], 7.0);  // set 0's after one on set 1 (x[0] = 7)
 }
 
 // out[0..2]: whether the child sees OMP_WAIT_POLICY=active, GOMP_SPINCOUNT, OMP_PROC_BIND.

@@ -50,8 +50,9 @@ struct RequestHeader {
   // rounds), each call preceded by poisoning the live outputs and, when flush_bytes > 0,
   // by writing a buffer of that size (cold caches); only the call itself is timed.
   // With warm_call = 1, each timed call is preceded by an untimed call of the same kernel
-  // on the same inputs (outputs poisoned before and after it, before any flush): the
-  // timed call finds the kernel's OpenMP threads awake, as in a loop of calls.
+  // on the next input set ((r + 1) % n_sets; the live inputs are refilled for it and back
+  // again after it; outputs poisoned before and after it; before any flush): the timed
+  // call finds the kernel's OpenMP threads awake, as in a loop of calls.
   // `warmup` untimed rounds first, then timed rounds until at least min_rounds were
   // made and budget_seconds have passed, or max_rounds were made.
   uint32_t n_sets;
