@@ -114,7 +114,12 @@ def parse_time(text):
 def run_facts(db_path):
     """What the run database says: evaluations, the chains' pace, baseline and best."""
     db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
-    facts = {"evaluations": db.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0]}
+    # Candidates evaluated (a confirmed new best has a second evaluation row: its re-timing
+    # against the best, docs/search.md "Confirming a new best"); each candidate by its
+    # latest evaluation.
+    facts = {"evaluations": db.execute("SELECT COUNT(DISTINCT candidate) FROM evaluations").fetchone()[0]}
+    facts["confirmations"] = dict(db.execute("SELECT kind, COUNT(*) FROM events WHERE kind IN "
+                                             "('confirm', 'not-confirmed') GROUP BY kind").fetchall())
     # The pace is the chains' steps (each is one evaluation, or a reuse of a stored one);
     # the final verification at full, after the last step, is not part of it.
     created = [parse_time(r[0]) for r in db.execute("SELECT created FROM steps ORDER BY id")]
@@ -128,10 +133,11 @@ def run_facts(db_path):
     base = db.execute("SELECT e.median_seconds FROM evaluations e JOIN candidates c ON c.id = e.candidate "
                       "WHERE c.proposer = 'baseline' AND e.verdict = 'pass' ORDER BY e.id LIMIT 1").fetchone()
     facts["baseline_seconds"] = base[0] if base else 0
-    passed = db.execute("SELECT COUNT(*) FROM evaluations WHERE verdict = 'pass'").fetchone()[0]
+    passed = db.execute("SELECT COUNT(*) FROM evaluations e WHERE verdict = 'pass' AND e.id = "
+                        "(SELECT MAX(id) FROM evaluations WHERE candidate = e.candidate)").fetchone()[0]
     facts["passed"] = passed
-    by_proposer = db.execute("SELECT c.proposer, COUNT(*) FROM evaluations e JOIN candidates c ON c.id = e.candidate "
-                             "GROUP BY c.proposer ORDER BY c.proposer").fetchall()
+    by_proposer = db.execute("SELECT c.proposer, COUNT(DISTINCT e.candidate) FROM evaluations e "
+                             "JOIN candidates c ON c.id = e.candidate GROUP BY c.proposer ORDER BY c.proposer").fetchall()
     facts["evaluations_by_proposer"] = dict(by_proposer)
     db.close()
     return facts

@@ -73,6 +73,7 @@ int run_bench(const SpecFlags& flags, const BenchFlags& b) {
     j["rounds"] = report.rounds;
     j["warmup_seconds"] = report.warmup_seconds;
     j["load_average"] = report.load_average;
+    j["others_cpus"] = report.others_cpus;
     j["noise"] = report.noise;
     j["roofline"] = {{"flops", roof.flops},         {"bytes", roof.bytes},
                      {"intensity", roof.intensity}, {"peak_flops_per_s", roof.peak_flops},

@@ -1,9 +1,11 @@
 // Timing kernels in the runner: compile, draw inputs, run the timed rounds, summarize,
 // and check the timed calls' outputs against the reference (see measure.h).
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -33,6 +35,40 @@ double load_average() {
   return getloadavg(load, 1) == 1 ? load[0] : 0;
 }
 
+// Busy and total CPU time of the whole machine so far (/proc/stat's first line), in seconds.
+struct MachineCpu {
+  double busy = 0, total = 0;
+  bool ok = false;
+};
+MachineCpu machine_cpu() {
+  MachineCpu m;
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  in >> cpu;
+  if (cpu != "cpu") return m;
+  // user nice system idle iowait irq softirq steal (guest time is already in user)
+  double v[8] = {};
+  for (double& x : v) in >> x;
+  if (!in) return m;
+  const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
+  for (double x : v) m.total += x / hz;
+  m.busy = m.total - (v[3] + v[4]) / hz;
+  m.ok = true;
+  return m;
+}
+
+// CPU seconds used by this process and by its waited-for children (the runner child).
+double own_cpu() {
+  auto seconds = [](const rusage& u) {
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+  };
+  rusage self{}, children{};
+  getrusage(RUSAGE_SELF, &self);
+  getrusage(RUSAGE_CHILDREN, &children);
+  return seconds(self) + seconds(children);
+}
+
 }  // namespace
 
 Stats summarize(std::vector<double> samples) {
@@ -60,6 +96,11 @@ const char* bench_status_name(BenchStatus s) {
   return "unknown";
 }
 
+
+bool contended(const BenchReport& report) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return report.others_cpus >= kBusyOthers + std::max(0, cores - std::max(1, report.threads));
+}
 
 BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernels, const BenchOptions& options) {
   BenchReport report;
@@ -108,7 +149,19 @@ BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernel
                                              : std::max<uint64_t>(uint64_t{64} << 20, 2 * static_cast<uint64_t>(std::max<int64_t>(0, llc_bytes())));
   report.flush_bytes = timing.flush_bytes;
 
+  // The same timing environment for every kernel (docs/measurement.md, "Rounds"): each
+  // timed call right after an untimed one, and libgomp's threads spinning between calls.
+  timing.warm_call = true;
+  timing.steady_openmp = true;
+
+  const MachineCpu cpu_before = machine_cpu();
+  const double own_before = own_cpu();
+  const auto wall_before = std::chrono::steady_clock::now();
   const runner::TimedOutcome timed = runner::time_kernels(built, graph, sets, run_options, timing);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_before).count();
+  const MachineCpu cpu_after = machine_cpu();
+  if (cpu_before.ok && cpu_after.ok && wall > 0)
+    report.others_cpus = std::max(0.0, (cpu_after.busy - cpu_before.busy - (own_cpu() - own_before)) / wall);
   if (timed.status != runner::Status::Ok) {
     report.status = BenchStatus::RunFailed;
     report.message = std::string(runner::status_name(timed.status)) + ": " + timed.message;
@@ -149,6 +202,10 @@ BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernel
     report.ratio = summarize(ratios);
   }
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  if (report.others_cpus >= kBusyOthers)
+    report.noise.push_back("other processes kept " + std::to_string(report.others_cpus).substr(0, 4) + " of " +
+                           std::to_string(cores) + " CPUs busy while the kernels were timed (a kernel's thread that "
+                           "has to wait for a CPU stalls the whole call)");
   if (report.load_average > 0.5 * cores)
     report.noise.push_back("the machine was busy: load average " + std::to_string(report.load_average).substr(0, 4) +
                            " on " + std::to_string(cores) + " cores");

@@ -222,8 +222,21 @@ struct BenchReport {
   uint64_t seed = 0;
   double warmup_seconds = 0;
   double load_average = 0;       // 1-minute load average when the run started
+  // CPUs' worth of work other processes did while the kernels were timed: the machine's
+  // busy CPU time (/proc/stat) minus this process's and its runner child's, per second
+  // of wall clock; -1 when unknown. The figure to read first on a shared machine.
+  double others_cpus = -1;
   std::vector<std::string> noise; // why the timings may not be trustworthy (empty when clean)
 };
+
+// others_cpus at or above this is reported as noise.
+constexpr double kBusyOthers = 0.2;
+// Whether other processes took CPUs the kernels' threads needed while they were timed:
+// others_cpus >= kBusyOthers + the CPUs the threads leave free (cores - threads). A
+// kernel's call waits for its slowest thread, so on a machine with no CPU to spare one
+// busy process stalls every call of a multi-threaded kernel by a scheduler slice
+// (milliseconds), which no statistic of the session can remove.
+bool contended(const BenchReport& report);
 
 struct BenchKernel {
   std::string name;

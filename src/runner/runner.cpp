@@ -11,11 +11,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <thread>
 
@@ -355,18 +357,29 @@ Fd make_request(const std::vector<Named>& kernels, const Layout& layout, proto::
 
 bool has_prefix(const char* s, const char* prefix) { return std::strncmp(s, prefix, std::strlen(prefix)) == 0; }
 
-// The child's environment: ours, with OMP_NUM_THREADS replaced when asked, and for a
-// sanitizer run the runtime preloaded and its options set (inherited ones replaced).
+// The OpenMP settings that change how a kernel's threads wait and where they run: fixed
+// for timing (Options::steady_openmp), not inherited.
+constexpr const char* kOpenMpWaitAndPlacement[] = {"OMP_WAIT_POLICY=", "GOMP_SPINCOUNT=", "OMP_PROC_BIND=",
+                                                   "OMP_PLACES=", "GOMP_CPU_AFFINITY=", "OMP_DYNAMIC="};
+
+// The child's environment: ours, with OMP_NUM_THREADS replaced when asked, for timing
+// the OpenMP wait policy fixed, and for a sanitizer run the runtime preloaded and its
+// options set (inherited ones replaced).
 std::vector<std::string> child_environment(const Options& options) {
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) {
     if (options.threads > 0 && has_prefix(*e, "OMP_NUM_THREADS=")) continue;
+    if (options.steady_openmp &&
+        std::any_of(std::begin(kOpenMpWaitAndPlacement), std::end(kOpenMpWaitAndPlacement),
+                    [&](const char* name) { return has_prefix(*e, name); }))
+      continue;
     if (options.sanitize &&
         (has_prefix(*e, "LD_PRELOAD=") || has_prefix(*e, "ASAN_OPTIONS=") || has_prefix(*e, "UBSAN_OPTIONS=")))
       continue;
     env.emplace_back(*e);
   }
   if (options.threads > 0) env.push_back("OMP_NUM_THREADS=" + std::to_string(options.threads));
+  if (options.steady_openmp) env.push_back("OMP_WAIT_POLICY=active");
   if (options.sanitize) {
     const std::string exitcode = "exitcode=" + std::to_string(proto::kSanitizerExitCode);
     // ASan must come first in the library list; the runner itself is not instrumented.
@@ -797,7 +810,10 @@ TimedOutcome time_kernels(const std::vector<Kernel>& kernels, const ir::Graph& g
   header.max_rounds = static_cast<uint32_t>(timing.max_rounds);
   header.budget_seconds = timing.budget_seconds;
   header.flush_bytes = timing.cold ? timing.flush_bytes : 0;
-  Fd memfd = make_request(named, layout, header, options, Role::Staged, [&](char* base) {
+  header.warm_call = timing.warm_call ? 1 : 0;
+  Options child = options;
+  child.steady_openmp = options.steady_openmp || timing.steady_openmp;
+  Fd memfd = make_request(named, layout, header, child, Role::Staged, [&](char* base) {
     for (size_t s = 0; s < n_sets; ++s)
       for (size_t i = 0; i < n_in; ++i) {
         const size_t b = n_in + n_out + s * n_in + i;
@@ -808,7 +824,7 @@ TimedOutcome time_kernels(const std::vector<Kernel>& kernels, const ir::Graph& g
   std::string what;
   for (const Kernel& k : kernels) what += (what.empty() ? "'" : " or '") + k.so_path + "' (" + k.entry_symbol + ")";
   TimedOutcome timed;
-  static_cast<Outcome&>(timed) = execute(runner, memfd.get(), what, kernels[0].so_path, options);
+  static_cast<Outcome&>(timed) = execute(runner, memfd.get(), what, kernels[0].so_path, child);
   if (timed.status != Status::Ok) return timed;
   Mapping map(memfd.get(), layout.total_size);
   if (std::string slack = check_slack(map.base(), layout, graph); !slack.empty()) {

@@ -51,6 +51,12 @@ struct Options {
   // of space reserved at start).
   bool sanitize = false;
   std::string sanitizer_runtime;
+  // A fixed OpenMP environment for timing (time_kernels sets it when
+  // TimingOptions::steady_openmp): OMP_WAIT_POLICY=active, and none of GOMP_SPINCOUNT,
+  // OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY or OMP_DYNAMIC inherited, so a kernel's
+  // threads spin between calls instead of sleeping (a sleeping pool is woken by futex,
+  // which costs more than a small kernel), whatever the user's shell says.
+  bool steady_openmp = false;
 };
 
 enum class Status { Ok, LoadError, Crash, Timeout, ProtocolError, Forbidden, OutOfMemory, Sanitizer };
@@ -106,6 +112,13 @@ struct TimingOptions {
   double budget_seconds = 1.0;  // keep timing rounds until this much time has passed (after min_rounds)
   bool cold = false;            // write flush_bytes of memory before each call: caches hold none of its data
   uint64_t flush_bytes = 0;     // with cold: the flush buffer's size (the caller sizes it from the last-level cache)
+  // An untimed call of the same kernel right before each timed call, on the next input
+  // set (so consecutive calls of a kernel still see different inputs whenever there are
+  // two sets; outputs poisoned again before the timed one), so the timed call never pays
+  // for waking its threads.
+  bool warm_call = false;
+  // The child runs with Options::steady_openmp (the fixed OpenMP environment above).
+  bool steady_openmp = false;
 };
 
 struct TimedOutcome : Outcome {

@@ -1,7 +1,9 @@
 // The Markov chains of a run: Metropolis-Hastings over candidates, every step written to
 // the run database before the next one starts (see search.h).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 #include "build/build.h"
@@ -67,7 +69,7 @@ class Chains {
     int64_t idle = 0;
     while (true) {
       if (interrupted()) return StopReason::Interrupted;
-      if (options_.max_evals > 0 && store_.counts().evaluations >= options_.max_evals) return StopReason::EvalBudget;
+      if (options_.max_evals > 0 && evaluated_candidates() >= options_.max_evals) return StopReason::EvalBudget;
       if (options_.time_budget_seconds > 0 && elapsed() >= options_.time_budget_seconds) return StopReason::TimeBudget;
       const int chain = static_cast<int>(step % static_cast<int64_t>(current_.size()));
       // Idle: no proposal, or only candidates evaluated before (a proposer with few moves,
@@ -80,10 +82,10 @@ class Chains {
       Progress p;
       p.elapsed_seconds = elapsed();
       p.evaluations = evaluations_;
-      p.run_evaluations = store_.counts().evaluations;
+      p.run_evaluations = evaluated_candidates();
       p.evals_per_minute = p.elapsed_seconds > 0 ? evaluations_ * 60.0 / p.elapsed_seconds : 0;
       p.acceptance = steps_ > 0 ? static_cast<double>(accepted_) / static_cast<double>(steps_) : 0;
-      p.best_seconds = best_seconds_;
+      p.best_seconds = best_.seconds;
       p.baseline_seconds = baseline_seconds_;
       p.temperatures = temperatures_;
       p.last = last_;
@@ -92,6 +94,11 @@ class Chains {
   }
 
  private:
+  // The run's evaluations as the budget counts them: candidates evaluated, not rows (a
+  // confirmed candidate has two). Every candidate row was evaluated except one whose
+  // evaluation a kill cut off, and that one is proposed and evaluated again on resume.
+  int64_t evaluated_candidates() const { return store_.counts().candidates; }
+
   double cost_of(const Evaluation& e, double parent_seconds) const {
     if (e.verdict == "pass" && e.median_seconds > 0) return std::log(seconds_of(e));
     return std::log(std::max(parent_seconds, 1e-9)) + options_.penalty_weight * std::max(e.penalty, 1e-3);
@@ -120,8 +127,9 @@ class Chains {
   }
 
   // The candidate in the run database (added if new) and its evaluation: stored if it
-  // was ever evaluated, else evaluated now and stored before returning.
-  std::pair<int64_t, Evaluation> evaluated(const Candidate& c, int64_t parent) {
+  // was ever evaluated, else evaluated now (and, with `may_confirm`, confirmed when it
+  // would be the new best) and stored before returning.
+  std::pair<int64_t, Evaluation> evaluated(const Candidate& c, int64_t parent, bool may_confirm) {
     const std::string hash = build::sha256_hex(c.source);
     if (auto existing = store_.candidate_by_hash(hash))
       if (auto row = store_.evaluation_of(existing->id)) return {existing->id, evaluation_from_row(*row)};
@@ -135,8 +143,76 @@ class Chains {
     const int64_t id = store_.add_candidate(row);
     const Evaluation e = evaluator_.evaluate(c);
     ++evaluations_;
+    // A stored evaluation never needs confirming: one that made its candidate the best
+    // was confirmed in the same transaction, and any other was slower than the best of
+    // its time, which only gets faster.
+    if (may_confirm && options_.confirm_new_best && e.verdict == "pass" && e.median_seconds > 0 &&
+        seconds_of(e) < best_.seconds)
+      if (auto confirmed = confirm(id, c, e)) return {id, *confirmed};
     store_.add_evaluation(to_row(id, e, 0));
     return {id, e};
+  }
+
+  // What the event says about a comparison other processes disturbed.
+  static std::string contention(const Comparison& c) {
+    if (!c.contended) return "";
+    char text[160];
+    std::snprintf(text, sizeof text, "; other processes kept %.2f CPUs busy in each of %d attempts, so at most x1",
+                  c.others_cpus, c.attempts);
+    return text;
+  }
+
+  // Times a candidate whose first evaluation `first` makes it the new best again, side by
+  // side with the current best and longer (Evaluator::compare), and writes both
+  // evaluations (the confirmed one last: it is the one that counts) and an event in one
+  // transaction, so a run stopped in between evaluates and confirms it again. nullopt
+  // (nothing written) when the evaluator cannot compare.
+  std::optional<Evaluation> confirm(int64_t id, const Candidate& c, const Evaluation& first) {
+    const std::optional<Comparison> cmp = evaluator_.compare(c, best_.candidate);
+    if (!cmp) return std::nullopt;
+    Evaluation e = first;  // the verdict and certificate of its verification
+    e.eval_seconds = cmp->seconds;
+    e.rounds = cmp->rounds;
+    const double claimed = seconds_of(first);
+    char text[512];
+    bool held = false;
+    if (cmp->verdict != "pass") {
+      e.verdict = cmp->verdict;
+      e.penalty = 1;
+      e.median_seconds = e.min_seconds = e.mad_seconds = e.ratio_vs_baseline = 0;
+      e.message = "while confirmed against the best (candidate " + std::to_string(best_.id) + "): " + cmp->message;
+      std::snprintf(text, sizeof text, "candidate %lld, first timed at %.4g ms: %s while confirmed",
+                    static_cast<long long>(id), claimed * 1e3, cmp->verdict.c_str());
+    } else {
+      // Conservative: the newcomer has to be faster both by the median per-round ratio
+      // and by its fastest call against the best's (a stall only ever adds time, so a
+      // kernel stalled in most rounds still shows its true speed in its fastest calls).
+      // A comparison that other processes disturbed in every attempt cannot make a new
+      // best: its ratio counts as 1 at most (as fast as the best, not faster).
+      const double ratio = std::max(std::max(cmp->ratio, cmp->min_ratio), cmp->contended ? 1.0 : 0.0);
+      held = ratio < 1;
+      e.median_seconds = cmp->median_seconds;
+      e.min_seconds = cmp->min_seconds;
+      e.mad_seconds = cmp->mad_seconds;
+      e.ratio_vs_baseline = best_.seconds / baseline_seconds_ * ratio;
+      std::snprintf(text, sizeof text,
+                    "candidate %lld, first timed at %.4g ms (x%.3f of the baseline), side by side with the best "
+                    "(candidate %lld, %.4g ms) over %d rounds: x%.3f (per-round median x%.3f, fastest calls x%.3f%s) "
+                    "= %.4g ms; %s",
+                    static_cast<long long>(id), claimed * 1e3, first.ratio_vs_baseline,
+                    static_cast<long long>(best_.id), best_.seconds * 1e3, cmp->rounds, ratio, cmp->ratio,
+                    cmp->min_ratio, contention(*cmp).c_str(), best_.seconds * ratio * 1e3,
+                    held ? "the new best"
+                         : cmp->contended ? "not trusted as a new best (the machine was busy)"
+                                          : "not faster than the best (the first timing was noise)");
+      e.message = std::string("confirmed: ") + text + (cmp->message == "ok" ? "" : " " + cmp->message);
+    }
+    auto tx = store_.transaction();
+    store_.add_evaluation(to_row(id, first, 0));
+    store_.add_evaluation(to_row(id, e, 0));
+    store_.add_event(held ? "confirm" : "not-confirmed", text);
+    tx.commit();
+    return e;
   }
 
   State state_of(int64_t id, const Candidate& c, const Evaluation& e, double parent_seconds) const {
@@ -154,13 +230,16 @@ class Chains {
   // it took, or the baseline.
   void start_chains() {
     const Candidate baseline = baseline_candidate(graph_);
-    auto [base_id, base_eval] = evaluated(baseline, 0);
+    auto [base_id, base_eval] = evaluated(baseline, 0, false);
     if (base_eval.verdict != "pass")
       throw InternalError("the baseline kernel (the default schedule) does not pass the verifier: " + base_eval.message);
     baseline_seconds_ = base_eval.median_seconds;
     const State base = state_of(base_id, baseline, base_eval, baseline_seconds_);
-    best_seconds_ = baseline_seconds_;
-    for (const auto& [c, e] : store_.best(1)) best_seconds_ = std::min(best_seconds_, seconds_of(evaluation_from_row(e)));
+    // The best on the chain's clock (the ratio to the baseline), among the fastest by
+    // their own medians (as `ollie optimize` picks its result).
+    best_ = {base_id, baseline, baseline_seconds_};
+    for (const auto& [c, e] : store_.best(20))
+      if (const double s = seconds_of(evaluation_from_row(e)); s < best_.seconds) best_ = {c.id, from_row(c), s};
     for (int chain = 0; chain < options_.chains; ++chain) {
       State s = base;
       if (auto last = store_.last_step(chain)) {
@@ -200,7 +279,7 @@ class Chains {
       }
     }
     if (!proposal) return false;
-    auto [id, e] = evaluated(*proposal, cur.id);
+    auto [id, e] = evaluated(*proposal, cur.id, true);
     const State next = state_of(id, *proposal, e, cur.seconds);
     const double t = temperatures_[static_cast<size_t>(chain)];
     const double u = std::uniform_real_distribution<double>(0, 1)(rng);
@@ -223,8 +302,8 @@ class Chains {
       cur = next;
     }
     size_t& stale = since_best_[static_cast<size_t>(chain)];
-    if (next.passed && next.seconds < best_seconds_) {
-      best_seconds_ = next.seconds;
+    if (next.passed && next.seconds < best_.seconds) {
+      best_ = {id, *proposal, next.seconds};
       stale = 0;
     } else if (++stale > static_cast<size_t>(options_.restart_after)) {
       restart(chain, rng);
@@ -250,7 +329,13 @@ class Chains {
   std::vector<double> temperatures_, weights_;
   std::vector<State> current_;
   std::vector<size_t> since_best_;
-  double baseline_seconds_ = 0, best_seconds_ = 0;
+  double baseline_seconds_ = 0;
+  // The run's best passing candidate so far (the baseline until one beats it).
+  struct Best {
+    int64_t id = 0;
+    Candidate candidate;
+    double seconds = 0;
+  } best_;
   int64_t evaluations_ = 0, steps_ = 0, accepted_ = 0;
   std::string last_;
 };

@@ -1,7 +1,10 @@
 // The local evaluator: the verifier's quick suites, then a side-by-side timing against
 // the baseline kernel in one runner session (DESIGN.md section 9: an evaluation is a pure
 // unit of work; this one runs on this machine).
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <thread>
 
 #include "measure/measure.h"
 #include "search/search.h"
@@ -30,15 +33,8 @@ class LocalEvaluator : public Evaluator {
     e.penalty = report.penalty;
     e.certificate_json = verify::certificate_json(graph_, "", report, vo);
     if (report.verdict == verify::Verdict::Pass) {
-      measure::BenchOptions bo;
-      bo.threads = options_.threads;
-      bo.budget_seconds = options_.bench_seconds;
-      bo.min_rounds = 5;
-      bo.runner_path = options_.runner_path;
-      bo.cache_dir = options_.cache_dir;
-      bo.compiler = vo.compiler;
       const measure::BenchReport bench =
-          measure::bench(graph_, {{"candidate", candidate.source}, {"baseline", baseline_}}, bo);
+          side_by_side({"candidate", candidate.source}, {"baseline", baseline_}, options_.bench_seconds, 5);
       if (bench.status != measure::BenchStatus::Ok) {
         // Right when verified, wrong or crashing when timed: as wrong as any.
         e.verdict = bench.status == measure::BenchStatus::Wrong ? "wrong" : "crash";
@@ -50,13 +46,64 @@ class LocalEvaluator : public Evaluator {
         e.mad_seconds = bench.kernels[0].stats.mad;
         e.ratio_vs_baseline = bench.ratio ? bench.ratio->median : 0;
         e.rounds = bench.rounds;
+        e.message += busy_note(bench);
       }
     }
     e.eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return e;
   }
 
+  std::optional<Comparison> compare(const Candidate& a, const Candidate& b) override {
+    const auto start = std::chrono::steady_clock::now();
+    Comparison c;
+    measure::BenchReport bench;
+    for (c.attempts = 1;; ++c.attempts) {
+      bench = side_by_side({"candidate", a.source}, {"best", b.source}, options_.confirm_seconds,
+                           std::max(5, options_.confirm_min_rounds));
+      c.contended = bench.status == measure::BenchStatus::Ok && measure::contended(bench);
+      if (!c.contended || c.attempts >= std::max(1, options_.confirm_attempts)) break;
+      std::this_thread::sleep_for(std::chrono::seconds(1));  // the other work may be done by then
+    }
+    if (bench.status != measure::BenchStatus::Ok) {
+      c.verdict = bench.status == measure::BenchStatus::Wrong ? "wrong" : "crash";
+      c.message = bench.message;
+    } else {
+      const measure::Stats& s = bench.kernels[0].stats;
+      c.median_seconds = s.median;
+      c.min_seconds = s.min;
+      c.mad_seconds = s.mad;
+      c.ratio = bench.ratio ? bench.ratio->median : 0;
+      c.min_ratio = bench.kernels[1].stats.min > 0 ? s.min / bench.kernels[1].stats.min : 0;
+      c.rounds = bench.rounds;
+      c.message = "ok" + busy_note(bench);
+    }
+    c.others_cpus = bench.others_cpus;
+    c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return c;
+  }
+
  private:
+  // `a` and `b` in one runner session, rounds A B B A.
+  measure::BenchReport side_by_side(const measure::BenchKernel& a, const measure::BenchKernel& b, double seconds,
+                                    int min_rounds) const {
+    measure::BenchOptions bo;
+    bo.threads = options_.threads;
+    bo.budget_seconds = seconds;
+    bo.min_rounds = min_rounds;
+    bo.runner_path = options_.runner_path;
+    bo.cache_dir = options_.cache_dir;
+    bo.compiler = options_.verify.compiler;
+    return measure::bench(graph_, {a, b}, bo);
+  }
+
+  // What the run database's message says about a timing taken on a busy machine.
+  static std::string busy_note(const measure::BenchReport& bench) {
+    if (bench.others_cpus < measure::kBusyOthers) return "";
+    char text[160];
+    std::snprintf(text, sizeof text, " (timed while other processes kept %.2f CPUs busy)", bench.others_cpus);
+    return text;
+  }
+
   const ir::Graph& graph_;
   verify::GraphAt graph_at_;
   std::string baseline_;

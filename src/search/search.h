@@ -76,34 +76,59 @@ struct Evaluation {
   double eval_seconds = 0;     // wall time of the whole evaluation
 };
 
+// Two candidates that passed timed side by side in one session (the chain's re-timing of
+// a would-be new best against the current best; docs/search.md, "Confirming a new best").
+struct Comparison {
+  std::string verdict = "pass";  // "pass" when both ran right while timed; else what `a` counts as ("wrong", "crash")
+  std::string message;
+  double median_seconds = 0, min_seconds = 0, mad_seconds = 0;  // a's timed calls
+  double ratio = 0;              // median of per-round a / b times
+  double min_ratio = 0;          // a's fastest call over b's fastest call (0 when unknown)
+  int rounds = 0;
+  double others_cpus = -1;       // measure::BenchReport::others_cpus
+  bool contended = false;        // other processes took CPUs the threads needed (measure::contended), every attempt
+  int attempts = 1;              // sessions timed (a contended one is tried again)
+  double seconds = 0;            // wall time of the comparison
+};
+
 // Turns a candidate into an Evaluation. Implementations must be pure in the sense of
 // DESIGN.md section 9 (the same candidate gives an equivalent result; safe to repeat).
 class Evaluator {
  public:
   virtual ~Evaluator() = default;
   virtual Evaluation evaluate(const Candidate& candidate) = 0;
+  // Times `a` side by side with `b` (both passed `evaluate`), longer than `evaluate`
+  // does. nullopt when this evaluator cannot; the chain then trusts evaluate's times.
+  virtual std::optional<Comparison> compare(const Candidate& a, const Candidate& b) { return std::nullopt; }
 };
 
 struct EvaluatorOptions {
   verify::Options verify;      // level quick, fresh seeds
   double bench_seconds = 0.3;  // side-by-side timing budget per candidate
+  double confirm_seconds = 1.0;  // compare(): timing budget of a confirmation...
+  int confirm_min_rounds = 30;   // ...and its rounds at least...
+  int confirm_attempts = 3;      // ...and sessions tried, 1 s apart, while they are contended
   int threads = 0;             // kernel threads (0: every core)
   std::string runner_path;
   std::string cache_dir;
 };
 // Verifies at `quick`; a passing candidate is then timed side by side with the baseline
 // (one runner session, rounds A B B A), and its time is the ratio times the baseline's.
+// compare() times two candidates the same way, for confirm_seconds.
 std::unique_ptr<Evaluator> make_local_evaluator(const ir::Graph& graph, verify::GraphAt graph_at,
                                                 const std::string& baseline_source, EvaluatorOptions options);
 
 struct SearchOptions {
   double time_budget_seconds = 0;  // this session's wall time; 0 = no limit
-  int64_t max_evals = 0;           // evaluations in the whole run; 0 = no limit
+  int64_t max_evals = 0;           // candidates evaluated in the whole run (confirmations not counted); 0 = no limit
   uint64_t seed = 1;
   int chains = 2;
   double base_temperature = 0.02;  // chain i runs at base x 2^i (cost is in log-seconds)
   double penalty_weight = 1.0;     // cost = log(seconds) + weight x penalty
   int restart_after = 40;          // steps without a new best in a chain before it restarts from the archive
+  // A candidate whose first timing makes it the run's new best is timed again side by
+  // side with the current best (Evaluator::compare) before it is recorded as the best.
+  bool confirm_new_best = true;
   std::vector<std::pair<std::string, double>> proposer_weights = {{"mutate", 1.0}};
 };
 
@@ -111,7 +136,7 @@ struct SearchOptions {
 struct Progress {
   double elapsed_seconds = 0;
   int64_t evaluations = 0;         // this session
-  int64_t run_evaluations = 0;     // the whole run
+  int64_t run_evaluations = 0;     // the whole run: candidates evaluated
   double evals_per_minute = 0;
   double acceptance = 0;           // accepted / steps, this session
   double best_seconds = 0, baseline_seconds = 0;
@@ -125,7 +150,10 @@ const char* stop_reason_name(StopReason r);
 
 // Runs (or continues) the chains of the run in `store` until a budget is spent or
 // `interrupted()` turns true (checked between evaluations). A new run (no steps yet)
-// evaluates the baseline first. `progress` is called after every step.
+// evaluates the baseline first. `progress` is called after every step. A fresh evaluation
+// that would make a candidate the new best is confirmed first (SearchOptions::
+// confirm_new_best): its first evaluation and the confirmed one (the later, so the one
+// that counts) are written together with a `confirm` or `not-confirmed` event.
 StopReason run_chains(const ir::Graph& graph, store::Store& store, Evaluator& evaluator,
                       std::vector<std::unique_ptr<Proposer>>& proposers, const SearchOptions& options,
                       const std::function<bool()>& interrupted, const std::function<void(const Progress&)>& progress);

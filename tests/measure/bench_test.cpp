@@ -1,8 +1,12 @@
 // Tests of the timing summary and of measure::bench end to end: kernels compiled by the
-// build driver, timed in the runner, and their timed outputs checked.
+// build driver, timed in the runner, and their timed outputs checked; every kernel timed
+// in the same environment (a warm call before each timed one, a fixed OpenMP wait policy).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <string>
+#include <thread>
 
 #include "measure/measure.h"
 #include "spec/spec.h"
@@ -62,6 +66,53 @@ TEST(Bench, SideBySideRatioOfAKernelTwiceAsSlow) {
   EXPECT_EQ(report.ratio->n, 12);
   EXPECT_NEAR(report.ratio->median, 2.0, 0.1);
   EXPECT_NE(report.seed, 0u);  // fresh, and recorded
+  EXPECT_GE(report.others_cpus, 0);  // measured (Linux has /proc/stat)
+}
+
+// Right outputs; sleeps `slow_us` on its odd-numbered calls and 2 ms on the others, or
+// `slow_us` on every call unless OMP_WAIT_POLICY is "active".
+std::string picky_kernel(int slow_us, bool on_odd_calls) {
+  return std::string("#include <cstdint>\n#include <cstdlib>\n#include <cstring>\n#include <ctime>\n") +
+         "static int calls = 0;\nextern \"C\" void ollie_kernel(const float* x, float* out0, const int64_t* dims) {\n"
+         "  for (int64_t i = 0; i < dims[0]; ++i) out0[i] = 2 * x[i];\n  ++calls;\n"
+         "  const char* p = std::getenv(\"OMP_WAIT_POLICY\");\n"
+         "  const bool slow = " + (on_odd_calls ? "calls % 2 == 1" : "!(p && std::strcmp(p, \"active\") == 0)") +
+         ";\n  timespec t{0, slow ? " + std::to_string(slow_us * 1000) + "L : 2000000L};\n"
+         "  while (nanosleep(&t, &t) != 0) {}\n}\n";
+}
+
+TEST(Bench, ContendedWhenOtherProcessesTakeCpusTheThreadsNeed) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ollie::measure::BenchReport r;
+  r.threads = cores;  // no CPU to spare: a fifth of one busy is contention
+  r.others_cpus = 0.1;
+  EXPECT_FALSE(ollie::measure::contended(r));
+  r.others_cpus = 0.3;
+  EXPECT_TRUE(ollie::measure::contended(r));
+  r.others_cpus = -1;  // unknown
+  EXPECT_FALSE(ollie::measure::contended(r));
+  r.threads = 1;       // the other cores are spare
+  r.others_cpus = cores - 1 + 0.1;
+  EXPECT_FALSE(ollie::measure::contended(r));
+  r.others_cpus = cores - 1 + 0.3;
+  EXPECT_TRUE(ollie::measure::contended(r));
+}
+
+TEST(Bench, EveryTimedCallFollowsAWarmCallInTheSteadyOpenMpEnvironment) {
+  // Two warm-up rounds (calls 1 and 2), then each timed call is an even-numbered one
+  // (after its warm call): 2 ms, never the 8 ms of the odd calls.
+  const auto alternating =
+      ollie::measure::bench(spec(), {{"odd-slow", picky_kernel(8000, true)}, {"fast", sleeping_kernel(2000)}}, quick());
+  ASSERT_EQ(alternating.status, BenchStatus::Ok) << alternating.message;
+  EXPECT_LT(alternating.kernels[0].stats.max, 0.006);
+  EXPECT_NEAR(alternating.ratio->median, 1.0, 0.2);
+  // The user's OMP_WAIT_POLICY does not reach the timed kernels.
+  setenv("OMP_WAIT_POLICY", "passive", 1);
+  const auto policy =
+      ollie::measure::bench(spec(), {{"policy", picky_kernel(8000, false)}, {"fast", sleeping_kernel(2000)}}, quick());
+  unsetenv("OMP_WAIT_POLICY");
+  ASSERT_EQ(policy.status, BenchStatus::Ok) << policy.message;
+  EXPECT_NEAR(policy.ratio->median, 1.0, 0.2);
 }
 
 TEST(Bench, AKernelReplayingItsResultForTheSameBuffersIsWrongWhileTimed) {

@@ -1,7 +1,8 @@
 // Tests of the runner's buffer placement (guard pages at either end, writes next to an
 // output) and of its timed mode: known sleeps measured, two copies side by side near
 // 1x, a kernel twice as slow by construction near 2x, and the outputs of timed calls
-// coming back so that a kernel replaying an earlier result for the same buffers shows.
+// coming back so that a kernel replaying an earlier result for the same buffers shows;
+// the untimed call before each timed one and the fixed OpenMP environment of timing.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -255,6 +256,86 @@ TEST(Timing, ACrashWhileTimedIsReportedAndBadOptionsAreRefused) {
   EXPECT_ANY_THROW(ollie::runner::time_kernels({{build_so("over_read", kOverRead)}}, graph, {{filled(1008, 0)}},
                                                options(), bad));
   EXPECT_ANY_THROW(ollie::runner::time_kernels({}, graph, {{filled(1008, 0)}}, options(), TimingOptions{}));
+}
+
+// Counts its calls: out[0] = the number of calls so far in this process, out[1] = x[0]
+// of its previous call (-1 for none).
+const char* kCounter = R"(
+static int calls = 0;
+static float previous = -1;
+extern "C" void ollie_entry(void* const* b, const int64_t* dims) {
+  const float* x = static_cast<const float*>(b[0]);
+  float* out = static_cast<float*>(b[1]);
+  for (int64_t i = 0; i < dims[0]; ++i) out[i] = 0;
+  out[0] = static_cast<float>(++calls);
+  out[1] = previous;
+  previous = x[0];
+}
+)";
+
+TEST(Timing, AWarmCallPrecedesEachTimedCallAndItsOutputsAreNotTheTimedOnes) {
+  const auto graph = vector_spec(16);
+  TimingOptions timing;
+  timing.warmup_rounds = 1;
+  timing.min_rounds = timing.max_rounds = 3;
+  timing.budget_seconds = 0;
+  const std::vector<std::vector<Tensor>> one_set = {{filled(16, 0)}};
+  const auto plain = ollie::runner::time_kernels({{build_so("counter", kCounter)}}, graph, one_set, options(), timing);
+  ASSERT_EQ(plain.status, Status::Ok) << plain.message;
+  EXPECT_EQ(plain.set_outputs[0][0][0].data[0], 4.0);  // 1 warm-up round + 3 timed calls
+  timing.warm_call = true;
+  const auto warm = ollie::runner::time_kernels({{build_so("counter", kCounter)}}, graph, one_set, options(), timing);
+  ASSERT_EQ(warm.status, Status::Ok) << warm.message;
+  EXPECT_EQ(warm.set_outputs[0][0][0].data[0], 7.0);  // 1 + 3 x (untimed, timed): the last one is timed
+  EXPECT_EQ(warm.rep_seconds[0].size(), 3u);
+  // With two sets the warm call is on the other one: a kernel's call never follows a
+  // call of its own on the same inputs. Rounds: warm-up (set 0), then timed on sets 1, 0,
+  // 1, each after a warm call on the other set.
+  const auto two = ollie::runner::time_kernels({{build_so("counter2", kCounter)}}, graph, two_sets(16), options(),
+                                               timing);
+  ASSERT_EQ(two.status, Status::Ok) << two.message;
+  EXPECT_EQ(two.set_outputs[0][1][0].data[1], 0.0);  // set 1's timed call followed a call on set 0 (x[0] = 0)
+  EXPECT_EQ(two.set_outputs[0][0][0].data[1], 7.0);  // set 0's after one on set 1 (x[0] = 7)
+}
+
+// out[0..2]: whether the child sees OMP_WAIT_POLICY=active, GOMP_SPINCOUNT, OMP_PROC_BIND.
+const char* kOmpEnv = R"(
+#include <cstdlib>
+extern "C" void ollie_entry(void* const* b, const int64_t* dims) {
+  float* out = static_cast<float*>(b[1]);
+  for (int64_t i = 0; i < dims[0]; ++i) out[i] = 0;
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  out[0] = policy && std::strcmp(policy, "active") == 0;
+  out[1] = std::getenv("GOMP_SPINCOUNT") != nullptr;
+  out[2] = std::getenv("OMP_PROC_BIND") != nullptr;
+}
+)";
+
+TEST(Timing, SteadyOpenMpFixesTheWaitPolicyWhateverTheParentsEnvironment) {
+  setenv("OMP_WAIT_POLICY", "passive", 1);
+  setenv("GOMP_SPINCOUNT", "1", 1);
+  setenv("OMP_PROC_BIND", "true", 1);
+  const auto graph = vector_spec(16);
+  TimingOptions timing;
+  timing.min_rounds = 1;
+  timing.budget_seconds = 0;
+  const std::vector<std::vector<Tensor>> one_set = {{filled(16, 0)}};
+  const auto inherited = ollie::runner::time_kernels({{build_so("omp_env", kOmpEnv)}}, graph, one_set, options(), timing);
+  timing.steady_openmp = true;
+  const auto steady = ollie::runner::time_kernels({{build_so("omp_env", kOmpEnv)}}, graph, one_set, options(), timing);
+  unsetenv("OMP_WAIT_POLICY");
+  unsetenv("GOMP_SPINCOUNT");
+  unsetenv("OMP_PROC_BIND");
+  ASSERT_EQ(inherited.status, Status::Ok) << inherited.message;
+  ASSERT_EQ(steady.status, Status::Ok) << steady.message;
+  const auto& in = inherited.set_outputs[0][0][0].data;
+  EXPECT_EQ(in[0], 0.0);
+  EXPECT_EQ(in[1], 1.0);
+  EXPECT_EQ(in[2], 1.0);
+  const auto& st = steady.set_outputs[0][0][0].data;
+  EXPECT_EQ(st[0], 1.0);
+  EXPECT_EQ(st[1], 0.0);
+  EXPECT_EQ(st[2], 0.0);
 }
 
 }  // namespace

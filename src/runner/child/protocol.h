@@ -12,7 +12,7 @@ constexpr int kReportFd = 4;    // write end of the report pipe
 
 constexpr char kRequestMagic[8] = {'O', 'L', 'L', 'I', 'E', 'R', 'Q', '1'};
 constexpr uint32_t kReportMagic = 0x4f4c5231;  // "OLR1"
-constexpr uint32_t kVersion = 5;
+constexpr uint32_t kVersion = 6;
 
 // At offset 0 of the memfd. Followed directly by
 //   Buffer buffers[n_buffers];              see below
@@ -49,12 +49,16 @@ struct RequestHeader {
   // from set r % n_sets, then calls every kernel once (in turn, order reversed on odd
   // rounds), each call preceded by poisoning the live outputs and, when flush_bytes > 0,
   // by writing a buffer of that size (cold caches); only the call itself is timed.
+  // With warm_call = 1, each timed call is preceded by an untimed call of the same kernel
+  // on the next input set ((r + 1) % n_sets; the live inputs are refilled for it and back
+  // again after it; outputs poisoned before and after it; before any flush): the timed
+  // call finds the kernel's OpenMP threads awake, as in a loop of calls.
   // `warmup` untimed rounds first, then timed rounds until at least min_rounds were
   // made and budget_seconds have passed, or max_rounds were made.
   uint32_t n_sets;
   uint32_t n_kernels;     // 1, or 2 for a side-by-side comparison
   uint32_t path2_len, entry2_len;
-  uint32_t warmup, min_rounds, max_rounds, reserved;
+  uint32_t warmup, min_rounds, max_rounds, warm_call;
   double budget_seconds;
   uint64_t flush_bytes;
   uint64_t results_offset;  // TimedResults, then double seconds[n_kernels][max_rounds]
