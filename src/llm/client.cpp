@@ -81,6 +81,7 @@ const char* status_name(Status s) {
     case Status::BadAnswer: return "bad_answer";
     case Status::Budget: return "budget";
     case Status::Cancelled: return "cancelled";
+    case Status::CommandFailed: return "command_failed";
   }
   return "?";
 }

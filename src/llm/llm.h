@@ -5,6 +5,8 @@
 //   - Client: HTTP clients for the OpenAI Chat Completions and the Anthropic Messages
 //     protocols (libcurl), usable from several threads at once, with timeouts, retries
 //     with backoff, token and cost accounting and a budget;
+//   - CommandModel: an external proposer (`--proposer-cmd`), a command that reads the
+//     prompt on stdin and prints the answer;
 //   - prompt templates (files a user can read and change) rendered from PromptInputs,
 //     and the log of recent failures shown to the model;
 //   - extract_code: the kernel source in a model's answer.
@@ -103,8 +105,11 @@ enum class Status {
   BadAnswer,       // HTTP 200 but not the protocol's JSON (malformed, no text)
   Budget,          // refused without sending: the client's token or cost budget is spent
   Cancelled,       // Client::cancel() was called
+  CommandFailed,   // CommandModel: the command exited non-zero, was killed by a signal, or could not start
 };
-const char* status_name(Status s);  // "ok", "http_error", "timeout", "transport_error", "bad_answer", "budget", "cancelled"
+// "ok", "http_error", "timeout", "transport_error", "bad_answer", "budget", "cancelled",
+// "command_failed"
+const char* status_name(Status s);
 
 struct ModelRequest {
   std::string system;  // the system prompt (may be empty)
@@ -145,9 +150,9 @@ struct ClientHooks {
   std::function<void(double seconds)> wait;
 };
 
-// What answers a prompt: a Client (a model over HTTP) here; a replay of a run's stored
-// answers or an external command (`--proposer-cmd`) can implement it too, so a proposer
-// does not care which. complete() must be safe to call from several threads.
+// What answers a prompt: a Client (a model over HTTP), an external command (CommandModel,
+// `--proposer-cmd`), or a replay of a run's stored answers, so a proposer does not care
+// which. complete() must be safe to call from several threads.
 class Model {
  public:
   virtual ~Model() = default;
@@ -186,6 +191,42 @@ class Client : public Model {
   ModelConfig config_;
   ClientHooks hooks_;
   std::unique_ptr<State> state_;
+};
+
+// ---------------------------------------------------------------- an external command
+
+struct CommandConfig {
+  std::string command;           // run as `/bin/sh -c COMMAND`
+  double timeout_seconds = 600;  // --proposer-timeout: the whole run, start to exit
+};
+
+// An external proposer (`--proposer-cmd`): each complete() runs `/bin/sh -c COMMAND` in
+// its own process group, with the environment of ollie and its working directory. The
+// command reads the prompt on standard input (the system prompt, a blank line, the user
+// message; just the user message when there is no system prompt) and prints its answer
+// (a kernel, fenced or not: extract_code finds it) on standard output. Standard error is
+// only kept (its last lines) for error messages.
+//   exit 0                 Ok: text = raw_answer = stdout
+//   non-zero exit, signal  CommandFailed: error names the command, the status (127:
+//                          command not found) and the last lines of stderr
+//   past timeout_seconds   Timeout: the group gets SIGTERM, then SIGKILL after a grace
+//   stdout over 16 MiB     BadAnswer: the group is killed
+// When the command exits, whatever it left running in its process group is killed, and
+// it is always reaped: no zombies, no orphans in the group. request = the text written to
+// stdin; attempts = 1; seconds = wall time; no tokens or cost. On failure raw_answer is
+// stdout followed by the tail of stderr (what the run database keeps). Thread-safe: calls
+// share nothing, and no signal handler is installed (SIGPIPE from a command that does not
+// read its input is blocked and discarded on the calling thread only). Never throws for
+// anything the command does. The constructor throws UserError for an empty command or a
+// time limit that is not positive.
+class CommandModel : public Model {
+ public:
+  explicit CommandModel(CommandConfig config);
+  ModelAnswer complete(const ModelRequest& request) override;
+  const CommandConfig& config() const { return config_; }
+
+ private:
+  CommandConfig config_;
 };
 
 // `text` with every occurrence of `secret` (when at least 4 characters) replaced by
