@@ -124,7 +124,7 @@ nlohmann::json llm_options_for_new_run(const OptimizeFlags& f, std::string& prop
 
 SessionModel make_session_model(const nlohmann::json& stored, const OptimizeFlags& f, const store::Store& db) {
   nlohmann::json s = stored.is_object() ? stored : nlohmann::json::object();
-  for (const auto& [k, v] : flag_settings(f).items()) s[k] = v;  // this session's flags win
+  s.update(flag_settings(f));  // this session's flags win
   SessionModel out;
   out.prompt = prompt_of(s);
   if (s.value("source", std::string()) == "command") {

@@ -67,6 +67,75 @@ std::unique_ptr<Proposer> make_mutate_proposer(const ir::Graph& graph);
 // is free-form source.
 std::unique_ptr<Proposer> make_rewrite_proposer(const ir::Graph& graph);
 
+// The baseline every run starts from: the default schedule, emitted.
+Candidate baseline_candidate(const ir::Graph& graph);
+
+// An evaluation's result (what the run database records).
+struct Evaluation {
+  std::string verdict;         // verify::verdict_name
+  std::string message;
+  double penalty = 1;
+  std::string certificate_json;
+  double median_seconds = 0, min_seconds = 0, mad_seconds = 0;  // the candidate's timed calls
+  double ratio_vs_baseline = 0;  // median of per-round candidate / baseline times (0 when not timed)
+  int rounds = 0;
+  double eval_seconds = 0;     // wall time of the whole evaluation
+};
+
+// Turns a candidate into an Evaluation. Implementations must be pure in the sense of
+// DESIGN.md section 9 (the same candidate gives an equivalent result; safe to repeat).
+class Evaluator {
+ public:
+  virtual ~Evaluator() = default;
+  virtual Evaluation evaluate(const Candidate& candidate) = 0;
+};
+
+struct EvaluatorOptions {
+  verify::Options verify;      // level quick, fresh seeds
+  double bench_seconds = 0.3;  // side-by-side timing budget per candidate
+  int threads = 0;             // kernel threads (0: every core)
+  std::string runner_path;
+  std::string cache_dir;
+};
+// Verifies at `quick`; a passing candidate is then timed side by side with the baseline
+// (one runner session, rounds A B B A), and its time is the ratio times the baseline's.
+std::unique_ptr<Evaluator> make_local_evaluator(const ir::Graph& graph, verify::GraphAt graph_at,
+                                                const std::string& baseline_source, EvaluatorOptions options);
+
+struct SearchOptions {
+  double time_budget_seconds = 0;  // this session's wall time; 0 = no limit
+  int64_t max_evals = 0;           // evaluations in the whole run; 0 = no limit
+  uint64_t seed = 1;
+  int chains = 2;
+  double base_temperature = 0.02;  // chain i runs at base x 2^i (cost is in log-seconds)
+  double penalty_weight = 1.0;     // cost = log(seconds) + weight x penalty
+  int restart_after = 40;          // steps without a new best in a chain before it restarts from the archive
+  std::vector<std::pair<std::string, double>> proposer_weights = {{"mutate", 1.0}};
+};
+
+// What the progress display shows, refreshed after every step.
+struct Progress {
+  double elapsed_seconds = 0;
+  int64_t evaluations = 0;         // this session
+  int64_t run_evaluations = 0;     // the whole run
+  double evals_per_minute = 0;
+  double acceptance = 0;           // accepted / steps, this session
+  double best_seconds = 0, baseline_seconds = 0;
+  std::vector<double> temperatures;
+  std::string last;                // the last step, for a person
+};
+
+// Why the search stopped.
+enum class StopReason { TimeBudget, EvalBudget, Interrupted, NoProposals };
+const char* stop_reason_name(StopReason r);
+
+// Runs (or continues) the chains of the run in `store` until a budget is spent or
+// `interrupted()` turns true (checked between evaluations). A new run (no steps yet)
+// evaluates the baseline first. `progress` is called after every step.
+StopReason run_chains(const ir::Graph& graph, store::Store& store, Evaluator& evaluator,
+                      std::vector<std::unique_ptr<Proposer>>& proposers, const SearchOptions& options,
+                      const std::function<bool()>& interrupted, const std::function<void(const Progress&)>& progress);
+
 // ---------------------------------------------------------------- the llm proposer
 
 // What the llm proposer puts in every prompt besides the kernel and the failures.
@@ -152,74 +221,5 @@ class ReplayEvaluator : public Evaluator {
   Evaluator& fallback_;
   int64_t reused_ = 0, evaluated_ = 0;
 };
-
-// The baseline every run starts from: the default schedule, emitted.
-Candidate baseline_candidate(const ir::Graph& graph);
-
-// An evaluation's result (what the run database records).
-struct Evaluation {
-  std::string verdict;         // verify::verdict_name
-  std::string message;
-  double penalty = 1;
-  std::string certificate_json;
-  double median_seconds = 0, min_seconds = 0, mad_seconds = 0;  // the candidate's timed calls
-  double ratio_vs_baseline = 0;  // median of per-round candidate / baseline times (0 when not timed)
-  int rounds = 0;
-  double eval_seconds = 0;     // wall time of the whole evaluation
-};
-
-// Turns a candidate into an Evaluation. Implementations must be pure in the sense of
-// DESIGN.md section 9 (the same candidate gives an equivalent result; safe to repeat).
-class Evaluator {
- public:
-  virtual ~Evaluator() = default;
-  virtual Evaluation evaluate(const Candidate& candidate) = 0;
-};
-
-struct EvaluatorOptions {
-  verify::Options verify;      // level quick, fresh seeds
-  double bench_seconds = 0.3;  // side-by-side timing budget per candidate
-  int threads = 0;             // kernel threads (0: every core)
-  std::string runner_path;
-  std::string cache_dir;
-};
-// Verifies at `quick`; a passing candidate is then timed side by side with the baseline
-// (one runner session, rounds A B B A), and its time is the ratio times the baseline's.
-std::unique_ptr<Evaluator> make_local_evaluator(const ir::Graph& graph, verify::GraphAt graph_at,
-                                                const std::string& baseline_source, EvaluatorOptions options);
-
-struct SearchOptions {
-  double time_budget_seconds = 0;  // this session's wall time; 0 = no limit
-  int64_t max_evals = 0;           // evaluations in the whole run; 0 = no limit
-  uint64_t seed = 1;
-  int chains = 2;
-  double base_temperature = 0.02;  // chain i runs at base x 2^i (cost is in log-seconds)
-  double penalty_weight = 1.0;     // cost = log(seconds) + weight x penalty
-  int restart_after = 40;          // steps without a new best in a chain before it restarts from the archive
-  std::vector<std::pair<std::string, double>> proposer_weights = {{"mutate", 1.0}};
-};
-
-// What the progress display shows, refreshed after every step.
-struct Progress {
-  double elapsed_seconds = 0;
-  int64_t evaluations = 0;         // this session
-  int64_t run_evaluations = 0;     // the whole run
-  double evals_per_minute = 0;
-  double acceptance = 0;           // accepted / steps, this session
-  double best_seconds = 0, baseline_seconds = 0;
-  std::vector<double> temperatures;
-  std::string last;                // the last step, for a person
-};
-
-// Why the search stopped.
-enum class StopReason { TimeBudget, EvalBudget, Interrupted, NoProposals };
-const char* stop_reason_name(StopReason r);
-
-// Runs (or continues) the chains of the run in `store` until a budget is spent or
-// `interrupted()` turns true (checked between evaluations). A new run (no steps yet)
-// evaluates the baseline first. `progress` is called after every step.
-StopReason run_chains(const ir::Graph& graph, store::Store& store, Evaluator& evaluator,
-                      std::vector<std::unique_ptr<Proposer>>& proposers, const SearchOptions& options,
-                      const std::function<bool()>& interrupted, const std::function<void(const Progress&)>& progress);
 
 }  // namespace ollie::search
