@@ -238,7 +238,7 @@ int run_optimize(const OptimizeFlags& f) {
   if (so.time_budget_seconds == 0 && so.max_evals == 0)
     throw UserError("no budget: give --time (e.g. --time 10m) or --evals N, or both");
 
-  const std::string spec_path = resuming ? db->run().spec_path : f.spec.spec_path;
+  const std::string spec_path = db->run().spec_path;
   const std::string entry = graph.entry;
   const ir::DimBindings bound = graph.bound_dims;
   const std::string spec_source = db->run().spec_source;

@@ -159,6 +159,7 @@ class Chains {
       throw InternalError("the baseline kernel (the default schedule) does not pass the verifier: " + base_eval.message);
     baseline_seconds_ = base_eval.median_seconds;
     const State base = state_of(base_id, baseline, base_eval, baseline_seconds_);
+    baseline_state_ = base;
     best_seconds_ = baseline_seconds_;
     for (const auto& [c, e] : store_.best(1)) best_seconds_ = std::min(best_seconds_, seconds_of(evaluation_from_row(e)));
     for (int chain = 0; chain < options_.chains; ++chain) {
@@ -199,7 +200,12 @@ class Chains {
                                                e.what());
       }
     }
-    if (!proposal) return false;
+    if (!proposal) {
+      // A free-form kernel (the llm's) that no proposer can move any more (the llm
+      // proposer stopped, e.g. its budget is spent): the chain goes on from a scheduled one.
+      if (cur.candidate.schedule.empty() && cur.candidate.proposer != "baseline") restart_scheduled(chain, rng);
+      return false;
+    }
     auto [id, e] = evaluated(*proposal, cur.id);
     const State next = state_of(id, *proposal, e, cur.seconds);
     const double t = temperatures_[static_cast<size_t>(chain)];
@@ -242,6 +248,20 @@ class Chains {
     store_.add_event("restart", "chain " + std::to_string(chain) + " restarts from candidate " + std::to_string(c.id));
   }
 
+  // From a random one of the best few candidates that carry a schedule (the baseline
+  // when there is none).
+  void restart_scheduled(int chain, std::mt19937_64& rng) {
+    std::vector<State> options;
+    for (const auto& [c, e] : store_.best(50))
+      if ((!c.schedule.empty() || c.proposer == "baseline") && options.size() < 5)
+        options.push_back(state_of(c.id, from_row(c), evaluation_from_row(e), baseline_seconds_));
+    const State next = options.empty() ? baseline_state_
+                                       : options[std::uniform_int_distribution<size_t>(0, options.size() - 1)(rng)];
+    store_.add_event("restart", "chain " + std::to_string(chain) + " restarts from candidate " + std::to_string(next.id) +
+                                    ": no proposer can move its free-form kernel");
+    current_[static_cast<size_t>(chain)] = next;
+  }
+
   const ir::Graph& graph_;
   store::Store& store_;
   Evaluator& evaluator_;
@@ -249,6 +269,7 @@ class Chains {
   SearchOptions options_;
   std::vector<double> temperatures_, weights_;
   std::vector<State> current_;
+  State baseline_state_;
   std::vector<size_t> since_best_;
   double baseline_seconds_ = 0, best_seconds_ = 0;
   int64_t evaluations_ = 0, steps_ = 0, accepted_ = 0;

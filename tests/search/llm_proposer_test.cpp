@@ -228,7 +228,7 @@ TEST(LlmProposer, VerifierFeedbackReachesTheNextPromptAndOnlyCorrectKernelsWin) 
   const auto be = db.evaluation_of(b->id);
   ASSERT_TRUE(we && be);
   EXPECT_EQ(we->verdict, "wrong");
-  EXPECT_EQ(be->verdict, "compile_error");
+  EXPECT_EQ(be->verdict, "compile-error");
   // The wrong kernel's counterexample is in the second prompt, the compile error (trimmed:
   // the error line, not the whole log) in the third, both in the fourth.
   const std::string counterexample = we->message.substr(0, we->message.find('\n'));
@@ -293,7 +293,7 @@ TEST(LlmProposer, VerifierFeedbackReachesTheNextPromptAndOnlyCorrectKernelsWin) 
   EXPECT_NE(resumed_prompt.find(counterexample), std::string::npos);
   EXPECT_NE(resumed_prompt.find("undeclared_variable"), std::string::npos);
   EXPECT_NE(resumed_prompt.find(kFastMarker), std::string::npos);  // the current kernel
-  EXPECT_NE(resumed_prompt.find("0.500 ms"), std::string::npos);    // its time
+  EXPECT_NE(resumed_prompt.find("500.000 us"), std::string::npos);  // its time
   EXPECT_NE(resumed_prompt.find("20.0%"), std::string::npos);       // 0.1 ms bound / 0.5 ms
   EXPECT_EQ(resumed.usage().calls, 5);                              // the run's calls
 }
