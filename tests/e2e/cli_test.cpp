@@ -509,7 +509,9 @@ TEST(Cli, OptimizeWithAModelKeepsTheKeyOffTheDiskAndReplaysToTheSameBest) {
   }
   const std::string best = read_file(dir / "a" / "softmax.cpp");
   ASSERT_FALSE(best.empty());
-  // The key: nowhere on disk, nowhere in the output.
+  // The key: nowhere on disk, nowhere in the output. (The scan does read the database:
+  // it finds the model's name there.)
+  EXPECT_FALSE(files_containing(dir / "a", "test-model").empty());
   EXPECT_EQ(files_containing(dir, kTestKey), std::vector<std::string>{});
   EXPECT_EQ(out.find(kTestKey), std::string::npos);
   EXPECT_EQ(out.find("DISTINCTIVE"), std::string::npos);
@@ -536,15 +538,26 @@ TEST(Cli, OptimizeWithAModelKeepsTheKeyOffTheDiskAndReplaysToTheSameBest) {
   EXPECT_NE(read_file(dir / "r2" / "summary.md").find("has no more model answers"), std::string::npos)
       << read_file(dir / "r2" / "summary.md");
 
-  // Resumed with the key from the environment again, the server at a new address.
+  size_t calls_before = 0;
+  {
+    ollie::store::Store db = ollie::store::Store::open((dir / "a" / "run.db").string());
+    calls_before = db.model_calls("llm").size();
+  }
+  // Resumed with the key given again (as --llm-key this time), the server at a new address.
   {
     ollie::llm::testing::FakeModelServer server(kTestKey);
-    CommandResult resumed = ollie_with_env(model_env(dir / "cache", kTestKey),
+    CommandResult resumed = ollie_with_env(model_env(dir / "cache", ""),
                                            "optimize --resume " + (dir / "a" / "run.db").string() +
-                                               " --evals 7 --bench-seconds 0.05 --llm-base-url " + server.openai_base());
+                                               " --evals 7 --bench-seconds 0.05 --llm-key " + kTestKey +
+                                               " --llm-base-url " + server.openai_base());
     ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
     EXPECT_GE(server.requests().size(), 1u);
     EXPECT_EQ(resumed.out.find(kTestKey), std::string::npos);
+    // The resumed session's calls went through with the key (the server checks it).
+    ollie::store::Store db = ollie::store::Store::open((dir / "a" / "run.db").string());
+    const auto calls = db.model_calls("llm");
+    ASSERT_GT(calls.size(), calls_before);
+    EXPECT_EQ(calls[calls_before].status, "ok") << calls[calls_before].answer;
   }
   EXPECT_EQ(files_containing(dir, kTestKey), std::vector<std::string>{});
   fs::remove_all(dir);
