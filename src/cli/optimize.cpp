@@ -160,6 +160,11 @@ int run_optimize(const OptimizeFlags& f) {
   if (replaying && (resuming || !f.spec.spec_path.empty()))
     throw UserError("--replay RUN.db starts a new run from the recorded one (its spec and options); give neither SPEC "
                     "nor --resume with it");
+  if (replaying && (!f.proposer_cmd.empty() || !f.llm_model.empty() || !f.llm_base_url.empty() || !f.llm_key.empty() ||
+                    !f.llm_protocol.empty() || !f.llm_prompt.empty()))
+    throw UserError("--replay answers the model's calls from the recorded run with its settings; leave out "
+                    "--proposer-cmd and the --llm-* flags");
+  if (f.replay_evaluate && !replaying) throw UserError("--replay-evaluate goes with --replay RUN.db");
   if (!resuming && !replaying && f.spec.spec_path.empty())
     throw UserError("no spec: ollie optimize SPEC -o DIR starts a run; ollie optimize --resume DIR/run.db continues one");
   std::optional<store::Store> db;

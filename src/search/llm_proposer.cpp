@@ -265,7 +265,7 @@ class ReplayModel : public llm::Model {
     a.http_status = c.http_status;
     a.tokens_in = c.tokens_in;
     a.tokens_out = c.tokens_out;
-    a.cost = c.cost;
+    a.cost = 0;  // nothing is paid for a replayed answer (the recorded run's row keeps its cost)
     a.attempts = c.status == "budget" ? 0 : 1;
     const auto status = status_from_name(c.status);
     if (!status) {

@@ -201,7 +201,8 @@ std::string describe_hardware(const measure::MachinePeaks& peaks, int threads);
 // A model that answers from a recorded run's stored calls, in order (`ollie optimize
 // --replay`): an "ok" call's answer is parsed back (parse_answer in `protocol`; a
 // command's answer is its text as is when protocol is nullopt); any other call gives its
-// recorded status and HTTP status again. After the last one: Status::Cancelled, with an
+// recorded status and HTTP status again. Tokens are the recorded ones, the cost 0 (nothing
+// is paid). After the last one: Status::Cancelled, with an
 // error saying the recorded answers ran out (the llm proposer stops, the run goes on).
 std::unique_ptr<llm::Model> make_replay_model(std::vector<store::ModelCall> calls,
                                               std::optional<llm::Protocol> protocol, std::string recorded_path);

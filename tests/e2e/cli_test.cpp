@@ -531,6 +531,10 @@ TEST(Cli, OptimizeWithAModelKeepsTheKeyOffTheDiskAndReplaysToTheSameBest) {
     ASSERT_EQ(rr.size(), ra.size());
     for (size_t i = 0; i < ra.size(); ++i) EXPECT_EQ(rr[i].answer, ra[i].answer);
   }
+  CommandResult mixed = ollie_with_env(model_env(dir / "cache", ""), "optimize --replay " + (dir / "a" / "run.db").string() +
+                                                                        " --llm-model other -o " + (dir / "r3").string());
+  EXPECT_EQ(mixed.exit_code, 1) << mixed.out;
+  EXPECT_NE(mixed.out.find("leave out --proposer-cmd and the --llm-* flags"), std::string::npos) << mixed.out;
   // More evaluations than were recorded: the answers run out, the llm stops, the run goes on.
   CommandResult longer = ollie_with_env(model_env(dir / "cache", ""), "optimize --replay " + (dir / "a" / "run.db").string() +
                                                                           " --evals 7 --bench-seconds 0.05 -o " + (dir / "r2").string());

@@ -361,6 +361,7 @@ TEST(ReplayModel, PlaysTheStoredAnswersInOrderThenSaysTheyRanOut) {
     c.answer = std::move(answer);
     c.http_status = http;
     c.tokens_in = 10 * id;
+    c.cost = 0.5;
     return c;
   };
   const std::string body = nlohmann::json{
@@ -374,6 +375,7 @@ TEST(ReplayModel, PlaysTheStoredAnswersInOrderThenSaysTheyRanOut) {
   EXPECT_EQ(a.request, "request 1");
   EXPECT_EQ(a.raw_answer, body);
   EXPECT_EQ(a.tokens_in, 10);
+  EXPECT_EQ(a.cost, 0);  // nothing is paid for a replay
   a = model->complete({"s", "u"});
   EXPECT_EQ(a.status, llm::Status::HttpError);
   EXPECT_EQ(a.http_status, 500);
