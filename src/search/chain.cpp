@@ -187,8 +187,9 @@ class Chains {
     State& cur = current_[static_cast<size_t>(chain)];
     std::optional<Candidate> proposal;
     std::discrete_distribution<size_t> which(weights_.begin(), weights_.end());
-    for (int tries = 0; tries < 4 && !proposal; ++tries) {
-      const size_t p = which(rng);
+    std::vector<bool> asked(proposers_.size(), false);
+    auto ask = [&](size_t p) {
+      asked[p] = true;
       try {
         proposal = proposers_[p]->propose(cur, rng());
       } catch (const UserError& e) {
@@ -199,13 +200,18 @@ class Chains {
         store_.add_event("proposer-error", proposers_[p]->name() + ": internal error (a bug in ollie, please report it): " +
                                                e.what());
       }
+    };
+    for (int tries = 0; tries < 4 && !proposal; ++tries) ask(which(rng));
+    const bool free_form = cur.candidate.schedule.empty() && cur.candidate.proposer != "baseline";
+    if (!proposal && free_form) {
+      // Only some proposers (the llm) can move a free-form kernel: ask each one not asked
+      // yet before giving up on it; when none can (the llm proposer stopped, e.g. its
+      // budget is spent), the chain goes on from a scheduled candidate.
+      for (size_t p = 0; p < proposers_.size() && !proposal; ++p)
+        if (weights_[p] > 0 && !asked[p]) ask(p);
+      if (!proposal) restart_scheduled(chain, rng);
     }
-    if (!proposal) {
-      // A free-form kernel (the llm's) that no proposer can move any more (the llm
-      // proposer stopped, e.g. its budget is spent): the chain goes on from a scheduled one.
-      if (cur.candidate.schedule.empty() && cur.candidate.proposer != "baseline") restart_scheduled(chain, rng);
-      return false;
-    }
+    if (!proposal) return false;
     auto [id, e] = evaluated(*proposal, cur.id);
     const State next = state_of(id, *proposal, e, cur.seconds);
     const double t = temperatures_[static_cast<size_t>(chain)];

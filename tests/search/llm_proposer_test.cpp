@@ -351,6 +351,77 @@ TEST(LlmProposer, AWrongKeyStopsTheProposerAtOnceAndIsNotRecorded) {
   for (const auto& e : errors) EXPECT_EQ(e.find(wrong_key), std::string::npos);
 }
 
+// A model that answers a new kernel every time (numbered), without a server.
+class NumberedKernels : public llm::Model {
+ public:
+  llm::ModelAnswer complete(const llm::ModelRequest&) override {
+    llm::ModelAnswer a;
+    a.text = "```cpp\n// llm kernel " + std::to_string(++calls) + "\n" + kernel_file("softmax_rows.cpp") + "```\n";
+    return a;
+  }
+  int calls = 0;
+};
+
+// The llm's kernels take 0.5 ms, anything else 1 to 2 ms.
+class LlmIsFast : public search::Evaluator {
+ public:
+  search::Evaluation evaluate(const search::Candidate& c) override {
+    search::Evaluation e;
+    e.verdict = "pass";
+    e.penalty = 0;
+    e.median_seconds = c.source.find("// llm kernel") != std::string::npos
+                           ? 0.5e-3
+                           : 1e-3 + static_cast<double>(std::hash<std::string>{}(c.source) % 1000) * 1e-6;
+    e.ratio_vs_baseline = e.median_seconds / 1.5e-3;
+    return e;
+  }
+};
+
+// The run's steps in order: "NOTE[ (accepted)] #STEP".
+std::vector<std::string> step_notes(const fs::path& db) {
+  std::vector<std::string> out;
+  sqlite3* raw = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(db.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(raw, "SELECT note, accepted, step FROM steps ORDER BY step", -1, &q, nullptr), SQLITE_OK);
+  while (sqlite3_step(q) == SQLITE_ROW)
+    out.push_back(std::string(reinterpret_cast<const char*>(sqlite3_column_text(q, 0))) +
+                  (sqlite3_column_int(q, 1) ? " (accepted)" : "") + " #" + std::to_string(sqlite3_column_int64(q, 2)));
+  sqlite3_finalize(q);
+  sqlite3_close(raw);
+  return out;
+}
+
+// On a free-form kernel only the llm can propose: a step whose weighted draws missed it
+// asks it anyway, so a chain on the llm's kernel goes on with the llm (rarely drawn here)
+// instead of idling or being restarted away from it.
+TEST(LlmProposer, AChainOnAFreeFormKernelAsksTheLlmEvenWhenTheDrawsMissIt) {
+  RunDir r;
+  store::Store db = r.create();
+  NumberedKernels model;
+  LlmIsFast evaluator;
+  std::vector<std::unique_ptr<search::Proposer>> proposers;
+  proposers.push_back(search::make_mutate_proposer(softmax()));
+  proposers.push_back(std::make_unique<search::LlmProposer>(model, db, proposer_options()));
+  EXPECT_EQ(run(softmax(), db, evaluator, proposers, {{"mutate", 10.0}, {"llm", 1.0}}, 30), search::StopReason::EvalBudget);
+  const auto notes = step_notes(r.dir / "run.db");
+  size_t first = notes.size();
+  for (size_t i = 0; i < notes.size() && first == notes.size(); ++i)
+    if (notes[i].starts_with("llm:") && notes[i].find("(accepted)") != std::string::npos) first = i;
+  ASSERT_LT(first, notes.size() - 5) << "the llm's kernel was never accepted early enough to test this";
+  // From then on every step is the llm's, and none is idle (the step numbers follow on).
+  auto number = [&](size_t i) { return std::stoll(notes[i].substr(notes[i].rfind('#') + 1)); };
+  for (size_t i = first + 1; i < notes.size(); ++i) {
+    EXPECT_TRUE(notes[i].starts_with("llm:")) << i << ": " << notes[i];
+    EXPECT_EQ(number(i), number(i - 1) + 1) << notes[i];
+  }
+  for (const auto& e : events_of(r.dir / "run.db", "restart"))
+    EXPECT_EQ(e.find("free-form"), std::string::npos) << e;
+  int llm_candidates = 0;
+  for (int64_t id = 1; id <= db.counts().candidates; ++id) llm_candidates += db.candidate(id)->proposer == "llm";
+  EXPECT_EQ(llm_candidates, model.calls);  // one call per proposal, never a second one in a step
+}
+
 TEST(ReplayModel, PlaysTheStoredAnswersInOrderThenSaysTheyRanOut) {
   auto call = [](int64_t id, std::string status, std::string answer, int http = 200) {
     store::ModelCall c;
