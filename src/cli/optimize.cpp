@@ -394,9 +394,10 @@ int run_optimize(const OptimizeFlags& f) {
                            usage_text(u));
       if (llm_proposer) {
         const search::LlmUsage session = llm_proposer->usage();
-        extra += fmt::format("; this session {} answer{} with code, {} without, {} failed call{}", session.with_code,
-                             session.with_code == 1 ? "" : "s", session.without_code, session.failed,
-                             session.failed == 1 ? "" : "s");
+        extra += fmt::format("; this session {} answer{} with new code, {} repeating a kernel, {} without code, {} "
+                             "failed call{}",
+                             session.with_code, session.with_code == 1 ? "" : "s", session.repeated,
+                             session.without_code, session.failed, session.failed == 1 ? "" : "s");
         if (session.stopped) extra += fmt::format("; stopped: {}", session.stop_reason);
       }
       extra += "\n";

@@ -19,6 +19,9 @@ namespace {
 // A call that failed this many times in a row stops the proposer: the model, server or
 // command is down, and every further proposal would wait for its timeouts again.
 constexpr int kMaxFailuresInARow = 5;
+// Answers in a row whose kernel the run has evaluated before: a model (or a deterministic
+// command) that has nothing new to say; each would cost a call and move nothing.
+constexpr int kMaxRepeatsInARow = 5;
 // Candidates proposed whose evaluation has not been seen yet (the chain evaluates each
 // before the next proposal; a few are kept in case one is never evaluated).
 constexpr size_t kMaxPending = 16;
@@ -75,6 +78,7 @@ struct LlmProposer::Impl {
   std::vector<std::string> pending;  // hashes of proposed candidates not yet seen evaluated
   LlmUsage usage;
   int failures_in_a_row = 0;
+  int repeats_in_a_row = 0;
   bool stop_said = false;
 
   Impl(llm::Model& m, store::Store& s, LlmProposerOptions o) : model(m), store(s), options(std::move(o)) {}
@@ -195,13 +199,24 @@ struct LlmProposer::Impl {
       store.add_event("llm-no-code", fmt::format("{}: an answer without usable code ({})", call, code.how));
       return std::nullopt;
     }
-    ++usage.with_code;
     Candidate c;
     c.source = code.code;
     if (!c.source.empty() && c.source.back() != '\n') c.source += '\n';
+    const std::string hash = build::sha256_hex(c.source);
+    // A kernel the run has evaluated before is nothing new: proposing it would only
+    // reuse its evaluation (and, on a free-form state, keep the chain where it is).
+    if (const auto before = store.candidate_by_hash(hash); before && store.evaluation_of(before->id)) {
+      ++usage.repeated;
+      store.add_event("llm-repeat", fmt::format("{}: the answer's kernel is candidate {}, evaluated before", call, before->id));
+      if (++repeats_in_a_row >= kMaxRepeatsInARow)
+        stop(fmt::format("{} answers in a row repeated kernels evaluated before", repeats_in_a_row));
+      return std::nullopt;
+    }
+    repeats_in_a_row = 0;
+    ++usage.with_code;
     c.proposer = "llm";
     c.move = fmt::format("{}, {}", call, code.how);
-    pending.push_back(build::sha256_hex(c.source));
+    pending.push_back(hash);
     return c;
   }
 };

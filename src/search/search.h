@@ -155,6 +155,7 @@ struct LlmUsage {
   int64_t calls = 0;         // model calls (every status)
   int64_t with_code = 0;     // answers whose code became a candidate
   int64_t without_code = 0;  // ok answers without usable code
+  int64_t repeated = 0;      // answers whose kernel the run had evaluated before
   int64_t failed = 0;        // calls that did not answer (http error, timeout, command failed, ...)
   int64_t tokens_in = 0, tokens_out = 0;
   double cost = 0;
@@ -174,6 +175,8 @@ LlmUsage llm_usage_of(const store::Store& store);
 // verifier's counterexample), so the chain need not know about it; a resumed run starts
 // with the last failures recorded.
 //   - an answer without usable code: the call row and an "llm-no-code" event; nullopt;
+//   - an answer whose kernel the run evaluated before: an "llm-repeat" event; nullopt;
+//     after 5 in a row the proposer stops;
 //   - a call that failed (HTTP error, timeout, command failed): an "llm-error" event;
 //     nullopt; after an error that will not go away (HTTP 400/401/403/404) or 5 failures
 //     in a row the proposer stops;

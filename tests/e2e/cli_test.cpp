@@ -471,6 +471,10 @@ TEST(Cli, OptimizeWithAModelKeepsTheKeyOffTheDiskAndReplaysToTheSameBest) {
     server.script({Scripted::http(429, R"({"error": {"message": "slow down"}})", {{"Retry-After", "1"}}),
                    Scripted::http(500, R"({"error": {"message": "overloaded"}})"),
                    Scripted::answer(fenced_answer(good), 1200, 300), Scripted::answer(fenced_answer(wrong))});
+    // Then new kernels every time (a repeated one proposes nothing, and 5 in a row stop
+    // the proposer, which would hide the replay running out of answers below).
+    for (int i = 0; i < 20; ++i)
+      server.script({Scripted::answer(fenced_answer("// variant " + std::to_string(i) + "\n" + good))});
     CommandResult r = ollie_with_env(model_env(dir / "cache", kTestKey),
                                      "optimize " + spec + " --dims M=16,N=64 --evals 5 --bench-seconds 0.05 "
                                      "--proposers mutate:1,llm:3 --llm-base-url " + server.openai_base() +

@@ -422,6 +422,38 @@ TEST(LlmProposer, AChainOnAFreeFormKernelAsksTheLlmEvenWhenTheDrawsMissIt) {
   EXPECT_EQ(llm_candidates, model.calls);  // one call per proposal, never a second one in a step
 }
 
+// A model that says the same thing every time (a deterministic --proposer-cmd).
+class SameKernel : public llm::Model {
+ public:
+  llm::ModelAnswer complete(const llm::ModelRequest&) override {
+    ++calls;
+    llm::ModelAnswer a;
+    a.text = "```cpp\n" + kernel_file("softmax_rows.cpp") + "```\n";
+    return a;
+  }
+  int calls = 0;
+};
+
+TEST(LlmProposer, RepeatedKernelsProposeNothingAndFiveInARowStopIt) {
+  RunDir r;
+  store::Store db = r.create();
+  SameKernel model;
+  PassAll evaluator;
+  std::vector<std::unique_ptr<search::Proposer>> proposers;
+  auto owned = std::make_unique<search::LlmProposer>(model, db, proposer_options());
+  search::LlmProposer* llm = owned.get();
+  proposers.push_back(std::move(owned));
+  EXPECT_EQ(run(softmax(), db, evaluator, proposers, {{"llm", 1.0}}, 10), search::StopReason::NoProposals);
+  EXPECT_EQ(db.counts().evaluations, 2);  // the baseline and the kernel, once
+  EXPECT_EQ(model.calls, 6);
+  EXPECT_EQ(events_of(r.dir / "run.db", "llm-repeat").size(), 5u);
+  const auto stopped = events_of(r.dir / "run.db", "llm-stopped");
+  ASSERT_EQ(stopped.size(), 1u);
+  EXPECT_NE(stopped[0].find("5 answers in a row repeated kernels"), std::string::npos) << stopped[0];
+  EXPECT_EQ(llm->usage().repeated, 5);
+  EXPECT_EQ(llm->usage().with_code, 1);
+}
+
 TEST(ReplayModel, PlaysTheStoredAnswersInOrderThenSaysTheyRanOut) {
   auto call = [](int64_t id, std::string status, std::string answer, int http = 200) {
     store::ModelCall c;
