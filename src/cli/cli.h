@@ -125,6 +125,21 @@ struct OptimizeFlags {
   int threads = 0;
   double bench_seconds = 0.3;
   int log_every = 10;           // seconds between progress lines when not on a terminal
+  // The llm proposer's model (docs/llm.md). Unset values (empty, negative, 0 where noted)
+  // fall back to the run's stored options or the defaults. The key is never stored.
+  std::string llm_protocol, llm_base_url, llm_model, llm_key;
+  int llm_max_tokens = 0;         // 0: unset
+  double llm_temperature = -1;    // < 0: unset
+  double llm_price_in = -1;       // per million prompt tokens; < 0: unset
+  double llm_price_out = -1;      // per million answer tokens
+  int64_t llm_token_budget = -1;  // < 0: unset; 0: no limit
+  double llm_cost_budget = -1;
+  std::string llm_prompt;         // a template file (prompts/kernel.md's format)
+  double llm_timeout = 0;         // seconds per HTTP attempt; 0: unset
+  std::string proposer_cmd;       // an external proposer: the prompt on stdin, a kernel on stdout
+  double proposer_timeout = 0;    // its time limit, seconds; 0: unset (600)
+  std::string replay;             // a recorded run database to replay
+  bool replay_evaluate = false;   // evaluate every candidate again instead of reusing the recorded evaluations
 };
 // "90s", "10m", "2h", "1d" (a bare number is seconds); UserError naming `flag` otherwise.
 double parse_duration(const std::string& text, const std::string& flag);

@@ -117,13 +117,67 @@ int main(int argc, char** argv) {
   opt_cmd->add_option("--evals", opt.evals, "evaluation budget of the whole run")->check(CLI::PositiveNumber);
   opt_cmd->add_option("--seed", opt.seed, "seed of the proposals (default 1)");
   opt_cmd->add_option("--chains", opt.chains, "Markov chains (default 2)")->check(CLI::Range(1, 64));
-  opt_cmd->add_option("--proposers", opt.proposers, "proposers with weights: mutate (schedule moves), rewrite (tensor-IR rewrites, docs/rewrites.md), e.g. mutate:1,rewrite:1 (default mutate:3,rewrite:1)");
+  opt_cmd->add_option("--proposers", opt.proposers,
+                      "proposers with weights: mutate (schedule moves), rewrite (tensor-IR rewrites, docs/rewrites.md), "
+                      "llm (a language model or --proposer-cmd, docs/llm.md), e.g. mutate:3,rewrite:1,llm:1 (default "
+                      "mutate:3,rewrite:1)");
   opt_cmd->add_option("--threads", opt.threads, "OpenMP threads of the kernels (default: every core)")
       ->check(CLI::NonNegativeNumber);
   opt_cmd->add_option("--bench-seconds", opt.bench_seconds, "side-by-side timing budget per candidate (default 0.3)")
       ->check(CLI::PositiveNumber);
   opt_cmd->add_option("--log-every", opt.log_every, "seconds between progress lines when not on a terminal")
       ->check(CLI::PositiveNumber);
+  // The llm proposer (docs/llm.md). Each falls back to its environment variable.
+  opt_cmd->add_option("--llm-protocol", opt.llm_protocol, "openai or anthropic (env OLLIE_LLM_PROTOCOL; default: inferred)")
+      ->group("Language model");
+  opt_cmd->add_option("--llm-base-url", opt.llm_base_url,
+                      "the model server, e.g. http://localhost:8000/v1 (env OLLIE_LLM_BASE_URL; default: the "
+                      "protocol's public endpoint)")
+      ->group("Language model");
+  opt_cmd->add_option("--llm-model", opt.llm_model, "the model's name (env OLLIE_LLM_MODEL)")->group("Language model");
+  opt_cmd->add_option("--llm-key", opt.llm_key,
+                      "the API key (discouraged: other users see it in the process list; set OPENAI_API_KEY or "
+                      "ANTHROPIC_API_KEY instead). Never stored")
+      ->group("Language model");
+  opt_cmd->add_option("--llm-max-tokens", opt.llm_max_tokens, "the answer's length limit in tokens (default 8192)")
+      ->check(CLI::PositiveNumber)
+      ->group("Language model");
+  opt_cmd->add_option("--llm-temperature", opt.llm_temperature, "sampling temperature (default: the server's)")
+      ->check(CLI::NonNegativeNumber)
+      ->group("Language model");
+  opt_cmd->add_option("--llm-price-in", opt.llm_price_in, "price per million prompt tokens, e.g. 3 (USD); for the cost")
+      ->check(CLI::NonNegativeNumber)
+      ->group("Language model");
+  opt_cmd->add_option("--llm-price-out", opt.llm_price_out, "price per million answer tokens, e.g. 15 (USD)")
+      ->check(CLI::NonNegativeNumber)
+      ->group("Language model");
+  opt_cmd->add_option("--llm-token-budget", opt.llm_token_budget,
+                      "tokens (in + out) the run may spend; then the llm proposer stops, the run goes on (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->group("Language model");
+  opt_cmd->add_option("--llm-cost-budget", opt.llm_cost_budget,
+                      "cost (at --llm-price-in/out) the run may spend; then the llm proposer stops (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->group("Language model");
+  opt_cmd->add_option("--llm-prompt", opt.llm_prompt, "the prompt template file (default: the built-in prompts/kernel.md)")
+      ->group("Language model");
+  opt_cmd->add_option("--llm-timeout", opt.llm_timeout, "seconds one request may take (default 600)")
+      ->check(CLI::PositiveNumber)
+      ->group("Language model");
+  opt_cmd->add_option("--proposer-cmd", opt.proposer_cmd,
+                      "an external proposer instead of a model: run by /bin/sh, it reads the prompt on stdin and "
+                      "prints a kernel; implies llm in --proposers")
+      ->group("Language model");
+  opt_cmd->add_option("--proposer-timeout", opt.proposer_timeout, "seconds --proposer-cmd may run (default 600)")
+      ->check(CLI::PositiveNumber)
+      ->group("Language model");
+  opt_cmd->add_option("--replay", opt.replay,
+                      "re-run the recorded run RUN.db into -o DIR, the model's answers read from RUN.db (no model, no "
+                      "cost), with its options; its evaluations are reused for identical kernels")
+      ->group("Language model");
+  opt_cmd->add_flag("--replay-evaluate", opt.replay_evaluate,
+                    "with --replay: evaluate every candidate again instead of reusing the recorded evaluations")
+      ->group("Language model");
 
   CalibrateFlags cal;
   CLI::App* calibrate_cmd = app.add_subcommand(

@@ -1,5 +1,6 @@
-// `ollie optimize SPEC -o DIR [--time 10m] [--evals N] [--seed N] ...` and
-// `ollie optimize --resume DIR/run.db`: the main job. Runs the search's chains with the
+// `ollie optimize SPEC -o DIR [--time 10m] [--evals N] [--seed N] ...`,
+// `ollie optimize --resume DIR/run.db` and `ollie optimize --replay RUN.db -o DIR`: the
+// main job. Runs the search's chains with the
 // run database in DIR, shows progress (a live line on a terminal, periodic log lines
 // otherwise), stops on a budget or Ctrl-C, then verifies the best candidates at `full`
 // and writes the winner, its header, schedule, certificate and a summary into DIR.
@@ -21,6 +22,7 @@
 
 #include "build/build.h"
 #include "cli/cli.h"
+#include "cli/optimize_llm.h"
 #include "emit/emit.h"
 #include "measure/measure.h"
 #include "search/search.h"
@@ -65,6 +67,24 @@ std::vector<std::string> split_lines(const std::string& text) {
 
 std::string ms(double seconds) { return fmt::format("{:.4g} ms", seconds * 1e3); }
 
+// The spec's graph at the run's dims, from the run database (not the spec file, which
+// may have changed since).
+ir::Graph graph_of_run(const store::RunInfo& info) {
+  spec::SpecOptions so;
+  so.entry = info.entry;
+  const nlohmann::json dims = nlohmann::json::parse(info.dims_json);
+  for (const auto& [name, value] : dims.items()) so.dim_overrides[name] = value.get<int64_t>();
+  return spec::compile_spec(info.spec_path, info.spec_source, so);
+}
+
+// "12 calls, 3.4k tokens, 0.0123 (cost)" for the progress line and the summary.
+std::string usage_text(const search::LlmUsage& u) {
+  std::string text = fmt::format("{} model call{}, {} tokens in, {} out", u.calls, u.calls == 1 ? "" : "s",
+                                 grouped(u.tokens_in), grouped(u.tokens_out));
+  if (u.cost > 0) text += fmt::format(", cost {:.4g}", u.cost);
+  return text;
+}
+
 std::vector<std::pair<std::string, double>> parse_proposers(const std::string& text) {
   std::vector<std::pair<std::string, double>> out;
   size_t at = 0;
@@ -80,8 +100,8 @@ std::vector<std::pair<std::string, double>> parse_proposers(const std::string& t
       }
       item = item.substr(0, colon);
     }
-    if (item != "mutate" && item != "rewrite")
-      throw UserError("--proposers: unknown proposer '" + item + "'; available: mutate, rewrite");
+    if (item != "mutate" && item != "rewrite" && item != "llm")
+      throw UserError("--proposers: unknown proposer '" + item + "'; available: mutate, rewrite, llm");
     if (!(weight > 0)) throw UserError("--proposers: the weight of '" + item + "' must be positive");
     out.emplace_back(item, weight);
     at = comma + 1;
@@ -131,13 +151,24 @@ class RunLock {
 };
 
 int run_optimize(const OptimizeFlags& f) {
-  // The run: a new one from SPEC into DIR, or the one in --resume.
+  // The run: a new one from SPEC into DIR, the one in --resume, or a new one replaying
+  // the recorded run in --replay.
   const bool resuming = !f.resume.empty();
+  const bool replaying = !f.replay.empty();
   if (resuming && !f.spec.spec_path.empty())
     throw UserError("give either SPEC (a new run) or --resume RUN.db (continue one), not both");
-  if (!resuming && f.spec.spec_path.empty())
+  if (replaying && (resuming || !f.spec.spec_path.empty()))
+    throw UserError("--replay RUN.db starts a new run from the recorded one (its spec and options); give neither SPEC "
+                    "nor --resume with it");
+  if (replaying && (!f.proposer_cmd.empty() || !f.llm_model.empty() || !f.llm_base_url.empty() || !f.llm_key.empty() ||
+                    !f.llm_protocol.empty() || !f.llm_prompt.empty()))
+    throw UserError("--replay answers the model's calls from the recorded run with its settings; leave out "
+                    "--proposer-cmd and the --llm-* flags");
+  if (f.replay_evaluate && !replaying) throw UserError("--replay-evaluate goes with --replay RUN.db");
+  if (!resuming && !replaying && f.spec.spec_path.empty())
     throw UserError("no spec: ollie optimize SPEC -o DIR starts a run; ollie optimize --resume DIR/run.db continues one");
   std::optional<store::Store> db;
+  std::optional<store::Store> recorded;  // a replay's recorded run
   ir::Graph graph;
   fs::path out_dir;
   nlohmann::json options_json;
@@ -146,13 +177,28 @@ int run_optimize(const OptimizeFlags& f) {
     lock.emplace(f.resume);
     db.emplace(store::Store::open(f.resume));
     const store::RunInfo info = db->run();
-    spec::SpecOptions so;
-    so.entry = info.entry;
-    const nlohmann::json dims = nlohmann::json::parse(info.dims_json);
-    for (const auto& [name, value] : dims.items()) so.dim_overrides[name] = value.get<int64_t>();
-    graph = spec::compile_spec(info.spec_path, info.spec_source, so);
+    graph = graph_of_run(info);
     out_dir = fs::path(f.resume).parent_path();
     options_json = nlohmann::json::parse(info.options_json);
+  } else if (replaying) {
+    recorded.emplace(store::Store::open(f.replay));
+    store::RunInfo info = recorded->run();
+    graph = graph_of_run(info);
+    out_dir = f.out_dir.empty() ? fs::path("ollie-" + graph.entry + "-replay") : fs::path(f.out_dir);
+    std::error_code ec;
+    fs::create_directories(out_dir, ec);
+    if (ec) throw UserError(fmt::format("-o {}: cannot create the directory: {}", out_dir.string(), ec.message()));
+    if (fs::exists(out_dir / "run.db") && fs::equivalent(out_dir / "run.db", f.replay))
+      throw UserError("--replay " + f.replay + ": the replay needs a directory of its own; give another -o DIR");
+    // The recorded run's spec, dims and options (seed, chains, proposers, threads, the
+    // model's settings), and where the answers come from.
+    options_json = nlohmann::json::parse(info.options_json);
+    options_json["replay"] = {{"of", fs::absolute(f.replay).string()}, {"evaluate", f.replay_evaluate}};
+    info.options_json = options_json.dump();
+    info.machine_json = nlohmann::json{{"cores", std::thread::hardware_concurrency()}}.dump();
+    info.created = iso_now();
+    lock.emplace((out_dir / "run.db").string());
+    db.emplace(store::Store::create((out_dir / "run.db").string(), info));
   } else {
     graph = load(f.spec);
     out_dir = f.out_dir.empty() ? fs::path("ollie-" + graph.entry) : fs::path(f.out_dir);
@@ -168,8 +214,11 @@ int run_optimize(const OptimizeFlags& f) {
     for (const auto& d : graph.dims) dims[d] = graph.bound_dims.at(d);
     info.dims_json = dims.dump();
     info.machine_json = nlohmann::json{{"cores", std::thread::hardware_concurrency()}}.dump();
-    options_json = {{"seed", f.seed}, {"chains", f.chains}, {"proposers", f.proposers}, {"threads", f.threads},
+    std::string proposers = f.proposers;
+    const nlohmann::json llm_options = llm_options_for_new_run(f, proposers);  // never the key
+    options_json = {{"seed", f.seed}, {"chains", f.chains}, {"proposers", proposers}, {"threads", f.threads},
                     {"bench_seconds", f.bench_seconds}};
+    if (!llm_options.is_null()) options_json["llm"] = llm_options;
     info.options_json = options_json.dump();
     info.seed = f.seed;
     info.created = iso_now();
@@ -186,10 +235,15 @@ int run_optimize(const OptimizeFlags& f) {
   so.proposer_weights = parse_proposers(options_json.value("proposers", std::string("mutate")));  // runs made before rewrite existed
   so.time_budget_seconds = f.time.empty() ? 0 : parse_duration(f.time, "--time");
   so.max_evals = f.evals;
+  // A resumed replay reopens the run it replays.
+  const nlohmann::json replay_of = options_json.value("replay", nlohmann::json());
+  if (resuming && replay_of.is_object()) recorded.emplace(store::Store::open(replay_of.value("of", std::string())));
+  // A replay stops where the recorded run stopped, unless told otherwise.
+  if (replaying && so.max_evals == 0) so.max_evals = recorded->counts().evaluations;
   if (so.time_budget_seconds == 0 && so.max_evals == 0)
     throw UserError("no budget: give --time (e.g. --time 10m) or --evals N, or both");
 
-  const std::string spec_path = resuming ? db->run().spec_path : f.spec.spec_path;
+  const std::string spec_path = db->run().spec_path;
   const std::string entry = graph.entry;
   const ir::DimBindings bound = graph.bound_dims;
   const std::string spec_source = db->run().spec_source;
@@ -203,11 +257,12 @@ int run_optimize(const OptimizeFlags& f) {
   eo.threads = options_json.value("threads", 0);
   eo.bench_seconds = options_json.value("bench_seconds", 0.3);
   const search::Candidate baseline = search::baseline_candidate(graph);
-  auto evaluator = search::make_local_evaluator(graph, graph_at, baseline.source, eo);
-  std::vector<std::unique_ptr<search::Proposer>> proposers;
-  for (const auto& [name, weight] : so.proposer_weights)
-    if (name == "mutate") proposers.push_back(search::make_mutate_proposer(graph));
-    else if (name == "rewrite") proposers.push_back(search::make_rewrite_proposer(graph));
+  auto local_evaluator = search::make_local_evaluator(graph, graph_at, baseline.source, eo);
+  // A replay reuses the recorded run's evaluations of identical kernels (unless
+  // --replay-evaluate), so the same seed takes the same steps.
+  std::optional<search::ReplayEvaluator> replay_evaluator;
+  if (recorded && !replay_of.value("evaluate", false)) replay_evaluator.emplace(*recorded, *local_evaluator);
+  search::Evaluator& evaluator = replay_evaluator ? static_cast<search::Evaluator&>(*replay_evaluator) : *local_evaluator;
 
   // The roofline at the kernels' thread count (the machine is calibrated once, cached).
   measure::CalibrateOptions calibrate;
@@ -216,6 +271,34 @@ int run_optimize(const OptimizeFlags& f) {
   const int threads = eo.threads > 0 ? eo.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const measure::Roofline roof = measure::roofline(graph, peaks.peaks, threads);
   auto roof_fraction = [&](double seconds) { return seconds > 0 ? roof.bound_seconds / seconds : 0.0; };
+
+  std::optional<SessionModel> model;  // the llm proposer's
+  search::LlmProposer* llm_proposer = nullptr;
+  std::vector<std::unique_ptr<search::Proposer>> proposers;
+  for (const auto& [name, weight] : so.proposer_weights) {
+    if (name == "mutate") proposers.push_back(search::make_mutate_proposer(graph));
+    else if (name == "rewrite") proposers.push_back(search::make_rewrite_proposer(graph));
+    else if (name == "llm" && !model) {
+      const nlohmann::json stored = options_json.value("llm", nlohmann::json());
+      model.emplace(recorded ? make_replay_model(stored, recorded->path(), *recorded, *db)
+                             : make_session_model(stored, f, *db));
+      search::LlmProposerOptions lo;
+      lo.spec_source = db->run().spec_source;
+      lo.header = emit::emit_header(graph);
+      lo.hardware = search::describe_hardware(peaks.peaks, threads);
+      lo.roofline_seconds = roof.bound_seconds;
+      lo.prompt = model->prompt;
+      lo.stopped = model->stopped;
+      auto p = std::make_unique<search::LlmProposer>(*model->model, *db, std::move(lo));
+      llm_proposer = p.get();
+      proposers.push_back(std::move(p));
+      std::cerr << "llm proposer: " << model->describe << "\n";
+    }
+  }
+  if (recorded)
+    db->add_event("replay", fmt::format("replaying {}: {}", recorded->path(),
+                                        replay_evaluator ? "evaluations of identical kernels reused from it"
+                                                         : "every candidate evaluated again (--replay-evaluate)"));
 
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
@@ -230,15 +313,16 @@ int run_optimize(const OptimizeFlags& f) {
         clock_text(p.elapsed_seconds), p.evaluations, p.evals_per_minute, p.run_evaluations, p.acceptance * 100,
         ms(p.best_seconds), p.best_seconds > 0 ? p.baseline_seconds / p.best_seconds : 0.0, ms(p.baseline_seconds),
         roof_fraction(p.best_seconds) * 100, fmt::join(p.temperatures, ","));
+    const std::string with_llm = llm_proposer ? line + ", llm: " + usage_text(llm_proposer->usage()) : line;
     if (tty) {
-      std::cerr << "\r\033[K" << line << std::flush;
+      std::cerr << "\r\033[K" << with_llm << std::flush;
     } else if (std::chrono::steady_clock::now() - last_log > std::chrono::seconds(f.log_every)) {
-      std::cerr << line << "\n";
+      std::cerr << with_llm << "\n";
       last_log = std::chrono::steady_clock::now();
     }
   };
   const search::StopReason reason =
-      search::run_chains(graph, *db, *evaluator, proposers, so, [] { return g_interrupts.load() > 0; }, progress);
+      search::run_chains(graph, *db, evaluator, proposers, so, [] { return g_interrupts.load() > 0; }, progress);
   std::signal(SIGINT, SIG_DFL);
   if (tty) std::cerr << "\n";
   std::cerr << "stopped: " << search::stop_reason_name(reason) << "\n";
@@ -270,10 +354,13 @@ int run_optimize(const OptimizeFlags& f) {
     const double best_s = eval.ratio_vs_baseline > 0 ? base_s * eval.ratio_vs_baseline : eval.median_seconds;
     write_text(out_dir / (entry + ".cpp"), cand.source);
     write_text(out_dir / (entry + ".ollie.h"), emit::emit_header(graph));
+    // A free-form kernel (the llm's) has no schedule: drop a stale one from an earlier run
+    // into the same directory.
+    std::error_code ignored;
     if (!cand.schedule.empty()) write_text(out_dir / (entry + ".schedule"), cand.schedule);
+    else fs::remove(out_dir / (entry + ".schedule"), ignored);
     // The schedule names the stages of the rewritten graph: keep the chain beside it (and
     // drop a stale one from an earlier run into the same directory).
-    std::error_code ignored;
     if (!cand.rewrites.empty()) write_text(out_dir / (entry + ".rewrites"), cand.rewrites);
     else fs::remove(out_dir / (entry + ".rewrites"), ignored);
     write_text(out_dir / "certificate.json",
@@ -298,11 +385,39 @@ int run_optimize(const OptimizeFlags& f) {
         roof.memory_bound ? "memory" : "compute", ms(roof.bound_seconds), roof_fraction(best_s) * 100,
         roof_fraction(base_s) * 100, measure::throughput(roof, best_s).gflops_per_s,
         measure::throughput(roof, best_s).gbytes_per_s);
-    write_text(out_dir / "summary.md", summary);
+    // The language model's part (never the key: the usage and settings only), and a
+    // replay's sources.
+    std::string extra;
+    if (llm_proposer || db->counts().model_calls > 0) {
+      const search::LlmUsage u = search::llm_usage_of(*db);
+      extra += fmt::format("- language model (llm proposer{}): {} in the run", model ? ", " + model->describe : "",
+                           usage_text(u));
+      if (llm_proposer) {
+        const search::LlmUsage session = llm_proposer->usage();
+        extra += fmt::format("; this session {} answer{} with new code, {} repeating a kernel, {} without code, {} "
+                             "failed call{}",
+                             session.with_code, session.with_code == 1 ? "" : "s", session.repeated,
+                             session.without_code, session.failed, session.failed == 1 ? "" : "s");
+        if (session.stopped) extra += fmt::format("; stopped: {}", session.stop_reason);
+      }
+      extra += "\n";
+    }
+    if (recorded) {
+      extra += fmt::format("- replay of {}: the model's answers were read from it, not asked", recorded->path());
+      if (replay_evaluator)
+        extra += fmt::format("; {} evaluation{} reused from it for identical kernels, {} made here "
+                             "(--replay-evaluate evaluates all again)",
+                             replay_evaluator->reused(), replay_evaluator->reused() == 1 ? "" : "s",
+                             replay_evaluator->evaluated());
+      else extra += "; every candidate evaluated again (--replay-evaluate)";
+      extra += "\n";
+    }
+    write_text(out_dir / "summary.md", summary + extra);
     db->checkpoint();
-    std::cout << summary << fmt::format("\nwrote {}/{{{}.cpp, {}.ollie.h, {}.schedule, {}certificate.json, summary.md}}\n",
-                                        out_dir.string(), entry, entry, entry,
-                                        cand.rewrites.empty() ? "" : entry + ".rewrites, ");
+    std::cout << summary << extra
+              << fmt::format("\nwrote {}/{{{}.cpp, {}.ollie.h, {}{}certificate.json, summary.md}}\n", out_dir.string(),
+                             entry, entry, cand.schedule.empty() ? "" : entry + ".schedule, ",
+                             cand.rewrites.empty() ? "" : entry + ".rewrites, ");
     if (reason == search::StopReason::Interrupted)
       std::cout << fmt::format("resume with: ollie optimize --resume {}\n", (out_dir / "run.db").string());
     return 0;

@@ -235,6 +235,7 @@ class Chains {
       throw InternalError("the baseline kernel (the default schedule) does not pass the verifier: " + base_eval.message);
     baseline_seconds_ = base_eval.median_seconds;
     const State base = state_of(base_id, baseline, base_eval, baseline_seconds_);
+    baseline_state_ = base;
     // The best on the chain's clock (the ratio to the baseline), among the fastest by
     // their own medians (as `ollie optimize` picks its result).
     best_ = {base_id, baseline, baseline_seconds_};
@@ -265,8 +266,9 @@ class Chains {
     State& cur = current_[static_cast<size_t>(chain)];
     std::optional<Candidate> proposal;
     std::discrete_distribution<size_t> which(weights_.begin(), weights_.end());
-    for (int tries = 0; tries < 4 && !proposal; ++tries) {
-      const size_t p = which(rng);
+    std::vector<bool> asked(proposers_.size(), false);
+    auto ask = [&](size_t p) {
+      asked[p] = true;
       try {
         proposal = proposers_[p]->propose(cur, rng());
       } catch (const UserError& e) {
@@ -277,6 +279,16 @@ class Chains {
         store_.add_event("proposer-error", proposers_[p]->name() + ": internal error (a bug in ollie, please report it): " +
                                                e.what());
       }
+    };
+    for (int tries = 0; tries < 4 && !proposal; ++tries) ask(which(rng));
+    const bool free_form = cur.candidate.schedule.empty() && cur.candidate.proposer != "baseline";
+    if (!proposal && free_form) {
+      // Only some proposers (the llm) can move a free-form kernel: ask each one not asked
+      // yet before giving up on it; when none can (the llm proposer stopped, e.g. its
+      // budget is spent), the chain goes on from a scheduled candidate.
+      for (size_t p = 0; p < proposers_.size() && !proposal; ++p)
+        if (weights_[p] > 0 && !asked[p]) ask(p);
+      if (!proposal) restart_scheduled(chain, rng);
     }
     if (!proposal) return false;
     auto [id, e] = evaluated(*proposal, cur.id, true);
@@ -321,6 +333,20 @@ class Chains {
     store_.add_event("restart", "chain " + std::to_string(chain) + " restarts from candidate " + std::to_string(c.id));
   }
 
+  // From a random one of the best few candidates that carry a schedule (the baseline
+  // when there is none).
+  void restart_scheduled(int chain, std::mt19937_64& rng) {
+    std::vector<State> options;
+    for (const auto& [c, e] : store_.best(50))
+      if ((!c.schedule.empty() || c.proposer == "baseline") && options.size() < 5)
+        options.push_back(state_of(c.id, from_row(c), evaluation_from_row(e), baseline_seconds_));
+    const State next = options.empty() ? baseline_state_
+                                       : options[std::uniform_int_distribution<size_t>(0, options.size() - 1)(rng)];
+    store_.add_event("restart", "chain " + std::to_string(chain) + " restarts from candidate " + std::to_string(next.id) +
+                                    ": no proposer can move its free-form kernel");
+    current_[static_cast<size_t>(chain)] = next;
+  }
+
   const ir::Graph& graph_;
   store::Store& store_;
   Evaluator& evaluator_;
@@ -328,6 +354,7 @@ class Chains {
   SearchOptions options_;
   std::vector<double> temperatures_, weights_;
   std::vector<State> current_;
+  State baseline_state_;
   std::vector<size_t> since_best_;
   double baseline_seconds_ = 0;
   // The run's best passing candidate so far (the baseline until one beats it).

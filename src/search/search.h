@@ -15,10 +15,16 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "llm/llm.h"
 #include "verify/verify.h"
 
 namespace ollie::store {
 class Store;
+struct ModelCall;
+}
+
+namespace ollie::measure {
+struct MachinePeaks;
 }
 
 namespace ollie::search {
@@ -157,5 +163,95 @@ const char* stop_reason_name(StopReason r);
 StopReason run_chains(const ir::Graph& graph, store::Store& store, Evaluator& evaluator,
                       std::vector<std::unique_ptr<Proposer>>& proposers, const SearchOptions& options,
                       const std::function<bool()>& interrupted, const std::function<void(const Progress&)>& progress);
+
+// ---------------------------------------------------------------- the llm proposer
+
+// What the llm proposer puts in every prompt besides the kernel and the failures.
+struct LlmProposerOptions {
+  std::string spec_source;            // the spec file's text
+  std::string header;                 // emit::emit_header of the graph: the ABI
+  std::string hardware;               // describe_hardware(...)
+  double roofline_seconds = 0;        // the roofline bound at the kernels' threads; 0: unknown
+  llm::PromptTemplate prompt = llm::default_prompt_template();
+  // Set: the proposer starts stopped, and this is said once in an event (e.g. the run's
+  // token budget was spent in an earlier session).
+  std::string stopped;
+};
+
+// Usage of the language model over the whole run (earlier sessions' calls included).
+struct LlmUsage {
+  int64_t calls = 0;         // model calls (every status)
+  int64_t with_code = 0;     // answers whose code became a candidate
+  int64_t without_code = 0;  // ok answers without usable code
+  int64_t repeated = 0;      // answers whose kernel the run had evaluated before
+  int64_t failed = 0;        // calls that did not answer (http error, timeout, command failed, ...)
+  int64_t tokens_in = 0, tokens_out = 0;
+  double cost = 0;
+  bool stopped = false;      // the proposer proposes nothing more (budget, answers run out, errors)
+  std::string stop_reason;
+};
+// Sums the "llm" rows of the run database's model_calls.
+LlmUsage llm_usage_of(const store::Store& store);
+
+// The language model as a proposer (DESIGN.md section 7, docs/llm.md): for every proposal
+// it renders the prompt (the spec, the ABI, the hardware, the chain's current kernel, or
+// the run's best when the current one fails, with its time and roofline fraction, and the
+// last failures of its own candidates), asks the model, stores the call in the run
+// database (proposer "llm"), and returns the answer's code as free-form source (no
+// schedule). The failures come from the run database: at each proposal it reads the
+// evaluations of the candidates it proposed before (compile errors trimmed, the
+// verifier's counterexample), so the chain need not know about it; a resumed run starts
+// with the last failures recorded.
+//   - an answer without usable code: the call row and an "llm-no-code" event; nullopt;
+//   - an answer whose kernel the run evaluated before: an "llm-repeat" event; nullopt;
+//     after 5 in a row the proposer stops;
+//   - a call that failed (HTTP error, timeout, command failed): an "llm-error" event;
+//     nullopt; after an error that will not go away (HTTP 400/401/403/404) or 5 failures
+//     in a row the proposer stops;
+//   - Status::Budget or Cancelled (a replay out of answers): stops.
+// A stopped proposer returns nullopt at once (an "llm-stopped" event says why, once);
+// the run goes on with the other proposers.
+class LlmProposer : public Proposer {
+ public:
+  LlmProposer(llm::Model& model, store::Store& store, LlmProposerOptions options);
+  ~LlmProposer() override;
+  std::string name() const override { return "llm"; }
+  std::optional<Candidate> propose(const State& current, uint64_t seed) override;
+  // Over the whole run (read from the run database at construction, then counted).
+  LlmUsage usage() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// ISA flags, cores, the last-level cache and, when calibrated (clock_hz or peaks > 0),
+// the peaks, for the prompt's {{hardware}}.
+std::string describe_hardware(const measure::MachinePeaks& peaks, int threads);
+
+// A model that answers from a recorded run's stored calls, in order (`ollie optimize
+// --replay`): an "ok" call's answer is parsed back (parse_answer in `protocol`; a
+// command's answer is its text as is when protocol is nullopt); any other call gives its
+// recorded status and HTTP status again. Tokens are the recorded ones, the cost 0 (nothing
+// is paid). After the last one: Status::Cancelled, with an
+// error saying the recorded answers ran out (the llm proposer stops, the run goes on).
+std::unique_ptr<llm::Model> make_replay_model(std::vector<store::ModelCall> calls,
+                                              std::optional<llm::Protocol> protocol, std::string recorded_path);
+
+// For a replay: a candidate whose source the recorded run evaluated gets that evaluation
+// (no compiling, no timing), so the same seed takes the same steps; anything else is
+// evaluated by `fallback`. `reused()` / `evaluated()` count each.
+class ReplayEvaluator : public Evaluator {
+ public:
+  ReplayEvaluator(const store::Store& recorded, Evaluator& fallback) : recorded_(recorded), fallback_(fallback) {}
+  Evaluation evaluate(const Candidate& candidate) override;
+  int64_t reused() const { return reused_; }
+  int64_t evaluated() const { return evaluated_; }
+
+ private:
+  const store::Store& recorded_;
+  Evaluator& fallback_;
+  int64_t reused_ = 0, evaluated_ = 0;
+};
 
 }  // namespace ollie::search

@@ -1,5 +1,6 @@
 // End-to-end tests that drive the `ollie` binary: golden `check` output for every
-// example, `eval` files, and the command line's errors and exit codes.
+// example, `eval` files, the command line's errors and exit codes, and `ollie optimize`
+// (with the llm proposer against the loopback test server of tests/llm).
 // Set OLLIE_UPDATE_GOLDEN=1 to rewrite tests/golden/*.txt from the current output.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -13,7 +14,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <optional>
+#include <nlohmann/json.hpp>
 
+#include "../llm/fake_model_server.h"
 #include "npy/npy.h"
 #include "rewrite/rewrite.h"
 #include "store/store.h"
@@ -416,6 +420,218 @@ TEST(Cli, OptimizeWithTheRewriteProposerRecordsRewrittenCandidates) {
                                   (dir / "e").string());
   EXPECT_EQ(bad_chain.exit_code, 1) << bad_chain.out;
   EXPECT_NE(bad_chain.out.find("rewrite chain line 1"), std::string::npos) << bad_chain.out;
+  fs::remove_all(dir);
+}
+
+// ---------------------------------------------------------------- the llm proposer
+
+const std::string kTestKey = "sk-e2e-DISTINCTIVE-7f3a9c21b8e4";
+
+std::string kernel_text(const std::string& name) { return read_file(source_dir() / "tests/e2e/kernels" / name); }
+
+std::string fenced_answer(const std::string& code) {
+  return "Here is a faster kernel.\n\n```cpp\n" + code + "```\n\nIt keeps each row in cache.\n";
+}
+
+// The environment of a run against a model: no variable of the developer's own.
+std::string model_env(const fs::path& cache, const std::string& key) {
+  return "env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY -u OLLIE_LLM_MODEL -u OLLIE_LLM_BASE_URL -u OLLIE_LLM_PROTOCOL "
+         "OLLIE_CACHE_DIR=" + cache.string() + (key.empty() ? "" : " OPENAI_API_KEY=" + key);
+}
+
+// Files under `dir` (recursively) whose bytes contain `needle`.
+std::vector<std::string> files_containing(const fs::path& dir, const std::string& needle) {
+  std::vector<std::string> hits;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && read_file(e.path()).find(needle) != std::string::npos) hits.push_back(e.path().string());
+  return hits;
+}
+
+std::optional<ollie::store::Candidate> candidate_containing(const ollie::store::Store& db, const std::string& needle) {
+  for (int64_t id = 1; id <= db.counts().candidates; ++id)
+    if (auto c = db.candidate(id); c && c->source.find(needle) != std::string::npos) return c;
+  return std::nullopt;
+}
+
+// `ollie optimize` with the llm proposer against the test server: the client rides out a
+// 429 and a 500, a correct kernel from the model passes and enters the archive, a wrong
+// one never does; the API key is in no file of the run directory (database, WAL,
+// summary, certificate, kernels) nor in the output; a replay of the run with no server
+// and no key reaches the same best kernel; a resume (with the server at a new address)
+// asks the model again.
+TEST(Cli, OptimizeWithAModelKeepsTheKeyOffTheDiskAndReplaysToTheSameBest) {
+  const fs::path dir = temp_dir() / "optimize-llm";
+  fs::remove_all(dir);
+  const std::string spec = (source_dir() / "examples/softmax.py").string();
+  const std::string marker = "// written by the test model\n";
+  const std::string good = marker + kernel_text("softmax_rows.cpp");
+  const std::string wrong = kernel_text("softmax_drops_last_column.cpp");
+  std::string out;
+  {
+    using ollie::llm::testing::Scripted;
+    ollie::llm::testing::FakeModelServer server(kTestKey);
+    server.script({Scripted::http(429, R"({"error": {"message": "slow down"}})", {{"Retry-After", "1"}}),
+                   Scripted::http(500, R"({"error": {"message": "overloaded"}})"),
+                   Scripted::answer(fenced_answer(good), 1200, 300), Scripted::answer(fenced_answer(wrong))});
+    // Then new kernels every time (a repeated one proposes nothing, and 5 in a row stop
+    // the proposer, which would hide the replay running out of answers below).
+    for (int i = 0; i < 20; ++i)
+      server.script({Scripted::answer(fenced_answer("// variant " + std::to_string(i) + "\n" + good))});
+    CommandResult r = ollie_with_env(model_env(dir / "cache", kTestKey),
+                                     "optimize " + spec + " --dims M=16,N=64 --evals 5 --bench-seconds 0.05 "
+                                     "--proposers mutate:1,llm:3 --llm-base-url " + server.openai_base() +
+                                     " --llm-model test-model --llm-price-in 3 --llm-price-out 15 -o " + (dir / "a").string());
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    out = r.out;
+    EXPECT_NE(r.out.find("llm proposer: openai model test-model at " + server.openai_base()), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("language model (llm proposer"), std::string::npos) << r.out;
+    const auto seen = server.requests();
+    ASSERT_GE(seen.size(), 4u);  // 429, 500, then the answers
+    EXPECT_EQ(seen[0].body, seen[2].body);  // the same request, retried
+  }
+  {
+    ollie::store::Store db = ollie::store::Store::open((dir / "a" / "run.db").string());
+    const auto calls = db.model_calls("llm");
+    ASSERT_GE(calls.size(), 2u);
+    EXPECT_EQ(calls[0].status, "ok");  // the retries are inside one call
+    EXPECT_EQ(calls[0].tokens_in, 1200);
+    EXPECT_NEAR(calls[0].cost, 1200 * 3e-6 + 300 * 15e-6, 1e-12);
+    const auto g = candidate_containing(db, marker);
+    const auto w = candidate_containing(db, "j + 1 < n");
+    ASSERT_TRUE(g && w);
+    EXPECT_EQ(g->proposer, "llm");
+    EXPECT_TRUE(g->schedule.empty());
+    EXPECT_EQ(db.evaluation_of(g->id)->verdict, "pass");
+    EXPECT_EQ(db.evaluation_of(w->id)->verdict, "wrong");
+    bool good_in_archive = false;
+    for (const auto& [c, e] : db.best(50)) {
+      EXPECT_NE(c.id, w->id);
+      good_in_archive = good_in_archive || c.id == g->id;
+    }
+    EXPECT_TRUE(good_in_archive);
+    const auto options = nlohmann::json::parse(db.run().options_json);
+    EXPECT_EQ(options["llm"]["model"], "test-model");
+    EXPECT_EQ(options["llm"]["price_in_per_mtok"], 3.0);
+  }
+  const std::string best = read_file(dir / "a" / "softmax.cpp");
+  ASSERT_FALSE(best.empty());
+  // The key: nowhere on disk, nowhere in the output. (The scan does read the database:
+  // it finds the model's name there.)
+  EXPECT_FALSE(files_containing(dir / "a", "test-model").empty());
+  EXPECT_EQ(files_containing(dir, kTestKey), std::vector<std::string>{});
+  EXPECT_EQ(out.find(kTestKey), std::string::npos);
+  EXPECT_EQ(out.find("DISTINCTIVE"), std::string::npos);
+
+  // The replay: no server, no key; the same best kernel, from the stored answers.
+  CommandResult replay = ollie_with_env(model_env(dir / "cache", ""), "optimize --replay " + (dir / "a" / "run.db").string() +
+                                                                          " -o " + (dir / "r").string());
+  ASSERT_EQ(replay.exit_code, 0) << replay.out;
+  EXPECT_EQ(read_file(dir / "r" / "softmax.cpp"), best);
+  EXPECT_NE(read_file(dir / "r" / "summary.md").find("replay of"), std::string::npos);
+  EXPECT_NE(read_file(dir / "r" / "summary.md").find("reused from it for identical kernels"), std::string::npos);
+  {
+    ollie::store::Store a = ollie::store::Store::open((dir / "a" / "run.db").string());
+    ollie::store::Store r = ollie::store::Store::open((dir / "r" / "run.db").string());
+    EXPECT_EQ(r.counts().evaluations, a.counts().evaluations);
+    const auto ra = a.model_calls("llm"), rr = r.model_calls("llm");
+    ASSERT_EQ(rr.size(), ra.size());
+    for (size_t i = 0; i < ra.size(); ++i) EXPECT_EQ(rr[i].answer, ra[i].answer);
+  }
+  CommandResult mixed = ollie_with_env(model_env(dir / "cache", ""), "optimize --replay " + (dir / "a" / "run.db").string() +
+                                                                        " --llm-model other -o " + (dir / "r3").string());
+  EXPECT_EQ(mixed.exit_code, 1) << mixed.out;
+  EXPECT_NE(mixed.out.find("leave out --proposer-cmd and the --llm-* flags"), std::string::npos) << mixed.out;
+  // More evaluations than were recorded: the answers run out, the llm stops, the run goes on.
+  CommandResult longer = ollie_with_env(model_env(dir / "cache", ""), "optimize --replay " + (dir / "a" / "run.db").string() +
+                                                                          " --evals 7 --bench-seconds 0.05 -o " + (dir / "r2").string());
+  ASSERT_EQ(longer.exit_code, 0) << longer.out;
+  EXPECT_NE(read_file(dir / "r2" / "summary.md").find("has no more model answers"), std::string::npos)
+      << read_file(dir / "r2" / "summary.md");
+
+  size_t calls_before = 0;
+  {
+    ollie::store::Store db = ollie::store::Store::open((dir / "a" / "run.db").string());
+    calls_before = db.model_calls("llm").size();
+  }
+  // Resumed with the key given again (as --llm-key this time), the server at a new address.
+  {
+    ollie::llm::testing::FakeModelServer server(kTestKey);
+    CommandResult resumed = ollie_with_env(model_env(dir / "cache", ""),
+                                           "optimize --resume " + (dir / "a" / "run.db").string() +
+                                               " --evals 7 --bench-seconds 0.05 --llm-key " + kTestKey +
+                                               " --llm-base-url " + server.openai_base());
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
+    EXPECT_GE(server.requests().size(), 1u);
+    EXPECT_EQ(resumed.out.find(kTestKey), std::string::npos);
+    // The resumed session's calls went through with the key (the server checks it).
+    ollie::store::Store db = ollie::store::Store::open((dir / "a" / "run.db").string());
+    const auto calls = db.model_calls("llm");
+    ASSERT_GT(calls.size(), calls_before);
+    EXPECT_EQ(calls[calls_before].status, "ok") << calls[calls_before].answer;
+  }
+  EXPECT_EQ(files_containing(dir, kTestKey), std::vector<std::string>{});
+  fs::remove_all(dir);
+}
+
+// Without a model, `--proposers ...,llm` is refused before anything runs, naming the
+// flags and variables; `--proposer-cmd` runs a command that prints a kernel (and implies
+// the llm proposer); a command that overruns --proposer-timeout is stopped, and the run
+// goes on.
+TEST(Cli, OptimizeWithAProposerCommandAndWithoutAModel) {
+  const fs::path dir = temp_dir() / "optimize-cmd";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string spec = (source_dir() / "examples/softmax.py").string();
+  const std::string env = model_env(dir / "cache", "");
+  CommandResult none = ollie_with_env(env, "optimize " + spec + " --evals 2 --proposers mutate:1,llm:1 -o " +
+                                               (dir / "none").string());
+  EXPECT_EQ(none.exit_code, 1) << none.out;
+  for (const char* what : {"--llm-model", "OLLIE_LLM_MODEL", "--proposer-cmd", "OPENAI_API_KEY"})
+    EXPECT_NE(none.out.find(what), std::string::npos) << what << "\n" << none.out;
+  EXPECT_FALSE(fs::exists(dir / "none" / "run.db"));
+
+  const std::string marker = "// printed by the test's proposer command\n";
+  std::ofstream(dir / "kernel.cpp") << marker << kernel_text("softmax_rows.cpp");
+  CommandResult r = ollie_with_env(env, "optimize " + spec + " --dims M=16,N=64 --evals 2 --bench-seconds 0.05 "
+                                        "--proposers llm:1 --proposer-cmd 'cat " + (dir / "kernel.cpp").string() +
+                                        "' -o " + (dir / "a").string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  {
+    ollie::store::Store db = ollie::store::Store::open((dir / "a" / "run.db").string());
+    const auto calls = db.model_calls("llm");
+    ASSERT_EQ(calls.size(), 1u);
+    EXPECT_EQ(calls[0].status, "ok");
+    EXPECT_NE(calls[0].request.find("def softmax"), std::string::npos);  // the prompt went to its stdin
+    const auto c = candidate_containing(db, marker);
+    ASSERT_TRUE(c.has_value());
+    EXPECT_EQ(db.evaluation_of(c->id)->verdict, "pass");
+  }
+  // --proposer-cmd alone adds llm to the default proposers.
+  CommandResult implied = ollie_with_env(env, "optimize " + spec + " --dims M=16,N=64 --evals 1 --proposer-cmd 'cat " +
+                                                  (dir / "kernel.cpp").string() + "' -o " + (dir / "b").string());
+  ASSERT_EQ(implied.exit_code, 0) << implied.out;
+  {
+    ollie::store::Store db = ollie::store::Store::open((dir / "b" / "run.db").string());
+    EXPECT_EQ(nlohmann::json::parse(db.run().options_json)["proposers"], "mutate:3,rewrite:1,llm:1");
+  }
+  // A command that sleeps past its limit: each call times out; after 5 in a row the llm
+  // proposer stops, and with no other proposer the run ends with the baseline.
+  CommandResult slow = ollie_with_env(env, "optimize " + spec + " --dims M=16,N=64 --evals 3 --bench-seconds 0.05 "
+                                           "--proposers llm:1 --proposer-cmd 'sleep 30' --proposer-timeout 0.5 -o " +
+                                           (dir / "c").string());
+  ASSERT_EQ(slow.exit_code, 0) << slow.out;
+  EXPECT_NE(slow.out.find("no proposer could propose anything"), std::string::npos) << slow.out;
+  {
+    ollie::store::Store db = ollie::store::Store::open((dir / "c" / "run.db").string());
+    const auto calls = db.model_calls("llm");
+    ASSERT_EQ(calls.size(), 5u);
+    for (const auto& c : calls) {
+      EXPECT_EQ(c.status, "timeout");
+      EXPECT_LT(c.seconds, 10);
+    }
+  }
+  EXPECT_NE(read_file(dir / "c" / "summary.md").find("5 calls in a row failed"), std::string::npos)
+      << read_file(dir / "c" / "summary.md");
   fs::remove_all(dir);
 }
 
