@@ -387,4 +387,148 @@ TEST(EverySite, OfEveryExampleIsSoundAndLowers) {
   EXPECT_GE(applied_sites, 20);
 }
 
+
+// ---- flash ----------------------------------------------------------------------------
+
+// `g` evaluated at other sizes: its shapes are symbolic, only the bound dims change.
+ir::Graph at_dims(ir::Graph g, const ir::DimBindings& dims) {
+  for (const auto& [d, size] : dims) g.bound_dims[d] = size;
+  return g;
+}
+
+// The example at `dims`, with normalize-late applied first (attention form) unless it is
+// softmax, and exp2 first when asked.
+ir::Graph softmax_site_graph(const std::string& name, const ir::DimBindings& dims, bool exp2 = false) {
+  ir::Graph g = example(name, dims);
+  if (exp2) g = rewrite::apply(g, sites_of(g, "exp2").at(0));
+  if (name != "softmax") g = rewrite::apply(g, sites_of(g, "normalize-late").at(0));
+  return g;
+}
+
+const std::map<std::string, ir::DimBindings> kFlashExamples = {
+    {"softmax", {{"M", 3}, {"N", 160}}},
+    {"attention_causal", {{"S", 160}, {"D", 4}}},
+    {"mha_causal", {{"S", 160}, {"DM", 8}, {"H", 2}, {"HD", 4}}},
+    {"mla_decode", {{"B", 1}, {"H", 2}, {"S", 160}, {"L", 8}, {"DR", 4}, {"DN", 4}, {"DV", 4}}},
+};
+
+// The key axis' dim of each example, and sizes around the block of 64: one element, fewer
+// than a block, exactly one, one more, not a multiple, several blocks and a tail.
+std::string key_dim(const std::string& name) { return name == "softmax" ? "N" : "S"; }
+const std::vector<int64_t> kKeyLengths = {1, 5, 63, 64, 65, 100, 128, 200};
+
+TEST(Flash, FindsSitesOnSoftmaxAttentionMhaAndMla) {
+  for (const auto& [name, dims] : kFlashExamples) {
+    SCOPED_TRACE(name);
+    const ir::Graph g = softmax_site_graph(name, dims);
+    const auto sites = sites_of(g, "flash");
+    // 160 keys: two blocks of 64; 256 and 1024 would leave fewer than two blocks.
+    ASSERT_EQ(sites.size(), 1u) << ir::to_text(g);
+    EXPECT_EQ(rewrite::to_text(sites[0]).substr(rewrite::to_text(sites[0]).size() - 3), " 64");
+    applied(g, sites[0]);
+    // At 2048 keys every block size gives at least two blocks.
+    ir::DimBindings longer = dims;
+    longer[key_dim(name)] = 2048;
+    if (name == "softmax" || name == "mla_decode") {
+      EXPECT_EQ(sites_of(softmax_site_graph(name, longer), "flash").size(), 3u);
+    }
+  }
+  // The exp2 form (mla_decode's scale folded with log2 e) is a site too.
+  const ir::Graph g2 = softmax_site_graph("mla_decode", kFlashExamples.at("mla_decode"), true);
+  ASSERT_EQ(sites_of(g2, "flash").size(), 1u) << ir::to_text(g2);
+  const ir::Graph out2 = applied(g2, sites_of(g2, "flash")[0]);
+  EXPECT_EQ(count_kind(out2, ir::OpKind::Exp), 0);
+  EXPECT_GE(count_kind(out2, ir::OpKind::Exp2), 3);  // blocks, block weights, tail
+  // Before normalize-late, attention's probabilities are a plain softmax site: blocked
+  // statistics, but the normalize pass still reads the whole [S, S] scores.
+  const ir::Graph before = example("attention_causal", kFlashExamples.at("attention_causal"));
+  ASSERT_EQ(sites_of(before, "flash").size(), 1u);
+  EXPECT_EQ(sites_of(before, "flash")[0].node, before.node(before.outputs[0]).operands[0]);  // p = e / l
+  const ir::Graph plain_form = applied(before, sites_of(before, "flash")[0]);
+  bool full_scores = false;
+  for (const auto& n : plain_form.nodes) full_scores = full_scores || ir::shape_str(n.shape) == "[S, S]";
+  EXPECT_TRUE(full_scores);
+}
+
+TEST(Flash, EqualsTheOriginalAtEveryKeyLength) {
+  for (const auto& [name, dims] : kFlashExamples) {
+    const ir::Graph g = softmax_site_graph(name, dims);
+    const ir::Graph out = rewrite::apply(g, sites_of(g, "flash").at(0));
+    for (int64_t n : kKeyLengths) {
+      SCOPED_TRACE(name + " at " + key_dim(name) + "=" + std::to_string(n));
+      const ir::Graph a = at_dims(g, {{key_dim(name), n}}), b = at_dims(out, {{key_dim(name), n}});
+      EXPECT_LT(relative_difference(a, b, static_cast<uint64_t>(n)), 1e-12);
+    }
+  }
+}
+
+TEST(Flash, AttentionScoresAreComputedPerKeyBlock) {
+  // The blocks of the scores are pushed through the mask and the scale into the product
+  // with the keys: no [S, S] value is left, the keys are sliced and reshaped into blocks.
+  const ir::Graph g = softmax_site_graph("attention_causal", kFlashExamples.at("attention_causal"));
+  const ir::Graph out = rewrite::apply(g, sites_of(g, "flash").at(0));
+  for (const auto& n : out.nodes) EXPECT_NE(ir::shape_str(n.shape), "[S, S]") << ir::to_text(out);
+  int blocked_products = 0;
+  for (const auto& n : out.nodes)
+    blocked_products += n.kind == ir::OpKind::Contract && ir::shape_str(n.shape) == "[S, (S//64), 64]";
+  EXPECT_EQ(blocked_products, 1) << ir::to_text(out);
+  // One max and one sum per block, then over the blocks and the tail.
+  int block_stats = 0;
+  for (const auto& n : out.nodes)
+    block_stats += n.kind == ir::OpKind::Reduce && ir::shape_str(n.shape) == "[S, (S//64)]";
+  EXPECT_EQ(block_stats, 2) << ir::to_text(out);
+}
+
+TEST(Flash, ABlockOfMinusInfinityAddsNothing) {
+  // A whole block of -inf scores (a masked key block) gives m_b = -inf: the original's
+  // exponentials are 0 there; the blocked form must not make NaN of exp(-inf - -inf).
+  const ir::Graph g = example("softmax", {{"M", 2}, {"N", 160}});
+  const ir::Graph out = rewrite::apply(g, sites_of(g, "flash").at(0));
+  auto inputs = random_inputs(g, 5);
+  for (int64_t j = 64; j < 128; ++j) inputs[0].data[static_cast<size_t>(j)] = -INFINITY;  // row 0, block 1
+  const interp::Result ra = interp::evaluate(g, inputs), rb = interp::evaluate(out, inputs);
+  for (size_t i = 0; i < ra.values[0].data.size(); ++i) {
+    ASSERT_FALSE(std::isnan(rb.values[0].data[i])) << i;
+    EXPECT_NEAR(ra.values[0].data[i], rb.values[0].data[i], 1e-12) << i;
+  }
+}
+
+TEST(Flash, RefusedWhereItWouldBeWrongOrTiny) {
+  // Fewer than two blocks of 64 at the bound dims.
+  EXPECT_TRUE(sites_of(example("softmax", {{"M", 3}, {"N", 100}}), "flash").empty());
+  // The max and the sum over different axes is no softmax.
+  const ir::Graph mixed = from_source(
+      "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n"
+      "    e = np.exp(x - x.max(axis=0, keepdims=True))\n"
+      "    return e / e.sum(axis=1, keepdims=True)\n");
+  EXPECT_TRUE(sites_of(at_dims(mixed, {{"M", 128}, {"N", 128}}), "flash").empty()) << ir::to_text(mixed);
+  // e read elsewhere too: the rewrite would have to keep it.
+  const ir::Graph shared = spec::compile_spec(
+      "test.py",
+      "import numpy as np\nDIMS = dict(M=4, N=128)\n"
+      "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n"
+      "    e = np.exp(x - x.max(axis=1, keepdims=True))\n"
+      "    return e / e.sum(axis=1, keepdims=True) + e\n",
+      {});
+  EXPECT_TRUE(sites_of(shared, "flash").empty()) << ir::to_text(shared);
+  // The same softmax without the extra use is a site.
+  const ir::Graph plain = spec::compile_spec(
+      "test.py",
+      "import numpy as np\nDIMS = dict(M=4, N=128)\n"
+      "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n"
+      "    e = np.exp(x - x.max(axis=1, keepdims=True))\n"
+      "    return e / e.sum(axis=1, keepdims=True)\n",
+      {});
+  EXPECT_EQ(sites_of(plain, "flash").size(), 1u) << ir::to_text(plain);
+}
+
+TEST(Flash, LowersUnderTheDefaultSchedule) {
+  for (const auto& [name, dims] : kFlashExamples) {
+    SCOPED_TRACE(name);
+    const ir::Graph g = softmax_site_graph(name, dims);
+    const ir::Graph out = rewrite::apply(g, sites_of(g, "flash").at(0));
+    EXPECT_NO_THROW(loops::lower(out, loops::default_schedule(out)));
+  }
+}
+
 }  // namespace
