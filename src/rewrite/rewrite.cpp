@@ -656,8 +656,11 @@ std::optional<Build> flash(const Graph& g, const std::vector<int>& uses, ValueId
     Blocker blocker(g, counts, block);
     // The softmax form still reads all of s for its normalize pass: slice it, push nothing.
     const int s_uses = attention ? 2 : 0;
-    const ValueId sb = blocker.piece(x, s, k, true, s_uses), st = blocker.piece(x, s, k, false, s_uses);
-    const Shape blk_shape = x.b.node(sb).shape, tail_shape = x.b.node(st).shape;
+    // Node order is stage order inside a shared loop: each block's scores, statistics and
+    // (attention) partial output first, so a schedule can compute them all inside one
+    // block loop; then the tail, then the combination.
+    const ValueId sb = blocker.piece(x, s, k, true, s_uses);
+    const Shape blk_shape = x.b.node(sb).shape;
     const Shape stat_shape = replace_axis(s_shape, ka, {len.floordiv(block)});
     const ValueId m_b = x.b.reduce(ir::ReduceKind::Max, sb, {k + 1}, x.loc);
     const ValueId ninf = splat(x, x.b.constant(-std::numeric_limits<double>::infinity(), t, x.loc), stat_shape);
@@ -668,6 +671,37 @@ std::optional<Build> flash(const Graph& g, const std::vector<int>& uses, ValueId
         exp_kind, x.b.binary(OpKind::Sub, sb, x.b.broadcast(x.b.reshape(m_safe, m_kept, x.loc), blk_shape, x.loc), x.loc),
         x.loc);
     const ValueId l_b = x.b.reduce(ir::ReduceKind::Sum, e_b, {k + 1}, x.loc);
+    // Attention: o_b = e_b . v_blk, the block axis next to e's other axes.
+    std::vector<int> w_labels, ob_labels;
+    ValueId o_b = -1, v = -1;
+    if (attention) {
+      const std::vector<int>& el = side == 0 ? contract.lhs_labels : contract.rhs_labels;
+      const std::vector<int>& vl = side == 0 ? contract.rhs_labels : contract.lhs_labels;
+      const int lk = el[ka];
+      std::set<int> used(contract.lhs_labels.begin(), contract.lhs_labels.end());
+      used.insert(contract.rhs_labels.begin(), contract.rhs_labels.end());
+      const int lb = fresh_label(used), lt = fresh_label(used);
+      auto split_label = [&](const std::vector<int>& labels) {
+        std::vector<int> out;
+        for (int l : labels) {
+          out.push_back(l == lk ? lb : l);
+          if (l == lk) out.push_back(lt);
+        }
+        return out;
+      };
+      w_labels = el;
+      w_labels[ka] = lb;
+      ob_labels = w_labels;
+      for (int l : contract.out_labels)
+        if (std::count(el.begin(), el.end(), l) == 0) ob_labels.push_back(l);
+      v = contract.operands[static_cast<size_t>(1 - side)];
+      const ValueId vb = blocker.piece(x, v, kv, true, 1);
+      const std::vector<int> eb_labels = split_label(el), vb_labels = split_label(vl);
+      o_b = side == 0 ? x.b.contract(e_b, vb, eb_labels, vb_labels, ob_labels, x.loc)
+                      : x.b.contract(vb, e_b, vb_labels, eb_labels, ob_labels, x.loc);
+    }
+    const ValueId st = blocker.piece(x, s, k, false, s_uses);
+    const Shape tail_shape = x.b.node(st).shape;
     const ValueId big =
         x.b.binary(OpKind::Max, x.b.reduce(ir::ReduceKind::Max, m_b, {k}, x.loc), x.b.reduce(ir::ReduceKind::Max, st, {k}, x.loc), x.loc);
     const Shape row_kept = replace_axis(s_shape, ka, {DimExpr::constant(1)});
@@ -681,30 +715,7 @@ std::optional<Build> flash(const Graph& g, const std::vector<int>& uses, ValueId
       const ValueId e_full = x.b.unary(exp_kind, x.b.binary(OpKind::Sub, x.m(s), big_over(s_shape), x.loc), x.loc);
       return x.b.binary(OpKind::Div, e_full, scale, x.loc);
     }
-    const std::vector<int>& el = side == 0 ? contract.lhs_labels : contract.rhs_labels;
-    const std::vector<int>& vl = side == 0 ? contract.rhs_labels : contract.lhs_labels;
-    const int lk = el[ka];
-    std::set<int> used(contract.lhs_labels.begin(), contract.lhs_labels.end());
-    used.insert(contract.rhs_labels.begin(), contract.rhs_labels.end());
-    const int lb = fresh_label(used), lt = fresh_label(used);
-    auto split_label = [&](const std::vector<int>& labels) {
-      std::vector<int> out;
-      for (int l : labels) {
-        out.push_back(l == lk ? lb : l);
-        if (l == lk) out.push_back(lt);
-      }
-      return out;
-    };
-    std::vector<int> w_labels = el;
-    w_labels[ka] = lb;
-    std::vector<int> ob_labels = w_labels;
-    for (int l : contract.out_labels)
-      if (std::count(el.begin(), el.end(), l) == 0) ob_labels.push_back(l);
-    const ValueId v = contract.operands[static_cast<size_t>(1 - side)];
-    const ValueId vb = blocker.piece(x, v, kv, true, 1), vt = blocker.piece(x, v, kv, false, 1);
-    const std::vector<int> eb_labels = split_label(el), vb_labels = split_label(vl);
-    const ValueId o_b = side == 0 ? x.b.contract(e_b, vb, eb_labels, vb_labels, ob_labels, x.loc)
-                                  : x.b.contract(vb, e_b, vb_labels, eb_labels, ob_labels, x.loc);
+    const ValueId vt = blocker.piece(x, v, kv, false, 1);
     const ValueId o_blocks = x.b.contract(w_b, o_b, w_labels, ob_labels, contract.out_labels, x.loc);
     const ValueId o_tail = side == 0 ? x.b.contract(e_t, vt, contract.lhs_labels, contract.rhs_labels, contract.out_labels, x.loc)
                                      : x.b.contract(vt, e_t, contract.lhs_labels, contract.rhs_labels, contract.out_labels, x.loc);

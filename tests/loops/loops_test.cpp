@@ -60,10 +60,14 @@ TEST(LoopsDefault, ARootNestThatRunsOnceSharesItsWorkInside) {
   const auto g = ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/mla_decode.py", {});
   ASSERT_EQ(g.bound_dims.at("B"), 1);
   const std::string text = to_text(default_schedule(g, Target{64, 2}));
-  EXPECT_NE(text.find("compute_at t7 t23 b\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("parallel t7 s\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("compute_at t8 t23 b\n"), std::string::npos) << text;
   EXPECT_NE(text.find("parallel t8 s\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("parallel t18 h\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("parallel t22 h\n"), std::string::npos) << text;
+  // Sibling fusion: the two score products share the token loop, the softmax's stages
+  // the head loop of the normalization (fewer parallel regions, the same work).
+  EXPECT_NE(text.find("compute_at t7 t8 h\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("compute_at t18 t22 h\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("parallel t7 "), std::string::npos) << text;
   // Within one core nothing changes.
   EXPECT_EQ(to_text(default_schedule(g, Target{64, 1})).find("parallel"), std::string::npos);
   // At B = 4 the root's b loop runs in parallel, and nothing inside it does.
@@ -73,6 +77,32 @@ TEST(LoopsDefault, ARootNestThatRunsOnceSharesItsWorkInside) {
   const std::string text4 = to_text(default_schedule(g4, Target{64, 2}));
   EXPECT_NE(text4.find("parallel t23 b\n"), std::string::npos) << text4;
   EXPECT_EQ(text4.find("parallel t7 "), std::string::npos) << text4;
+}
+
+// A reshape that splits one axis into blocks ([64*(N//64), D] -> [(N//64), 64, D], the
+// keys of a flash rewrite) is read at (i*64 + i1, d): no flat-index divisions, which cost
+// an integer division per element in the inner loop.
+TEST(LoopsLower, ASplitAxisReshapeMapsPerGroup) {
+  using ollie::ir::DimExpr;
+  ollie::ir::Graph g;
+  g.entry = "blocks";
+  const DimExpr n = DimExpr::symbol("N"), d = DimExpr::symbol("D");
+  const DimExpr nb = n.floordiv(64), full = nb * DimExpr::constant(64);
+  g.dims = {"N", "D"};
+  g.bound_dims = {{"N", 200}, {"D", 8}};
+  g.params.push_back({"x", DType::F32, {n, d}});
+  ollie::ir::Builder b(g);
+  const auto x = b.input(0, "x", DType::F32, {n, d});
+  g.inputs.push_back(x);
+  const auto sliced = b.slice(x, {{DimExpr::constant(0), full, 1}, {DimExpr::constant(0), d, 1}});
+  const auto blocks = b.reshape(sliced, {nb, DimExpr::constant(64), d});
+  const auto e = b.unary(OpKind::Exp, blocks);
+  g.results.push_back({"out0", DType::F32, {nb, DimExpr::constant(64), d}});
+  g.outputs.push_back(e);
+  ollie::ir::verify(g);
+  const std::string text = to_text(lower(g));
+  EXPECT_NE(text.find("x[((((i * 64) + i1) * D) + d)]"), std::string::npos) << text;
+  EXPECT_EQ(text.find(" / "), std::string::npos) << text;
 }
 
 TEST(LoopsLower, MatmulGolden) {

@@ -532,3 +532,49 @@ TEST(Flash, LowersUnderTheDefaultSchedule) {
 }
 
 }  // namespace
+
+namespace {
+
+// The stage name of the only value of `g` that is a `kind` of shape `shape` (and reduce
+// kind, for a Reduce); "" when there is not exactly one.
+std::string stage_of(const ir::Graph& g, ir::OpKind kind, const std::string& shape,
+                     ir::ReduceKind reduce = ir::ReduceKind::Sum) {
+  std::string found;
+  int count = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const auto& n = g.nodes[i];
+    if (n.kind != kind || ir::shape_str(n.shape) != shape) continue;
+    if (kind == ir::OpKind::Reduce && n.reduce != reduce) continue;
+    found = "t" + std::to_string(i);
+    ++count;
+  }
+  return count == 1 ? found : "";
+}
+
+TEST(Flash, TheDefaultScheduleRunsEachBlockInOnePass) {
+  // Attention: the block's max and sum (read later by the combination over blocks) run
+  // under the block loop of the block's partial output o_b, beside the scores; the
+  // combination over 2 blocks gets no register tile (it would leave the row's nest).
+  const ir::Graph g = softmax_site_graph("attention_causal", {{"S", 160}, {"D", 8}});
+  const ir::Graph out = rewrite::apply(g, sites_of(g, "flash").at(0));
+  const std::string o_b = stage_of(out, ir::OpKind::Contract, "[S, (S//64), D]");
+  const std::string m_b = stage_of(out, ir::OpKind::Reduce, "[S, (S//64)]", ir::ReduceKind::Max);
+  const std::string l_b = stage_of(out, ir::OpKind::Reduce, "[S, (S//64)]", ir::ReduceKind::Sum);
+  const std::string scores = stage_of(out, ir::OpKind::Contract, "[S, (S//64), 64]");
+  ASSERT_FALSE(o_b.empty() || m_b.empty() || l_b.empty() || scores.empty()) << ir::to_text(out);
+  const std::string text = loops::to_text(loops::default_schedule(out, loops::Target{64, 2}));
+  for (const std::string& s : {m_b, l_b, scores})
+    EXPECT_NE(text.find("compute_at " + s + " " + o_b + " i\n"), std::string::npos) << s << "\n" << text;
+  EXPECT_NE(text.find("compute_at " + o_b + " out0 s\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("accumulate"), std::string::npos) << text;
+  // Softmax: the block's max inside the block loop of its sum of exponentials.
+  const ir::Graph sm = example("softmax", {{"M", 3}, {"N", 160}});
+  const ir::Graph sm_out = rewrite::apply(sm, sites_of(sm, "flash").at(0));
+  const std::string sm_max = stage_of(sm_out, ir::OpKind::Reduce, "[M, (N//64)]", ir::ReduceKind::Max);
+  const std::string sm_sum = stage_of(sm_out, ir::OpKind::Reduce, "[M, (N//64)]", ir::ReduceKind::Sum);
+  ASSERT_FALSE(sm_max.empty() || sm_sum.empty()) << ir::to_text(sm_out);
+  const std::string sm_text = loops::to_text(loops::default_schedule(sm_out, loops::Target{64, 2}));
+  EXPECT_NE(sm_text.find("compute_at " + sm_max + " " + sm_sum + " i\n"), std::string::npos) << sm_text;
+}
+
+}  // namespace
