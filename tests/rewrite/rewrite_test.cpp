@@ -578,3 +578,42 @@ TEST(Flash, TheDefaultScheduleRunsEachBlockInOnePass) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Flash, ASoftmaxOverTheFirstAxisAndAKeyAxisInTheMiddle) {
+  // Softmax over axis 0, then the keys contracted from the left: the block axis lands in
+  // front, the key operand is blocked along its first axis; then a key axis in the middle
+  // of a 3-d score tensor (batch, keys, queries) read through a transpose.
+  const ir::Graph first = spec::compile_spec(
+      "test.py",
+      "import numpy as np\nDIMS = dict(K=130, N=3, D=4)\n"
+      "def f(s: \"f32[K, N]\", v: \"f32[K, D]\") -> \"f32[N, D]\":\n"
+      "    e = np.exp(s - s.max(axis=0, keepdims=True))\n"
+      "    return np.einsum('kn,kd->nd', e / e.sum(axis=0, keepdims=True), v)\n",
+      {});
+  const ir::Graph middle = spec::compile_spec(
+      "test.py",
+      "import numpy as np\nDIMS = dict(B=2, K=130, N=3, D=4)\n"
+      "def f(q: \"f32[B, N, D]\", k: \"f32[B, K, D]\", v: \"f32[B, K, D]\") -> \"f32[B, N, D]\":\n"
+      "    s = np.einsum('bnd,bkd->bkn', q, k) * 0.5\n"
+      "    e = np.exp(s - s.max(axis=1, keepdims=True))\n"
+      "    return np.einsum('bkn,bkd->bnd', e / e.sum(axis=1, keepdims=True), v)\n",
+      {});
+  for (const auto& [g, key] : {std::pair{&first, "K"}, std::pair{&middle, "K"}}) {
+    // The plain softmax form first, then the attention form after normalize-late.
+    ASSERT_EQ(sites_of(*g, "flash").size(), 1u) << ir::to_text(*g);
+    const ir::Graph plain = applied(*g, sites_of(*g, "flash")[0]);
+    const ir::Graph late = rewrite::apply(*g, sites_of(*g, "normalize-late").at(0));
+    ASSERT_EQ(sites_of(late, "flash").size(), 1u) << ir::to_text(late);
+    const ir::Graph out = applied(late, sites_of(late, "flash")[0]);
+    for (int64_t n : {1, 7, 64, 100, 130}) {
+      SCOPED_TRACE(std::string(key) + "=" + std::to_string(n));
+      EXPECT_LT(relative_difference(at_dims(*g, {{key, n}}), at_dims(out, {{key, n}}), 3), 1e-12);
+      EXPECT_LT(relative_difference(at_dims(*g, {{key, n}}), at_dims(plain, {{key, n}}), 4), 1e-12);
+    }
+    EXPECT_NO_THROW(loops::lower(out, loops::default_schedule(out)));
+  }
+}
+
+}  // namespace
