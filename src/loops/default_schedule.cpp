@@ -39,6 +39,33 @@ Directive make(DirectiveKind k, const std::string& stage, std::vector<std::strin
   return Directive{k, stage, std::move(args), factor, 0};
 }
 
+// The fewest reduction steps (at the bound dims) for which a contraction gets a register tile.
+constexpr int64_t kMinTileReduction = 32;
+
+// Fusion of siblings: stage `i`, about to be computed at the loops of the root nest
+// `host`, goes instead inside a later stage fused directly in that nest whose next loop walks
+// the same range as stage i's loop at that depth, as deep as is legal. Flash's per-block
+// statistics (a block's max and sum, read later by the combination over blocks) thus run
+// under the block loop of the block's partial output: one pass over each key block, rather
+// than one pass over all blocks per statistic.
+bool into_sibling(const ir::Graph& g, Stages& st, Schedule& out, int i, int host) {
+  const std::string pname = st.stages[static_cast<size_t>(i)].name;
+  for (size_t j = static_cast<size_t>(i) + 1; j < st.stages.size(); ++j) {
+    const Stage& p = st.stages[static_cast<size_t>(i)];
+    const Stage& q = st.stages[j];
+    const size_t k = static_cast<size_t>(q.shared);
+    if (q.host != host || k >= q.loops.size() || k >= p.loops.size()) continue;
+    if (q.loops[k].reduction || p.loops[k].reduction || q.loops[k].nominal != p.loops[k].nominal) continue;
+    std::vector<std::string> loops;  // deepest first
+    for (size_t m = q.loops.size(); m-- > k;)
+      if (!q.loops[m].reduction && q.loops[m].kind != ForKind::Vectorized) loops.push_back(q.loops[m].name);
+    const std::string qname = q.name;
+    for (const auto& loop : loops)
+      if (try_apply(g, st, out, make(DirectiveKind::ComputeAt, pname, {qname, loop}))) return true;
+  }
+  return false;
+}
+
 // Reorders `stage` to `order` unless its loops already run in that order.
 void reorder_to(const ir::Graph& g, Stages& st, Schedule& out, const std::string& stage,
                 const std::vector<std::string>& order) {
@@ -422,7 +449,14 @@ Schedule default_schedule_with(const ir::Graph& graph, const Target& target, boo
         if (l.name == row) rows = std::min<int64_t>(rows, std::max<int64_t>(1, bound_size(graph, l.nominal)));
         if (l.name == last_pure) cols = bound_size(graph, l.nominal);
       }
-      if (tiles && !untiled.count(name) && inner_pure.empty() && !row.empty() && cols >= w) {
+      // No tile for a short reduction (flash's combination over a few blocks, or its
+      // empty tail): the accumulators would be reused too few times to pay for the tile,
+      // and its split loops would keep the stage out of its reader's nest.
+      int64_t steps = 1;
+      for (const auto& l : s.loops)
+        if (l.reduction) steps *= bound_size(graph, l.nominal);
+      if (tiles && !untiled.count(name) && inner_pure.empty() && !row.empty() && cols >= w &&
+          steps >= kMinTileReduction) {
         const int64_t vectors = cols >= 2 * w ? 2 : 1;
         if (const auto tile = register_tile(graph, st, name, rows, vectors, target, false)) {
           out.directives.insert(out.directives.end(), tile->begin(), tile->end());
@@ -486,6 +520,7 @@ Schedule default_schedule_with(const ir::Graph& graph, const Target& target, boo
       if (done) continue;
     }
     if (host < 0 || !unique || host == i) continue;
+    if (into_sibling(graph, st, out, i, host)) continue;
     const Stage& h = st.stages[static_cast<size_t>(host)];
     const std::string pname = p.name, hname = h.name;
     for (size_t k = h.loops.size(); k-- > 0;) {

@@ -192,6 +192,15 @@ class Lowerer {
     return idx;
   }
 
+  // Whether `a` divides `b` for every value of the dims. exact_div alone does not say so:
+  // it floors an inexact coefficient (N / (64*N) is 0), which made a split of one axis,
+  // [64*(N//64)] -> [(N//64), 64], look like a merge with the next dim and lowered it
+  // through flat-index divisions.
+  static bool divides(const DimExpr& a, const DimExpr& b) {
+    const std::optional<DimExpr> q = b.exact_div(a);
+    return q && *q * a == b;
+  }
+
   // Groups of consecutive dims with equal products in `from` and `to` (a reshape merges
   // or splits within groups), as [begin, end) pairs per side; empty when none is found.
   static std::vector<std::array<size_t, 4>> reshape_groups(const ir::Shape& from, const ir::Shape& to) {
@@ -201,9 +210,9 @@ class Lowerer {
       size_t i1 = i + 1, j1 = j + 1;
       DimExpr a = from[i], b = to[j];
       while (a != b) {
-        if (j1 < to.size() && b.exact_div(a) == std::nullopt && a.exact_div(b)) {
+        if (j1 < to.size() && !divides(a, b) && divides(b, a)) {
           b = b * to[j1++];
-        } else if (i1 < from.size() && b.exact_div(a)) {
+        } else if (i1 < from.size() && divides(a, b)) {
           a = a * from[i1++];
         } else {
           return {};

@@ -635,6 +635,44 @@ TEST(Cli, OptimizeWithAProposerCommandAndWithoutAModel) {
   fs::remove_all(dir);
 }
 
+// The flash rewrite end to end: the worked chains of examples/schedules (softmax,
+// attention_causal after normalize-late, mla_decode after exp2 and normalize-late), emitted
+// under their default schedule and under the hand schedule beside them, pass `ollie
+// verify` (its shape sweep runs the generic kernels at sizes below, at and between
+// blocks). The sites are listed by `emit --show-stages`.
+TEST(Cli, FlashRewrittenKernelsPassTheVerifier) {
+  const fs::path dir = temp_dir() / "flash";
+  fs::remove_all(dir);
+  const std::map<std::string, std::string> dims = {{"softmax", "M=5,N=300"},
+                                                   {"attention_causal", "S=150,D=8"},
+                                                   {"mla_decode", "B=1,H=3,S=600,L=16,DR=8,DN=8,DV=8"}};
+  for (const auto& [name, sizes] : dims) {
+    SCOPED_TRACE(name);
+    const std::string spec = (source_dir() / "examples" / (name + ".py")).string();
+    const std::string chain = (source_dir() / "examples/schedules" / (name + ".flash.rewrites")).string();
+    const std::string schedule = (source_dir() / "examples/schedules" / (name + ".flash.schedule")).string();
+    CommandResult shown = ollie("emit " + spec + " --dims " + sizes + " --rewrites " + chain + " --show-stages");
+    ASSERT_EQ(shown.exit_code, 0) << shown.out;
+    for (const auto& variant : {std::string("default"), std::string("hand")}) {
+      const fs::path out = dir / (name + "-" + variant);
+      CommandResult emitted = ollie("emit " + spec + " --dims " + sizes + " --rewrites " + chain +
+                                    (variant == "hand" ? " --schedule " + schedule : std::string()) + " -o " +
+                                    out.string());
+      ASSERT_EQ(emitted.exit_code, 0) << emitted.out;
+      CommandResult verified = ollie("verify " + spec + " " + (out / (name + ".cpp")).string() + " --dims " + sizes);
+      EXPECT_EQ(verified.exit_code, 0) << variant << "\n" << verified.out;
+      EXPECT_NE(verified.out.find("all 10 suites agree"), std::string::npos) << verified.out;
+    }
+  }
+  // Without normalize-late, attention's flash site is the probabilities' division.
+  CommandResult sites = ollie("emit " + (source_dir() / "examples/attention_causal.py").string() + " --show-stages");
+  ASSERT_EQ(sites.exit_code, 0) << sites.out;
+  EXPECT_NE(sites.out.find("  flash %35 64\n"), std::string::npos) << sites.out;
+  EXPECT_NE(sites.out.find("  flash %35 256\n"), std::string::npos) << sites.out;
+  EXPECT_EQ(sites.out.find("  flash %35 1024\n"), std::string::npos) << sites.out;  // 512 keys: fewer than 2 blocks
+  fs::remove_all(dir);
+}
+
 // `ollie emit` then `ollie run-kernel` on what it wrote: the baseline kernel of every
 // example compiles, runs in the runner and agrees with the reference within its bound.
 TEST(Cli, EmittedBaselineOfEveryExampleAgreesWithTheReference) {

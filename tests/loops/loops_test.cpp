@@ -54,8 +54,8 @@ TEST(LoopsIR, MakeTypesAndFoldsIndexArithmetic) {
 
 // mla_decode at B = 1: the root nest of the fused scores and softmax has no loop worth
 // running in parallel before its h loop (b runs once), so the scores contractions computed
-// in it outside that loop run their own outermost pure loops in parallel (before, the
-// whole attention ran on one core); o_lat = p . c_kv (16 x 512 outputs, 4096 keys) runs
+// in it outside that loop (the two products sharing the token loop, sibling fusion) run
+// their own outermost pure loop in parallel (before, the whole attention ran on one core); o_lat = p . c_kv (16 x 512 outputs, 4096 keys) runs
 // split-K: partial results over 64-key slices in parallel with register tiles, then their
 // sum; the 512-long score dots run 4 heads at a time.
 TEST(LoopsDefault, ARootNestThatRunsOnceSharesItsWorkInside) {
@@ -63,7 +63,7 @@ TEST(LoopsDefault, ARootNestThatRunsOnceSharesItsWorkInside) {
   ASSERT_EQ(g.bound_dims.at("B"), 1);
   const std::string text = to_text(default_schedule(g, Target{64, 2}));
   for (const char* line :
-       {"compute_at t7 t22 b\n", "parallel t7 s\n", "parallel t8 s\n", "parallel t22 h\n", "split t23 s 64\n",
+       {"compute_at t8 t22 b\n", "compute_at t7 t8 s\n", "parallel t8 s\n", "parallel t22 h\n", "split t23 s 64\n",
         "rfactor t23 s_o\n", "accumulate t23_rf l_o\n", "parallel t23_rf s_o\n", "vectorize t23 l\n",
         "split t7 h 4\n", "reorder t7 b s h_o l h_i\n", "vectorize t7 l\n"})
     EXPECT_NE(text.find(line), std::string::npos) << line << " in\n" << text;
@@ -99,6 +99,32 @@ TEST(LoopsDefault, ABigContractionTakesATileOverAFusedElementwiseProducer) {
   EXPECT_NE(to_text(default_schedule(sw_small, Target{64, 2})).find("compute_at t13 out0"), std::string::npos);
   const auto att = ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/attention_causal.py", {});
   EXPECT_EQ(to_text(default_schedule(att, Target{64, 2})).find("accumulate out0"), std::string::npos);
+}
+
+// A reshape that splits one axis into blocks ([64*(N//64), D] -> [(N//64), 64, D], the
+// keys of a flash rewrite) is read at (i*64 + i1, d): no flat-index divisions, which cost
+// an integer division per element in the inner loop.
+TEST(LoopsLower, ASplitAxisReshapeMapsPerGroup) {
+  using ollie::ir::DimExpr;
+  ollie::ir::Graph g;
+  g.entry = "blocks";
+  const DimExpr n = DimExpr::symbol("N"), d = DimExpr::symbol("D");
+  const DimExpr nb = n.floordiv(64), full = nb * DimExpr::constant(64);
+  g.dims = {"N", "D"};
+  g.bound_dims = {{"N", 200}, {"D", 8}};
+  g.params.push_back({"x", DType::F32, {n, d}});
+  ollie::ir::Builder b(g);
+  const auto x = b.input(0, "x", DType::F32, {n, d});
+  g.inputs.push_back(x);
+  const auto sliced = b.slice(x, {{DimExpr::constant(0), full, 1}, {DimExpr::constant(0), d, 1}});
+  const auto blocks = b.reshape(sliced, {nb, DimExpr::constant(64), d});
+  const auto e = b.unary(OpKind::Exp, blocks);
+  g.results.push_back({"out0", DType::F32, {nb, DimExpr::constant(64), d}});
+  g.outputs.push_back(e);
+  ollie::ir::verify(g);
+  const std::string text = to_text(lower(g));
+  EXPECT_NE(text.find("x[((((i * 64) + i1) * D) + d)]"), std::string::npos) << text;
+  EXPECT_EQ(text.find(" / "), std::string::npos) << text;
 }
 
 TEST(LoopsLower, MatmulGolden) {

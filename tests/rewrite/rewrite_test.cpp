@@ -387,4 +387,233 @@ TEST(EverySite, OfEveryExampleIsSoundAndLowers) {
   EXPECT_GE(applied_sites, 20);
 }
 
+
+// ---- flash ----------------------------------------------------------------------------
+
+// `g` evaluated at other sizes: its shapes are symbolic, only the bound dims change.
+ir::Graph at_dims(ir::Graph g, const ir::DimBindings& dims) {
+  for (const auto& [d, size] : dims) g.bound_dims[d] = size;
+  return g;
+}
+
+// The example at `dims`, with normalize-late applied first (attention form) unless it is
+// softmax, and exp2 first when asked.
+ir::Graph softmax_site_graph(const std::string& name, const ir::DimBindings& dims, bool exp2 = false) {
+  ir::Graph g = example(name, dims);
+  if (exp2) g = rewrite::apply(g, sites_of(g, "exp2").at(0));
+  if (name != "softmax") g = rewrite::apply(g, sites_of(g, "normalize-late").at(0));
+  return g;
+}
+
+const std::map<std::string, ir::DimBindings> kFlashExamples = {
+    {"softmax", {{"M", 3}, {"N", 160}}},
+    {"attention_causal", {{"S", 160}, {"D", 4}}},
+    {"mha_causal", {{"S", 160}, {"DM", 8}, {"H", 2}, {"HD", 4}}},
+    {"mla_decode", {{"B", 1}, {"H", 2}, {"S", 160}, {"L", 8}, {"DR", 4}, {"DN", 4}, {"DV", 4}}},
+};
+
+// The key axis' dim of each example, and sizes around the block of 64: one element, fewer
+// than a block, exactly one, one more, not a multiple, several blocks and a tail.
+std::string key_dim(const std::string& name) { return name == "softmax" ? "N" : "S"; }
+const std::vector<int64_t> kKeyLengths = {1, 5, 63, 64, 65, 100, 128, 200};
+
+TEST(Flash, FindsSitesOnSoftmaxAttentionMhaAndMla) {
+  for (const auto& [name, dims] : kFlashExamples) {
+    SCOPED_TRACE(name);
+    const ir::Graph g = softmax_site_graph(name, dims);
+    const auto sites = sites_of(g, "flash");
+    // 160 keys: two blocks of 64; 256 and 1024 would leave fewer than two blocks.
+    ASSERT_EQ(sites.size(), 1u) << ir::to_text(g);
+    EXPECT_EQ(rewrite::to_text(sites[0]).substr(rewrite::to_text(sites[0]).size() - 3), " 64");
+    applied(g, sites[0]);
+    // At 2048 keys every block size gives at least two blocks.
+    ir::DimBindings longer = dims;
+    longer[key_dim(name)] = 2048;
+    if (name == "softmax" || name == "mla_decode") {
+      EXPECT_EQ(sites_of(softmax_site_graph(name, longer), "flash").size(), 3u);
+    }
+  }
+  // The exp2 form (mla_decode's scale folded with log2 e) is a site too.
+  const ir::Graph g2 = softmax_site_graph("mla_decode", kFlashExamples.at("mla_decode"), true);
+  ASSERT_EQ(sites_of(g2, "flash").size(), 1u) << ir::to_text(g2);
+  const ir::Graph out2 = applied(g2, sites_of(g2, "flash")[0]);
+  EXPECT_EQ(count_kind(out2, ir::OpKind::Exp), 0);
+  EXPECT_GE(count_kind(out2, ir::OpKind::Exp2), 3);  // blocks, block weights, tail
+  // Before normalize-late, attention's probabilities are a plain softmax site: blocked
+  // statistics, but the normalize pass still reads the whole [S, S] scores.
+  const ir::Graph before = example("attention_causal", kFlashExamples.at("attention_causal"));
+  ASSERT_EQ(sites_of(before, "flash").size(), 1u);
+  EXPECT_EQ(sites_of(before, "flash")[0].node, before.node(before.outputs[0]).operands[0]);  // p = e / l
+  const ir::Graph plain_form = applied(before, sites_of(before, "flash")[0]);
+  bool full_scores = false;
+  for (const auto& n : plain_form.nodes) full_scores = full_scores || ir::shape_str(n.shape) == "[S, S]";
+  EXPECT_TRUE(full_scores);
+}
+
+TEST(Flash, EqualsTheOriginalAtEveryKeyLength) {
+  for (const auto& [name, dims] : kFlashExamples) {
+    const ir::Graph g = softmax_site_graph(name, dims);
+    const ir::Graph out = rewrite::apply(g, sites_of(g, "flash").at(0));
+    for (int64_t n : kKeyLengths) {
+      SCOPED_TRACE(name + " at " + key_dim(name) + "=" + std::to_string(n));
+      const ir::Graph a = at_dims(g, {{key_dim(name), n}}), b = at_dims(out, {{key_dim(name), n}});
+      EXPECT_LT(relative_difference(a, b, static_cast<uint64_t>(n)), 1e-12);
+    }
+  }
+}
+
+TEST(Flash, AttentionScoresAreComputedPerKeyBlock) {
+  // The blocks of the scores are pushed through the mask and the scale into the product
+  // with the keys: no [S, S] value is left, the keys are sliced and reshaped into blocks.
+  const ir::Graph g = softmax_site_graph("attention_causal", kFlashExamples.at("attention_causal"));
+  const ir::Graph out = rewrite::apply(g, sites_of(g, "flash").at(0));
+  for (const auto& n : out.nodes) EXPECT_NE(ir::shape_str(n.shape), "[S, S]") << ir::to_text(out);
+  int blocked_products = 0;
+  for (const auto& n : out.nodes)
+    blocked_products += n.kind == ir::OpKind::Contract && ir::shape_str(n.shape) == "[S, (S//64), 64]";
+  EXPECT_EQ(blocked_products, 1) << ir::to_text(out);
+  // One max and one sum per block, then over the blocks and the tail.
+  int block_stats = 0;
+  for (const auto& n : out.nodes)
+    block_stats += n.kind == ir::OpKind::Reduce && ir::shape_str(n.shape) == "[S, (S//64)]";
+  EXPECT_EQ(block_stats, 2) << ir::to_text(out);
+}
+
+TEST(Flash, ABlockOfMinusInfinityAddsNothing) {
+  // A whole block of -inf scores (a masked key block) gives m_b = -inf: the original's
+  // exponentials are 0 there; the blocked form must not make NaN of exp(-inf - -inf).
+  const ir::Graph g = example("softmax", {{"M", 2}, {"N", 160}});
+  const ir::Graph out = rewrite::apply(g, sites_of(g, "flash").at(0));
+  auto inputs = random_inputs(g, 5);
+  for (int64_t j = 64; j < 128; ++j) inputs[0].data[static_cast<size_t>(j)] = -INFINITY;  // row 0, block 1
+  const interp::Result ra = interp::evaluate(g, inputs), rb = interp::evaluate(out, inputs);
+  for (size_t i = 0; i < ra.values[0].data.size(); ++i) {
+    ASSERT_FALSE(std::isnan(rb.values[0].data[i])) << i;
+    EXPECT_NEAR(ra.values[0].data[i], rb.values[0].data[i], 1e-12) << i;
+  }
+}
+
+TEST(Flash, RefusedWhereItWouldBeWrongOrTiny) {
+  // Fewer than two blocks of 64 at the bound dims.
+  EXPECT_TRUE(sites_of(example("softmax", {{"M", 3}, {"N", 100}}), "flash").empty());
+  // The max and the sum over different axes is no softmax.
+  const ir::Graph mixed = from_source(
+      "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n"
+      "    e = np.exp(x - x.max(axis=0, keepdims=True))\n"
+      "    return e / e.sum(axis=1, keepdims=True)\n");
+  EXPECT_TRUE(sites_of(at_dims(mixed, {{"M", 128}, {"N", 128}}), "flash").empty()) << ir::to_text(mixed);
+  // e read elsewhere too: the rewrite would have to keep it.
+  const ir::Graph shared = spec::compile_spec(
+      "test.py",
+      "import numpy as np\nDIMS = dict(M=4, N=128)\n"
+      "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n"
+      "    e = np.exp(x - x.max(axis=1, keepdims=True))\n"
+      "    return e / e.sum(axis=1, keepdims=True) + e\n",
+      {});
+  EXPECT_TRUE(sites_of(shared, "flash").empty()) << ir::to_text(shared);
+  // The same softmax without the extra use is a site.
+  const ir::Graph plain = spec::compile_spec(
+      "test.py",
+      "import numpy as np\nDIMS = dict(M=4, N=128)\n"
+      "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n"
+      "    e = np.exp(x - x.max(axis=1, keepdims=True))\n"
+      "    return e / e.sum(axis=1, keepdims=True)\n",
+      {});
+  EXPECT_EQ(sites_of(plain, "flash").size(), 1u) << ir::to_text(plain);
+}
+
+TEST(Flash, LowersUnderTheDefaultSchedule) {
+  for (const auto& [name, dims] : kFlashExamples) {
+    SCOPED_TRACE(name);
+    const ir::Graph g = softmax_site_graph(name, dims);
+    const ir::Graph out = rewrite::apply(g, sites_of(g, "flash").at(0));
+    EXPECT_NO_THROW(loops::lower(out, loops::default_schedule(out)));
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// The stage name of the only value of `g` that is a `kind` of shape `shape` (and reduce
+// kind, for a Reduce); "" when there is not exactly one.
+std::string stage_of(const ir::Graph& g, ir::OpKind kind, const std::string& shape,
+                     ir::ReduceKind reduce = ir::ReduceKind::Sum) {
+  std::string found;
+  int count = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const auto& n = g.nodes[i];
+    if (n.kind != kind || ir::shape_str(n.shape) != shape) continue;
+    if (kind == ir::OpKind::Reduce && n.reduce != reduce) continue;
+    found = "t" + std::to_string(i);
+    ++count;
+  }
+  return count == 1 ? found : "";
+}
+
+TEST(Flash, TheDefaultScheduleRunsEachBlockInOnePass) {
+  // Attention: the block's max and sum (read later by the combination over blocks) run
+  // under the block loop of the block's partial output o_b, beside the scores; the
+  // combination over 2 blocks gets no register tile (it would leave the row's nest).
+  const ir::Graph g = softmax_site_graph("attention_causal", {{"S", 160}, {"D", 8}});
+  const ir::Graph out = rewrite::apply(g, sites_of(g, "flash").at(0));
+  const std::string o_b = stage_of(out, ir::OpKind::Contract, "[S, (S//64), D]");
+  const std::string m_b = stage_of(out, ir::OpKind::Reduce, "[S, (S//64)]", ir::ReduceKind::Max);
+  const std::string l_b = stage_of(out, ir::OpKind::Reduce, "[S, (S//64)]", ir::ReduceKind::Sum);
+  const std::string scores = stage_of(out, ir::OpKind::Contract, "[S, (S//64), 64]");
+  ASSERT_FALSE(o_b.empty() || m_b.empty() || l_b.empty() || scores.empty()) << ir::to_text(out);
+  const std::string text = loops::to_text(loops::default_schedule(out, loops::Target{64, 2}));
+  for (const std::string& s : {m_b, l_b, scores})
+    EXPECT_NE(text.find("compute_at " + s + " " + o_b + " i\n"), std::string::npos) << s << "\n" << text;
+  EXPECT_NE(text.find("compute_at " + o_b + " out0 s\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("accumulate"), std::string::npos) << text;
+  // Softmax: the block's max inside the block loop of its sum of exponentials.
+  const ir::Graph sm = example("softmax", {{"M", 3}, {"N", 160}});
+  const ir::Graph sm_out = rewrite::apply(sm, sites_of(sm, "flash").at(0));
+  const std::string sm_max = stage_of(sm_out, ir::OpKind::Reduce, "[M, (N//64)]", ir::ReduceKind::Max);
+  const std::string sm_sum = stage_of(sm_out, ir::OpKind::Reduce, "[M, (N//64)]", ir::ReduceKind::Sum);
+  ASSERT_FALSE(sm_max.empty() || sm_sum.empty()) << ir::to_text(sm_out);
+  const std::string sm_text = loops::to_text(loops::default_schedule(sm_out, loops::Target{64, 2}));
+  EXPECT_NE(sm_text.find("compute_at " + sm_max + " " + sm_sum + " i\n"), std::string::npos) << sm_text;
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Flash, ASoftmaxOverTheFirstAxisAndAKeyAxisInTheMiddle) {
+  // Softmax over axis 0, then the keys contracted from the left: the block axis lands in
+  // front, the key operand is blocked along its first axis; then a key axis in the middle
+  // of a 3-d score tensor (batch, keys, queries) read through a transpose.
+  const ir::Graph first = spec::compile_spec(
+      "test.py",
+      "import numpy as np\nDIMS = dict(K=130, N=3, D=4)\n"
+      "def f(s: \"f32[K, N]\", v: \"f32[K, D]\") -> \"f32[N, D]\":\n"
+      "    e = np.exp(s - s.max(axis=0, keepdims=True))\n"
+      "    return np.einsum('kn,kd->nd', e / e.sum(axis=0, keepdims=True), v)\n",
+      {});
+  const ir::Graph middle = spec::compile_spec(
+      "test.py",
+      "import numpy as np\nDIMS = dict(B=2, K=130, N=3, D=4)\n"
+      "def f(q: \"f32[B, N, D]\", k: \"f32[B, K, D]\", v: \"f32[B, K, D]\") -> \"f32[B, N, D]\":\n"
+      "    s = np.einsum('bnd,bkd->bkn', q, k) * 0.5\n"
+      "    e = np.exp(s - s.max(axis=1, keepdims=True))\n"
+      "    return np.einsum('bkn,bkd->bnd', e / e.sum(axis=1, keepdims=True), v)\n",
+      {});
+  for (const auto& [g, key] : {std::pair{&first, "K"}, std::pair{&middle, "K"}}) {
+    // The plain softmax form first, then the attention form after normalize-late.
+    ASSERT_EQ(sites_of(*g, "flash").size(), 1u) << ir::to_text(*g);
+    const ir::Graph plain = applied(*g, sites_of(*g, "flash")[0]);
+    const ir::Graph late = rewrite::apply(*g, sites_of(*g, "normalize-late").at(0));
+    ASSERT_EQ(sites_of(late, "flash").size(), 1u) << ir::to_text(late);
+    const ir::Graph out = applied(late, sites_of(late, "flash")[0]);
+    for (int64_t n : {1, 7, 64, 100, 130}) {
+      SCOPED_TRACE(std::string(key) + "=" + std::to_string(n));
+      EXPECT_LT(relative_difference(at_dims(*g, {{key, n}}), at_dims(out, {{key, n}}), 3), 1e-12);
+      EXPECT_LT(relative_difference(at_dims(*g, {{key, n}}), at_dims(plain, {{key, n}}), 4), 1e-12);
+    }
+    EXPECT_NO_THROW(loops::lower(out, loops::default_schedule(out)));
+  }
+}
+
 }  // namespace

@@ -4,12 +4,16 @@
 // example go into a few shared objects (one compile per 40 kernels), each run in the
 // runner by its own entry symbol. OLLIE_SCHEDULES (default 200) and OLLIE_SCHEDULE_SEED
 // (default 1) set the count and the seed; a failure prints both and the schedule text.
+// Flash-rewritten softmax, attention and MLA graphs too, with a quarter of the count
+// (their kernels are several times larger).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 
 #include "../emit/kernel_check.h"
+#include "rewrite/rewrite.h"
 #include "spec/spec.h"
 
 namespace {
@@ -25,9 +29,12 @@ int env_int(const char* name, int fallback) {
 struct Case {
   const char* name;
   ollie::ir::DimBindings dims;
+  const char* rewrites = "";  // a rewrite chain (docs/rewrites.md) applied first
+  const char* label = nullptr;  // the test's name when not the example's
+  int share = 1;                // runs OLLIE_SCHEDULES / share schedules
 };
 
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const Case& c, std::ostream* os) { *os << (c.label ? c.label : c.name); }
 
 // Small dims, odd where the spec allows, so that split factors leave tails.
 const std::vector<Case>& cases() {
@@ -43,6 +50,12 @@ const std::vector<Case>& cases() {
       {"mha_causal", {{"S", 5}, {"DM", 6}, {"H", 3}, {"HD", 2}}},
       {"rope", {{"S", 5}, {"H", 3}, {"HD", 6}}},
       {"mla_decode", {{"B", 2}, {"H", 3}, {"S", 7}, {"L", 5}, {"DR", 4}, {"DN", 3}, {"DV", 5}}},
+      // Flash-rewritten graphs (examples/schedules/NAME.flash.rewrites): block loops, empty
+      // or short tails, statistics combined over blocks.
+      {"softmax", {{"M", 3}, {"N", 150}}, "flash %9 64\n", "softmax_flash", 4},
+      {"attention_causal", {{"S", 150}, {"D", 5}}, "normalize-late %36 lhs\nflash %38 64\n", "attention_causal_flash", 4},
+      {"mla_decode", {{"B", 2}, {"H", 3}, {"S", 530}, {"L", 5}, {"DR", 4}, {"DN", 3}, {"DV", 5}},
+       "exp2 %18\nnormalize-late %23 lhs\nflash %25 256\n", "mla_decode_flash", 4},
   };
   return list;
 }
@@ -53,9 +66,9 @@ TEST_P(SchedulePropertyTest, RandomLegalSchedulesAgreeAndIllegalOnesAreRejected)
   const Case& c = GetParam();
   ollie::spec::SpecOptions options;
   options.dim_overrides = c.dims;
-  const ollie::ir::Graph g =
-      ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/" + c.name + ".py", options);
-  const int count = env_int("OLLIE_SCHEDULES", 200);
+  const ollie::ir::Graph g = ollie::rewrite::replay(
+      ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/" + c.name + ".py", options), c.rewrites);
+  const int count = std::max(1, env_int("OLLIE_SCHEDULES", 200) / c.share);
   const uint64_t seed = static_cast<uint64_t>(env_int("OLLIE_SCHEDULE_SEED", 1));
   const loops::Target target{64, 2};
 
@@ -136,6 +149,6 @@ TEST_P(SchedulePropertyTest, RandomLegalSchedulesAgreeAndIllegalOnesAreRejected)
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, SchedulePropertyTest, ::testing::ValuesIn(cases()),
-                         [](const auto& p) { return std::string(p.param.name); });
+                         [](const auto& p) { return std::string(p.param.label ? p.param.label : p.param.name); });
 
 }  // namespace
