@@ -75,6 +75,15 @@ void reorder_to(const ir::Graph& g, Stages& st, Schedule& out, const std::string
   if (now != order) try_apply(g, st, out, make(DirectiveKind::Reorder, stage, order));
 }
 
+// Reorders `stage` so that `loop` runs innermost, the others keeping their order.
+void move_innermost(const ir::Graph& g, Stages& st, Schedule& out, const std::string& stage, const std::string& loop) {
+  std::vector<std::string> order;
+  for (const auto& l : st.stages[static_cast<size_t>(st.find(stage))].loops)
+    if (l.name != loop) order.push_back(l.name);
+  order.push_back(loop);
+  reorder_to(g, st, out, stage, order);
+}
+
 // The coefficient of `var` in the linear index expression `e`; nullopt when `e` is not
 // linear in it with a constant coefficient.
 std::optional<int64_t> coefficient(const Expr& e, const std::string& var) {
@@ -291,11 +300,7 @@ bool dot_tile(const ir::Graph& g, Stages& st, Schedule& out, const std::string& 
   if (!try_apply(g, work, done, make(DirectiveKind::Split, name, {pick}, kDotTile))) return false;
   const Stage& split = work.stages[static_cast<size_t>(work.find(name))];
   const std::string inner = split.loops[x + 1].name;  // split puts the inner part right after the outer
-  std::vector<std::string> order;
-  for (const auto& l : split.loops)
-    if (l.name != inner) order.push_back(l.name);
-  order.push_back(inner);
-  reorder_to(g, work, done, name, order);
+  move_innermost(g, work, done, name, inner);
   try_apply(g, work, done, make(DirectiveKind::Unroll, name, {inner}));
   if (!try_apply(g, work, done, make(DirectiveKind::Vectorize, name, {red}))) return false;
   st = std::move(work);
@@ -361,13 +366,8 @@ bool split_k(const ir::Graph& g, Stages& st, Schedule& out, const std::string& n
     if (tile) {
       done.directives.insert(done.directives.end(), tile->begin(), tile->end());
     } else {
-      const Stage& plain = work.stages[static_cast<size_t>(work.find(rf))];
       // Without a tile: the output's last loop innermost, vectorized, inside the slice.
-      std::vector<std::string> o2;
-      for (const auto& l : plain.loops)
-        if (l.name != last_pure) o2.push_back(l.name);
-      o2.push_back(last_pure);
-      reorder_to(g, work, done, rf, o2);
+      move_innermost(g, work, done, rf, last_pure);
       try_apply(g, work, done, make(DirectiveKind::Vectorize, rf, {last_pure}));
       if (target.cores > 1) try_apply(g, work, done, make(DirectiveKind::Parallel, rf, {outer}));
     }
