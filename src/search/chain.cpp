@@ -7,6 +7,7 @@
 #include <random>
 
 #include "build/build.h"
+#include "search/rows.h"
 #include "search/search.h"
 #include "store/store.h"
 #include "support/error.h"
@@ -21,32 +22,6 @@ uint64_t mix(uint64_t seed, uint64_t step) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
-}
-
-store::Evaluation to_row(int64_t candidate, const Evaluation& e, double cost) {
-  store::Evaluation row;
-  row.candidate = candidate;
-  row.verdict = e.verdict;
-  row.message = e.message;
-  row.penalty = e.penalty;
-  row.certificate_json = e.certificate_json;
-  row.median_seconds = e.median_seconds;
-  row.min_seconds = e.min_seconds;
-  row.mad_seconds = e.mad_seconds;
-  row.ratio_vs_baseline = e.ratio_vs_baseline;
-  row.rounds = e.rounds;
-  row.cost = cost;
-  row.eval_seconds = e.eval_seconds;
-  return row;
-}
-
-Candidate from_row(const store::Candidate& c) {
-  Candidate out;
-  out.source = c.source;
-  out.schedule = c.schedule;
-  out.rewrites = c.rewrites;
-  out.proposer = c.proposer;
-  return out;
 }
 
 class Chains {
@@ -109,21 +84,6 @@ class Chains {
   double seconds_of(const Evaluation& e) const {
     return e.ratio_vs_baseline > 0 && baseline_seconds_ > 0 ? baseline_seconds_ * e.ratio_vs_baseline
                                                             : e.median_seconds;
-  }
-
-  Evaluation evaluation_from_row(const store::Evaluation& row) const {
-    Evaluation e;
-    e.verdict = row.verdict;
-    e.message = row.message;
-    e.penalty = row.penalty;
-    e.certificate_json = row.certificate_json;
-    e.median_seconds = row.median_seconds;
-    e.min_seconds = row.min_seconds;
-    e.mad_seconds = row.mad_seconds;
-    e.ratio_vs_baseline = row.ratio_vs_baseline;
-    e.rounds = row.rounds;
-    e.eval_seconds = row.eval_seconds;
-    return e;
   }
 
   // The candidate in the run database (added if new) and its evaluation: stored if it

@@ -8,6 +8,7 @@
 
 #include "build/build.h"
 #include "measure/measure.h"
+#include "search/rows.h"
 #include "search/search.h"
 #include "store/store.h"
 #include "support/error.h"
@@ -333,18 +334,7 @@ Evaluation ReplayEvaluator::evaluate(const Candidate& candidate) {
     return fallback_.evaluate(candidate);
   }
   ++reused_;
-  Evaluation e;
-  e.verdict = row->verdict;
-  e.message = row->message;
-  e.penalty = row->penalty;
-  e.certificate_json = row->certificate_json;
-  e.median_seconds = row->median_seconds;
-  e.min_seconds = row->min_seconds;
-  e.mad_seconds = row->mad_seconds;
-  e.ratio_vs_baseline = row->ratio_vs_baseline;
-  e.rounds = row->rounds;
-  e.eval_seconds = row->eval_seconds;
-  return e;
+  return evaluation_from_row(*row);
 }
 
 }  // namespace ollie::search
