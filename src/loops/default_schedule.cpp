@@ -349,20 +349,16 @@ bool split_k(const ir::Graph& g, Stages& st, Schedule& out, const std::string& n
     reorder_to(g, work, done, rf, order);
     const Stage& now = work.stages[static_cast<size_t>(work.find(rf))];
     const int w = lanes(target, now.dtype);
-    std::string row;
-    int64_t cols = 0;
+    // The tile: 6 rows (fewer when the dims are smaller) of the pure loop before the
+    // output's last one, by 2 vectors of the last (1 when it is narrower).
+    int64_t rows = 1, cols = 0;
     for (const auto& l : now.loops) {
       if (l.reduction) continue;
       if (l.name == last_pure) cols = bound_size(g, l.nominal);
-      else if (l.name != outer) row = l.name;
+      else if (l.name != outer) rows = std::min<int64_t>(6, std::max<int64_t>(1, bound_size(g, l.nominal)));
     }
     std::optional<std::vector<Directive>> tile;
-    if (tiles && cols >= w) {
-      int64_t rrows = 6;
-      for (const auto& l : now.loops)
-        if (l.name == row) rrows = std::min<int64_t>(6, std::max<int64_t>(1, bound_size(g, l.nominal)));
-      tile = register_tile(g, work, rf, row.empty() ? 1 : rrows, cols >= 2 * w ? 2 : 1, target, true);
-    }
+    if (tiles && cols >= w) tile = register_tile(g, work, rf, rows, cols >= 2 * w ? 2 : 1, target, true);
     if (tile) {
       done.directives.insert(done.directives.end(), tile->begin(), tile->end());
     } else {
@@ -374,14 +370,8 @@ bool split_k(const ir::Graph& g, Stages& st, Schedule& out, const std::string& n
   }
   // The sum of the partials: the slice loop inside the output's, the last loop vectorized.
   {
-    const Stage& f = work.stages[static_cast<size_t>(work.find(name))];
-    std::vector<std::string> order;
-    for (const auto& l : f.loops)
-      if (!l.reduction && l.name != last_pure) order.push_back(l.name);
-    for (const auto& l : f.loops)
-      if (l.reduction) order.push_back(l.name);
-    order.push_back(last_pure);
-    reorder_to(g, work, done, name, order);
+    // (rfactor left the slice loop innermost there.)
+    move_innermost(g, work, done, name, last_pure);
     try_apply(g, work, done, make(DirectiveKind::Vectorize, name, {last_pure}));
   }
   st = std::move(work);
