@@ -39,6 +39,15 @@ struct Context {
 
 using Build = std::function<ValueId(Context&)>;
 
+// `x` (of `shape`) sliced to [start, stop) along axis `a`, every other axis whole.
+ValueId slice_along(Context& c, ValueId x, const Shape& shape, size_t a, const DimExpr& start, const DimExpr& stop) {
+  std::vector<ir::SliceAxis> axes;
+  for (const DimExpr& d : shape) axes.push_back({DimExpr::constant(0), d, 1});
+  axes[a].start = start;
+  axes[a].stop = stop;
+  return c.b.slice(x, axes, c.loc);
+}
+
 // Uses of each value, a result counting as one.
 std::vector<int> use_counts(const Graph& g) {
   std::vector<int> uses(g.nodes.size(), 0);
@@ -387,17 +396,10 @@ std::optional<Build> split_reduce(const Graph& g, const std::vector<int>&, Value
   if (size.as_constant() && *size.as_constant() < 2) return std::nullopt;
   const OpKind combine = kind == ir::ReduceKind::Sum ? OpKind::Add : kind == ir::ReduceKind::Max ? OpKind::Max : OpKind::Min;
   return [=](Context& b) {
-    std::vector<ir::SliceAxis> low, high;
-    for (size_t k = 0; k < shape.size(); ++k) {
-      ir::SliceAxis whole{DimExpr::constant(0), shape[k], 1};
-      low.push_back(whole);
-      high.push_back(whole);
-    }
     const DimExpr half = size.floordiv(2);
-    low[static_cast<size_t>(last)].stop = half;
-    high[static_cast<size_t>(last)].start = half;
-    const ValueId a = b.b.reduce(kind, b.b.slice(b.m(x), low, b.loc), axes, b.loc);
-    const ValueId c = b.b.reduce(kind, b.b.slice(b.m(x), high, b.loc), axes, b.loc);
+    const auto k = static_cast<size_t>(last);
+    const ValueId a = b.b.reduce(kind, slice_along(b, b.m(x), shape, k, DimExpr::constant(0), half), axes, b.loc);
+    const ValueId c = b.b.reduce(kind, slice_along(b, b.m(x), shape, k, half, size), axes, b.loc);
     return b.b.binary(combine, a, c, b.loc);
   };
 }
@@ -478,11 +480,8 @@ class Blocker {
 
   ValueId fallback(Context& x, ValueId v, size_t a, bool blocks) {
     const Shape& shape = g_.node(v).shape;
-    std::vector<ir::SliceAxis> axes;
-    for (const DimExpr& d : shape) axes.push_back({DimExpr::constant(0), d, 1});
-    if (blocks) axes[a].stop = full(shape[a]);
-    else axes[a].start = full(shape[a]);
-    const ValueId sliced = x.b.slice(x.m(v), axes, x.loc);
+    const ValueId sliced = blocks ? slice_along(x, x.m(v), shape, a, DimExpr::constant(0), full(shape[a]))
+                                  : slice_along(x, x.m(v), shape, a, full(shape[a]), shape[a]);
     return blocks ? x.b.reshape(sliced, piece_shape(shape, a, true), x.loc) : sliced;
   }
 
