@@ -85,30 +85,6 @@ std::string usage_text(const search::LlmUsage& u) {
   return text;
 }
 
-std::vector<std::pair<std::string, double>> parse_proposers(const std::string& text) {
-  std::vector<std::pair<std::string, double>> out;
-  size_t at = 0;
-  while (at <= text.size()) {
-    const size_t comma = std::min(text.find(',', at), text.size());
-    std::string item = text.substr(at, comma - at);
-    double weight = 1;
-    if (const size_t colon = item.find(':'); colon != std::string::npos) {
-      try {
-        weight = std::stod(item.substr(colon + 1));
-      } catch (const std::exception&) {
-        throw UserError("--proposers: bad weight in '" + item + "'; write NAME or NAME:WEIGHT, e.g. mutate:1");
-      }
-      item = item.substr(0, colon);
-    }
-    if (item != "mutate" && item != "rewrite" && item != "llm")
-      throw UserError("--proposers: unknown proposer '" + item + "'; available: mutate, rewrite, llm");
-    if (!(weight > 0)) throw UserError("--proposers: the weight of '" + item + "' must be positive");
-    out.emplace_back(item, weight);
-    at = comma + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 double parse_duration(const std::string& text, const std::string& flag) {

@@ -90,14 +90,33 @@ nlohmann::json stored_http(const llm::ModelConfig& c, const nlohmann::json& sett
 
 }  // namespace
 
-bool names_llm(const std::string& proposers) {
+std::vector<std::pair<std::string, double>> parse_proposers(const std::string& text) {
+  std::vector<std::pair<std::string, double>> out;
   size_t at = 0;
-  while (at <= proposers.size()) {
-    const size_t comma = std::min(proposers.find(',', at), proposers.size());
-    const std::string item = proposers.substr(at, comma - at);
-    if (item.substr(0, item.find(':')) == "llm") return true;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    std::string item = text.substr(at, comma - at);
+    double weight = 1;
+    if (const size_t colon = item.find(':'); colon != std::string::npos) {
+      try {
+        weight = std::stod(item.substr(colon + 1));
+      } catch (const std::exception&) {
+        throw UserError("--proposers: bad weight in '" + item + "'; write NAME or NAME:WEIGHT, e.g. mutate:1");
+      }
+      item = item.substr(0, colon);
+    }
+    if (item != "mutate" && item != "rewrite" && item != "llm")
+      throw UserError("--proposers: unknown proposer '" + item + "'; available: mutate, rewrite, llm");
+    if (!(weight > 0)) throw UserError("--proposers: the weight of '" + item + "' must be positive");
+    out.emplace_back(item, weight);
     at = comma + 1;
   }
+  return out;
+}
+
+bool names_llm(const std::string& proposers) {
+  for (const auto& [name, weight] : parse_proposers(proposers))
+    if (name == "llm") return true;
   return false;
 }
 

@@ -7,12 +7,18 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/cli.h"
 #include "llm/llm.h"
 #include "store/store.h"
 
 namespace ollie::cli {
+
+// `--proposers` text ("mutate:3,rewrite:1,llm:1") as names and weights; UserError for an
+// unknown name or a bad weight.
+std::vector<std::pair<std::string, double>> parse_proposers(const std::string& text);
 
 // True when the proposers text ("mutate:3,llm:1") names llm.
 bool names_llm(const std::string& proposers);
