@@ -433,6 +433,63 @@ Value round_input(const ir::Param& p, const Tensor& in, const std::vector<int64_
   return v;
 }
 
+// ExpContract: sum over the summed labels of exp(lhs - M) * rhs, M the max of lhs over them
+// (0 where it is -inf). Value and bound are those of the composition max, subtract,
+// exp, contract; then each term's share of the bound grows by the rescalings an online
+// implementation applies to its accumulator as the running max grows: at most one per
+// step, each a rounded exp and a rounded product, so (1 + (K_T + 2)u)^g(n) - 1 of
+// Σ|exp(lhs - M) rhs| (g: the growth factor of the summation model).
+Value eval_exp_contract(const ir::Node& n, const Value& s, const Value* x) {
+  std::vector<int> summed;
+  for (size_t i = 0; i < n.lhs_labels.size(); ++i)
+    if (std::count(n.out_labels.begin(), n.out_labels.end(), n.lhs_labels[i]) == 0) summed.push_back(static_cast<int>(i));
+  ir::Node max_node;
+  max_node.kind = ir::OpKind::Reduce;
+  max_node.reduce = ir::ReduceKind::Max;
+  max_node.axes = summed;
+  max_node.dtype = n.dtype;
+  std::vector<int64_t> kept_shape = s.t.shape, max_shape;
+  for (int a : summed) kept_shape[static_cast<size_t>(a)] = 1;
+  for (size_t d = 0; d < s.t.shape.size(); ++d)
+    if (std::count(summed.begin(), summed.end(), static_cast<int>(d)) == 0) max_shape.push_back(s.t.shape[d]);
+  Value m = eval_reduce(max_node, s, max_shape);
+  // An all -inf max shifts by 0 instead (exact: the shift cancels in a softmax).
+  for (size_t i = 0; i < m.t.data.size(); ++i)
+    if (m.t.data[i] == -std::numeric_limits<double>::infinity() && (m.e.empty() || m.e[i] == 0.0)) m.t.data[i] = 0.0;
+  m.t.shape = kept_shape;
+  ir::Node bcast;
+  bcast.kind = ir::OpKind::Broadcast;
+  bcast.dtype = n.dtype;
+  const Value mb = eval_layout(bcast, m, s.t.shape, {});
+  ir::Node op;
+  op.dtype = n.dtype;
+  op.kind = ir::OpKind::Sub;
+  const Value d = detail::eval_binary(op, s, mb);
+  op.kind = n.base2 ? ir::OpKind::Exp2 : ir::OpKind::Exp;
+  const Value e = detail::eval_unary(op, d);
+  ir::Node contract = n;
+  contract.kind = ir::OpKind::Contract;
+  Value ones;
+  ones.t.dtype = n.dtype;
+  ones.t.data = {1.0};
+  Value v = detail::eval_contract(contract, e, x ? *x : ones);
+  // Σ|e rhs| per output: the same contraction over magnitudes.
+  Value ea, xa;
+  ea.t = e.t;
+  for (double& a : ea.t.data) a = std::fabs(a);
+  xa.t = x ? x->t : ones.t;
+  for (double& a : xa.t.data) a = std::fabs(a);
+  const Value mag = detail::eval_contract(contract, ea, xa);
+  int64_t steps = 1;
+  for (int a : summed) steps *= s.t.shape[static_cast<size_t>(a)];
+  const double per_step = (detail::kLibraryUlps + 2.0) * detail::rounding_unit(n.dtype);
+  const double grow = std::expm1(detail::growth(static_cast<double>(steps)) * std::log1p(per_step));
+  if (v.e.empty()) v.e.assign(v.t.data.size(), 0.0);
+  for (size_t i = 0; i < v.e.size(); ++i) v.e[i] += grow * mag.t.data[i];
+  detail::finalize(v);
+  return v;
+}
+
 }  // namespace
 
 Result evaluate(const ir::Graph& graph, const std::vector<Tensor>& inputs, const std::atomic<bool>* cancel) {
@@ -484,6 +541,9 @@ Result evaluate(const ir::Graph& graph, const std::vector<Tensor>& inputs, const
         break;
       case ir::OpKind::Contract:
         v = detail::eval_contract(n, arg(0), arg(1));
+        break;
+      case ir::OpKind::ExpContract:
+        v = eval_exp_contract(n, arg(0), n.operands.size() == 2 ? &arg(1) : nullptr);
         break;
       case ir::OpKind::Select:
         v = detail::eval_select(arg(0), arg(1), arg(2), n.dtype);

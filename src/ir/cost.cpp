@@ -19,17 +19,21 @@ Cost cost(const Graph& g) {
       case OpKind::Reduce:
         c.flops += count(g.node(n.operands[0]).shape) - count(n.shape);
         break;
-      case OpKind::Contract: {
+      case OpKind::Contract: case OpKind::ExpContract: {
         // Every label appears in the output or is summed: the iteration space is
         // the product of all distinct labels' sizes.
         std::map<int, int64_t> size;
         const Node& a = g.node(n.operands[0]);
-        const Node& b = g.node(n.operands[1]);
         for (size_t i = 0; i < n.lhs_labels.size(); ++i) size[n.lhs_labels[i]] = a.shape[i].evaluate(g.bound_dims);
-        for (size_t i = 0; i < n.rhs_labels.size(); ++i) size[n.rhs_labels[i]] = b.shape[i].evaluate(g.bound_dims);
+        if (n.operands.size() == 2) {
+          const Node& b = g.node(n.operands[1]);
+          for (size_t i = 0; i < n.rhs_labels.size(); ++i) size[n.rhs_labels[i]] = b.shape[i].evaluate(g.bound_dims);
+        }
         int64_t space = 1;
         for (auto& [l, s] : size) space *= s;
         c.flops += 2 * space;
+        // The exp-weighted form: a max, a subtraction and an exp per score too.
+        if (n.kind == OpKind::ExpContract) c.flops += 3 * count(a.shape);
         break;
       }
       case OpKind::PowI: {

@@ -86,6 +86,7 @@ const char* op_name(OpKind kind) {
     case OpKind::Concat: return "concat";
     case OpKind::Reduce: return "reduce";
     case OpKind::Contract: return "contract";
+    case OpKind::ExpContract: return "exp_contract";
   }
   return "?";
 }
@@ -276,17 +277,29 @@ void check_node(const Graph& g, ValueId id, const Node& n, std::vector<std::stri
       expect_shape(s);
       break;
     }
-    case OpKind::Contract: {
-      if (!expect_operands(2)) return;
+    case OpKind::Contract: case OpKind::ExpContract: {
+      const bool weighted = n.kind == OpKind::ExpContract;
+      if (weighted && n.operands.size() == 1) {
+        if (!n.rhs_labels.empty()) fail("exp_contract without rhs has rhs labels");
+      } else if (!expect_operands(2)) {
+        return;
+      }
       const Node& a = opnd(0);
-      const Node& b = opnd(1);
+      const Node& b = n.operands.size() == 2 ? opnd(1) : a;
       if (a.dtype != b.dtype) fail("contract dtypes differ");
       expect_dtype(a.dtype);
       if (a.dtype == DType::Bool) fail("contract of bool");
-      if (n.lhs_labels.size() != a.shape.size() || n.rhs_labels.size() != b.shape.size()) {
+      if (weighted && !is_float(a.dtype)) fail("exp_contract of a non-float dtype");
+      if (n.lhs_labels.size() != a.shape.size() ||
+          (n.operands.size() == 2 && n.rhs_labels.size() != b.shape.size())) {
         fail("label count differs from operand rank");
         return;
       }
+      if (weighted)
+        for (int l : n.rhs_labels)
+          if (std::count(n.out_labels.begin(), n.out_labels.end(), l) == 0 &&
+              std::count(n.lhs_labels.begin(), n.lhs_labels.end(), l) == 0)
+            fail("exp_contract sums label " + std::to_string(l) + ", which does not index lhs");
       std::map<int, DimExpr> size;
       auto bind = [&](const std::vector<int>& labels, const Shape& shape) {
         for (size_t i = 0; i < labels.size(); ++i) {
@@ -295,7 +308,7 @@ void check_node(const Graph& g, ValueId id, const Node& n, std::vector<std::stri
         }
       };
       bind(n.lhs_labels, a.shape);
-      bind(n.rhs_labels, b.shape);
+      if (n.operands.size() == 2) bind(n.rhs_labels, b.shape);
       Shape s;
       std::set<int> out_seen;
       for (int l : n.out_labels) {
@@ -524,6 +537,25 @@ ValueId Builder::contract(ValueId lhs, ValueId rhs, const std::vector<int>& lhs_
   n.lhs_labels = lhs_labels;
   n.rhs_labels = rhs_labels;
   n.out_labels = out_labels;
+  return push(std::move(n));
+}
+
+ValueId Builder::exp_contract(ValueId lhs, ValueId rhs, const std::vector<int>& lhs_labels,
+                              const std::vector<int>& rhs_labels, const std::vector<int>& out_labels, bool base2,
+                              SourceLoc loc) {
+  std::map<int, DimExpr> size;
+  for (size_t i = 0; i < lhs_labels.size() && i < node(lhs).shape.size(); ++i) size[lhs_labels[i]] = node(lhs).shape[i];
+  if (rhs >= 0)
+    for (size_t i = 0; i < rhs_labels.size() && i < node(rhs).shape.size(); ++i) size[rhs_labels[i]] = node(rhs).shape[i];
+  Shape shape;
+  for (int l : out_labels) shape.push_back(size[l]);
+  std::vector<ValueId> operands{lhs};
+  if (rhs >= 0) operands.push_back(rhs);
+  Node n = make_node(OpKind::ExpContract, operands, shape, node(lhs).dtype, loc);
+  n.lhs_labels = lhs_labels;
+  n.rhs_labels = rhs >= 0 ? rhs_labels : std::vector<int>{};
+  n.out_labels = out_labels;
+  n.base2 = base2;
   return push(std::move(n));
 }
 

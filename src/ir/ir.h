@@ -132,6 +132,13 @@ enum class OpKind {
   // Reductions and contractions.
   Reduce,     // kind over `axes` (sorted, unique); those axes are removed
   Contract,   // out[out_labels] = sum over labels not in out of lhs[lhs_labels] * rhs[rhs_labels]
+  // The exp-weighted contraction of a softmax, computable in one pass (an online softmax):
+  // out[out_labels] = sum over the summed labels of exp(lhs - M) * rhs, where M is the
+  // max of lhs over the summed labels (at each output index), replaced by 0 when it is
+  // -inf (so lhs = -inf terms add 0 and an all -inf row gives 0, as flash's blocks do).
+  // Every summed label must index lhs. One operand: rhs is 1 (the softmax's sum). With
+  // `base2`, exp2(lhs - M). NaN in lhs gives NaN, as does +inf (exp(inf - inf)).
+  ExpContract,
 };
 
 const char* op_name(OpKind kind);
@@ -179,6 +186,8 @@ struct Node {
   std::vector<SliceAxis> slices;
   // Contract labels: one small integer per dim of lhs, rhs and result.
   std::vector<int> lhs_labels, rhs_labels, out_labels;
+  // ExpContract: exp2 instead of exp.
+  bool base2 = false;
 
   SourceLoc loc;               // where in the spec this value was made
 };
@@ -231,6 +240,10 @@ class Builder {
   ValueId contract(ValueId lhs, ValueId rhs, const std::vector<int>& lhs_labels,
                    const std::vector<int>& rhs_labels, const std::vector<int>& out_labels,
                    SourceLoc loc = {});
+  // rhs = -1 (and no rhs_labels): the sum of exp(lhs - M) alone.
+  ValueId exp_contract(ValueId lhs, ValueId rhs, const std::vector<int>& lhs_labels,
+                       const std::vector<int>& rhs_labels, const std::vector<int>& out_labels, bool base2,
+                       SourceLoc loc = {});
 
   const Node& node(ValueId id) const { return graph_.node(id); }
 

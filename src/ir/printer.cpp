@@ -87,6 +87,10 @@ std::string to_text(const Graph& g) {
         out << operands_str(n) << " (" << labels_str(n.lhs_labels) << "," << labels_str(n.rhs_labels) << "->"
             << labels_str(n.out_labels) << ")";
         break;
+      case OpKind::ExpContract:
+        out << operands_str(n) << " (" << labels_str(n.lhs_labels) << "," << labels_str(n.rhs_labels) << "->"
+            << labels_str(n.out_labels) << ")" << (n.base2 ? " base=2" : "");
+        break;
       default: out << operands_str(n); break;
     }
     if (!n.name.empty() && n.kind != OpKind::Input) out << "  # " << n.name;

@@ -388,6 +388,8 @@ void rfactor(Stages& st, Stage& s, const Directive& d) {
   const int x = loop_index(st, s, d, d.args[0]);
   const StageLoop l = s.loops[static_cast<size_t>(x)];
   if (!s.reduce || !l.reduction) reject(d, "loop " + l.name + " of " + s.name + " is not a reduction loop");
+  if (!s.running_max.empty())
+    reject(d, s.name + " is an exp-weighted sum", "its partial sums would each need their own running max");
   if (s.host >= 0) reject(d, s.name + " is computed at a host", "rfactor before compute_at");
   for (const auto& c : st.stages)
     if (c.host == index_of(st, s)) reject(d, c.name + " is computed inside " + s.name, "rfactor before compute_at");
@@ -559,6 +561,8 @@ void accumulate(Stages& st, Stage& s, const Directive& d) {
   const int x = loop_index(st, s, d, d.args[0]);
   const StageLoop& l = s.loops[static_cast<size_t>(x)];
   if (!s.reduce) reject(d, s.name + " is not a reduction", "only a reduction's output has accumulators");
+  if (!s.running_max.empty())
+    reject(d, s.name + " is an exp-weighted sum", "its running max lives beside its output, not in accumulators");
   if (s.accumulate_depth) reject(d, s.name + " already accumulates in registers");
   if (l.reduction)
     reject(d, "loop " + l.name + " of " + s.name + " is a reduction loop",

@@ -6,6 +6,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <utility>
 
 #include "loops/stages.h"
 
@@ -402,6 +403,24 @@ Schedule default_schedule_with(const ir::Graph& graph, const Target& target, boo
     const StageLoop& inner = s.loops.back();
     if (!inner.reduction) {
       try_apply(graph, st, out, make(DirectiveKind::Vectorize, name, {inner.name}));
+      continue;
+    }
+    // An exp-weighted sum (online softmax): its last pure loop innermost and vectorized,
+    // each step's running update side by side over it; the other pure loops outside.
+    if (!s.running_max.empty()) {
+      std::vector<std::string> order, reduced;
+      std::string last_pure;
+      for (const auto& l : s.loops) {
+        if (l.reduction) reduced.push_back(l.name);
+        else if (!last_pure.empty()) order.push_back(std::exchange(last_pure, l.name));
+        else last_pure = l.name;
+      }
+      // (Not a loop the score varies along: the sum alone keeps its reduction innermost.)
+      if (last_pure.empty() || mentions(s.value->args[0], last_pure)) continue;
+      order.insert(order.end(), reduced.begin(), reduced.end());
+      order.push_back(last_pure);
+      reorder_to(graph, st, out, name, order);
+      try_apply(graph, st, out, make(DirectiveKind::Vectorize, name, {last_pure}));
       continue;
     }
     // A reduction with its reduction loops innermost.

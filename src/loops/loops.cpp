@@ -253,10 +253,13 @@ Expr make_call(const std::string& fn, std::vector<Expr> args) {
   static const std::vector<std::string> unary = {"exp", "exp2", "log", "sqrt", "tanh", "erf", "sin", "cos"};
   bool known_unary = false;
   for (const auto& u : unary) known_unary = known_unary || u == fn;
-  require(known_unary || fn == "pow", "unknown call " + fn);
-  require(args.size() == (fn == "pow" ? 2u : 1u), fn + ": wrong number of arguments");
+  // online / online2 (score, x): the step of an exp-weighted contraction stage, only in a
+  // stage's value; realize turns it into the running update, so it is never emitted.
+  const bool two = fn == "pow" || fn == "online" || fn == "online2";
+  require(known_unary || two, "unknown call " + fn);
+  require(args.size() == (two ? 2u : 1u), fn + ": wrong number of arguments");
   for (const auto& a : args) require(a && ir::is_float(a->dtype), fn + " needs float arguments");
-  if (args.size() == 2) require(args[0]->dtype == args[1]->dtype, "pow operands differ in dtype");
+  if (args.size() == 2) require(args[0]->dtype == args[1]->dtype, fn + " operands differ in dtype");
   auto n = node(ExprKind::Call, args[0]->dtype);
   n->name = fn;
   n->args = std::move(args);

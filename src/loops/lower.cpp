@@ -364,7 +364,7 @@ class Lowerer {
     const std::string out = buf_.at(v);
     switch (n.kind) {
       case OpKind::Reduce: return lower_reduce(v, out);
-      case OpKind::Contract: return lower_contract(v, out);
+      case OpKind::Contract: case OpKind::ExpContract: return lower_contract(v, out);
       case OpKind::Concat: {
         DimExpr offset;
         for (size_t part = 0; part < n.operands.size(); ++part) {
@@ -428,9 +428,12 @@ class Lowerer {
     s.init = reduce_init(n.reduce, n.dtype);
   }
 
+  // Contract, and ExpContract (an online softmax's exp-weighted sum, docs/schedules.md):
+  // one stage, its value online(score, rhs) realized as the running update.
   void lower_contract(ValueId v, const std::string& out) {
     const Node& n = g_.node(v);
-    const ValueId lhs = n.operands[0], rhs = n.operands[1];
+    const bool weighted = n.kind == OpKind::ExpContract;
+    const ValueId lhs = n.operands[0], rhs = n.operands.size() == 2 ? n.operands[1] : -1;
     std::map<int, DimExpr> extent;
     std::vector<int> summed;
     auto note = [&](const std::vector<int>& labels, const ir::Shape& shape) {
@@ -443,12 +446,12 @@ class Lowerer {
       }
     };
     note(n.lhs_labels, g_.node(lhs).shape);
-    note(n.rhs_labels, g_.node(rhs).shape);
+    if (rhs >= 0) note(n.rhs_labels, g_.node(rhs).shape);
     std::vector<Loop> loops;
     std::vector<int> labels;
     for (size_t i = 0; i < n.out_labels.size(); ++i) { loops.push_back({n.shape[i], false}); labels.push_back(n.out_labels[i]); }
     for (int l : summed) { loops.push_back({extent.at(l), true}); labels.push_back(l); }
-    Stage& s = new_stage(out, out, n.dtype, n.shape, loops, "Contract");
+    Stage& s = new_stage(out, out, n.dtype, n.shape, loops, weighted ? (n.base2 ? "ExpContract base 2" : "ExpContract") : "Contract");
     const std::vector<Expr> vars = vars_of(s);
     std::map<int, Expr> var_of;
     for (size_t j = 0; j < labels.size(); ++j) var_of[labels[j]] = vars[j];
@@ -458,11 +461,24 @@ class Lowerer {
       return idx;
     };
     s.store_index = pick(n.out_labels);
-    s.value = make_binary(OpKind::Mul, access(lhs, pick(n.lhs_labels)), access(rhs, pick(n.rhs_labels)));
     s.reduce = true;
-    s.combine = OpKind::Add;
     s.init = zero(n.dtype);
-    s.contract = true;
+    if (!weighted) {
+      s.value = make_binary(OpKind::Mul, access(lhs, pick(n.lhs_labels)), access(rhs, pick(n.rhs_labels)));
+      s.combine = OpKind::Add;
+      s.contract = true;
+      return;
+    }
+    const Expr x = rhs >= 0 ? access(rhs, pick(n.rhs_labels)) : make_float(1.0, n.dtype);
+    s.value = make_call(n.base2 ? "online2" : "online", {access(lhs, pick(n.lhs_labels)), x});
+    s.combine = OpKind::ExpContract;
+    // The running max, one per output element, beside the output.
+    std::string name = out + "_max";
+    while (st_.reserved.count(name) || st_.reserved.count(name + "_w")) name += "_";
+    st_.reserved.insert(name);
+    st_.reserved.insert(name + "_w");  // the step's weights (realize.cpp, online_weights)
+    st_.locals.push_back({name, BufferRole::Local, n.dtype, n.shape});
+    s.running_max = name;
   }
 
   const ir::Graph& g_;

@@ -1,6 +1,7 @@
 // Turns scheduled stages into the kernel body (stages computed at their hosts' loops,
 // reduction initialisation, packed tiles, local buffers), and the lower() driver that
 // builds the stages and applies a schedule's directives in order.
+#include <limits>
 #include <thread>
 
 #include "loops/stages.h"
@@ -84,6 +85,7 @@ class Realizer {
     const bool small = n && *n * ir::dtype_bytes(b->dtype) <= 64 * 1024;
     if (!small && !(f.at.index == 0 && st_.stages[static_cast<size_t>(f.at.owner)].host < 0)) return;
     folds_[p.buffer] = f;
+    if (!p.running_max.empty()) folds_[p.running_max] = f;
   }
 
   // The flat index of `idx` in `buffer` (of shape `shape`), folded when it is.
@@ -150,11 +152,13 @@ class Realizer {
       while (r < n && !s.loops[static_cast<size_t>(r)].reduction) ++r;
       bool innermost = true;
       for (int i = r; i < n; ++i) innermost = innermost && s.loops[static_cast<size_t>(i)].reduction;
-      if (innermost && r == t) out.push_back(make_store(s.buffer, store_index(s, names), s.init));
+      if (innermost && r == t) out.push_back(init_at(s, element(s, names)));
       if (!innermost && t == r) out.push_back(init_nest(s, t, names, scope));
     }
     if (t == n) {
       out.push_back(store(s, names));
+    } else if (!s.running_max.empty() && t == hoist_depth(s)) {
+      out.push_back(online_weights(si, t, names, scope));
     } else if (s.accumulate_depth && s.accumulate_depth == t) {
       out.push_back(accumulator_tile(si, t, names, scope));
     } else {
@@ -266,11 +270,89 @@ class Realizer {
     return out;
   }
 
-  Expr store_index(const Stage& s, const std::map<std::string, Expr>& names) const {
+  // The multi-index of the element the stage writes, over the open loops.
+  std::vector<Expr> element(const Stage& s, const std::map<std::string, Expr>& names) const {
     const auto v = vars(s, names);
     std::vector<Expr> idx;
     for (const auto& i : s.store_index) idx.push_back(substitute(i, v));
-    return flat_index(s.buffer, idx, s.buffer_shape);
+    return idx;
+  }
+
+  Expr store_index(const Stage& s, const std::map<std::string, Expr>& names) const {
+    return flat_index(s.buffer, element(s, names), s.buffer_shape);
+  }
+
+  // A reduction's initial value at element `idx` (and, for an exp-weighted contraction,
+  // its running max: -inf).
+  Stmt init_at(const Stage& s, const std::vector<Expr>& idx) const {
+    Stmt init = make_store(s.buffer, flat_index(s.buffer, idx, s.buffer_shape), s.init);
+    if (s.running_max.empty()) return init;
+    const Expr ninf = make_float(-std::numeric_limits<double>::infinity(), s.dtype);
+    return make_block({init, make_store(s.running_max, flat_index(s.running_max, idx, s.buffer_shape), ninf)});
+  }
+
+  // Where an exp-weighted contraction computes its step's weights once for the loops
+  // inside: the outermost depth after its last reduction loop from which every loop is one
+  // the score does not vary along (attention's d, inside the keys' loop). -1 when there
+  // is none (or a tile packed inside would be read before it is copied): then every
+  // output element keeps its own running max.
+  static int hoist_depth(const Stage& s) {
+    const int n = static_cast<int>(s.loops.size());
+    int last = -1;
+    for (int i = 0; i < n; ++i)
+      if (s.loops[static_cast<size_t>(i)].reduction) last = i;
+    if (last < 0) return -1;
+    const Expr score = substitute(s.value->args[0], s.subst);
+    int h = n;
+    while (h - 1 > last && !mentions(score, s.loops[static_cast<size_t>(h - 1)].name)) --h;
+    for (const auto& p : s.packs)
+      if (p.depth > h) return -1;
+    return h < n ? h : -1;
+  }
+
+  // At the hoist depth: the step's two weights, exp(m - c) for the sum so far and
+  // exp(score - c) for this step (c the grown max, 0 while it is -inf), in a local pair
+  // that the loops inside read; then the grown max.
+  Stmt online_weights(int si, int t, const std::map<std::string, Expr>& names, const std::set<std::string>& scope) {
+    const Stage& s = st_.stages[static_cast<size_t>(si)];
+    std::map<std::string, Expr> at = names;
+    for (const auto& l : s.loops)
+      if (!at.count(l.name)) at[l.name] = make_int(0);
+    const std::vector<Expr> idx = element(s, at);
+    const Expr value = refold(repack(s, substitute(s.value, vars(s, at)), at));
+    const std::string fn = value->name == "online2" ? "exp2" : "exp";
+    const Expr score = value->args[0];
+    const Expr mat = flat_index(s.running_max, idx, s.buffer_shape);
+    const Expr m = make_load(s.running_max, s.dtype, mat, idx);
+    const Expr grown = make_binary(OpKind::Max, m, score);
+    const Expr ninf = make_float(-std::numeric_limits<double>::infinity(), s.dtype);
+    const Expr shift = make_select(make_binary(OpKind::Eq, grown, ninf), make_float(0, s.dtype), grown);
+    const std::string w = s.running_max + "_w";
+    Stmt body = make_block({make_store(w, make_int(0), make_call(fn, {make_binary(OpKind::Sub, m, shift)})),
+                            make_store(w, make_int(1), make_call(fn, {make_binary(OpKind::Sub, score, shift)})),
+                            loop_at(si, t, names, scope), make_store(s.running_max, mat, grown)});
+    return make_allocate(w, s.dtype, make_int(2), body);
+  }
+
+  // One step of an exp-weighted contraction (value online(score, x)) at element `idx`:
+  //   m' = max(m, score), c = (m' == -inf ? 0 : m'),
+  //   acc = acc * exp(m - c) + exp(score - c) * x, m = m'
+  // exp(m - c) rescales the sum when the max grows (1 when it does not); shifting by 0
+  // while every score so far is -inf keeps them adding 0 (not NaN), as ExpContract says.
+  Stmt online_step(const Stage& s, const std::vector<Expr>& idx, const Expr& value) const {
+    const Expr at = flat_index(s.buffer, idx, s.buffer_shape);
+    const Expr mat = flat_index(s.running_max, idx, s.buffer_shape);
+    const std::string fn = value->name == "online2" ? "exp2" : "exp";
+    const Expr score = value->args[0], x = value->args[1];
+    const Expr m = make_load(s.running_max, s.dtype, mat, idx);
+    const Expr grown = make_binary(OpKind::Max, m, score);
+    const Expr ninf = make_float(-std::numeric_limits<double>::infinity(), s.dtype);
+    const Expr shift = make_select(make_binary(OpKind::Eq, grown, ninf), make_float(0, s.dtype), grown);
+    const Expr acc = make_binary(
+        OpKind::Add,
+        make_binary(OpKind::Mul, make_load(s.buffer, s.dtype, at, idx), make_call(fn, {make_binary(OpKind::Sub, m, shift)})),
+        make_binary(OpKind::Mul, make_call(fn, {make_binary(OpKind::Sub, score, shift)}), x));
+    return make_block({make_store(s.buffer, at, acc), make_store(s.running_max, mat, grown)});
   }
 
   // Loads of packed buffers read their local tile instead.
@@ -303,6 +385,14 @@ class Realizer {
       const Expr acc = accumulator_index(s, names);
       return make_store(s.accumulator, acc, make_binary(s.combine, make_load(s.accumulator, s.dtype, acc), value));
     }
+    if (!s.running_max.empty() && hoist_depth(s) >= 0) {
+      // acc = acc * exp(m - c) + exp(score - c) * x with the weights of this step.
+      const std::string w = s.running_max + "_w";
+      return make_store(s.buffer, at,
+                        make_binary(OpKind::Add, make_binary(OpKind::Mul, make_load(s.buffer, s.dtype, at), make_load(w, s.dtype, make_int(0))),
+                                    make_binary(OpKind::Mul, make_load(w, s.dtype, make_int(1)), value->args[1])));
+    }
+    if (!s.running_max.empty()) return online_step(s, element(s, names), value);
     if (s.reduce) value = make_binary(s.combine, make_load(s.buffer, s.dtype, at), value);
     return make_store(s.buffer, at, value);
   }
@@ -327,7 +417,7 @@ class Realizer {
       names[l->name] = make_var(name);
       opened.push_back({name, extent});
     }
-    Stmt body = make_store(s.buffer, store_index(s, names), s.init);
+    Stmt body = init_at(s, element(s, names));
     for (size_t i = opened.size(); i-- > 0;)
       body = make_for(opened[i].first, make_int(0), opened[i].second,
                       i + 1 == opened.size() ? ForKind::Vectorized : ForKind::Serial, body);
@@ -353,7 +443,7 @@ class Realizer {
       idx.push_back(make_var(name));
       opened.push_back({name, make_dim(s.buffer_shape[d])});
     }
-    Stmt body = make_store(s.buffer, flat_index(s.buffer, idx, s.buffer_shape), s.init);
+    Stmt body = init_at(s, idx);
     for (size_t i = opened.size(); i-- > 0;)
       body = make_for(opened[i].first, make_int(0), opened[i].second,
                       i + 1 == opened.size() ? ForKind::Vectorized : ForKind::Serial, body);

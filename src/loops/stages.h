@@ -46,6 +46,10 @@ struct Stage {
   Expr init;
   std::string what;            // "Reduce max", "Contract", "exp", ...: for describe_stages
   bool contract = false;
+  // An exp-weighted contraction (combine ExpContract, value online(score, x) or
+  // online2(...)): buffer accumulates sum exp(score - M) x online, with the running max M of
+  // each output element in the local buffer `running_max` (docs/schedules.md).
+  std::string running_max;
 
   // Scheduled state.
   std::vector<StageLoop> loops;

@@ -587,23 +587,38 @@ std::pair<ValueId, std::vector<LayoutStep>> layout_below(const Graph& g, const s
   return {v, steps};
 }
 
-std::optional<Build> flash(const Graph& g, const std::vector<int>& uses, ValueId id, int variant) {
+// A softmax over axis k divided by its sum, as flash and online rewrite it: e = exp(s -
+// bcast(max_k s)) (or exp2), l = sum_k e, the site e / l or (attention, after
+// normalize-late) contract(e, v) / l, where the contraction sums k against axis `kv` of
+// v and keeps every other axis of e.
+struct SoftmaxSite {
+  int k = 0;
+  ValueId e = -1, s = -1, num = -1;
+  OpKind exp_kind = OpKind::Exp;
+  std::vector<LayoutStep> divisor;  // from l out to the site's divisor
+  int side = -1;                    // attention: e's side of the contraction; -1: softmax
+  int kv = -1;
+};
+
+std::optional<SoftmaxSite> match_softmax(const Graph& g, const std::vector<int>& uses, ValueId id) {
   const Node& n = g.node(id);
   if (n.kind != OpKind::Div || !float_value(g, id)) return std::nullopt;
   auto use = [&](ValueId v) { return uses[static_cast<size_t>(v)]; };
+  SoftmaxSite m;
   // The divisor: l = sum_k e through layout ops.
   const auto [sum_id, divisor_steps] = layout_below(g, uses, n.operands[1]);
   if (divisor_steps.empty() || use(sum_id) != 1) return std::nullopt;
+  m.divisor = divisor_steps;
   const Node& sum = g.node(sum_id);
   if (sum.kind != OpKind::Reduce || sum.reduce != ir::ReduceKind::Sum || sum.axes.size() != 1) return std::nullopt;
-  const int k = sum.axes[0];
-  const ValueId e = sum.operands[0];
+  const int k = m.k = sum.axes[0];
+  const ValueId e = m.e = sum.operands[0];
   const Node& exp = g.node(e);
   if ((exp.kind != OpKind::Exp && exp.kind != OpKind::Exp2) || use(e) != 2) return std::nullopt;
-  const OpKind exp_kind = exp.kind;
+  m.exp_kind = exp.kind;
   const ValueId sub = exp.operands[0];
   if (g.node(sub).kind != OpKind::Sub || use(sub) != 1) return std::nullopt;
-  const ValueId s = g.node(sub).operands[0];
+  const ValueId s = m.s = g.node(sub).operands[0];
   const Shape s_shape = g.node(s).shape;
   // The max, kept along k and broadcast back over it (and nothing else).
   const ValueId bc = g.node(sub).operands[1];
@@ -617,21 +632,17 @@ std::optional<Build> flash(const Graph& g, const std::vector<int>& uses, ValueId
   if (mx.kind != OpKind::Reduce || mx.reduce != ir::ReduceKind::Max || mx.axes != std::vector<int>{k} ||
       mx.operands[0] != s || use(max) != 1)
     return std::nullopt;
-  // Blocks of T, not tiny, at least two at the bound dims.
-  const int64_t block = kFlashBlocks.at(static_cast<size_t>(variant));
   const DimExpr len = s_shape[static_cast<size_t>(k)];
-  if (block < kFlashMinBlock || len.evaluate(g.bound_dims) / block < kFlashMinBlocks) return std::nullopt;
   // The numerator: e itself (softmax) or contract(e, v) summing over k (attention).
-  const ValueId num = n.operands[0];
-  int side = -1, kv = -1;
+  const ValueId num = m.num = n.operands[0];
   if (num != e) {
     const Node& c = g.node(num);
     if (c.kind != OpKind::Contract || use(num) != 1) return std::nullopt;
-    if (c.operands[0] == e && c.operands[1] != e) side = 0;
-    else if (c.operands[1] == e && c.operands[0] != e) side = 1;
+    if (c.operands[0] == e && c.operands[1] != e) m.side = 0;
+    else if (c.operands[1] == e && c.operands[0] != e) m.side = 1;
     else return std::nullopt;
-    const std::vector<int>& el = side == 0 ? c.lhs_labels : c.rhs_labels;
-    const std::vector<int>& vl = side == 0 ? c.rhs_labels : c.lhs_labels;
+    const std::vector<int>& el = m.side == 0 ? c.lhs_labels : c.rhs_labels;
+    const std::vector<int>& vl = m.side == 0 ? c.rhs_labels : c.lhs_labels;
     if (!distinct(el) || !distinct(vl) || !distinct(c.out_labels)) return std::nullopt;
     const int lk = el[static_cast<size_t>(k)];
     auto in_out = [&](int l) { return std::count(c.out_labels.begin(), c.out_labels.end(), l) > 0; };
@@ -641,12 +652,26 @@ std::optional<Build> flash(const Graph& g, const std::vector<int>& uses, ValueId
       if (l != lk && !in_out(l)) return std::nullopt;
     const auto at = std::find(vl.begin(), vl.end(), lk);
     if (at == vl.end()) return std::nullopt;
-    kv = static_cast<int>(at - vl.begin());
-    if (g.node(c.operands[static_cast<size_t>(1 - side)]).shape[static_cast<size_t>(kv)] != len) return std::nullopt;
+    m.kv = static_cast<int>(at - vl.begin());
+    if (g.node(c.operands[static_cast<size_t>(1 - m.side)]).shape[static_cast<size_t>(m.kv)] != len) return std::nullopt;
   }
+  return m;
+}
+
+std::optional<Build> flash(const Graph& g, const std::vector<int>& uses, ValueId id, int variant) {
+  const auto site = match_softmax(g, uses, id);
+  if (!site) return std::nullopt;
+  const int k = site->k, side = site->side, kv = site->kv;
+  const ValueId s = site->s, num = site->num;
+  const OpKind exp_kind = site->exp_kind;
+  const Shape s_shape = g.node(s).shape;
+  const DimExpr len = s_shape[static_cast<size_t>(k)];
+  // Blocks of T, not tiny, at least two at the bound dims.
+  const int64_t block = kFlashBlocks.at(static_cast<size_t>(variant));
+  if (block < kFlashMinBlock || len.evaluate(g.bound_dims) / block < kFlashMinBlocks) return std::nullopt;
   const ir::DType t = g.node(s).dtype;
   const Node contract = side >= 0 ? g.node(num) : Node{};
-  const std::vector<LayoutStep> divisor = divisor_steps;
+  const std::vector<LayoutStep> divisor = site->divisor;
   // apply's use counts are a temporary: the closure keeps its own copy (the graph outlives it).
   const std::vector<int> counts = uses;
   return [=, &g](Context& x) {
@@ -723,6 +748,31 @@ std::optional<Build> flash(const Graph& g, const std::vector<int>& uses, ValueId
 }
 
 // ---------------------------------------------------------------------------------------
+// online: attention's contract(e, v) / sum_k e (e = exp(s - bcast(max_k s)), after
+// normalize-late) -> exp_contract(s, v) / exp_contract(s): each is one pass over s (and v)
+// with a running max that rescales the sum as it grows (a one-pass, online softmax), so
+// neither the max nor e is stored. Exact: both shift by the same max M (0 where it is
+// -inf), as the original does; a row of all -inf gives 0 / 0 = NaN as exp(-inf + inf) does.
+std::optional<Build> online(const Graph& g, const std::vector<int>& uses, ValueId id, int) {
+  const auto site = match_softmax(g, uses, id);
+  if (!site || site->side < 0) return std::nullopt;
+  const SoftmaxSite m = *site;
+  const Node c = g.node(m.num);
+  return [=, &g](Context& x) {
+    const bool base2 = m.exp_kind == OpKind::Exp2;
+    const std::vector<int>& el = m.side == 0 ? c.lhs_labels : c.rhs_labels;
+    const std::vector<int>& vl = m.side == 0 ? c.rhs_labels : c.lhs_labels;
+    const ValueId v = x.m(c.operands[static_cast<size_t>(1 - m.side)]);
+    const ValueId o = x.b.exp_contract(x.m(m.s), v, el, vl, c.out_labels, base2, x.loc);
+    std::vector<int> kept;
+    for (size_t a = 0; a < el.size(); ++a)
+      if (a != static_cast<size_t>(m.k)) kept.push_back(el[a]);
+    const ValueId l = x.b.exp_contract(x.m(m.s), -1, el, {}, kept, base2, x.loc);
+    return x.b.binary(OpKind::Div, o, replay_layout(x, l, m.divisor), x.loc);
+  };
+}
+
+// ---------------------------------------------------------------------------------------
 
 using Match = std::optional<Build> (*)(const Graph&, const std::vector<int>&, ValueId, int);
 
@@ -742,6 +792,7 @@ const std::vector<Rule>& rules() {
       {"exp2", {""}, exp_to_exp2},
       {"split-reduce", {"nested", "halves"}, split_reduce},
       {"flash", {"64", "256", "1024"}, flash},
+      {"online", {""}, online},
   };
   return table;
 }

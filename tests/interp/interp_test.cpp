@@ -253,6 +253,54 @@ TEST(InterpValues, ContractAsMatmulBatchedAndEinsum) {
   expect_values(r.values[4], {2, 2, 2}, {22, 28, 49, 64, 1, 1, 2, 2});
 }
 
+// ExpContract: sum_k exp(s - M) v with M the row's max (0 for a row of -inf), in exp and
+// exp2 forms, with and without values; +inf and NaN scores give NaN as exp(s - max s) does.
+TEST(InterpValues, ExpContractIsTheSumWeightedByExpOfTheScoresLessTheirMax) {
+  const double inf = std::numeric_limits<double>::infinity();
+  TestGraph tg;
+  auto s = tg.in("s", DType::F64, S({4, 4}));
+  auto v = tg.in("v", DType::F64, S({4, 2}));
+  tg.out(tg.b.exp_contract(s, v, {0, 1}, {1, 2}, {0, 2}, false));
+  tg.out(tg.b.exp_contract(s, -1, {0, 1}, {}, {0}, false));
+  tg.out(tg.b.exp_contract(s, v, {0, 1}, {1, 2}, {2, 0}, true));  // exp2, transposed result
+  const std::vector<double> sv = {1, 3, -inf, 2,   -inf, -inf, -inf, -inf,   0, inf, 1, 2,   5, NAN, 1, 1};
+  const std::vector<double> vv = {1, 2, 3, 4, 5, 6, 7, 8};
+  auto r = tg.run({T(DType::F64, {4, 4}, sv), T(DType::F64, {4, 2}, vv)});
+  const double w0 = std::exp(1 - 3.0), w1 = 1, w3 = std::exp(2 - 3.0);
+  expect_values(r.values[1], {4}, {w0 + w1 + w3, 0, NAN, NAN});
+  EXPECT_NEAR(r.values[0].data[0], w0 * 1 + w1 * 3 + w3 * 7, 1e-12);
+  EXPECT_NEAR(r.values[0].data[1], w0 * 2 + w1 * 4 + w3 * 8, 1e-12);
+  EXPECT_EQ(r.values[0].data[2], 0.0);  // the row of -inf adds nothing
+  EXPECT_TRUE(std::isnan(r.values[0].data[4]) && std::isnan(r.values[0].data[6]));
+  const double b0 = std::exp2(1 - 3.0), b3 = std::exp2(2 - 3.0);
+  EXPECT_EQ(r.values[2].shape, (std::vector<int64_t>{2, 4}));
+  EXPECT_NEAR(r.values[2].data[0], b0 * 1 + 3 + b3 * 7, 1e-12);
+  EXPECT_NEAR(r.values[2].data[4], b0 * 2 + 4 + b3 * 8, 1e-12);
+}
+
+// In f32 the bound covers the online rescalings: it exceeds the bound of the same sum
+// written as exp(s - max) then a contraction, by a term that grows with the key count.
+TEST(InterpBounds, ExpContractAllowsForTheRescalingsOfAnOnlineSum) {
+  for (int64_t n : {4, 64, 1024}) {
+    TestGraph online, plain;
+    auto s1 = online.in("s", DType::F32, S({1, n}));
+    online.out(online.b.exp_contract(s1, -1, {0, 1}, {}, {0}, false));
+    auto s2 = plain.in("s", DType::F32, S({1, n}));
+    auto m = plain.b.reshape(plain.b.reduce(ir::ReduceKind::Max, s2, {1}), S({1, 1}));
+    auto e = plain.b.unary(OpKind::Exp, plain.b.binary(OpKind::Sub, s2, plain.b.broadcast(m, S({1, n}))));
+    plain.out(plain.b.reduce(ir::ReduceKind::Sum, e, {1}));
+    std::vector<double> x(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) x[static_cast<size_t>(i)] = static_cast<double>(i % 7) * 0.25;
+    const auto ro = online.run({T(DType::F32, {1, n}, x)}), rp = plain.run({T(DType::F32, {1, n}, x)});
+    EXPECT_NEAR(ro.values[0].data[0], rp.values[0].data[0], 1e-9 * rp.values[0].data[0]);
+    const double extra = ro.bounds[0].data[0] - rp.bounds[0].data[0];
+    // At least one rounded rescale (exp and product: (K_T + 2) u) per step of the growth.
+    const double u = 0x1p-24;
+    EXPECT_GT(extra, 9.0 * u * ollie::interp::detail::growth(static_cast<double>(n)) * ro.values[0].data[0]) << n;
+    EXPECT_TRUE(std::isfinite(ro.bounds[0].data[0]));
+  }
+}
+
 // Brute-force einsum for checking general label patterns.
 std::vector<double> einsum(const Tensor& a, const std::vector<int>& la, const Tensor& b, const std::vector<int>& lb,
                            const std::vector<int>& lo, std::map<int, int64_t> size) {

@@ -157,6 +157,26 @@ TEST(Builder, RejectsIllFormedOps) {
   EXPECT_THROW(b.unary(OpKind::Exp, i), InternalError);
 }
 
+TEST(Builder, ExpContractChecksItsLabelsAndPrints) {
+  Graph g = small_graph();
+  Builder b(g);
+  // a[M, K] as scores, b[K, N] as values: out[M, N] = sum_k exp(a - max_k a) b.
+  const ValueId o = b.exp_contract(0, 1, {0, 1}, {1, 2}, {0, 2}, false);
+  EXPECT_EQ(shape_str(g.node(o).shape), "[M, N]");
+  // One operand: the sum of the exponentials alone, over K.
+  const ValueId l = b.exp_contract(0, -1, {0, 1}, {}, {0}, true);
+  EXPECT_EQ(shape_str(g.node(l).shape), "[M]");
+  EXPECT_EQ(g.node(l).operands.size(), 1u);
+  const std::string text = to_text(g);
+  EXPECT_NE(text.find("= exp_contract %0, %1 ("), std::string::npos) << text;
+  EXPECT_NE(text.find(") base=2\n"), std::string::npos) << text;
+  // Summing N, which does not index the scores: there is no max to shift by.
+  EXPECT_THROW(b.exp_contract(0, 1, {0, 1}, {1, 2}, {0}, false), InternalError);
+  // Integer scores.
+  ValueId i = b.iota({S("M"), S("K")}, 0, DType::I64);
+  EXPECT_THROW(b.exp_contract(i, -1, {0, 1}, {}, {0}, false), InternalError);
+}
+
 TEST(Builder, LayoutOpsInferShapes) {
   Graph g = small_graph();
   Builder b(g);

@@ -617,3 +617,103 @@ TEST(Flash, ASoftmaxOverTheFirstAxisAndAKeyAxisInTheMiddle) {
 }
 
 }  // namespace
+
+namespace {
+
+// online: attention's contract(e, v) / sum e as two exp-weighted contractions of the
+// scores, each one pass with a running max.
+TEST(Online, FindsSitesOnAttentionMhaAndMlaButNotOnAPlainSoftmax) {
+  for (const auto& [name, dims] : kFlashExamples) {
+    SCOPED_TRACE(name);
+    const ir::Graph g = softmax_site_graph(name, dims);
+    const auto sites = sites_of(g, "online");
+    if (name == "softmax") {
+      // e / l: the normalize pass needs the max itself; nothing to do in one pass.
+      EXPECT_TRUE(sites.empty());
+      continue;
+    }
+    ASSERT_EQ(sites.size(), 1u) << ir::to_text(g);
+    EXPECT_EQ(rewrite::to_text(sites[0]), "online %" + std::to_string(sites[0].node));
+    const ir::Graph out = applied(g, sites[0]);
+    // No max, no exponentials and no [.., S] weights are left: two exp_contracts of the
+    // scores (the weighted sum and the sum), the division after them.
+    EXPECT_EQ(count_kind(out, ir::OpKind::ExpContract), 2) << ir::to_text(out);
+    EXPECT_EQ(count_kind(out, ir::OpKind::Exp) + count_kind(out, ir::OpKind::Exp2), 0) << ir::to_text(out);
+    for (const auto& n : out.nodes)
+      EXPECT_FALSE(n.kind == ir::OpKind::Reduce && n.reduce == ir::ReduceKind::Max) << ir::to_text(out);
+  }
+  // Before normalize-late the site is a softmax: not offered.
+  EXPECT_TRUE(sites_of(example("attention_causal"), "online").empty());
+  // The exp2 form keeps exp2.
+  const ir::Graph g2 = softmax_site_graph("mla_decode", kFlashExamples.at("mla_decode"), true);
+  const ir::Graph out2 = applied(g2, sites_of(g2, "online").at(0));
+  for (const auto& n : out2.nodes) EXPECT_TRUE(n.kind != ir::OpKind::ExpContract || n.base2);
+}
+
+TEST(Online, EqualsTheOriginalAtEveryKeyLengthAndWithMaskedKeys) {
+  for (const auto& [name, dims] : kFlashExamples) {
+    if (name == "softmax") continue;
+    for (bool exp2 : {false, true}) {
+      if (exp2 && name != "mla_decode") continue;
+      const ir::Graph g = softmax_site_graph(name, dims, exp2);
+      const ir::Graph out = rewrite::apply(g, sites_of(g, "online").at(0));
+      for (int64_t n : kKeyLengths) {
+        SCOPED_TRACE(name + " at " + key_dim(name) + "=" + std::to_string(n) + (exp2 ? " exp2" : ""));
+        EXPECT_LT(relative_difference(at_dims(g, {{key_dim(name), n}}), at_dims(out, {{key_dim(name), n}}),
+                                      static_cast<uint64_t>(n)),
+                  1e-12);
+      }
+    }
+  }
+  // Scores of -inf (a mask that uses -inf) add nothing; a row of only -inf is NaN in both.
+  const ir::Graph g = spec::compile_spec(
+      "test.py",
+      "import numpy as np\nDIMS = dict(N=3, K=6, D=2)\n"
+      "def f(s: \"f32[N, K]\", v: \"f32[K, D]\") -> \"f32[N, D]\":\n"
+      "    e = np.exp(s - s.max(axis=1, keepdims=True))\n"
+      "    return np.einsum('nk,kd->nd', e, v) / e.sum(axis=1, keepdims=True)\n",
+      {});
+  const ir::Graph out = applied(g, sites_of(g, "online").at(0));
+  auto inputs = random_inputs(g, 9);
+  for (size_t k : {0, 1, 4}) inputs[0].data[k] = -INFINITY;  // row 0: three masked keys, the first ones
+  for (size_t k = 6; k < 12; ++k) inputs[0].data[k] = -INFINITY;  // row 1: all masked
+  const interp::Result ra = interp::evaluate(g, inputs), rb = interp::evaluate(out, inputs);
+  for (size_t i = 0; i < ra.values[0].data.size(); ++i) {
+    if (i / 2 == 1) {
+      EXPECT_TRUE(std::isnan(ra.values[0].data[i]) && std::isnan(rb.values[0].data[i])) << i;
+      continue;
+    }
+    ASSERT_FALSE(std::isnan(rb.values[0].data[i])) << i;
+    EXPECT_NEAR(ra.values[0].data[i], rb.values[0].data[i], 1e-12) << i;
+  }
+}
+
+TEST(Online, LowersToOnePassWithTheStepWeightsOutsideTheValueLoop) {
+  // attention: under the default schedule the weighted sum runs s, then the keys, then d
+  // (vectorized): the step's two weights are computed once per key, outside the d loop.
+  const ir::Graph g = softmax_site_graph("attention_causal", {{"S", 40}, {"D", 8}});
+  const ir::Graph out = rewrite::apply(g, sites_of(g, "online").at(0));
+  const loops::Kernel k = loops::lower(out, loops::default_schedule(out, loops::Target{64, 2}));
+  const std::string text = loops::to_text(k);
+  std::string o;
+  for (size_t i = 0; i < out.nodes.size(); ++i)
+    if (out.nodes[i].kind == ir::OpKind::ExpContract && out.nodes[i].operands.size() == 2) o = "t" + std::to_string(i);
+  ASSERT_FALSE(o.empty()) << ir::to_text(out);
+  const size_t weights = text.find(o + "_max_w[0] = exp(");
+  const size_t d_loop = text.find("for d", weights);
+  const size_t update = text.find(o + "[d] = ((" + o + "[d] * " + o + "_max_w[0]) + (" + o + "_max_w[1] * ", weights);
+  ASSERT_NE(weights, std::string::npos) << text;
+  ASSERT_NE(update, std::string::npos) << text;
+  EXPECT_LT(d_loop, update) << text;
+  // rfactor and accumulate would split the running max: refused, naming the stage.
+  for (const std::string& bad : {"split " + o + " s1 4\nrfactor " + o + " s1_i\n", "accumulate " + o + " s\n"}) {
+    try {
+      loops::lower(out, loops::parse_schedule(bad));
+      ADD_FAILURE() << bad;
+    } catch (const loops::ScheduleError& e) {
+      EXPECT_NE(e.reason().find(o + " is an exp-weighted sum"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace

@@ -4,8 +4,9 @@
 // example go into a few shared objects (one compile per 40 kernels), each run in the
 // runner by its own entry symbol. OLLIE_SCHEDULES (default 200) and OLLIE_SCHEDULE_SEED
 // (default 1) set the count and the seed; a failure prints both and the schedule text.
-// Flash-rewritten softmax, attention and MLA graphs too, with a quarter of the count
-// (their kernels are several times larger).
+// Flash- and online-rewritten softmax, attention and MLA graphs too, with a quarter of the
+// count (their kernels are several times larger); mla_decode and rope, the slowest to
+// compile, with half.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -48,14 +49,19 @@ const std::vector<Case>& cases() {
       {"swiglu_mlp", {{"T", 3}, {"D", 7}, {"F", 11}}},
       {"attention_causal", {{"S", 9}, {"D", 5}}},
       {"mha_causal", {{"S", 5}, {"DM", 6}, {"H", 3}, {"HD", 2}}},
-      {"rope", {{"S", 5}, {"H", 3}, {"HD", 6}}},
-      {"mla_decode", {{"B", 2}, {"H", 3}, {"S", 7}, {"L", 5}, {"DR", 4}, {"DN", 3}, {"DV", 5}}},
+      {"rope", {{"S", 5}, {"H", 3}, {"HD", 6}}, "", nullptr, 2},
+      {"mla_decode", {{"B", 2}, {"H", 3}, {"S", 7}, {"L", 5}, {"DR", 4}, {"DN", 3}, {"DV", 5}}, "", nullptr, 2},
       // Flash-rewritten graphs (examples/schedules/NAME.flash.rewrites): block loops, empty
       // or short tails, statistics combined over blocks.
       {"softmax", {{"M", 3}, {"N", 150}}, "flash %9 64\n", "softmax_flash", 4},
       {"attention_causal", {{"S", 150}, {"D", 5}}, "normalize-late %36 lhs\nflash %38 64\n", "attention_causal_flash", 4},
       {"mla_decode", {{"B", 2}, {"H", 3}, {"S", 530}, {"L", 5}, {"DR", 4}, {"DN", 3}, {"DV", 5}},
        "exp2 %18\nnormalize-late %23 lhs\nflash %25 256\n", "mla_decode_flash", 4},
+      // Online-rewritten attention (examples/schedules/NAME.online.rewrites): exp-weighted
+      // sums with a running max, per element or with the step's weights hoisted.
+      {"attention_causal", {{"S", 40}, {"D", 5}}, "normalize-late %36 lhs\nonline %38\n", "attention_causal_online", 4},
+      {"mla_decode", {{"B", 2}, {"H", 3}, {"S", 37}, {"L", 5}, {"DR", 4}, {"DN", 3}, {"DV", 5}},
+       "exp2 %18\nnormalize-late %23 lhs\nonline %25\n", "mla_decode_online", 4},
   };
   return list;
 }
