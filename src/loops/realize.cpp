@@ -294,9 +294,9 @@ class Realizer {
   // Where an exp-weighted contraction computes its step's weights once for the loops
   // inside: the outermost depth after its last reduction loop from which every loop is one
   // the score does not vary along (attention's d, inside the keys' loop). -1 when there
-  // is none (or a tile packed inside would be read before it is copied): then every
-  // output element keeps its own running max.
-  static int hoist_depth(const Stage& s) {
+  // is none (or a tile packed, or a stage computed, inside it would be read before it is
+  // written): then every output element keeps its own running max.
+  int hoist_depth(const Stage& s) const {
     const int n = static_cast<int>(s.loops.size());
     int last = -1;
     for (int i = 0; i < n; ++i)
@@ -307,6 +307,11 @@ class Realizer {
     while (h - 1 > last && !mentions(score, s.loops[static_cast<size_t>(h - 1)].name)) --h;
     for (const auto& p : s.packs)
       if (p.depth > h) return -1;
+    // Likewise a stage computed inside: what it writes there is not ready for the weights.
+    const int si = static_cast<int>(&s - st_.stages.data());
+    if (auto it = children_.find(si); it != children_.end())
+      for (int c : it->second)
+        if (st_.stages[static_cast<size_t>(c)].shared > h) return -1;
     return h < n ? h : -1;
   }
 

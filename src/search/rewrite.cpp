@@ -2,6 +2,8 @@
 // chain, then the rewritten graph's default schedule, emitted.
 #include <algorithm>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "loops/loops.h"
 #include "rewrite/rewrite.h"
@@ -29,8 +31,19 @@ class RewriteProposer : public Proposer {
     const ir::Graph& graph = graphs_.at(chain);
     const std::vector<rewrite::Site> sites = rewrite::find_sites(graph);
     if (sites.empty()) return std::nullopt;
+    // A rule first, uniformly among those that apply, then one of its sites: rules whose
+    // sites multiply as they are applied (split-reduce's halves make two reductions, each
+    // a new site) would otherwise crowd out the rules with one site (normalize-late,
+    // flash, online).
+    std::vector<std::string> rules;
+    for (const auto& s : sites)
+      if (std::find(rules.begin(), rules.end(), s.rule) == rules.end()) rules.push_back(s.rule);
     std::mt19937_64 rng(seed);
-    const rewrite::Site& site = sites[std::uniform_int_distribution<size_t>(0, sites.size() - 1)(rng)];
+    const std::string& rule = rules[std::uniform_int_distribution<size_t>(0, rules.size() - 1)(rng)];
+    std::vector<const rewrite::Site*> of_rule;
+    for (const auto& s : sites)
+      if (s.rule == rule) of_rule.push_back(&s);
+    const rewrite::Site& site = *of_rule[std::uniform_int_distribution<size_t>(0, of_rule.size() - 1)(rng)];
     const ir::Graph rewritten = rewrite::apply(graph, site);
     const std::string line = rewrite::to_text(site);
     std::string next_chain = chain;

@@ -688,6 +688,33 @@ TEST(Online, EqualsTheOriginalAtEveryKeyLengthAndWithMaskedKeys) {
   }
 }
 
+TEST(Online, TheWeightsOnEitherSideAndTheKeysOnAnyAxis) {
+  // The probabilities as the contraction's right operand, the keys on axis 0 of the
+  // scores; then a key axis in the middle of 3-d scores read through a transpose.
+  const ir::Graph right = spec::compile_spec(
+      "test.py",
+      "import numpy as np\nDIMS = dict(K=30, N=3, D=4)\n"
+      "def f(s: \"f32[K, N]\", v: \"f32[K, D]\") -> \"f32[D, N]\":\n"
+      "    e = np.exp(s - s.max(axis=0, keepdims=True))\n"
+      "    return np.einsum('kd,kn->dn', v, e / e.sum(axis=0, keepdims=True))\n",
+      {});
+  const ir::Graph middle = spec::compile_spec(
+      "test.py",
+      "import numpy as np\nDIMS = dict(B=2, K=30, N=3, D=4)\n"
+      "def f(q: \"f32[B, N, D]\", k: \"f32[B, K, D]\", v: \"f32[B, K, D]\") -> \"f32[B, N, D]\":\n"
+      "    s = np.einsum('bnd,bkd->bkn', q, k) * 0.5\n"
+      "    e = np.exp(s - s.max(axis=1, keepdims=True))\n"
+      "    return np.einsum('bkn,bkd->bnd', e / e.sum(axis=1, keepdims=True), v)\n",
+      {});
+  for (const ir::Graph* g : {&right, &middle}) {
+    const ir::Graph late = rewrite::apply(*g, sites_of(*g, "normalize-late").at(0));
+    ASSERT_EQ(sites_of(late, "online").size(), 1u) << ir::to_text(late);
+    const ir::Graph out = applied(late, sites_of(late, "online")[0]);
+    for (int64_t n : {1, 7, 30}) EXPECT_LT(relative_difference(at_dims(*g, {{"K", n}}), at_dims(out, {{"K", n}}), 5), 1e-12);
+    EXPECT_NO_THROW(loops::lower(out, loops::default_schedule(out)));
+  }
+}
+
 TEST(Online, LowersToOnePassWithTheStepWeightsOutsideTheValueLoop) {
   // attention: under the default schedule the weighted sum runs s, then the keys, then d
   // (vectorized): the step's two weights are computed once per key, outside the d loop.

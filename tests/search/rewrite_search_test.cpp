@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "loops/loops.h"
@@ -73,6 +74,59 @@ TEST(RewriteProposer, ProposesARewrittenKernelWithItsChainAndSchedule) {
   free_form.candidate.source = "/* hand written */";
   free_form.candidate.proposer = "hand";
   EXPECT_FALSE(proposer->propose(free_form, 1).has_value());
+}
+
+TEST(RewriteProposer, EachRuleThatAppliesIsAsLikelyWhateverItsSiteCount) {
+  // Attention beside a sum that split-reduce halves three times: many split-reduce sites
+  // (each half is a new one), one online site, a few of the others. Drawing a rule first
+  // gives online about 1 in (rules that apply) of the proposals.
+  const ir::Graph g = spec::compile_spec(
+      "test.py",
+      "import numpy as np\nDIMS = dict(N=3, K=40, D=4)\n"
+      "def f(s: \"f32[N, K]\", v: \"f32[K, D]\", x: \"f32[N, D, K]\") -> \"f32[N, D]\":\n"
+      "    e = np.exp(s - s.max(axis=1, keepdims=True))\n"
+      "    return np.einsum('nk,kd->nd', e, v) / e.sum(axis=1, keepdims=True) + x.sum(axis=2)\n",
+      {});
+  std::string chain;
+  for (int i = 0; i < 3; ++i) {
+    for (const auto& s : rewrite::find_sites(rewrite::replay(g, chain))) {
+      const auto& n = rewrite::replay(g, chain).node(s.node);
+      if (s.rule == "split-reduce" && s.variant == 1 && n.shape.size() == 2 && n.reduce == ir::ReduceKind::Sum &&
+          rewrite::replay(g, chain).node(n.operands[0]).shape.size() == 3) {
+        chain += rewrite::to_text(s) + "\n";
+        break;
+      }
+    }
+  }
+  const auto sites = rewrite::find_sites(rewrite::replay(g, chain));
+  std::set<std::string> rules;
+  size_t splits = 0;
+  for (const auto& s : sites) {
+    rules.insert(s.rule);
+    splits += s.rule == "split-reduce";
+  }
+  ASSERT_TRUE(rules.count("online")) << chain;
+  ASSERT_GE(splits, 6u) << chain;
+  // So that a draw uniform over sites would give online at most half its share.
+  ASSERT_GE(sites.size(), 2 * rules.size()) << chain;
+  search::State state;
+  state.candidate = search::baseline_candidate(g);
+  state.candidate.rewrites = chain;
+  auto proposer = search::make_rewrite_proposer(g);
+  int online = 0;
+  std::map<std::string, int> per_rule;
+  const int draws = 400;
+  for (uint64_t seed = 0; seed < static_cast<uint64_t>(draws); ++seed) {
+    const auto c = proposer->propose(state, seed);
+    ASSERT_TRUE(c.has_value());
+    online += c->move.rfind("online ", 0) == 0;
+    ++per_rule[c->move.substr(0, c->move.find(' '))];
+  }
+  // Expected draws / rules.size(); a uniform draw over sites would give draws / sites.size().
+  const double expected = static_cast<double>(draws) / static_cast<double>(rules.size());
+  EXPECT_GT(online, expected * 0.6) << online << " of " << draws << ", " << rules.size() << " rules, "
+                                    << sites.size() << " sites";
+  EXPECT_EQ(per_rule.size(), rules.size());
 }
 
 TEST(RewriteProposer, NothingWhenNoRuleApplies) {
