@@ -89,10 +89,11 @@ TEST(RewriteProposer, EachRuleThatAppliesIsAsLikelyWhateverItsSiteCount) {
       {});
   std::string chain;
   for (int i = 0; i < 3; ++i) {
-    for (const auto& s : rewrite::find_sites(rewrite::replay(g, chain))) {
-      const auto& n = rewrite::replay(g, chain).node(s.node);
+    const ir::Graph now = rewrite::replay(g, chain);
+    for (const auto& s : rewrite::find_sites(now)) {
+      const ir::Node& n = now.node(s.node);
       if (s.rule == "split-reduce" && s.variant == 1 && n.shape.size() == 2 && n.reduce == ir::ReduceKind::Sum &&
-          rewrite::replay(g, chain).node(n.operands[0]).shape.size() == 3) {
+          now.node(n.operands[0]).shape.size() == 3) {
         chain += rewrite::to_text(s) + "\n";
         break;
       }
