@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The default-schedule kernel against numpy, per example at its default DIMS: `ollie emit`
-writes the kernel, this script compiles it with the default flags of DESIGN.md section 3
+writes the kernel, this script compiles it with the default flags of docs/design.md section 3
 (timing the compile at -O2 and at -O3), loads the -O3 shared object in this process,
 checks its outputs against numpy's on the same seeded inputs, then times numpy and the
 kernel side by side (A B A B ...) with the same thread count for both. A measurement, not
@@ -59,7 +59,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from spec_harness import load_spec  # noqa: E402
 from kernel_io import BenchError, blas_threads, disagreement, example_inputs, header_dims, select_examples  # noqa: E402
 
-# Default candidate flags (DESIGN.md section 3); the -O3 build is the one timed.
+# Default candidate flags (docs/design.md section 3); the -O3 build is the one timed.
 FLAGS = ["-std=c++20", "-O3", "-march=native", "-fopenmp", "-shared", "-fPIC"]
 WARMUP_ROUNDS = 3
 MIN_ROUNDS = 5

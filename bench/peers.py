@@ -17,7 +17,7 @@ method and round (--interleave calls) is measurably unfair at threads = CPUs.
 
 ollie's time comes from one of two places (--ollie-timing):
   ctypes  `ollie emit` writes the default-schedule kernel, it is compiled with the default
-          flags of DESIGN.md section 3 and called in this process through ctypes, in the
+          flags of docs/design.md section 3 and called in this process through ctypes, in the
           same rounds as numpy and jax (as bench/baseline.py does);
   bench   `ollie bench SPEC KERNEL --json` times it in ollie's sandboxed runner, in blocks
           between blocks of numpy/jax rounds; its median_seconds is used.

@@ -1,4 +1,4 @@
-// The build driver: turns candidate kernel source (DESIGN.md section 3 ABI) into a shared
+// The build driver: turns candidate kernel source (docs/design.md section 3 ABI) into a shared
 // object. Owns the toolchain description, the content-addressed on-disk build cache,
 // running the compiler as a child process (no shell, time limit, captured output),
 // parallel batches, and the adapter TU that gives every kernel one uniform entry point.
@@ -13,7 +13,7 @@
 
 namespace ollie::build {
 
-// The compiler and flags of a build. Defaults are DESIGN.md's: g++ -std=c++20 -O3
+// The compiler and flags of a build. Defaults as docs/design.md section 3 says: g++ -std=c++20 -O3
 // -march=native -fopenmp -shared -fPIC.
 struct Toolchain {
   std::string compiler = "g++";

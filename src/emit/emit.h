@@ -1,5 +1,5 @@
 // The C++ emitter (stage 3b): writes a lowered loop-nest Kernel as C++ source in the
-// kernel ABI of DESIGN.md section 3, and the `<entry>.ollie.h` header that documents it.
+// kernel ABI of docs/design.md section 3, and the `<entry>.ollie.h` header that documents it.
 #pragma once
 
 #include <string>
@@ -25,7 +25,7 @@ std::string kernel_prelude();
 // The C++ type of a dtype in the ABI: float, double, int32_t, int64_t, bool.
 const char* c_type(ir::DType t);
 
-// `extern "C" void ollie_kernel(...)` exactly as the ABI (DESIGN.md section 3)
+// `extern "C" void ollie_kernel(...)` exactly as the ABI (docs/design.md section 3)
 // spells it, ending in ';'.
 std::string kernel_declaration(const ir::Graph& graph);
 

@@ -1,4 +1,4 @@
-// The language-model stage (DESIGN.md section 7, issue 7): what the `llm` proposer needs
+// The language-model stage (docs/design.md section 9, issue 7): what the `llm` proposer needs
 // to talk to a model, and nothing of the search. It owns
 //   - ModelConfig: endpoint, model, key, limits, prices and budget, from explicit values
 //     (flags) or the environment;

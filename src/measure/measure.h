@@ -1,4 +1,4 @@
-// The measurement stage (DESIGN.md section 6). Owns: how long a kernel takes, measured in
+// The measurement stage (docs/design.md section 8). Owns: how long a kernel takes, measured in
 // the runner (never in this process), summarized robustly, compared side by side, and
 // checked (the outputs of the timed calls themselves are compared with the reference, so
 // a kernel cannot be right when verified and fast-but-wrong when timed); and machine

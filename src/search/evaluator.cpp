@@ -1,5 +1,5 @@
 // The local evaluator: the verifier's quick suites, then a side-by-side timing against
-// the baseline kernel in one runner session (DESIGN.md section 9: an evaluation is a pure
+// the baseline kernel in one runner session (docs/design.md section 9: an evaluation is a pure
 // unit of work; this one runs on this machine).
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-// The search stage (DESIGN.md section 7): `ollie optimize`'s Markov chains over
+// The search stage (docs/design.md section 9): `ollie optimize`'s Markov chains over
 // candidate kernels. It owns the chain (Metropolis-Hastings on cost = correctness penalty
 // + log of the measured time, temperatures, restarts from the archive), the proposers
 // behind one interface, and the evaluator that turns a candidate into a verdict and a
@@ -98,7 +98,7 @@ struct Comparison {
 };
 
 // Turns a candidate into an Evaluation. Implementations must be pure in the sense of
-// DESIGN.md section 9 (the same candidate gives an equivalent result; safe to repeat).
+// docs/design.md section 9 (the same candidate gives an equivalent result; safe to repeat).
 class Evaluator {
  public:
   virtual ~Evaluator() = default;
@@ -193,7 +193,7 @@ struct LlmUsage {
 // Sums the "llm" rows of the run database's model_calls.
 LlmUsage llm_usage_of(const store::Store& store);
 
-// The language model as a proposer (DESIGN.md section 7, docs/llm.md): for every proposal
+// The language model as a proposer (docs/design.md section 9, docs/llm.md): for every proposal
 // it renders the prompt (the spec, the ABI, the hardware, the chain's current kernel, or
 // the run's best when the current one fails, with its time and roofline fraction, and the
 // last failures of its own candidates), asks the model, stores the call in the run

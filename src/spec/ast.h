@@ -1,4 +1,4 @@
-// The syntax tree of a spec file: the Python subset ollie reads (DESIGN.md section 1).
+// The syntax tree of a spec file: the Python subset ollie reads (docs/spec-language.md).
 // Produced by the parser (parser.h), consumed by the elaborator (elaborate.h), which
 // gives it numpy meaning and builds the tensor IR. Nodes are immutable once parsed.
 #pragma once

@@ -26,7 +26,7 @@ const std::set<std::string> kMathFuncs = {"sqrt", "log", "exp", "tanh", "sin", "
 const char* kSupportedHint =
     "supported numpy: exp log sqrt tanh abs sin cos square maximum minimum where clip sum max min mean var std "
     "matmul einsum dot outer reshape transpose swapaxes expand_dims squeeze concatenate stack split repeat tile "
-    "full zeros ones *_like tri triu tril arange astype (see DESIGN.md section 1)";
+    "full zeros ones *_like tri triu tril arange astype (see docs/spec-language.md)";
 
 }  // namespace
 

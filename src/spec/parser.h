@@ -1,4 +1,4 @@
-// Lexer and parser for the Python subset of spec files (DESIGN.md section 1).
+// Lexer and parser for the Python subset of spec files (docs/spec-language.md).
 // Syntax outside the subset (loops, classes, lambdas, ...) is a SpecError with
 // file:line:col, a caret and what to write instead. Never crashes or hangs on any input.
 #pragma once

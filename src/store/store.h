@@ -1,4 +1,4 @@
-// The run database (DESIGN.md section 8): one SQLite file per `ollie optimize` run that
+// The run database (docs/design.md section 10): one SQLite file per `ollie optimize` run that
 // holds the spec, dims, machine and options of the run, every candidate (source, schedule
 // or rewrite chain, parent, proposer), every evaluation (verdict, certificate, timings),
 // every step of every chain, the language-model requests and answers, and events. Rows are
