@@ -1,6 +1,5 @@
 // The build driver: content-addressed cache of compiled candidates, one compiler run per
 // key (across threads and, through atomic renames, across processes), parallel batches.
-#include <openssl/evp.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -22,6 +21,7 @@
 
 #include "build/build.h"
 #include "build/process.h"
+#include "support/sha256.h"
 
 namespace fs = std::filesystem;
 
@@ -456,20 +456,6 @@ std::vector<Result> Driver::compile_all(const std::vector<Request>& requests, in
     results[i] = results[first];
   }
   return results;
-}
-
-std::string sha256_hex(const std::string& data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr) != 1)
-    throw InternalError("SHA-256 failed");
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < length; ++i) {
-    out += hex[digest[i] >> 4];
-    out += hex[digest[i] & 15];
-  }
-  return out;
 }
 
 }  // namespace ollie::build

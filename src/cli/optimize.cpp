@@ -28,6 +28,7 @@
 #include "search/search.h"
 #include "spec/spec.h"
 #include "store/store.h"
+#include "support/sha256.h"
 
 namespace ollie::cli {
 namespace {
@@ -184,7 +185,7 @@ int run_optimize(const OptimizeFlags& f) {
     store::RunInfo info;
     info.spec_path = f.spec.spec_path;
     info.spec_source = read_text(f.spec.spec_path, "spec");
-    info.spec_sha256 = build::sha256_hex(info.spec_source);
+    info.spec_sha256 = sha256_hex(info.spec_source);
     info.entry = graph.entry;
     nlohmann::json dims = nlohmann::json::object();
     for (const auto& d : graph.dims) dims[d] = graph.bound_dims.at(d);
@@ -332,7 +333,7 @@ int run_optimize(const OptimizeFlags& f) {
       std::cerr << fmt::format("  {}: {}\n", verify::verdict_name(report.verdict), report.message);
       continue;
     }
-    const double base_s = db->evaluation_of(db->candidate_by_hash(build::sha256_hex(baseline.source))->id)->median_seconds;
+    const double base_s = db->evaluation_of(db->candidate_by_hash(sha256_hex(baseline.source))->id)->median_seconds;
     const double best_s = eval.ratio_vs_baseline > 0 ? base_s * eval.ratio_vs_baseline : eval.median_seconds;
     write_text(out_dir / (entry + ".cpp"), cand.source);
     write_text(out_dir / (entry + ".ollie.h"), emit::emit_header(graph));

@@ -17,9 +17,9 @@
 #include <fstream>
 #include <mutex>
 
-#include "build/build.h"
 #include "store/sqlite.h"
 #include "support/error.h"
+#include "support/sha256.h"
 
 extern char** environ;
 
@@ -497,7 +497,7 @@ RunInfo Store::run() const {
 }
 
 int64_t Store::add_candidate(Candidate c) {
-  std::string hash = build::sha256_hex(c.source);
+  std::string hash = sha256_hex(c.source);
   if (!c.hash.empty() && c.hash != hash)
     throw InternalError("add_candidate: the hash given is not the SHA-256 of the source");
   Lock lock(db_->mu);
