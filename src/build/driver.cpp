@@ -50,14 +50,18 @@ constexpr size_t kMaxCompilerOutput = size_t{16} << 20;
 process::RunResult run_compiler(const std::vector<std::string>& argv, const std::string& cwd,
                                 double time_limit_seconds) {
   OLLIE_CHECK(!argv.empty(), "run_compiler needs a program");
-  process::RunOptions options;
-  options.argv = argv;
-  options.search_path = true;
-  options.cwd = cwd;
-  options.merge_stderr = true;
-  options.stdout_limit = kMaxCompilerOutput;
-  options.timeout_seconds = time_limit_seconds;
-  process::RunResult p = process::run(options);
+  process::RunResult p = process::run({.argv = argv,
+                                       .search_path = true,
+                                       .cwd = cwd,
+                                       .input = std::nullopt,
+                                       .merge_stderr = true,
+                                       .stdout_limit = kMaxCompilerOutput,
+                                       .stderr_tail = 0,
+                                       .timeout_seconds = time_limit_seconds,
+                                       .grace_seconds = 0,
+                                       .kill_group_on_exit = false,
+                                       .kill_on_overflow = false,
+                                       .drain_seconds = 0});
   if (p.failure && !p.failure.in_spawn)
     throw InternalError(p.failure.call + " failed: " + std::strerror(p.failure.error));
   if (p.wait_error != 0)

@@ -12,6 +12,7 @@
 #include "llm/llm.h"
 #include "support/error.h"
 #include "support/process.h"
+#include "support/strings.h"
 
 namespace ollie::llm {
 namespace {
@@ -30,18 +31,20 @@ constexpr double kDrainSeconds = 1.0;
 
 // Runs the command on `input`. When it is done (or stdout passed kMaxStdout), whatever
 // it left in its group is killed too.
-process::RunResult run(const std::string& command, const std::string& input, double timeout_seconds) {
-  process::RunOptions options;
-  options.argv = {"/bin/sh", "-c", command};
-  options.input = input;
-  options.stdout_limit = kMaxStdout;
-  options.stderr_tail = kStderrKeep;
-  options.timeout_seconds = timeout_seconds;
-  options.grace_seconds = kGraceSeconds;
-  options.kill_group_on_exit = true;
-  options.kill_on_overflow = true;
-  options.drain_seconds = kDrainSeconds;
-  return process::run(options);
+process::RunResult run(const std::string& command, const std::string& input,
+                       double timeout_seconds) {
+  return process::run({.argv = {"/bin/sh", "-c", command},
+                       .search_path = false,
+                       .cwd = "",
+                       .input = input,
+                       .merge_stderr = false,
+                       .stdout_limit = kMaxStdout,
+                       .stderr_tail = kStderrKeep,
+                       .timeout_seconds = timeout_seconds,
+                       .grace_seconds = kGraceSeconds,
+                       .kill_group_on_exit = true,
+                       .kill_on_overflow = true,
+                       .drain_seconds = kDrainSeconds});
 }
 
 // What goes to the command's stdin.
@@ -57,12 +60,6 @@ std::string input_text(const ModelRequest& request) {
   return text;
 }
 
-std::string printable(std::string text) {
-  for (char& c : text)
-    if (!(c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f))) c = '?';
-  return text;
-}
-
 // The last lines of stderr for a message.
 std::string stderr_tail(const std::string& err) {
   constexpr int kLines = 20;
@@ -74,14 +71,7 @@ std::string stderr_tail(const std::string& err) {
   for (int lines = 0; lines < kLines && at != std::string::npos && at > 0; ++lines) at = t.rfind('\n', at - 1);
   size_t from = at == std::string::npos ? 0 : at + 1;
   if (t.size() - from > kChars) from = t.size() - kChars;
-  return (from > 0 ? "...\n" : "") + printable(t.substr(from));
-}
-
-std::string signal_name(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  std::string name = abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
-  const char* description = sigdescr_np(sig);
-  return description ? name + " (" + description + ")" : name;
+  return (from > 0 ? "...\n" : "") + strings::printable(t.substr(from));
 }
 
 std::string format_seconds(double s) {
@@ -109,7 +99,7 @@ ModelAnswer CommandModel::complete(const ModelRequest& request) {
   a.seconds = std::chrono::duration<double>(Clock::now() - start).count();
 
   std::string shown = config_.command.size() > 200 ? config_.command.substr(0, 200) + "..." : config_.command;
-  const std::string who = "--proposer-cmd '" + printable(shown) + "'";
+  const std::string who = "--proposer-cmd '" + strings::printable(shown) + "'";
   const std::string tail = stderr_tail(o.err);
   if (o.failure) {
     a.status = Status::CommandFailed;
@@ -130,14 +120,14 @@ ModelAnswer CommandModel::complete(const ModelRequest& request) {
     a.status = Status::CommandFailed;
     std::string how;
     if (!o.status.exited) {
-      how = "was killed by " + signal_name(o.status.signal);
+      how = "was killed by " + process::signal_name(o.status.signal);
     } else {
       const int code = o.status.exit_code;
       how = "exited with status " + std::to_string(code);
       if (code == 127) how += " (command not found: check the command and PATH)";
       if (code == 126) how += " (found but not executable: check its permissions)";
       if (code > 128 && code < 128 + 65)
-        how += " (what it ran was killed by " + signal_name(code - 128) + ")";
+        how += " (what it ran was killed by " + process::signal_name(code - 128) + ")";
     }
     a.error = who + " " + how + ": " + tail;
   }

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <fstream>
 #include <regex>
-#include <sstream>
 
 #include "llm/llm.h"
 #include "support/error.h"

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 extern char** environ;
 
@@ -33,7 +34,8 @@ class SpawnSetup {
   explicit SpawnSetup(Failure& failure) {
     actions_ok_ = spawn_call(posix_spawn_file_actions_init(&actions_),
                              "posix_spawn_file_actions_init", failure);
-    attr_ok_ = actions_ok_ && spawn_call(posix_spawnattr_init(&attr_), "posix_spawnattr_init", failure);
+    attr_ok_ = actions_ok_ &&
+               spawn_call(posix_spawnattr_init(&attr_), "posix_spawnattr_init", failure);
   }
   ~SpawnSetup() {
     if (actions_ok_) posix_spawn_file_actions_destroy(&actions_);
@@ -105,7 +107,9 @@ Failure open_pipe(Pipe& pipe, NonBlocking our_end) {
   if (::pipe2(fds, O_CLOEXEC) != 0) return {errno, "pipe2"};
   pipe.read.reset(fds[0]);
   pipe.write.reset(fds[1]);
-  const int ours = our_end == NonBlocking::Read ? fds[0] : our_end == NonBlocking::Write ? fds[1] : -1;
+  const int ours = our_end == NonBlocking::Read    ? fds[0]
+                   : our_end == NonBlocking::Write ? fds[1]
+                                                   : -1;
   if (ours >= 0 && !set_nonblocking(ours)) return {errno, "fcntl"};
   return {};
 }
@@ -129,8 +133,8 @@ Started spawn(const Command& command) {
       : posix_spawn(&started.pid, program, &setup.actions_, &setup.attr_, argv.data(), child_env);
   if (rc != 0) {
     started.pid = -1;
-    started.failure = {rc, (command.search_path ? "posix_spawnp " : "posix_spawn ") + command.argv[0],
-                       true};
+    const std::string call = command.search_path ? "posix_spawnp " : "posix_spawn ";
+    started.failure = {rc, call + command.argv[0], true};
   }
   return started;
 }
@@ -161,6 +165,13 @@ ExitStatus exit_status(int wait_status) {
     s.signal = WTERMSIG(wait_status);
   }
   return s;
+}
+
+std::string signal_name(int signal) {
+  const char* abbrev = sigabbrev_np(signal);
+  std::string name = abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(signal);
+  const char* description = sigdescr_np(signal);
+  return description ? name + " (" + description + ")" : name;
 }
 
 void Capture::read_available() {

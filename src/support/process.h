@@ -110,6 +110,9 @@ struct ExitStatus {
 };
 ExitStatus exit_status(int wait_status);
 
+// "SIGSEGV (Segmentation fault)"; "signal N" for a number the C library does not name.
+std::string signal_name(int signal);
+
 // What is read from one of the child's pipes (our end non-blocking): at most `limit` bytes
 // kept, the first ones (Head) or the last ones (Tail). The rest is read and dropped, so the
 // child never blocks on a full pipe.

@@ -36,6 +36,12 @@ std::vector<std::string> nonempty_lines(std::string_view text) {
   return lines;
 }
 
+std::string printable(std::string text) {
+  for (char& c : text)
+    if (!(c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f))) c = '?';
+  return text;
+}
+
 namespace {
 
 // `ms` milliseconds since the epoch as UTC text, to the second; `with_ms` adds ".mmm".

@@ -29,6 +29,10 @@ std::vector<std::string> split_lines(std::string_view text, LineEnd end = LineEn
 // The lines of `text` that are not empty (split at '\n' only).
 std::vector<std::string> nonempty_lines(std::string_view text);
 
+// `text` with every byte that is not printable ASCII, a newline or a tab replaced by '?'
+// (what a child process printed, made safe for messages and JSON).
+std::string printable(std::string text);
+
 // Now, as "YYYY-MM-DDTHH:MM:SSZ" (UTC).
 std::string utc_now_iso8601();
 // Now, as "YYYY-MM-DDTHH:MM:SS.mmmZ" (UTC, milliseconds).

@@ -74,87 +74,121 @@ void write_available(Feed& feed) {
   }
 }
 
-}  // namespace
+// One supervision: what has happened to the child so far, and what is due next.
+class Supervisor {
+ public:
+  Supervisor(pid_t pid, Feed* feed, std::span<Capture* const> captures, const Supervision& rules)
+      : pid_(pid), feed_(feed), captures_(captures), rules_(rules),
+        // A pidfd tells poll when the child exits; without one (kernels before 5.3) we
+        // look every few milliseconds. Either way the pid stays ours until it is reaped,
+        // so signalling its group (pgid == pid) cannot reach anyone else.
+        pidfd_(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))) {}
 
-bool supervise(pid_t pid, Feed* feed, std::span<Capture* const> captures,
-               const Supervision& rules) {
-  // A pidfd tells poll when the child exits; without one (kernels before 5.3) we look
-  // every few milliseconds. Either way the pid stays ours until it is reaped, so
-  // signalling its group (pgid == pid) cannot reach anyone else.
-  Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-  Clock::time_point kill_at = Clock::time_point::max();  // SIGKILL after the grace
-  Clock::time_point drain_until = Clock::time_point::max();
-  bool exited = false, killed = false, timed_out = false;
-  auto kill_now = [&](Clock::time_point now) {
-    if (killed) return;
-    kill_group(pid, SIGKILL);
-    killed = true;
-    drain_until = now + seconds(rules.drain_seconds);
-  };
-  auto overflowed = [&] {
-    return rules.kill_on_overflow &&
-           std::any_of(captures.begin(), captures.end(), [](Capture* c) { return c->overflowed(); });
-  };
-  auto all_read = [&] {
-    return std::none_of(captures.begin(), captures.end(), [](Capture* c) { return c->open(); });
-  };
+  // Returns true when the deadline passed before the child exited.
+  bool run() {
+    for (;;) {
+      const auto now = Clock::now();
+      if (!exited_ && !pidfd_.open()) exited_ = has_exited(pid_);
+      enforce(now);
+      if (exited_ && (all_read() || now >= drain_until_)) return timed_out_;
+      if (!wait_and_serve(now)) return timed_out_;
+    }
+  }
 
-  for (;;) {
-    const auto now = Clock::now();
-    if (!exited && !pidfd.open()) exited = has_exited(pid);
+ private:
+  // Kills and closes what the rules say is due at `now`.
+  void enforce(Clock::time_point now) {
     // The child is done: whatever it left behind in its group goes too.
-    if ((exited && rules.kill_group_on_exit) || overflowed()) kill_now(now);
-    if (!timed_out && now >= rules.deadline && !(exited && killed)) {
-      timed_out = true;
-      if (rules.grace_seconds > 0) {
-        kill_group(pid, SIGTERM);
-        kill_at = now + seconds(rules.grace_seconds);
+    if ((exited_ && rules_.kill_group_on_exit) || overflowed()) kill_now(now);
+    if (!timed_out_ && now >= rules_.deadline && !(exited_ && killed_)) {
+      timed_out_ = true;
+      if (rules_.grace_seconds > 0) {
+        kill_group(pid_, SIGTERM);
+        kill_at_ = now + seconds(rules_.grace_seconds);
       } else {
         kill_now(now);
       }
     }
-    if (!exited && now >= kill_at) kill_now(now);
-    if (feed && feed->fd.open() && (feed->written == feed->data.size() || killed)) feed->fd.reset();
-    if (exited && (all_read() || now >= drain_until)) break;
+    if (!exited_ && now >= kill_at_) kill_now(now);
+    if (feed_ && feed_->fd.open() && (feed_->written == feed_->data.size() || killed_))
+      feed_->fd.reset();
+  }
 
-    // Each polled fd with what to do when it is ready.
+  void kill_now(Clock::time_point now) {
+    if (killed_) return;
+    kill_group(pid_, SIGKILL);
+    killed_ = true;
+    drain_until_ = now + seconds(rules_.drain_seconds);
+  }
+
+  bool overflowed() const {
+    return rules_.kill_on_overflow && std::any_of(captures_.begin(), captures_.end(),
+                                                  [](Capture* c) { return c->overflowed(); });
+  }
+
+  bool all_read() const {
+    return std::none_of(captures_.begin(), captures_.end(), [](Capture* c) { return c->open(); });
+  }
+
+  // How long poll may sleep: until the next thing due on time, at most a second (or a
+  // few milliseconds when there is no pidfd to wake us at the child's exit).
+  int wait_ms(Clock::time_point now) const {
+    Clock::time_point next = Clock::time_point::max();
+    if (!timed_out_) next = rules_.deadline;
+    else if (!killed_) next = kill_at_;
+    if (killed_ && exited_) next = std::min(next, drain_until_);
+    const int64_t ms = next == Clock::time_point::max()
+        ? 1000 : std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
+    return static_cast<int>(std::clamp<int64_t>(ms, 0, pidfd_.open() || exited_ ? 1000 : 5));
+  }
+
+  // Polls the child's pipes and its exit once, feeding and reading what is ready.
+  // False when supervision must stop (poll failed beyond repair).
+  bool wait_and_serve(Clock::time_point now) {
     std::vector<pollfd> polled;
-    std::vector<std::function<void()>> on_ready;
-    if (feed && feed->fd.open()) {
-      polled.push_back({feed->fd.get(), POLLOUT, 0});
-      on_ready.push_back([feed] { write_available(*feed); });
+    std::vector<std::function<void()>> on_ready;  // one per polled fd
+    if (feed_ && feed_->fd.open()) {
+      polled.push_back({feed_->fd.get(), POLLOUT, 0});
+      on_ready.push_back([this] { write_available(*feed_); });
     }
-    for (Capture* c : captures) {
+    for (Capture* c : captures_) {
       if (!c->open()) continue;
       polled.push_back({c->fd(), POLLIN, 0});
       on_ready.push_back([c] { c->read_available(); });
     }
-    if (!exited && pidfd.open()) {
-      polled.push_back({pidfd.get(), POLLIN, 0});
-      on_ready.push_back([&exited] { exited = true; });
+    if (!exited_ && pidfd_.open()) {
+      polled.push_back({pidfd_.get(), POLLIN, 0});
+      on_ready.push_back([this] { exited_ = true; });
     }
-    // The next thing to happen on time (a pidfd wakes us when the child exits).
-    Clock::time_point next = Clock::time_point::max();
-    if (!timed_out) next = rules.deadline;
-    else if (!killed) next = kill_at;
-    if (killed && exited) next = std::min(next, drain_until);
-    auto wait_ms = next == Clock::time_point::max()
-        ? int64_t{1000} : std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
-    wait_ms = std::clamp<int64_t>(wait_ms, 0, pidfd.open() || exited ? 1000 : 5);
-    const int r = ::poll(polled.data(), polled.size(), static_cast<int>(wait_ms));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      if (pidfd.open()) {  // e.g. a pidfd poll does not support: look with waitid instead
-        pidfd.reset();
-        continue;
+    if (::poll(polled.data(), polled.size(), wait_ms(now)) < 0) {
+      if (errno == EINTR) return true;
+      if (pidfd_.open()) {  // e.g. a pidfd poll does not support: look with waitid instead
+        pidfd_.reset();
+        return true;
       }
       kill_now(Clock::now());  // cannot happen with valid fds; do not spin
-      break;
+      return false;
     }
     for (size_t i = 0; i < polled.size(); ++i)
       if (polled[i].revents) on_ready[i]();
+    return true;
   }
-  return timed_out;
+
+  const pid_t pid_;
+  Feed* const feed_;
+  const std::span<Capture* const> captures_;
+  const Supervision& rules_;
+  Fd pidfd_;
+  Clock::time_point kill_at_ = Clock::time_point::max();  // SIGKILL after the grace
+  Clock::time_point drain_until_ = Clock::time_point::max();
+  bool exited_ = false, killed_ = false, timed_out_ = false;
+};
+
+}  // namespace
+
+bool supervise(pid_t pid, Feed* feed, std::span<Capture* const> captures,
+               const Supervision& rules) {
+  return Supervisor(pid, feed, captures, rules).run();
 }
 
 RunResult run(const RunOptions& options) {

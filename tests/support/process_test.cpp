@@ -135,6 +135,11 @@ TEST(Run, ReportsExitStatusAndSignal) {
   EXPECT_EQ(r.status.exit_code, -1);
 }
 
+TEST(SignalName, NamesAndDescribes) {
+  EXPECT_EQ(process::signal_name(SIGSEGV), "SIGSEGV (Segmentation fault)");
+  EXPECT_EQ(process::signal_name(1000), "signal 1000");
+}
+
 TEST(Run, ReportsAProgramThatCannotStart) {
   process::RunOptions o;
   o.argv = {"/nonexistent/program"};

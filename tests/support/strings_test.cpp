@@ -44,6 +44,10 @@ TEST(NonemptyLines, DropsEveryEmptyLine) {
   EXPECT_EQ(strings::nonempty_lines(" \n"), Lines{" "});
 }
 
+TEST(Printable, ReplacesWhatIsNotPrintableAscii) {
+  EXPECT_EQ(strings::printable(std::string("a\tb\nc\x01\x7f\xc3\xa9\r", 10)), "a\tb\nc?????");
+}
+
 TEST(UtcTime, Iso8601WithAndWithoutMilliseconds) {
   EXPECT_TRUE(std::regex_match(strings::utc_now_iso8601(),
                                std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")));
