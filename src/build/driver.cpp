@@ -338,14 +338,31 @@ Result compile_fresh(const std::string& cache_dir, double time_limit, std::atomi
 
 }  // namespace
 
-std::string compiler_version(const std::string& compiler) {
-  static std::mutex mu;
-  static std::map<std::string, std::string> cache;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = cache.find(compiler);
-    if (it != cache.end()) return it->second;
+namespace {
+
+// What a probe of a compiler (by name) answered, asked once per name; the probe runs
+// outside the lock, so two threads may both ask the first time.
+class PerCompiler {
+ public:
+  template <typename Probe>
+  std::string get(const std::string& compiler, const Probe& probe) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = answers_.find(compiler);
+      if (it != answers_.end()) return it->second;
+    }
+    std::string answer = probe(compiler);
+    std::lock_guard<std::mutex> lock(mu_);
+    answers_[compiler] = answer;
+    return answer;
   }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::string> answers_;
+};
+
+std::string probe_compiler_version(const std::string& compiler) {
   if (compiler.empty()) throw UserError("no C++ compiler given; name one, e.g. 'g++'");
   process::RunResult p = run_compiler({compiler, "--version"}, "", 30);
   if (p.failure.error != 0)
@@ -357,9 +374,14 @@ std::string compiler_version(const std::string& compiler) {
     throw UserError("the C++ compiler '" + compiler + "' failed on --version" +
                     (p.timed_out ? " (no answer in 30 s)" : "") + ": " + p.out +
                     "; check the installation or name another compiler");
-  std::lock_guard<std::mutex> lock(mu);
-  cache[compiler] = first;
   return first;
+}
+
+}  // namespace
+
+std::string compiler_version(const std::string& compiler) {
+  static PerCompiler versions;
+  return versions.get(compiler, probe_compiler_version);
 }
 
 Toolchain sanitizer_toolchain(const Toolchain& base) {
@@ -371,14 +393,9 @@ Toolchain sanitizer_toolchain(const Toolchain& base) {
   return t;
 }
 
-std::string sanitizer_runtime(const std::string& compiler) {
-  static std::mutex mu;
-  static std::map<std::string, std::string> cache;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = cache.find(compiler);
-    if (it != cache.end()) return it->second;
-  }
+namespace {
+
+std::string probe_sanitizer_runtime(const std::string& compiler) {
   process::RunResult p = run_compiler({compiler, "-print-file-name=libasan.so"}, "", 30);
   if (p.failure.error != 0)
     throw UserError("cannot run the C++ compiler '" + compiler +
@@ -393,9 +410,14 @@ std::string sanitizer_runtime(const std::string& compiler) {
     throw UserError("the C++ compiler '" + compiler + "' has no AddressSanitizer runtime (" + compiler +
                     " -print-file-name=libasan.so printed '" + path + "'), which the full level's sanitizer build "
                     "needs; install it (e.g. apt install libasan8, or the gcc package) or verify at the quick level");
-  std::lock_guard<std::mutex> lock(mu);
-  cache[compiler] = resolved.string();
   return resolved.string();
+}
+
+}  // namespace
+
+std::string sanitizer_runtime(const std::string& compiler) {
+  static PerCompiler runtimes;
+  return runtimes.get(compiler, probe_sanitizer_runtime);
 }
 
 std::string default_cache_dir() {
