@@ -66,9 +66,6 @@ struct Result {
 // $OLLIE_CACHE_DIR, else $XDG_CACHE_HOME/ollie/build, else ~/.cache/ollie/build.
 std::string default_cache_dir();
 
-// Hex SHA-256 of `data` (OpenSSL), as the cache keys use it.
-std::string sha256_hex(const std::string& data);
-
 // Compiles requests into the cache at `cache_dir`: one directory per key holding the
 // shared object, the log and meta.txt (ok, command, compiler version). Entries appear
 // atomically (built in cache_dir/tmp, then renamed), so several processes may share one

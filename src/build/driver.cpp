@@ -1,6 +1,5 @@
 // The build driver: content-addressed cache of compiled candidates, one compiler run per
 // key (across threads and, through atomic renames, across processes), parallel batches.
-#include <openssl/evp.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -21,7 +20,8 @@
 #include <thread>
 
 #include "build/build.h"
-#include "build/process.h"
+#include "support/process.h"
+#include "support/sha256.h"
 
 namespace fs = std::filesystem;
 
@@ -37,6 +37,37 @@ struct Driver::State {
 };
 
 namespace {
+
+// A compiler that writes more than this is stuck in a template explosion; keeping the
+// head of it is enough for feedback and keeps a batch of bad candidates from eating memory.
+constexpr size_t kMaxCompilerOutput = size_t{16} << 20;
+
+// Runs argv[0] (searched in PATH, no shell: source names and flags are never interpreted)
+// in directory `cwd` (empty: ours), stdin from /dev/null, stdout and stderr interleaved in
+// one capture, in its own process group: g++ runs cc1plus and as as children, and at the
+// time limit the whole group must die, or an orphaned cc1plus keeps the pipe open and the
+// CPU busy. `failure` is set only when the program could not be started.
+process::RunResult run_compiler(const std::vector<std::string>& argv, const std::string& cwd,
+                                double time_limit_seconds) {
+  OLLIE_CHECK(!argv.empty(), "run_compiler needs a program");
+  process::RunResult p = process::run({.argv = argv,
+                                       .search_path = true,
+                                       .cwd = cwd,
+                                       .input = std::nullopt,
+                                       .merge_stderr = true,
+                                       .stdout_limit = kMaxCompilerOutput,
+                                       .stderr_tail = 0,
+                                       .timeout_seconds = time_limit_seconds,
+                                       .grace_seconds = 0,
+                                       .kill_group_on_exit = false,
+                                       .kill_on_overflow = false,
+                                       .drain_seconds = 0});
+  if (p.failure && !p.failure.in_spawn)
+    throw InternalError(p.failure.call + " failed: " + std::strerror(p.failure.error));
+  if (p.wait_error != 0)
+    throw InternalError(std::string("waitpid failed: ") + std::strerror(p.wait_error));
+  return p;
+}
 
 constexpr const char* kSoName = "kernel.so";
 constexpr const char* kLogName = "log.txt";
@@ -233,14 +264,16 @@ void remove_stale_temps(const fs::path& tmp_root) {
   }
 }
 
-std::string describe_failure(const detail::ProcessResult& p, double limit) {
+std::string describe_failure(const process::RunResult& p, double limit) {
   if (p.timed_out) {
     std::ostringstream s;
     s << "\n[ollie] the compiler was killed after the time limit of " << limit << " s\n";
     return s.str();
   }
-  if (!p.exited) return "\n[ollie] the compiler was killed by signal " + std::to_string(p.signal) + "\n";
-  if (p.exit_code != 0) return "\n[ollie] the compiler exited with status " + std::to_string(p.exit_code) + "\n";
+  if (!p.status.exited)
+    return "\n[ollie] the compiler was killed by signal " + std::to_string(p.status.signal) + "\n";
+  if (p.status.exit_code != 0)
+    return "\n[ollie] the compiler exited with status " + std::to_string(p.status.exit_code) + "\n";
   return "";
 }
 
@@ -263,19 +296,20 @@ Result compile_fresh(const std::string& cache_dir, double time_limit, std::atomi
     r.compiler_version = version;
     r.command = command_for(request);
     ++runs;
-    detail::ProcessResult p = detail::run_process(r.command, work.string(), time_limit);
-    if (p.spawn_errno != 0)
+    process::RunResult p = run_compiler(r.command, work.string(), time_limit);
+    if (p.failure.error != 0)
       throw UserError("cannot run the C++ compiler '" + request.toolchain.compiler + "': " +
-                      std::strerror(p.spawn_errno) + "; install it or name another compiler");
+                      std::strerror(p.failure.error) + "; install it or name another compiler");
     r.seconds = p.seconds;
-    r.log = p.output;
-    if (p.truncated) r.log += "\n[ollie] compiler output truncated\n";
+    r.log = p.out;
+    if (p.overflowed) r.log += "\n[ollie] compiler output truncated\n";
     r.log += describe_failure(p, time_limit);
-    r.ok = p.exited && p.exit_code == 0 && fs::exists(work / kSoName);
-    if (p.exited && p.exit_code == 0 && !r.ok) r.log += "\n[ollie] the compiler produced no shared object\n";
+    r.ok = p.status.exited && p.status.exit_code == 0 && fs::exists(work / kSoName);
+    if (p.status.exited && p.status.exit_code == 0 && !r.ok)
+      r.log += "\n[ollie] the compiler produced no shared object\n";
 
     // A run cut short by the clock or a signal says nothing about the source: not cached.
-    if (!p.exited) {
+    if (!p.status.exited) {
       fs::remove_all(work, ec);
       return r;
     }
@@ -304,27 +338,50 @@ Result compile_fresh(const std::string& cache_dir, double time_limit, std::atomi
 
 }  // namespace
 
-std::string compiler_version(const std::string& compiler) {
-  static std::mutex mu;
-  static std::map<std::string, std::string> cache;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = cache.find(compiler);
-    if (it != cache.end()) return it->second;
+namespace {
+
+// What a probe of a compiler (by name) answered, asked once per name; the probe runs
+// outside the lock, so two threads may both ask the first time.
+class PerCompiler {
+ public:
+  template <typename Probe>
+  std::string get(const std::string& compiler, const Probe& probe) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = answers_.find(compiler);
+      if (it != answers_.end()) return it->second;
+    }
+    std::string answer = probe(compiler);
+    std::lock_guard<std::mutex> lock(mu_);
+    answers_[compiler] = answer;
+    return answer;
   }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::string> answers_;
+};
+
+std::string probe_compiler_version(const std::string& compiler) {
   if (compiler.empty()) throw UserError("no C++ compiler given; name one, e.g. 'g++'");
-  detail::ProcessResult p = detail::run_process({compiler, "--version"}, "", 30);
-  if (p.spawn_errno != 0)
-    throw UserError("cannot run the C++ compiler '" + compiler + "': " + std::strerror(p.spawn_errno) +
+  process::RunResult p = run_compiler({compiler, "--version"}, "", 30);
+  if (p.failure.error != 0)
+    throw UserError("cannot run the C++ compiler '" + compiler +
+                    "': " + std::strerror(p.failure.error) +
                     "; install it (e.g. apt install g++) or name another compiler");
-  std::string first = p.output.substr(0, p.output.find('\n'));
-  if (!p.exited || p.exit_code != 0 || first.empty())
+  std::string first = p.out.substr(0, p.out.find('\n'));
+  if (!p.status.exited || p.status.exit_code != 0 || first.empty())
     throw UserError("the C++ compiler '" + compiler + "' failed on --version" +
-                    (p.timed_out ? " (no answer in 30 s)" : "") + ": " + p.output +
+                    (p.timed_out ? " (no answer in 30 s)" : "") + ": " + p.out +
                     "; check the installation or name another compiler");
-  std::lock_guard<std::mutex> lock(mu);
-  cache[compiler] = first;
   return first;
+}
+
+}  // namespace
+
+std::string compiler_version(const std::string& compiler) {
+  static PerCompiler versions;
+  return versions.get(compiler, probe_compiler_version);
 }
 
 Toolchain sanitizer_toolchain(const Toolchain& base) {
@@ -336,29 +393,31 @@ Toolchain sanitizer_toolchain(const Toolchain& base) {
   return t;
 }
 
-std::string sanitizer_runtime(const std::string& compiler) {
-  static std::mutex mu;
-  static std::map<std::string, std::string> cache;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = cache.find(compiler);
-    if (it != cache.end()) return it->second;
-  }
-  detail::ProcessResult p = detail::run_process({compiler, "-print-file-name=libasan.so"}, "", 30);
-  if (p.spawn_errno != 0)
-    throw UserError("cannot run the C++ compiler '" + compiler + "': " + std::strerror(p.spawn_errno) +
+namespace {
+
+std::string probe_sanitizer_runtime(const std::string& compiler) {
+  process::RunResult p = run_compiler({compiler, "-print-file-name=libasan.so"}, "", 30);
+  if (p.failure.error != 0)
+    throw UserError("cannot run the C++ compiler '" + compiler +
+                    "': " + std::strerror(p.failure.error) +
                     "; install it or name another compiler");
-  std::string path = p.output.substr(0, p.output.find('\n'));
+  std::string path = p.out.substr(0, p.out.find('\n'));
   std::error_code ec;
   // A compiler without the runtime prints the bare name back.
   const fs::path resolved = path.find('/') == std::string::npos ? fs::path() : fs::canonical(path, ec);
-  if (!p.exited || p.exit_code != 0 || resolved.empty() || ec || !fs::is_regular_file(resolved))
+  if (!p.status.exited || p.status.exit_code != 0 || resolved.empty() || ec ||
+      !fs::is_regular_file(resolved))
     throw UserError("the C++ compiler '" + compiler + "' has no AddressSanitizer runtime (" + compiler +
                     " -print-file-name=libasan.so printed '" + path + "'), which the full level's sanitizer build "
                     "needs; install it (e.g. apt install libasan8, or the gcc package) or verify at the quick level");
-  std::lock_guard<std::mutex> lock(mu);
-  cache[compiler] = resolved.string();
   return resolved.string();
+}
+
+}  // namespace
+
+std::string sanitizer_runtime(const std::string& compiler) {
+  static PerCompiler runtimes;
+  return runtimes.get(compiler, probe_sanitizer_runtime);
 }
 
 std::string default_cache_dir() {
@@ -456,20 +515,6 @@ std::vector<Result> Driver::compile_all(const std::vector<Request>& requests, in
     results[i] = results[first];
   }
   return results;
-}
-
-std::string sha256_hex(const std::string& data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr) != 1)
-    throw InternalError("SHA-256 failed");
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < length; ++i) {
-    out += hex[digest[i] >> 4];
-    out += hex[digest[i] & 15];
-  }
-  return out;
 }
 
 }  // namespace ollie::build

@@ -28,6 +28,8 @@
 #include "search/search.h"
 #include "spec/spec.h"
 #include "store/store.h"
+#include "support/sha256.h"
+#include "support/strings.h"
 
 namespace ollie::cli {
 namespace {
@@ -42,27 +44,9 @@ void on_interrupt(int) {
   if (g_interrupts.fetch_add(1) >= 1) _exit(130);
 }
 
-std::string iso_now() {
-  const std::time_t t = std::time(nullptr);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return text;
-}
-
 std::string clock_text(double seconds) {
   const int s = static_cast<int>(seconds);
   return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60) : fmt::format("{:02}:{:02}", s / 60, s % 60);
-}
-
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  size_t at = 0;
-  while (at < text.size()) {
-    const size_t end = std::min(text.find('\n', at), text.size());
-    if (end > at) lines.push_back(text.substr(at, end - at));
-    at = end + 1;
-  }
-  return lines;
 }
 
 std::string ms(double seconds) { return fmt::format("{:.4g} ms", seconds * 1e3); }
@@ -172,7 +156,7 @@ int run_optimize(const OptimizeFlags& f) {
     options_json["replay"] = {{"of", fs::absolute(f.replay).string()}, {"evaluate", f.replay_evaluate}};
     info.options_json = options_json.dump();
     info.machine_json = nlohmann::json{{"cores", std::thread::hardware_concurrency()}}.dump();
-    info.created = iso_now();
+    info.created = strings::utc_now_iso8601();
     lock.emplace((out_dir / "run.db").string());
     db.emplace(store::Store::create((out_dir / "run.db").string(), info));
   } else {
@@ -184,7 +168,7 @@ int run_optimize(const OptimizeFlags& f) {
     store::RunInfo info;
     info.spec_path = f.spec.spec_path;
     info.spec_source = read_text(f.spec.spec_path, "spec");
-    info.spec_sha256 = build::sha256_hex(info.spec_source);
+    info.spec_sha256 = sha256_hex(info.spec_source);
     info.entry = graph.entry;
     nlohmann::json dims = nlohmann::json::object();
     for (const auto& d : graph.dims) dims[d] = graph.bound_dims.at(d);
@@ -197,7 +181,7 @@ int run_optimize(const OptimizeFlags& f) {
     if (!llm_options.is_null()) options_json["llm"] = llm_options;
     info.options_json = options_json.dump();
     info.seed = f.seed;
-    info.created = iso_now();
+    info.created = strings::utc_now_iso8601();
     lock.emplace((out_dir / "run.db").string());
     db.emplace(store::Store::create((out_dir / "run.db").string(), info));
   }
@@ -332,7 +316,7 @@ int run_optimize(const OptimizeFlags& f) {
       std::cerr << fmt::format("  {}: {}\n", verify::verdict_name(report.verdict), report.message);
       continue;
     }
-    const double base_s = db->evaluation_of(db->candidate_by_hash(build::sha256_hex(baseline.source))->id)->median_seconds;
+    const double base_s = db->evaluation_of(db->candidate_by_hash(sha256_hex(baseline.source))->id)->median_seconds;
     const double best_s = eval.ratio_vs_baseline > 0 ? base_s * eval.ratio_vs_baseline : eval.median_seconds;
     write_text(out_dir / (entry + ".cpp"), cand.source);
     write_text(out_dir / (entry + ".ollie.h"), emit::emit_header(graph));
@@ -362,7 +346,7 @@ int run_optimize(const OptimizeFlags& f) {
         cand.rewrites.empty()
             ? std::string()
             : fmt::format("- tensor-IR rewrites ({}.rewrites, docs/rewrites.md): {}\n", entry,
-                          fmt::join(split_lines(cand.rewrites), "; ")),
+                          fmt::join(strings::nonempty_lines(cand.rewrites), "; ")),
         report.suites.size(), report.worst, roof.threads,
         roof.memory_bound ? "memory" : "compute", ms(roof.bound_seconds), roof_fraction(best_s) * 100,
         roof_fraction(base_s) * 100, measure::throughput(roof, best_s).gflops_per_s,

@@ -12,6 +12,7 @@
 #include "build/build.h"
 #include "cli/cli.h"
 #include "spec/spec.h"
+#include "support/sha256.h"
 #include "verify/verify.h"
 
 namespace ollie::cli {
@@ -35,7 +36,7 @@ int run_verify(const SpecFlags& flags, const VerifyFlags& v) {
   };
   const verify::Report report = verify::verify(graph, source, graph_at, options);
   const std::string cert =
-      verify::certificate_json(graph, build::sha256_hex(read_text(flags.spec_path, "spec")), report, options);
+      verify::certificate_json(graph, sha256_hex(read_text(flags.spec_path, "spec")), report, options);
   if (!v.cert_path.empty()) {
     std::ofstream out(v.cert_path, std::ios::binary);
     out << cert;

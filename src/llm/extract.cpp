@@ -6,37 +6,14 @@
 #include <regex>
 
 #include "llm/llm.h"
+#include "support/strings.h"
 
 namespace ollie::llm {
 namespace {
 
-std::string trim(std::string_view s) {
-  size_t b = s.find_first_not_of(" \t\r");
-  if (b == std::string_view::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r");
-  return std::string(s.substr(b, e - b + 1));
-}
-
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
-}
-
-std::vector<std::string> split_lines(std::string_view text) {
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) {
-      if (start < text.size()) lines.emplace_back(text.substr(start));
-      break;
-    }
-    lines.emplace_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  for (auto& l : lines)
-    if (!l.empty() && l.back() == '\r') l.pop_back();
-  return lines;
 }
 
 std::string join(const std::vector<std::string>& lines, size_t begin, size_t end) {
@@ -128,18 +105,18 @@ struct Block {
 std::vector<Block> fenced_blocks(const std::vector<std::string>& lines) {
   std::vector<Block> blocks;
   for (size_t i = 0; i < lines.size(); ++i) {
-    std::string t = trim(lines[i]);
+    std::string t = strings::trim(lines[i], strings::kLineBlanks);
     if (t.size() < 3 || (t[0] != '`' && t[0] != '~')) continue;
     char fence = t[0];
     size_t run = t.find_first_not_of(fence);
     if (run == std::string::npos) run = t.size();
     if (run < 3) continue;
     Block block;
-    block.language = trim(t.substr(run));
+    block.language = strings::trim(t.substr(run), strings::kLineBlanks);
     if (fence == '`' && block.language.find('`') != std::string::npos) continue;  // inline code, not a fence
     size_t j = i + 1;
     for (; j < lines.size(); ++j) {
-      std::string u = trim(lines[j]);
+      std::string u = strings::trim(lines[j], strings::kLineBlanks);
       size_t n = u.find_first_not_of(fence);
       if (n == std::string::npos && u.size() >= run) break;
     }
@@ -155,7 +132,7 @@ std::vector<Block> fenced_blocks(const std::vector<std::string>& lines) {
 bool code_like_line(const std::string& line) {
   static const std::regex starts(
       R"(^(#|//|/\*|\*|extern\b|static\b|inline\b|template\b|namespace\b|using\b|typedef\b|struct\b|class\b|union\b|enum\b|const\b|constexpr\b|void\b|float\b|double\b|int\b|unsigned\b|signed\b|long\b|short\b|char\b|bool\b|auto\b|size_t\b|u?int(8|16|32|64)_t\b|std::|__))");
-  std::string t = trim(line);
+  std::string t = strings::trim(line, strings::kLineBlanks);
   if (t.empty()) return true;
   if (t.find_first_of(";{}") != std::string::npos) return true;
   return std::regex_search(t, starts);
@@ -167,7 +144,7 @@ std::optional<std::string> unfenced_kernel(std::string_view answer) {
   std::string text(answer);
   auto def = last_kernel_definition(text);
   if (!def) return std::nullopt;
-  std::vector<std::string> lines = split_lines(text);
+  std::vector<std::string> lines = strings::split_lines(text, strings::LineEnd::CrLf);
   auto line_of = [&](size_t offset) { return static_cast<size_t>(std::count(text.begin(), text.begin() + offset, '\n')); };
   size_t first = line_of(def->name);
   size_t last = line_of(def->body_end > 0 ? def->body_end - 1 : 0);
@@ -188,7 +165,7 @@ std::optional<std::string> unfenced_kernel(std::string_view answer) {
     }
   }
   while (first > 0 && (depth[first - 1] > 0 || code_like_line(lines[first - 1]))) --first;
-  while (first < last && trim(lines[first]).empty()) ++first;
+  while (first < last && strings::trim(lines[first], strings::kLineBlanks).empty()) ++first;
   return join(lines, first, std::min(last + 1, lines.size()));
 }
 
@@ -196,7 +173,7 @@ std::optional<std::string> unfenced_kernel(std::string_view answer) {
 
 ExtractedCode extract_code(std::string_view answer) {
   ExtractedCode out;
-  std::vector<std::string> lines = split_lines(answer);
+  std::vector<std::string> lines = strings::split_lines(answer, strings::LineEnd::CrLf);
   std::vector<Block> blocks = fenced_blocks(lines);
   out.fenced_blocks = static_cast<int>(blocks.size());
   const std::string of = " of " + std::to_string(blocks.size());

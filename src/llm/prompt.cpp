@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <fstream>
 #include <regex>
-#include <sstream>
 
 #include "llm/llm.h"
 #include "support/error.h"
+#include "support/strings.h"
 
 namespace ollie::llm {
 namespace {
@@ -21,20 +21,6 @@ const char* const kDefaultTemplate =
 const std::regex& placeholder_pattern() {
   static const std::regex pattern(R"(\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\})");
   return pattern;
-}
-
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-std::string trimmed(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r");
-  return s.substr(b, e - b + 1);
 }
 
 std::string strip_blank_edges(std::string s) {
@@ -112,10 +98,10 @@ PromptTemplate parse_prompt_template(const std::string& text, const std::string&
   t.name = name;
   std::string* part = &t.user;
   bool saw_marker = false;
-  std::vector<std::string> lines = split_lines(text);
+  std::vector<std::string> lines = strings::split_lines(text);
   for (size_t i = 0; i < lines.size(); ++i) {
     const std::string& line = lines[i];
-    const std::string marker = trimmed(line);
+    const std::string marker = strings::trim(line, strings::kLineBlanks);
     if (marker == "<!-- system -->" || marker == "<!-- user -->") {
       if (!saw_marker) t.user.clear();  // text before the first marker is for the reader only
       saw_marker = true;
@@ -159,7 +145,7 @@ ModelRequest render_prompt(const PromptTemplate& tmpl, const PromptInputs& input
 }
 
 std::string trim_compile_errors(const std::string& log, int max_errors) {
-  std::vector<std::string> lines = split_lines(log);
+  std::vector<std::string> lines = strings::split_lines(log);
   std::string out;
   int errors = 0, dropped = 0;
   for (const std::string& line : lines) {
@@ -180,7 +166,7 @@ void FailureLog::add(const std::string& verdict, const std::string& diagnostic) 
   if (verdict == "compile_error") {
     text = trim_compile_errors(diagnostic, max_compile_errors_);
   } else {
-    std::vector<std::string> lines = split_lines(diagnostic);
+    std::vector<std::string> lines = strings::split_lines(diagnostic);
     for (size_t i = 0; i < lines.size() && i < static_cast<size_t>(max_lines_); ++i) text += lines[i] + "\n";
     if (lines.size() > static_cast<size_t>(max_lines_))
       text += "... (" + std::to_string(lines.size() - static_cast<size_t>(max_lines_)) + " more lines)\n";

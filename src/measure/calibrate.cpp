@@ -13,6 +13,7 @@
 #include "build/build.h"
 #include "measure/measure.h"
 #include "support/error.h"
+#include "support/strings.h"
 
 namespace ollie::measure {
 
@@ -92,15 +93,6 @@ Kernels load_kernels(const std::string& so_path) {
   return k;
 }
 
-std::string iso_date_utc() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 struct FreeDeleter {
   void operator()(float* p) const { std::free(p); }
 };
@@ -118,7 +110,7 @@ MachinePeaks calibrate(const CalibrateOptions& options) {
   p.isa = id.isa;
   p.cores = id.cores;
   p.threads_per_core = threads_per_core();
-  p.date = iso_date_utc();
+  p.date = strings::utc_now_iso8601();
   double load[1] = {-1};
   if (getloadavg(load, 1) == 1) p.load_average = load[0];
 

@@ -15,6 +15,7 @@
 
 #include "measure/measure.h"
 #include "support/error.h"
+#include "support/strings.h"
 
 namespace fs = std::filesystem;
 
@@ -22,13 +23,7 @@ namespace ollie::measure {
 
 namespace {
 
-std::string trim(std::string s) {
-  auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
-  while (!s.empty() && blank(s.back())) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && blank(s[i])) ++i;
-  return s.substr(i);
-}
+using strings::trim;  // spaces, tabs, CR and LF
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path);

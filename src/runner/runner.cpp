@@ -1,13 +1,10 @@
-// The parent side of the runner protocol (documented in child/runner_main.cpp): lays the
-// buffers out in a memfd, spawns ollie-runner, enforces the timeout, reads results back.
+// The parent side of the runner protocol (documented in child/runner_main.cpp): writes the
+// request into a memfd (its buffers laid out by buffers.cpp), spawns ollie-runner,
+// enforces the timeout, turns how the child ended into an Outcome, reads results back.
 #include "runner/runner.h"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,12 +15,14 @@
 #include <cstdio>
 #include <cstring>
 #include <iterator>
-#include <limits>
 #include <thread>
 
+#include "runner/buffers.h"
 #include "runner/child/protocol.h"
 #include "support/error.h"
+#include "support/process.h"
 #include "support/random.h"
+#include "support/strings.h"
 
 extern char** environ;
 
@@ -32,66 +31,12 @@ namespace ollie::runner {
 namespace {
 
 namespace proto = protocol;
+using namespace detail;  // buffers.h
+using process::Fd;
 using Clock = std::chrono::steady_clock;
-
-// Owns one file descriptor.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  Fd(Fd&& other) noexcept : fd_(other.release()) {}
-  Fd& operator=(Fd&& other) noexcept {
-    reset(other.release());
-    return *this;
-  }
-  ~Fd() { reset(); }
-  int get() const { return fd_; }
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
-
-// Owns one shared mapping.
-class Mapping {
- public:
-  // `populate`: fault every page in now, in one go (cheaper than a fault per page for
-  // memory about to be written in full).
-  Mapping(int fd, size_t bytes, bool populate = false) : bytes_(bytes) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | (populate ? MAP_POPULATE : 0), fd, 0);
-    if (p == MAP_FAILED) throw UserError(std::string("runner: cannot map the buffer memory: ") + std::strerror(errno));
-    base_ = static_cast<char*>(p);
-  }
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  ~Mapping() { munmap(base_, bytes_); }
-  char* base() const { return base_; }
-
- private:
-  char* base_ = nullptr;
-  size_t bytes_ = 0;
-};
 
 [[noreturn]] void fail_errno(const std::string& what) {
   throw UserError("runner: " + what + ": " + std::strerror(errno));
-}
-
-uint64_t round_up(uint64_t n, uint64_t page) { return (n + page - 1) / page * page; }
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 
 std::string default_runner_path() {
@@ -103,28 +48,6 @@ std::string default_runner_path() {
   return slash == std::string::npos ? "ollie-runner" : exe.substr(0, slash + 1) + "ollie-runner";
 }
 
-// What a run needs, laid out: every buffer of the table (see protocol.h) with its dtype,
-// shape, role and byte offset.
-enum class Role { Input, Output, Staged, Check };
-
-struct Slot {
-  ir::DType dtype = ir::DType::F32;
-  std::vector<int64_t> shape;
-  Role role = Role::Input;
-  uint64_t bytes() const {
-    return static_cast<uint64_t>(ir::element_count(shape)) * static_cast<uint64_t>(ir::dtype_bytes(dtype));
-  }
-};
-
-struct Layout {
-  std::vector<Slot> slots;                       // in buffer-table order
-  std::vector<proto::Buffer> buffers;            // the same order
-  std::vector<int64_t> dims;
-  uint64_t header_size = 0;
-  uint64_t results_offset = 0;                   // timed mode
-  uint64_t total_size = 0;
-};
-
 // The entry symbol must be a C identifier: dlsym would accept anything, but nothing else
 // can be an extern "C" function the adapter defined.
 void check_entry_symbol(const std::string& name) {
@@ -134,158 +57,6 @@ void check_entry_symbol(const std::string& name) {
   if (!ok)
     throw UserError("runner: the entry symbol '" + name +
                     "' is not a C identifier; name an extern \"C\" function such as ollie_entry");
-}
-
-// The dims values in graph.dims order; throws for an unbound dim.
-std::vector<int64_t> bound_dims(const ir::Graph& graph) {
-  std::vector<int64_t> dims;
-  for (const auto& name : graph.dims) {
-    auto it = graph.bound_dims.find(name);
-    if (it == graph.bound_dims.end())
-      throw UserError("runner: dim '" + name + "' has no value; bind it in DIMS or with --dims " + name + "=...");
-    dims.push_back(it->second);
-  }
-  return dims;
-}
-
-// Checks one set of inputs against the graph's params at the bound dims.
-void check_inputs(const ir::Graph& graph, const std::vector<interp::Tensor>& inputs) {
-  if (inputs.size() != graph.params.size())
-    throw UserError("runner: the kernel '" + graph.entry + "' takes " + std::to_string(graph.params.size()) +
-                    " inputs but " + std::to_string(inputs.size()) + " were given; pass one tensor per parameter");
-  for (size_t i = 0; i < graph.params.size(); ++i) {
-    auto shape = ir::evaluate_shape(graph.params[i].shape, graph.bound_dims);
-    if (shape != inputs[i].shape)
-      throw UserError("runner: input '" + graph.params[i].name + "' has shape " + shape_text(inputs[i].shape) +
-                      " but the kernel expects " + shape_text(shape) + " at the bound dims");
-    if (static_cast<int64_t>(inputs[i].data.size()) != ir::element_count(shape))
-      throw UserError("runner: input '" + graph.params[i].name + "' holds " + std::to_string(inputs[i].data.size()) +
-                      " values but its shape " + shape_text(shape) + " needs " +
-                      std::to_string(ir::element_count(shape)));
-  }
-}
-
-std::vector<Slot> input_slots(const ir::Graph& graph, Role role) {
-  std::vector<Slot> slots;
-  for (const auto& p : graph.params) slots.push_back({p.dtype, ir::evaluate_shape(p.shape, graph.bound_dims), role});
-  return slots;
-}
-
-std::vector<Slot> output_slots(const ir::Graph& graph, Role role) {
-  std::vector<Slot> slots;
-  for (const auto& r : graph.results) slots.push_back({r.dtype, ir::evaluate_shape(r.shape, graph.bound_dims), role});
-  return slots;
-}
-
-// Places `slots` after a header of `header_bytes`: each buffer's pages are its own, with
-// a guard page before and after; within its pages it sits at the start or at the end.
-Layout plan(const ir::Graph& graph, std::vector<Slot> slots, uint64_t header_bytes, uint64_t results_bytes,
-            Placement placement) {
-  Layout layout;
-  layout.dims = bound_dims(graph);
-  layout.slots = std::move(slots);
-  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  layout.header_size =
-      round_up(header_bytes + layout.slots.size() * sizeof(proto::Buffer) + layout.dims.size() * sizeof(int64_t), page);
-  uint64_t cursor = layout.header_size;
-  for (const Slot& slot : layout.slots) {
-    cursor += page;  // guard page before every buffer
-    const uint64_t bytes = slot.bytes();
-    const uint64_t span = round_up(std::max<uint64_t>(bytes, 1), page);
-    const uint64_t offset =
-        placement == Placement::End && bytes > 0 ? cursor + span - round_up(bytes, proto::kAlignment) : cursor;
-    layout.buffers.push_back({offset, bytes});
-    cursor += span;
-  }
-  cursor += page;  // and one after the last
-  layout.results_offset = cursor;
-  layout.total_size = cursor + round_up(results_bytes, page);
-  return layout;
-}
-
-template <typename T>
-void store_as(char* dst, const std::vector<double>& values) {
-  auto* out = reinterpret_cast<T*>(dst);
-  const double* in = values.data();
-  const size_t n = values.size();
-  size_t i = 0;
-  // Blocks of a fixed size, which the compiler turns into vector conversions.
-  for (; i + 16 <= n; i += 16)
-    for (size_t j = 0; j < 16; ++j) out[i + j] = static_cast<T>(in[i + j]);
-  for (; i < n; ++i) out[i] = static_cast<T>(in[i]);
-}
-
-void store(char* dst, ir::DType dtype, const std::vector<double>& values) {
-  switch (dtype) {
-    case ir::DType::F32: return store_as<float>(dst, values);
-    case ir::DType::F64: return store_as<double>(dst, values);
-    case ir::DType::I32: return store_as<int32_t>(dst, values);
-    case ir::DType::I64: return store_as<int64_t>(dst, values);
-    case ir::DType::Bool:
-      for (size_t i = 0; i < values.size(); ++i) dst[i] = values[i] != 0 ? 1 : 0;
-      return;
-  }
-}
-
-template <typename T>
-void load_as(const char* src, std::vector<double>& values) {
-  for (size_t i = 0; i < values.size(); ++i) {
-    T v;
-    std::memcpy(&v, src + i * sizeof(T), sizeof(T));
-    values[i] = static_cast<double>(v);
-  }
-}
-
-void load(const char* src, ir::DType dtype, std::vector<double>& values) {
-  switch (dtype) {
-    case ir::DType::F32: return load_as<float>(src, values);
-    case ir::DType::F64: return load_as<double>(src, values);
-    case ir::DType::I32: return load_as<int32_t>(src, values);
-    case ir::DType::I64: return load_as<int64_t>(src, values);
-    case ir::DType::Bool:
-      // Anything but 0 or 1 (the poison, or garbage) must not pass as a truth value.
-      for (size_t i = 0; i < values.size(); ++i) {
-        const auto b = static_cast<unsigned char>(src[i]);
-        values[i] = b <= 1 ? b : std::numeric_limits<double>::quiet_NaN();
-      }
-      return;
-  }
-}
-
-interp::Tensor read_tensor(const char* base, const Layout& layout, size_t b) {
-  interp::Tensor t;
-  t.dtype = layout.slots[b].dtype;
-  t.shape = layout.slots[b].shape;
-  t.data.resize(static_cast<size_t>(ir::element_count(t.shape)));
-  load(base + layout.buffers[b].offset, t.dtype, t.data);
-  return t;
-}
-
-// A kernel that writes past either end of an output, into the rest of its pages, leaves
-// the guard pages alone; the poison there shows it. Empty when every byte is intact.
-std::string check_slack(const char* base, const Layout& layout, const ir::Graph& graph) {
-  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  size_t output = 0;
-  for (size_t b = 0; b < layout.slots.size(); ++b) {
-    if (layout.slots[b].role != Role::Output) continue;
-    const proto::Buffer& buf = layout.buffers[b];
-    const uint64_t first = buf.offset / page * page, end = buf.offset + buf.bytes;
-    const uint64_t last = round_up(std::max(end, first + 1), page);
-    auto intact = [&](uint64_t from, uint64_t to) {
-      for (uint64_t i = from; i < to; ++i)
-        if (static_cast<unsigned char>(base[i]) != 0xFF) return false;
-      return true;
-    };
-    const std::string name = graph.results.size() > 1 ? "output " + std::to_string(output % graph.results.size())
-                                                      : "the output";
-    if (!intact(end, last))
-      return "the kernel wrote past the end of " + name + " (into the bytes between its last element and the "
-             "guard page after it)";
-    if (!intact(first, buf.offset))
-      return "the kernel wrote before the start of " + name + " (into the bytes between the guard page and its first element)";
-    ++output;
-  }
-  return "";
 }
 
 // The kernels a request names, with their .so paths.
@@ -305,17 +76,7 @@ Fd make_request(const std::vector<Named>& kernels, const Layout& layout, proto::
   if (ftruncate(fd.get(), static_cast<off_t>(layout.total_size)) != 0) fail_errno("cannot size the buffer memory");
   Mapping map(fd.get(), layout.total_size, /*populate=*/true);
   char* base = map.base();
-  // The poison, around the buffers that `fill` writes in full (plan() lays buffers out in
-  // increasing order).
-  uint64_t from = layout.header_size;
-  for (size_t b = 0; b < layout.buffers.size(); ++b) {
-    const proto::Buffer& buf = layout.buffers[b];
-    if (layout.slots[b].role != filled || buf.bytes == 0) continue;
-    OLLIE_CHECK(buf.offset >= from, "runner buffers out of order");
-    std::memset(base + from, 0xFF, buf.offset - from);
-    from = buf.offset + buf.bytes;
-  }
-  std::memset(base + from, 0xFF, layout.results_offset - from);
+  poison_around(base, layout, filled);
 
   std::memcpy(header.magic, proto::kRequestMagic, sizeof header.magic);
   header.version = proto::kVersion;
@@ -393,132 +154,36 @@ std::vector<std::string> child_environment(const Options& options) {
   return env;
 }
 
-pid_t spawn_child(const std::string& runner, int memfd, int report_fd, int stderr_fd, const Options& options) {
-  Fd devnull(open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (devnull.get() < 0) fail_errno("cannot open /dev/null");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // Its own process group, so a kill on timeout also reaches anything the kernel forked.
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawn_file_actions_adddup2(&actions, devnull.get(), 0);
-  posix_spawn_file_actions_adddup2(&actions, 2, 1);
-  if (stderr_fd >= 0) posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2);
-  posix_spawn_file_actions_adddup2(&actions, memfd, proto::kMemFd);
-  posix_spawn_file_actions_adddup2(&actions, report_fd, proto::kReportFd);
-  posix_spawn_file_actions_addclosefrom_np(&actions, proto::kReportFd + 1);
-
-  auto env = child_environment(options);
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::string arg0 = runner;
-  char* argv[] = {arg0.data(), nullptr};
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, runner.c_str(), &actions, &attr, argv, envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    errno = rc;
+// Starts the runner in its own process group (a kill on timeout also reaches anything the
+// kernel forked) with exactly these fds and no others: 0 /dev/null, 1 our stderr, 2 our
+// stderr or `stderr_fd`, the memfd and the report pipe at the protocol's numbers.
+pid_t spawn_child(const std::string& runner, int memfd, int report_fd, int stderr_fd,
+                  const Options& options) {
+  process::Command command;
+  command.argv = {runner};
+  command.environment = child_environment(options);
+  command.own_group = true;
+  command.fds = {process::ChildFd::dev_null(0), process::ChildFd::dup(2, 1)};
+  if (stderr_fd >= 0) command.fds.push_back(process::ChildFd::dup(stderr_fd, 2));
+  command.fds.push_back(process::ChildFd::dup(memfd, proto::kMemFd));
+  command.fds.push_back(process::ChildFd::dup(report_fd, proto::kReportFd));
+  command.close_from = proto::kReportFd + 1;
+  const process::Started started = process::spawn(command);
+  if (started.failure) {
+    errno = started.failure.error;
     fail_errno("cannot start the runner '" + runner + "'");
   }
-  return pid;
+  return started.pid;
 }
 
-// What a sanitizer run's child writes to stderr: the first kMaxCaptured bytes are kept,
-// the rest is read and dropped (so the child never blocks on a full pipe).
-struct Capture {
-  static constexpr size_t kMaxCaptured = size_t{1} << 16;
-  Fd fd;  // the reading end, non-blocking; closed at end of file
-  std::string text;
-
-  // Reads what is there now.
-  void read_available() {
-    char buf[4096];
-    while (fd.get() >= 0) {
-      const ssize_t n = read(fd.get(), buf, sizeof buf);
-      if (n > 0) {
-        text.append(buf, std::min(static_cast<size_t>(n), kMaxCaptured - std::min(kMaxCaptured, text.size())));
-      } else if (n < 0 && errno == EINTR) {
-        continue;
-      } else {
-        if (n == 0) fd.reset();  // end of file: every writer is gone
-        return;                  // EAGAIN: nothing more for now
-      }
-    }
+// A pipe from the child: our reading end non-blocking, the child's end blocking.
+process::Pipe child_pipe() {
+  process::Pipe pipe;
+  if (const process::Failure f = process::open_pipe(pipe, process::NonBlocking::Read)) {
+    errno = f.error;
+    fail_errno("pipe");
   }
-};
-
-// Waits for `pid` to exit, at most until `deadline`, reading `capture` meanwhile when it
-// is open. Returns true when it exited (not yet reaped: the pid stays ours until waitpid,
-// so killing its group is safe).
-bool wait_for_exit(pid_t pid, Clock::time_point deadline, Capture& capture) {
-  Fd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
-  while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (pidfd.get() >= 0) {
-      pollfd p[2] = {{pidfd.get(), POLLIN, 0}, {capture.fd.get(), POLLIN, 0}};
-      const nfds_t n = capture.fd.get() >= 0 ? 2 : 1;
-      int r = poll(p, n, static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left, 1 << 30))));
-      if (r > 0 && n == 2 && p[1].revents) capture.read_available();
-      if (r > 0 && p[0].revents) return true;
-      if (r > 0) continue;
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) pidfd.reset();  // fall back to polling waitid below
-      else return false;
-    } else {
-      // Without pidfds (old kernels): WNOWAIT looks without reaping.
-      capture.read_available();
-      siginfo_t info{};
-      if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid)
-        return true;
-      if (left <= 0) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(left, 2)));
-    }
-  }
-}
-
-int reap(pid_t pid) {
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
-}
-
-// Reads whatever the child wrote to the report pipe (it has exited; never blocks).
-std::string drain(int fd) {
-  std::string data;
-  char buf[4096];
-  while (true) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n > 0) {
-      data.append(buf, static_cast<size_t>(n));
-      if (data.size() > 1 << 16) break;
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else {
-      break;  // EOF, or EAGAIN when a leftover grandchild still holds the write end
-    }
-  }
-  return data;
-}
-
-std::string signal_text(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  std::string name = abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
-  const char* description = sigdescr_np(sig);
-  return description ? name + " (" + description + ")" : name;
-}
-
-// `text` with every byte that is not printable ASCII, a newline or a tab replaced by
-// '?': what a kernel writes to stderr ends up in messages and JSON certificates, which
-// must stay valid text.
-std::string printable(std::string text) {
-  for (char& c : text)
-    if (!(c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f))) c = '?';
-  return text;
+  return pipe;
 }
 
 // The start of a sanitizer report in a child's stderr: the ERROR line (ASan) or the
@@ -563,47 +228,47 @@ std::string sanitizer_report(const std::string& text, const std::string& so_path
 // library whose frames a sanitizer report keeps.
 Outcome execute(const std::string& runner, int memfd, const std::string& what, const std::string& so_path,
                 const Options& options) {
-  int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) fail_errno("pipe");
-  Fd report_read(pipe_fds[0]);
-  Fd report_write(pipe_fds[1]);
-  // The child's end blocks normally; only our reading end is non-blocking.
-  fcntl(report_write.get(), F_SETFL, fcntl(report_write.get(), F_GETFL) & ~O_NONBLOCK);
-
+  process::Pipe report = child_pipe();
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(std::max(0.0, options.timeout_seconds)));
-  Capture capture;
-  Fd capture_write;
-  if (options.sanitize) {
-    if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) fail_errno("pipe");
-    capture.fd.reset(pipe_fds[0]);
-    capture_write.reset(pipe_fds[1]);
-    fcntl(capture_write.get(), F_SETFL, fcntl(capture_write.get(), F_GETFL) & ~O_NONBLOCK);
-  }
-  const pid_t pid = spawn_child(runner, memfd, report_write.get(), capture_write.get(), options);
-  report_write.reset();
-  capture_write.reset();
+  // What a sanitizer run's child writes to stderr: the first 64 KiB are kept, the rest
+  // is read and dropped (so the child never blocks on a full pipe).
+  process::Pipe stderr_pipe;
+  if (options.sanitize) stderr_pipe = child_pipe();
+  const pid_t pid =
+      spawn_child(runner, memfd, report.write.get(), stderr_pipe.write.get(), options);
+  report.write.reset();
+  stderr_pipe.write.reset();
+  process::Capture capture(std::move(stderr_pipe.read), size_t{1} << 16);
 
   Outcome outcome;
-  const bool exited = wait_for_exit(pid, deadline, capture);
-  kill(-pid, SIGKILL);  // the child is gone or out of time; take any forked helpers with it
-  const int wait_status = reap(pid);
+  // When the child is gone or out of time, any helpers it forked go with it.
+  process::Supervision rules;
+  rules.deadline = deadline;
+  rules.kill_group_on_exit = true;
+  process::Capture* const captures[] = {&capture};
+  const bool exited = !process::supervise(pid, nullptr, captures, rules);
+  process::kill_group(pid, SIGKILL);
+  int wait_status = 0;
+  process::reap(pid, wait_status);
   capture.read_available();
-  capture.text = printable(std::move(capture.text));
+  // What a kernel writes to stderr ends up in messages and JSON certificates, which must
+  // stay valid text.
+  const std::string stderr_text = strings::printable(std::move(capture.text()));
   if (WIFEXITED(wait_status) && options.sanitize && WEXITSTATUS(wait_status) == proto::kSanitizerExitCode) {
     outcome.status = Status::Sanitizer;
-    outcome.message = sanitizer_report(capture.text, so_path);
+    outcome.message = sanitizer_report(stderr_text, so_path);
     if (outcome.message.empty())
       outcome.message = "the runner exited with the sanitizer's exit code " +
                         std::to_string(proto::kSanitizerExitCode) + " but printed no report (stderr: " +
-                        capture.text.substr(0, 500) + ")";
+                        stderr_text.substr(0, 500) + ")";
     return outcome;
   }
   // Whatever else ends a sanitizer run badly, what the child printed says more.
   auto with_stderr = [&](Outcome& o) {
-    if (options.sanitize && o.status != Status::Ok && !capture.text.empty())
-      o.message += "; its stderr: " + capture.text.substr(0, 1000);
+    if (options.sanitize && o.status != Status::Ok && !stderr_text.empty())
+      o.message += "; its stderr: " + stderr_text.substr(0, 1000);
     return o;
   };
   if (!exited) {
@@ -614,25 +279,30 @@ Outcome execute(const std::string& runner, int memfd, const std::string& what, c
     return with_stderr(outcome);
   }
 
-  const std::string report = drain(report_read.get());
-  const bool has_report = report.size() >= sizeof(proto::Report);
+  // Whatever the child wrote to the report pipe (it has exited; never blocks).
+  process::Capture report_capture(std::move(report.read), size_t{1} << 16);
+  report_capture.read_available();
+  const std::string& report_data = report_capture.text();
+  const bool has_report = report_data.size() >= sizeof(proto::Report);
   proto::Report header{};
-  if (has_report) std::memcpy(&header, report.data(), sizeof header);
-  const std::string message =
-      has_report ? report.substr(sizeof header, std::min<size_t>(header.message_len, report.size() - sizeof header)) : "";
+  if (has_report) std::memcpy(&header, report_data.data(), sizeof header);
+  const size_t message_len =
+      has_report ? std::min<size_t>(header.message_len, report_data.size() - sizeof header) : 0;
+  const std::string message = has_report ? report_data.substr(sizeof header, message_len) : "";
 
   if (WIFSIGNALED(wait_status)) {
     outcome.signal = WTERMSIG(wait_status);
+    const std::string signal_text = process::signal_name(outcome.signal);
     if (outcome.signal == SIGSYS && options.sandbox) {
       outcome.status = Status::Forbidden;
       outcome.message = "the kernel made a forbidden system call (files, sockets, processes and exec are "
-                        "closed to kernels) and was killed by " + signal_text(outcome.signal);
+                        "closed to kernels) and was killed by " + signal_text;
     } else if (outcome.signal == SIGXCPU && options.sandbox) {
       outcome.status = Status::Timeout;
-      outcome.message = "the kernel used up its CPU time and was killed by " + signal_text(outcome.signal);
+      outcome.message = "the kernel used up its CPU time and was killed by " + signal_text;
     } else {
       outcome.status = Status::Crash;
-      outcome.message = "the kernel was killed by " + signal_text(outcome.signal);
+      outcome.message = "the kernel was killed by " + signal_text;
     }
     return with_stderr(outcome);
   }
@@ -730,7 +400,8 @@ Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
     for (Slot& s : input_slots(graph, Role::Input)) slots.push_back(std::move(s));
     for (Slot& s : output_slots(graph, Role::Output)) slots.push_back(std::move(s));
   }
-  const std::vector<Named> kernels{{so_path, options.entry_symbol}};
+  std::vector<Named> kernels;
+  kernels.push_back({so_path, options.entry_symbol});
   const Layout layout = plan(graph, std::move(slots), sizeof(proto::RequestHeader) + so_path.size() +
                                                           options.entry_symbol.size(), 0, options.placement);
   proto::RequestHeader header{};

@@ -11,6 +11,7 @@
 #include "search/search.h"
 #include "store/store.h"
 #include "support/error.h"
+#include "support/sha256.h"
 
 namespace ollie::search {
 
@@ -90,7 +91,7 @@ class Chains {
   // was ever evaluated, else evaluated now (and, with `may_confirm`, confirmed when it
   // would be the new best) and stored before returning.
   std::pair<int64_t, Evaluation> evaluated(const Candidate& c, int64_t parent, bool may_confirm) {
-    const std::string hash = build::sha256_hex(c.source);
+    const std::string hash = sha256_hex(c.source);
     if (auto existing = store_.candidate_by_hash(hash))
       if (auto row = store_.evaluation_of(existing->id)) return {existing->id, evaluation_from_row(*row)};
     store::Candidate row;

@@ -12,6 +12,7 @@
 #include "search/search.h"
 #include "store/store.h"
 #include "support/error.h"
+#include "support/sha256.h"
 
 namespace ollie::search {
 
@@ -203,7 +204,7 @@ struct LlmProposer::Impl {
     Candidate c;
     c.source = code.code;
     if (!c.source.empty() && c.source.back() != '\n') c.source += '\n';
-    const std::string hash = build::sha256_hex(c.source);
+    const std::string hash = sha256_hex(c.source);
     // A kernel the run has evaluated before is nothing new: proposing it would only
     // reuse its evaluation (and, on a free-form state, keep the chain where it is).
     if (const auto before = store.candidate_by_hash(hash); before && store.evaluation_of(before->id)) {
@@ -327,7 +328,7 @@ std::unique_ptr<llm::Model> make_replay_model(std::vector<store::ModelCall> call
 }
 
 Evaluation ReplayEvaluator::evaluate(const Candidate& candidate) {
-  const auto c = recorded_.candidate_by_hash(build::sha256_hex(candidate.source));
+  const auto c = recorded_.candidate_by_hash(sha256_hex(candidate.source));
   const auto row = c ? recorded_.evaluation_of(c->id) : std::nullopt;
   if (!row) {
     ++evaluated_;

@@ -8,6 +8,7 @@
 
 #include "spec/elaborate.h"
 #include "spec/parser.h"
+#include "support/strings.h"
 
 namespace ollie::spec {
 
@@ -27,14 +28,11 @@ ir::Graph compile_spec(const std::string& file, const std::string& source, const
 
 ir::DimBindings parse_dims_flag(const std::string& text) {
   ir::DimBindings out;
-  auto trim = [](std::string s) {
-    size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
-    return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
-  };
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t comma = text.find(',', pos);
-    std::string item = trim(text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
+    std::string item = strings::trim(
+        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos), " \t");
     pos = comma == std::string::npos ? text.size() + 1 : comma + 1;
     if (item.empty()) {
       if (comma == std::string::npos && !out.empty()) break;
@@ -43,7 +41,8 @@ ir::DimBindings parse_dims_flag(const std::string& text) {
     size_t eq = item.find('=');
     if (eq == std::string::npos)
       throw UserError("--dims: '" + item + "': expected NAME=SIZE, e.g. --dims M=256,N=128");
-    std::string name = trim(item.substr(0, eq)), size = trim(item.substr(eq + 1));
+    std::string name = strings::trim(item.substr(0, eq), " \t");
+    std::string size = strings::trim(item.substr(eq + 1), " \t");
     bool name_ok = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
     for (char c : name) name_ok = name_ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
     if (!name_ok) throw UserError("--dims: '" + item + "': expected NAME=SIZE where NAME is a dim name like M");

@@ -17,9 +17,10 @@
 #include <fstream>
 #include <mutex>
 
-#include "build/build.h"
 #include "store/sqlite.h"
 #include "support/error.h"
+#include "support/sha256.h"
+#include "support/strings.h"
 
 extern char** environ;
 
@@ -130,19 +131,9 @@ constexpr const char* kEvaluationColumns =
     "id, candidate, verdict, message, penalty, certificate_json, median_seconds, min_seconds, "
     "mad_seconds, ratio_vs_baseline, rounds, cost, eval_seconds, created";
 
-std::string now_iso() {
-  auto now = std::chrono::system_clock::now();
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
-  time_t secs = static_cast<time_t>(ms / 1000);
-  struct tm tm {};
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(ms % 1000));
-  return buf;
+std::string or_now(const std::string& created) {
+  return created.empty() ? strings::utc_now_iso8601_ms() : created;
 }
-
-std::string or_now(const std::string& created) { return created.empty() ? now_iso() : created; }
 
 // Replaces the values of secret-looking environment variables (name containing KEY, TOKEN,
 // SECRET or PASSWORD, value at least 8 characters) by "[redacted]".
@@ -497,7 +488,7 @@ RunInfo Store::run() const {
 }
 
 int64_t Store::add_candidate(Candidate c) {
-  std::string hash = build::sha256_hex(c.source);
+  std::string hash = sha256_hex(c.source);
   if (!c.hash.empty() && c.hash != hash)
     throw InternalError("add_candidate: the hash given is not the SHA-256 of the source");
   Lock lock(db_->mu);
@@ -565,7 +556,7 @@ void Store::add_step(const Step& s) {
   sql::Query q(*db_->insert_step, "adding a step");
   q.int64(1, s.step).int64(2, s.chain).id_or_null(3, s.proposed).id_or_null(4, s.current)
       .int64(5, s.accepted ? 1 : 0).real(6, s.temperature).real(7, s.cost_current)
-      .real(8, s.cost_proposed).text(9, s.note).text(10, now_iso()).run();
+      .real(8, s.cost_proposed).text(9, s.note).text(10, strings::utc_now_iso8601_ms()).run();
   if (db_->counts_cache) {
     ++db_->counts_cache->steps;
     if (s.accepted) ++db_->counts_cache->accepted_steps;
@@ -599,7 +590,7 @@ int64_t Store::next_step() const {
 void Store::add_event(const std::string& kind, const std::string& text) {
   Lock lock(db_->mu);
   sql::Query(*db_->insert_event, "adding an event")
-      .text(1, kind).text(2, text).text(3, now_iso()).run();
+      .text(1, kind).text(2, text).text(3, strings::utc_now_iso8601_ms()).run();
   if (db_->counts_cache) ++db_->counts_cache->events;
 }
 

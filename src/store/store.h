@@ -51,7 +51,7 @@ struct RunInfo {
 };
 
 // A candidate kernel. Identified by `hash`, the hex SHA-256 of `source`
-// (ollie::build::sha256_hex): one row per distinct source.
+// (ollie::sha256_hex): one row per distinct source.
 struct Candidate {
   int64_t id = 0;             // assigned by add_candidate
   std::string hash;           // filled by add_candidate (must match source when given)

@@ -17,6 +17,7 @@
 #include "runner/runner.h"
 #include "support/error.h"
 #include "support/random.h"
+#include "support/sha256.h"
 #include "verify/polynomial.h"
 
 namespace ollie::verify {
@@ -336,7 +337,7 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
     report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return report;
   };
-  report.kernel_sha256 = build::sha256_hex(kernel_source);
+  report.kernel_sha256 = sha256_hex(kernel_source);
   report.generic = declares_generic(kernel_source);
   const uint64_t seed = options.seed ? options.seed : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
 

@@ -17,6 +17,7 @@
 #include "search/search.h"
 #include "spec/spec.h"
 #include "store/store.h"
+#include "support/sha256.h"
 
 namespace {
 
@@ -40,7 +41,7 @@ class FakeEvaluator : public search::Evaluator {
  public:
   search::Evaluation evaluate(const search::Candidate& c) override {
     ++calls;
-    seen.push_back(build::sha256_hex(c.source));
+    seen.push_back(sha256_hex(c.source));
     const uint64_t h = std::hash<std::string>{}(c.source);
     search::Evaluation e;
     if (c.proposer != "baseline" && h % 4 == 0) {
@@ -215,7 +216,7 @@ class LyingEvaluator : public search::Evaluator {
   bool contended = false;  // every comparison says the machine was busy
   search::Evaluation evaluate(const search::Candidate& c) override {
     ++calls;
-    evaluated.insert(build::sha256_hex(c.source));
+    evaluated.insert(sha256_hex(c.source));
     search::Evaluation e;
     e.verdict = "pass";
     e.penalty = 0;
@@ -225,7 +226,7 @@ class LyingEvaluator : public search::Evaluator {
     return e;
   }
   std::optional<search::Comparison> compare(const search::Candidate& a, const search::Candidate& b) override {
-    compared.push_back(build::sha256_hex(a.source));
+    compared.push_back(sha256_hex(a.source));
     if (fail_compare) throw std::runtime_error("the comparison was cut off");
     search::Comparison c;
     c.median_seconds = c.min_seconds = truth(a);

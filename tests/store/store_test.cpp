@@ -19,6 +19,7 @@
 #include "build/build.h"
 #include "store/store.h"
 #include "support/error.h"
+#include "support/sha256.h"
 
 namespace fs = std::filesystem;
 using namespace ollie;
@@ -30,7 +31,7 @@ RunInfo sample_run() {
   RunInfo r;
   r.spec_path = "examples/matmul.py";
   r.spec_source = "def matmul(a: f32[M, K], b: f32[K, N]):\n    return a @ b\n";
-  r.spec_sha256 = build::sha256_hex(r.spec_source);
+  r.spec_sha256 = sha256_hex(r.spec_source);
   r.entry = "matmul";
   r.dims_json = R"({"M": 512, "K": 256, "N": 128})";
   r.machine_json = R"({"cpu": "test", "cores": 2})";
@@ -139,7 +140,7 @@ TEST_F(StoreTest, CandidateRoundTrip) {
   auto c0 = s.candidate(id0);
   ASSERT_TRUE(c0);
   EXPECT_EQ(c0->id, id0);
-  EXPECT_EQ(c0->hash, build::sha256_hex(base.source));
+  EXPECT_EQ(c0->hash, sha256_hex(base.source));
   EXPECT_EQ(c0->source, base.source);
   EXPECT_EQ(c0->schedule, base.schedule);
   EXPECT_EQ(c0->rewrites, base.rewrites);
@@ -147,7 +148,7 @@ TEST_F(StoreTest, CandidateRoundTrip) {
   EXPECT_EQ(c0->proposer, "baseline");
   EXPECT_FALSE(c0->created.empty());
 
-  auto c1 = s.candidate_by_hash(build::sha256_hex(odd));
+  auto c1 = s.candidate_by_hash(sha256_hex(odd));
   ASSERT_TRUE(c1);
   EXPECT_EQ(c1->id, id1);
   EXPECT_EQ(c1->source, odd);
@@ -155,7 +156,7 @@ TEST_F(StoreTest, CandidateRoundTrip) {
   EXPECT_EQ(c1->proposer, "mutate");
 
   EXPECT_FALSE(s.candidate(12345));
-  EXPECT_FALSE(s.candidate_by_hash(build::sha256_hex("no such source")));
+  EXPECT_FALSE(s.candidate_by_hash(sha256_hex("no such source")));
   EXPECT_EQ(s.counts().candidates, 2);
 }
 
@@ -164,7 +165,7 @@ TEST_F(StoreTest, AddCandidateIsIdempotentOnHash) {
   int64_t a = s.add_candidate(make_candidate(kernel_source(7), 0, "llm"));
   Candidate again = make_candidate(kernel_source(7), a, "mutate");
   again.schedule = "something else";
-  again.hash = build::sha256_hex(again.source);  // a correct hash may be given
+  again.hash = sha256_hex(again.source);  // a correct hash may be given
   EXPECT_EQ(s.add_candidate(again), a);
   EXPECT_EQ(s.counts().candidates, 1);
   auto c = s.candidate(a);
@@ -175,7 +176,7 @@ TEST_F(StoreTest, AddCandidateIsIdempotentOnHash) {
   EXPECT_EQ(s.counts().candidates, 2);
 
   Candidate wrong = make_candidate(kernel_source(9));
-  wrong.hash = build::sha256_hex("another source");
+  wrong.hash = sha256_hex("another source");
   EXPECT_THROW(s.add_candidate(wrong), InternalError);
   // A parent that does not exist breaks a foreign key: a bug in the caller.
   EXPECT_THROW(s.add_candidate(make_candidate(kernel_source(10), 999)), InternalError);
@@ -417,8 +418,8 @@ TEST_F(StoreTest, TransactionGroupsRowsAllOrNothing) {
   EXPECT_EQ(n.candidates, 1);
   EXPECT_EQ(n.evaluations, 1);
   EXPECT_EQ(n.steps, 1);
-  EXPECT_FALSE(s.candidate_by_hash(build::sha256_hex(kernel_source(2))));
-  EXPECT_FALSE(s.candidate_by_hash(build::sha256_hex(kernel_source(3))));
+  EXPECT_FALSE(s.candidate_by_hash(sha256_hex(kernel_source(2))));
+  EXPECT_FALSE(s.candidate_by_hash(sha256_hex(kernel_source(3))));
   // After all that the store still writes.
   EXPECT_GT(s.add_candidate(make_candidate(kernel_source(4))), 0);
   EXPECT_EQ(s.integrity_check(), "ok");
@@ -693,13 +694,13 @@ TEST_F(StoreTest, KilledWriterLosesNoCommittedRowAndLeavesNoHalfRow) {
     EXPECT_EQ(n.steps, n.candidates) << "round " << round;
     EXPECT_EQ(s.next_step(), n.candidates);
     for (int64_t i = 0; i < n.candidates; ++i) {
-      auto c = s.candidate_by_hash(build::sha256_hex(kernel_source(i, 20000)));
+      auto c = s.candidate_by_hash(sha256_hex(kernel_source(i, 20000)));
       ASSERT_TRUE(c) << "candidate " << i << " lost in round " << round;
       auto e = s.evaluation_of(c->id);
       ASSERT_TRUE(e) << "candidate " << i << " without its evaluation";
       EXPECT_EQ(e->median_seconds, 1e-3 * static_cast<double>(i + 1));
     }
-    EXPECT_FALSE(s.candidate_by_hash(build::sha256_hex(kernel_source(-1, 8 << 20))));
+    EXPECT_FALSE(s.candidate_by_hash(sha256_hex(kernel_source(-1, 8 << 20))));
   }
   EXPECT_GT(reported, 50);
 }
