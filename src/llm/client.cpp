@@ -320,207 +320,286 @@ std::future<ModelAnswer> Client::submit(ModelRequest request) {
   }
 }
 
-ModelAnswer Client::complete(const ModelRequest& request) {
-  const auto start = Clock::now();
-  ModelAnswer answer;
-  const std::string& key = config_.api_key;
-  answer.request = redact(request_body(request), key);
-  auto finish = [&](ModelAnswer& a) -> ModelAnswer {
-    a.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    a.raw_answer = redact(std::move(a.raw_answer), key);
-    a.text = redact(std::move(a.text), key);
-    a.error = redact(std::move(a.error), key);
-    std::lock_guard lock(state_->mutex);
-    state_->usage.attempts += a.attempts;
-    state_->usage.retries += std::max(0, a.attempts - 1);
-    state_->usage.tokens_in += a.tokens_in;
-    state_->usage.tokens_out += a.tokens_out;
-    state_->usage.cost += a.cost;
-    return std::move(a);
-  };
+// ---------------------------------------------------------------- one call
 
-  {
-    std::lock_guard lock(state_->mutex);
-    ++state_->usage.requests;
-  }
-  if (state_->cancelled) {
-    answer.status = Status::Cancelled;
-    answer.error = "the model client was cancelled";
-    return finish(answer);
-  }
-  if (budget_spent()) {
-    Usage u = usage();
-    answer.status = Status::Budget;
-    answer.error = "the model budget is spent (" + std::to_string(u.tokens_in + u.tokens_out) + " tokens" +
-                   (config_.token_budget > 0 ? " of " + std::to_string(config_.token_budget) : std::string()) +
-                   ", cost " + std::to_string(u.cost) +
-                   (config_.cost_budget > 0 ? " of " + std::to_string(config_.cost_budget) : std::string()) +
-                   "): no more model requests in this run";
-    {
-      std::lock_guard lock(state_->mutex);
-      ++state_->usage.refused;
-    }
-    return finish(answer);
-  }
+namespace {
 
-  // Request body and headers (the key only here).
-  const std::string body = request_body(request);
-  const std::string url = endpoint();
-  struct curl_slist* headers = nullptr;
-  headers = curl_slist_append(headers, "Content-Type: application/json");
-  if (config_.protocol == Protocol::OpenAI) {
-    if (!key.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + key).c_str());
-  } else {
-    if (!key.empty()) headers = curl_slist_append(headers, ("x-api-key: " + key).c_str());
-    headers = curl_slist_append(headers, "anthropic-version: 2023-06-01");
-  }
-  struct FreeHeaders {
-    curl_slist* list;
-    ~FreeHeaders() { curl_slist_free_all(list); }
-  } free_headers{headers};
+const char* const kCancelledText = "the model client was cancelled";
 
-  auto attempt_once = [&]() -> Attempt {
-    Attempt a;
-    CURL* curl = curl_easy_init();
-    if (!curl) throw InternalError("curl_easy_init failed");
-    char error_buffer[CURL_ERROR_SIZE] = {0};
-    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(curl, CURLOPT_POST, 1L);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_body);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &a.body);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
-    curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(config_.connect_timeout_seconds * 1000));
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(config_.total_timeout_seconds * 1000));
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(std::max(1, config_.low_speed_seconds)));
-    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &state_->cancelled);
-    a.code = curl_easy_perform(curl);
-    long status = 0;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-    a.http_status = static_cast<int>(status);
-    curl_off_t retry_after = -1;
-    if (curl_easy_getinfo(curl, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK && retry_after > 0)
-      a.retry_after = static_cast<double>(retry_after);
-    a.curl_error = error_buffer[0] ? error_buffer : curl_easy_strerror(a.code);
-    curl_easy_cleanup(curl);
-    return a;
-  };
+// What a call does after one attempt.
+enum class Next { Retry, Done };
 
-  // Waits `seconds` (cancel wakes it); false when cancelled.
-  auto wait = [&](double seconds) -> bool {
-    answer.waits.push_back(seconds);
-    if (hooks_.wait) {
-      hooks_.wait(seconds);
+// The wait before retry `attempt` + 1: initial * 2^attempt, at most the maximum.
+double backoff_seconds(const ModelConfig& config, int attempt) {
+  return std::min(config.backoff_initial_seconds * std::pow(2.0, attempt),
+                  config.backoff_max_seconds);
+}
+
+// The request headers (the API key only here), freed with the object.
+class RequestHeaders {
+ public:
+  explicit RequestHeaders(const ModelConfig& config) {
+    const std::string& key = config.api_key;
+    list_ = curl_slist_append(list_, "Content-Type: application/json");
+    if (config.protocol == Protocol::OpenAI) {
+      if (!key.empty()) list_ = curl_slist_append(list_, ("Authorization: Bearer " + key).c_str());
     } else {
-      std::unique_lock lock(state_->mutex);
-      state_->changed.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return state_->cancelled.load(); });
+      if (!key.empty()) list_ = curl_slist_append(list_, ("x-api-key: " + key).c_str());
+      list_ = curl_slist_append(list_, "anthropic-version: 2023-06-01");
     }
-    return !state_->cancelled;
-  };
+  }
+  ~RequestHeaders() { curl_slist_free_all(list_); }
+  RequestHeaders(const RequestHeaders&) = delete;
+  RequestHeaders& operator=(const RequestHeaders&) = delete;
+  curl_slist* get() const { return list_; }
 
-  const std::string where = " (" + url + ")";
+ private:
+  curl_slist* list_ = nullptr;
+};
+
+// What to send: `body` posted to `url` with `headers`; the answer appended to `*answer`,
+// curl's error text to `error_buffer`.
+void set_request(CURL* curl, const std::string& url, const std::string& body,
+                 const RequestHeaders& headers, std::string* answer, char* error_buffer) {
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
+  curl_easy_setopt(curl, CURLOPT_POST, 1L);
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, answer);
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
+  curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
+}
+
+// The time limits (connect, total, stalled) and cancellation (`*cancelled` aborts).
+void set_limits(CURL* curl, const ModelConfig& config, std::atomic<bool>* cancelled) {
+  const auto milliseconds = [](double seconds) { return static_cast<long>(seconds * 1000); };
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, milliseconds(config.connect_timeout_seconds));
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, milliseconds(config.total_timeout_seconds));
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  const long stalled = std::max(1, config.low_speed_seconds);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, stalled);
+  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(curl, CURLOPT_XFERINFODATA, cancelled);
+}
+
+// One HTTP attempt, on its own easy handle.
+Attempt post_once(const std::string& url, const std::string& body, const RequestHeaders& headers,
+                  const ModelConfig& config, std::atomic<bool>* cancelled) {
+  Attempt a;
+  CURL* curl = curl_easy_init();
+  if (!curl) throw InternalError("curl_easy_init failed");
+  char error_buffer[CURL_ERROR_SIZE] = {0};
+  set_request(curl, url, body, headers, &a.body, error_buffer);
+  set_limits(curl, config, cancelled);
+  a.code = curl_easy_perform(curl);
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  a.http_status = static_cast<int>(status);
+  curl_off_t retry_after = -1;
+  if (curl_easy_getinfo(curl, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK && retry_after > 0)
+    a.retry_after = static_cast<double>(retry_after);
+  a.curl_error = error_buffer[0] ? error_buffer : curl_easy_strerror(a.code);
+  curl_easy_cleanup(curl);
+  return a;
+}
+
+}  // namespace
+
+// One complete(): the answer built up attempt by attempt, then redacted and accounted to
+// the client's usage by finish().
+struct Client::Call {
+  explicit Call(Client& c) : client(c), config(c.config_), key(c.config_.api_key) {}
+  Client& client;
+  const ModelConfig& config;
+  const std::string& key;
+  const Clock::time_point start = Clock::now();
+  ModelAnswer answer;
+  std::string url;
+
+  ModelAnswer run(const ModelRequest& request);
+  bool refused();
+  Next after_transport_failure(const Attempt& a, int attempt, bool last);
+  Next take_answer();
+  Next after_http_error(const Attempt& a, int attempt, bool last);
+  std::string http_error_text(int http) const;
+  bool wait(double seconds);
+  Next done(Status status, std::string error);
+  std::string where() const { return " (" + url + ")"; }
+  ModelAnswer finish();
+};
+
+ModelAnswer Client::complete(const ModelRequest& request) {
+  return Call(*this).run(request);
+}
+
+ModelAnswer Client::Call::run(const ModelRequest& request) {
+  answer.request = redact(client.request_body(request), key);
+  {
+    std::lock_guard lock(client.state_->mutex);
+    ++client.state_->usage.requests;
+  }
+  if (refused()) return finish();
+  const std::string body = client.request_body(request);
+  url = client.endpoint();
+  const RequestHeaders headers(config);
   for (int attempt = 0;; ++attempt) {
-    Attempt a = attempt_once();
+    Attempt a = post_once(url, body, headers, config, &client.state_->cancelled);
     ++answer.attempts;
     answer.http_status = a.http_status;
     answer.raw_answer = std::move(a.body);
-    const bool last = attempt >= config_.max_retries;
-
-    if (a.code == CURLE_ABORTED_BY_CALLBACK && state_->cancelled) {
-      answer.status = Status::Cancelled;
-      answer.error = "the model client was cancelled";
-      return finish(answer);
-    }
-    if (a.code == CURLE_OPERATION_TIMEDOUT) {
-      // Not retried: a call that used its whole time limit would likely do so again.
-      answer.status = Status::Timeout;
-      answer.error = "the model server did not answer in time" + where + ": " + a.curl_error +
-                     " (limits: connect " + std::to_string(config_.connect_timeout_seconds) + " s, total " +
-                     std::to_string(config_.total_timeout_seconds) + " s, stalled " +
-                     std::to_string(config_.low_speed_seconds) + " s)";
-      return finish(answer);
-    }
-    if (a.code == CURLE_WRITE_ERROR && answer.raw_answer.size() + CURL_MAX_WRITE_SIZE > kMaxAnswerBytes) {
-      answer.status = Status::BadAnswer;
-      answer.error = "the model server's answer is larger than " + std::to_string(kMaxAnswerBytes >> 20) + " MiB" + where;
-      answer.raw_answer.clear();
-      return finish(answer);
-    }
-    if (a.code != CURLE_OK) {
-      if (!last && wait(std::min(config_.backoff_initial_seconds * std::pow(2.0, attempt), config_.backoff_max_seconds)))
-        continue;
-      if (state_->cancelled) {
-        answer.status = Status::Cancelled;
-        answer.error = "the model client was cancelled";
-        return finish(answer);
-      }
-      answer.status = Status::TransportError;
-      answer.error = "could not reach the model server" + where + " after " + std::to_string(answer.attempts) +
-                     " attempts: " + a.curl_error + "; check the base URL (" + config_.base_url_source +
-                     ") and that the server is running";
-      return finish(answer);
-    }
-
-    const int http = a.http_status;
-    if (http >= 200 && http < 300) {
-      std::string why;
-      auto parsed = parse_answer(config_.protocol, answer.raw_answer, &why);
-      if (!parsed) {
-        answer.status = Status::BadAnswer;
-        answer.error = "the model server's answer is not a " + std::string(protocol_name(config_.protocol)) +
-                       " answer" + where + ": " + why + "; is the protocol right (--llm-protocol / OLLIE_LLM_PROTOCOL)?";
-        return finish(answer);
-      }
-      answer.status = Status::Ok;
-      answer.text = std::move(parsed->text);
-      answer.stop_reason = std::move(parsed->stop_reason);
-      answer.tokens_in = parsed->tokens_in;
-      answer.tokens_out = parsed->tokens_out;
-      answer.cost = static_cast<double>(answer.tokens_in) * config_.price_in_per_token +
-                    static_cast<double>(answer.tokens_out) * config_.price_out_per_token;
-      return finish(answer);
-    }
-
-    if (retryable_http(http) && !last) {
-      double seconds = std::min(config_.backoff_initial_seconds * std::pow(2.0, attempt), config_.backoff_max_seconds);
-      if (http == 429 && a.retry_after >= 0) seconds = std::min(a.retry_after, config_.retry_after_max_seconds);
-      if (wait(seconds)) continue;
-      answer.status = Status::Cancelled;
-      answer.error = "the model client was cancelled";
-      return finish(answer);
-    }
-
-    answer.status = Status::HttpError;
-    const std::string said = server_message(answer.raw_answer);
-    const std::string code = "HTTP " + std::to_string(http);
-    if (http == 401 || http == 403) {
-      answer.error = "the model server refused the API key (" + code + ")" + where + ": " + said + "; " +
-                     (key.empty() ? "no key was sent: set " : "check the key in ") +
-                     (config_.key_source.empty() ? std::string(config_.protocol == Protocol::OpenAI ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY")
-                                                 : config_.key_source);
-    } else if (http == 404) {
-      answer.error = "the model server has no such model or endpoint (" + code + ")" + where + ": " + said +
-                     "; check the model name '" + config_.model + "' (" + config_.model_source + ") and the base URL '" +
-                     config_.base_url + "' (" + config_.base_url_source + ")";
-    } else if (http == 400 || http == 422) {
-      answer.error = "the model server rejected the request (" + code + ")" + where + ": " + said +
-                     "; check the model name, max tokens and temperature";
-    } else if (retryable_http(http)) {
-      answer.error = "the model server kept failing (" + code + ")" + where + " after " +
-                     std::to_string(answer.attempts) + " attempts: " + said;
-    } else {
-      answer.error = "the model server answered " + code + where + ": " + said;
-    }
-    return finish(answer);
+    const bool last = attempt >= config.max_retries;
+    const bool http_ok = a.http_status >= 200 && a.http_status < 300;
+    const Next next = a.code != CURLE_OK ? after_transport_failure(a, attempt, last)
+                      : http_ok          ? take_answer()
+                                         : after_http_error(a, attempt, last);
+    if (next == Next::Done) return finish();
   }
+}
+
+// Before any attempt: true (the answer says why) when the client is cancelled or the
+// budget is spent.
+bool Client::Call::refused() {
+  if (client.state_->cancelled) {
+    done(Status::Cancelled, kCancelledText);
+    return true;
+  }
+  if (!client.budget_spent()) return false;
+  Usage u = client.usage();
+  const auto of = [](auto budget) {
+    return budget > 0 ? " of " + std::to_string(budget) : std::string();
+  };
+  done(Status::Budget, "the model budget is spent (" + std::to_string(u.tokens_in + u.tokens_out) +
+                           " tokens" + of(config.token_budget) + ", cost " +
+                           std::to_string(u.cost) + of(config.cost_budget) +
+                           "): no more model requests in this run");
+  std::lock_guard lock(client.state_->mutex);
+  ++client.state_->usage.refused;
+  return true;
+}
+
+// An attempt that got no HTTP answer: cancelled, timed out, too large, or retried after
+// a backoff until the retries run out.
+Next Client::Call::after_transport_failure(const Attempt& a, int attempt, bool last) {
+  if (a.code == CURLE_ABORTED_BY_CALLBACK && client.state_->cancelled)
+    return done(Status::Cancelled, kCancelledText);
+  if (a.code == CURLE_OPERATION_TIMEDOUT) {
+    // Not retried: a call that used its whole time limit would likely do so again.
+    return done(Status::Timeout,
+                "the model server did not answer in time" + where() + ": " + a.curl_error +
+                    " (limits: connect " + std::to_string(config.connect_timeout_seconds) +
+                    " s, total " + std::to_string(config.total_timeout_seconds) + " s, stalled " +
+                    std::to_string(config.low_speed_seconds) + " s)");
+  }
+  const size_t received = answer.raw_answer.size();
+  if (a.code == CURLE_WRITE_ERROR && received + CURL_MAX_WRITE_SIZE > kMaxAnswerBytes) {
+    answer.raw_answer.clear();
+    return done(Status::BadAnswer, "the model server's answer is larger than " +
+                                       std::to_string(kMaxAnswerBytes >> 20) + " MiB" + where());
+  }
+  if (!last && wait(backoff_seconds(config, attempt))) return Next::Retry;
+  if (client.state_->cancelled) return done(Status::Cancelled, kCancelledText);
+  return done(Status::TransportError,
+              "could not reach the model server" + where() + " after " +
+                  std::to_string(answer.attempts) + " attempts: " + a.curl_error +
+                  "; check the base URL (" + config.base_url_source +
+                  ") and that the server is running");
+}
+
+// A 2xx answer: its text, stop reason, tokens and cost, or BadAnswer when it does not parse.
+Next Client::Call::take_answer() {
+  std::string why;
+  auto parsed = parse_answer(config.protocol, answer.raw_answer, &why);
+  if (!parsed)
+    return done(Status::BadAnswer,
+                "the model server's answer is not a " +
+                    std::string(protocol_name(config.protocol)) + " answer" + where() + ": " + why +
+                    "; is the protocol right (--llm-protocol / OLLIE_LLM_PROTOCOL)?");
+  answer.status = Status::Ok;
+  answer.text = std::move(parsed->text);
+  answer.stop_reason = std::move(parsed->stop_reason);
+  answer.tokens_in = parsed->tokens_in;
+  answer.tokens_out = parsed->tokens_out;
+  answer.cost = static_cast<double>(answer.tokens_in) * config.price_in_per_token +
+                static_cast<double>(answer.tokens_out) * config.price_out_per_token;
+  return Next::Done;
+}
+
+// Any other HTTP status: retried after a backoff (a 429's Retry-After when it gives one)
+// when it may pass, else an HttpError.
+Next Client::Call::after_http_error(const Attempt& a, int attempt, bool last) {
+  const int http = a.http_status;
+  if (retryable_http(http) && !last) {
+    double seconds = backoff_seconds(config, attempt);
+    if (http == 429 && a.retry_after >= 0)
+      seconds = std::min(a.retry_after, config.retry_after_max_seconds);
+    if (wait(seconds)) return Next::Retry;
+    return done(Status::Cancelled, kCancelledText);
+  }
+  return done(Status::HttpError, http_error_text(http));
+}
+
+// What an HTTP error status means, with the server's own words and what to check.
+std::string Client::Call::http_error_text(int http) const {
+  const std::string said = server_message(answer.raw_answer);
+  const std::string code = "HTTP " + std::to_string(http);
+  if (http == 401 || http == 403) {
+    const std::string key_variable =
+        config.protocol == Protocol::OpenAI ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY";
+    return "the model server refused the API key (" + code + ")" + where() + ": " + said + "; " +
+           (key.empty() ? "no key was sent: set " : "check the key in ") +
+           (config.key_source.empty() ? key_variable : config.key_source);
+  }
+  if (http == 404)
+    return "the model server has no such model or endpoint (" + code + ")" + where() + ": " + said +
+           "; check the model name '" + config.model + "' (" + config.model_source +
+           ") and the base URL '" + config.base_url + "' (" + config.base_url_source + ")";
+  if (http == 400 || http == 422)
+    return "the model server rejected the request (" + code + ")" + where() + ": " + said +
+           "; check the model name, max tokens and temperature";
+  if (retryable_http(http))
+    return "the model server kept failing (" + code + ")" + where() + " after " +
+           std::to_string(answer.attempts) + " attempts: " + said;
+  return "the model server answered " + code + where() + ": " + said;
+}
+
+// Waits `seconds` (cancel wakes it); false when cancelled.
+bool Client::Call::wait(double seconds) {
+  answer.waits.push_back(seconds);
+  if (client.hooks_.wait) {
+    client.hooks_.wait(seconds);
+  } else {
+    std::unique_lock lock(client.state_->mutex);
+    client.state_->changed.wait_for(lock, std::chrono::duration<double>(seconds),
+                                    [&] { return client.state_->cancelled.load(); });
+  }
+  return !client.state_->cancelled;
+}
+
+Next Client::Call::done(Status status, std::string error) {
+  answer.status = status;
+  answer.error = std::move(error);
+  return Next::Done;
+}
+
+// The answer's time and redacted texts; its attempts, tokens and cost added to the usage.
+ModelAnswer Client::Call::finish() {
+  answer.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  answer.raw_answer = redact(std::move(answer.raw_answer), key);
+  answer.text = redact(std::move(answer.text), key);
+  answer.error = redact(std::move(answer.error), key);
+  std::lock_guard lock(client.state_->mutex);
+  Usage& usage = client.state_->usage;
+  usage.attempts += answer.attempts;
+  usage.retries += std::max(0, answer.attempts - 1);
+  usage.tokens_in += answer.tokens_in;
+  usage.tokens_out += answer.tokens_out;
+  usage.cost += answer.cost;
+  return std::move(answer);
 }
 
 }  // namespace ollie::llm

@@ -188,6 +188,7 @@ class Client : public Model {
 
  private:
   struct State;
+  struct Call;  // one complete(): its attempts, retries and answer (client.cpp)
   ModelConfig config_;
   ClientHooks hooks_;
   std::unique_ptr<State> state_;

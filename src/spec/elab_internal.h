@@ -92,6 +92,9 @@ struct BuiltinCall {
   std::vector<ValuePtr> fsig(const std::vector<std::string>& names, size_t required) const;
   // An array argument; a Python scalar becomes a 0-d array.
   ValuePtr tensor_arg(const ValuePtr& v, const std::string& what) const;
+  // The same as a value id, for the creation and joining functions: a list here gets the
+  // plain "must be an array" message rather than tensor_arg's word on list literals.
+  ValueId array_arg(const ValuePtr& v, const std::string& what) const;
   // A size or a tuple/list of sizes, each checked to be an int.
   std::vector<ValuePtr> int_seq(const ValuePtr& v, const std::string& what) const;
   // An optional boolean argument (absent or None is false).
@@ -150,13 +153,11 @@ class Elab {
 
   // ---- numpy functions and methods (elab_numpy.cpp)
   ValuePtr attribute(const ValuePtr& base, const std::string& name, SourceLoc loc, const std::string& shown);
-  // Dispatches on fn.s through a table of the handlers below; names it lacks go to call_numpy_more.
+  // Dispatches on fn.s through a table of the handlers below; a name it lacks is not
+  // supported in a spec.
   ValuePtr call_builtin(const Value& fn, const CallArgs& args, SourceLoc loc);
   using BuiltinHandler = ValuePtr (Elab::*)(const BuiltinCall& c);
   using BuiltinTable = std::map<std::string, BuiltinHandler>;
-  // Array creation and joining (elab_create.cpp): full/zeros/ones/*_like, tri/triu/tril,
-  // arange, concatenate, stack, split, repeat, tile.
-  ValuePtr call_numpy_more(const Value& fn, const CallArgs& args, SourceLoc loc);
 
   // ---- scalar helpers
   bool is_scalar(const Value& v) const {
@@ -232,6 +233,20 @@ class Elab {
   ValuePtr np_copy(const BuiltinCall& c);
   ValuePtr np_flatten(const BuiltinCall& c);
   ValuePtr np_asarray(const BuiltinCall& c);
+  // numpy array creation (elab_create.cpp)
+  static void add_creation_builtins(BuiltinTable& t);
+  ValuePtr np_full(const BuiltinCall& c);
+  ValuePtr np_full_like(const BuiltinCall& c);
+  ValuePtr np_tri(const BuiltinCall& c);
+  ValuePtr np_triu_tril(const BuiltinCall& c);
+  ValuePtr np_arange(const BuiltinCall& c);
+  // numpy joining, splitting and copying (elab_join.cpp)
+  static void add_joining_builtins(BuiltinTable& t);
+  ValuePtr np_concatenate(const BuiltinCall& c);
+  ValuePtr np_stack(const BuiltinCall& c);
+  ValuePtr np_split(const BuiltinCall& c);
+  ValuePtr np_repeat(const BuiltinCall& c);
+  ValuePtr np_tile(const BuiltinCall& c);
 };
 
 }  // namespace ollie::spec::elab

@@ -154,10 +154,15 @@ std::vector<ValuePtr> BuiltinCall::fsig(const std::vector<std::string>& names, s
 
 ValuePtr BuiltinCall::tensor_arg(const ValuePtr& v, const std::string& what) const {
   if (v->kind == Kind::Tensor && !v->weak) return v;
-  if (el.is_scalar(*v)) return make_tensor(el.as_tensor(v, loc));
   if (v->kind == Kind::List || v->kind == Kind::Tuple)
     el.fail(loc, shown + ": array literals from lists are not supported in a spec (" + what + ")",
             "pass the values as an input, or build them with np.full / np.arange");
+  return make_tensor(array_arg(v, what));
+}
+
+ValueId BuiltinCall::array_arg(const ValuePtr& v, const std::string& what) const {
+  if (v->kind == Kind::Tensor && !v->weak) return v->t;
+  if (el.is_scalar(*v)) return el.as_tensor(v, loc);
   el.fail(loc, shown + ": " + what + " must be an array, got " + kind_name(*v));
 }
 
@@ -185,10 +190,12 @@ ValuePtr Elab::call_builtin(const Value& fn, const CallArgs& args, SourceLoc loc
     add_reduction_builtins(t);
     add_contraction_builtins(t);
     add_layout_builtins(t);
+    add_creation_builtins(t);
+    add_joining_builtins(t);
     return t;
   }();
   auto it = table.find(fn.s);
-  if (it == table.end()) return call_numpy_more(fn, args, loc);  // creation and joining
+  if (it == table.end()) fail(loc, fn.s + " is not supported in a spec");
   return (this->*it->second)(BuiltinCall(*this, fn, args, loc));
 }
 
