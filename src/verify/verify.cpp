@@ -111,6 +111,14 @@ const char* verdict_name(Verdict v) {
   return "?";
 }
 
+std::optional<Verdict> verdict_from_name(std::string_view name) {
+  for (Verdict v : {Verdict::Pass, Verdict::Wrong, Verdict::Crash, Verdict::Timeout,
+                    Verdict::OutOfMemory, Verdict::Forbidden, Verdict::CompileError,
+                    Verdict::LoadError, Verdict::Sanitizer})
+    if (name == verdict_name(v)) return v;
+  return std::nullopt;
+}
+
 Comparison compare_outputs(const std::vector<interp::Tensor>& outputs, const interp::Result& reference) {
   Comparison c;
   for (size_t o = 0; o < reference.values.size() && o < outputs.size(); ++o) {

@@ -1,0 +1,23 @@
+// Tests of what the search writes to and reads from the run database's rows: verdicts as
+// their names (and back).
+#include <gtest/gtest.h>
+
+#include "search/rows.h"
+#include "support/error.h"
+
+namespace {
+
+using namespace ollie;
+
+TEST(Rows, VerdictsAreStoredAsTheirNamesAndReadBack) {
+  search::Evaluation e;
+  e.verdict = verify::Verdict::CompileError;
+  const store::Evaluation row = search::to_row(7, e, 0);
+  EXPECT_EQ(row.verdict, "compile-error");
+  EXPECT_EQ(search::evaluation_from_row(row).verdict, verify::Verdict::CompileError);
+  store::Evaluation unknown = row;
+  unknown.verdict = "compile_error";
+  EXPECT_THROW(search::evaluation_from_row(unknown), UserError);
+}
+
+}  // namespace
