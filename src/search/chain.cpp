@@ -244,8 +244,7 @@ class Chains {
       }
     };
     for (int tries = 0; tries < 4 && !proposal; ++tries) ask(which(rng));
-    const bool free_form = cur.candidate.schedule.empty() && cur.candidate.proposer != "baseline";
-    if (!proposal && free_form) {
+    if (!proposal && is_free_form(cur.candidate)) {
       // Only some proposers (the llm) can move a free-form kernel: ask each one not asked
       // yet before giving up on it; when none can (the llm proposer stopped, e.g. its
       // budget is spent), the chain goes on from a scheduled candidate.
@@ -302,8 +301,8 @@ class Chains {
   void restart_scheduled(int chain, std::mt19937_64& rng) {
     std::vector<State> options;
     for (const auto& [c, e] : store_.best(50))
-      if ((!c.schedule.empty() || c.proposer == "baseline") && options.size() < 5)
-        options.push_back(state_of(c.id, from_row(c), evaluation_from_row(e), baseline_seconds_));
+      if (const Candidate candidate = from_row(c); !is_free_form(candidate) && options.size() < 5)
+        options.push_back(state_of(c.id, candidate, evaluation_from_row(e), baseline_seconds_));
     const State next = options.empty() ? baseline_state_
                                        : options[std::uniform_int_distribution<size_t>(0, options.size() - 1)(rng)];
     store_.add_event("restart", "chain " + std::to_string(chain) + " restarts from candidate " + std::to_string(next.id) +

@@ -38,6 +38,13 @@ struct Candidate {
   std::string move;            // what changed from the parent, for a person
 };
 
+// Free-form source (e.g. the llm's): a candidate that carries no schedule text and is not
+// the baseline (whose default schedule may print as no text). Proposers that edit a
+// schedule or a rewritten graph cannot move it.
+inline bool is_free_form(const Candidate& c) {
+  return c.schedule.empty() && c.proposer != "baseline";
+}
+
 // A candidate of the run with what its evaluation said.
 struct State {
   int64_t id = 0;              // in the run database

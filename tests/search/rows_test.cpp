@@ -1,5 +1,5 @@
 // Tests of what the search writes to and reads from the run database's rows: verdicts as
-// their names (and back).
+// their names (and back), and which candidates count as free-form source.
 #include <gtest/gtest.h>
 
 #include "search/rows.h"
@@ -18,6 +18,17 @@ TEST(Rows, VerdictsAreStoredAsTheirNamesAndReadBack) {
   store::Evaluation unknown = row;
   unknown.verdict = "compile_error";
   EXPECT_THROW(search::evaluation_from_row(unknown), UserError);
+}
+
+TEST(Rows, FreeFormIsSourceWithoutAScheduleUnlessItIsTheBaseline) {
+  search::Candidate c;
+  c.proposer = "llm";
+  EXPECT_TRUE(search::is_free_form(c));
+  c.proposer = "baseline";
+  EXPECT_FALSE(search::is_free_form(c));  // its default schedule may print as no text
+  c.proposer = "mutate";
+  c.schedule = "tile i 8\n";
+  EXPECT_FALSE(search::is_free_form(c));
 }
 
 }  // namespace
