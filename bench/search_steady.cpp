@@ -42,7 +42,7 @@ class HashTimeEvaluator : public search::Evaluator {
   search::Evaluation evaluate(const search::Candidate& c) override {
     const uint64_t h = std::hash<std::string>{}(c.source);
     search::Evaluation e;
-    e.verdict = "pass";
+    e.verdict = verify::Verdict::Pass;
     e.penalty = 0;
     e.median_seconds = c.proposer == "baseline" ? 2e-3 : 1e-3 + static_cast<double>(h % 1000) * 1e-6;
     e.min_seconds = e.median_seconds;

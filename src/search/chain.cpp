@@ -17,6 +17,8 @@ namespace ollie::search {
 
 namespace {
 
+using verify::Verdict;
+
 // A deterministic stream for step `step` of a run seeded `seed` (SplitMix64 of both).
 uint64_t mix(uint64_t seed, uint64_t step) {
   uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (step + 1);
@@ -76,7 +78,7 @@ class Chains {
   int64_t evaluated_candidates() const { return store_.counts().candidates; }
 
   double cost_of(const Evaluation& e, double parent_seconds) const {
-    if (e.verdict == "pass" && e.median_seconds > 0) return std::log(seconds_of(e));
+    if (e.verdict == Verdict::Pass && e.median_seconds > 0) return std::log(seconds_of(e));
     return std::log(std::max(parent_seconds, 1e-9)) + options_.penalty_weight * std::max(e.penalty, 1e-3);
   }
 
@@ -107,8 +109,8 @@ class Chains {
     // A stored evaluation never needs confirming: one that made its candidate the best
     // was confirmed in the same transaction, and any other was slower than the best of
     // its time, which only gets faster.
-    if (may_confirm && options_.confirm_new_best && e.verdict == "pass" && e.median_seconds > 0 &&
-        seconds_of(e) < best_.seconds)
+    if (may_confirm && options_.confirm_new_best && e.verdict == Verdict::Pass &&
+        e.median_seconds > 0 && seconds_of(e) < best_.seconds)
       if (auto confirmed = confirm(id, c, e)) return {id, *confirmed};
     store_.add_evaluation(to_row(id, e, 0));
     return {id, e};
@@ -137,13 +139,13 @@ class Chains {
     const double claimed = seconds_of(first);
     char text[512];
     bool held = false;
-    if (cmp->verdict != "pass") {
+    if (cmp->verdict != Verdict::Pass) {
       e.verdict = cmp->verdict;
       e.penalty = 1;
       e.median_seconds = e.min_seconds = e.mad_seconds = e.ratio_vs_baseline = 0;
       e.message = "while confirmed against the best (candidate " + std::to_string(best_.id) + "): " + cmp->message;
       std::snprintf(text, sizeof text, "candidate %lld, first timed at %.4g ms: %s while confirmed",
-                    static_cast<long long>(id), claimed * 1e3, cmp->verdict.c_str());
+                    static_cast<long long>(id), claimed * 1e3, verify::verdict_name(cmp->verdict));
     } else {
       // Conservative: the newcomer has to be faster both by the median per-round ratio
       // and by its fastest call against the best's (a stall only ever adds time, so a
@@ -180,7 +182,7 @@ class Chains {
     State s;
     s.id = id;
     s.candidate = c;
-    s.passed = e.verdict == "pass";
+    s.passed = e.verdict == Verdict::Pass;
     s.seconds = s.passed ? seconds_of(e) : parent_seconds;
     s.penalty = e.penalty;
     s.cost = cost_of(e, parent_seconds);
@@ -192,7 +194,7 @@ class Chains {
   void start_chains() {
     const Candidate baseline = baseline_candidate(graph_);
     auto [base_id, base_eval] = evaluated(baseline, 0, false);
-    if (base_eval.verdict != "pass")
+    if (base_eval.verdict != Verdict::Pass)
       throw InternalError("the baseline kernel (the default schedule) does not pass the verifier: " + base_eval.message);
     baseline_seconds_ = base_eval.median_seconds;
     const State base = state_of(base_id, baseline, base_eval, baseline_seconds_);
@@ -213,7 +215,8 @@ class Chains {
           const double held = last->accepted ? last->cost_proposed : last->cost_current;
           const Evaluation ev = evaluation_from_row(*e);
           const double parent = std::exp(held - options_.penalty_weight * std::max(ev.penalty, 1e-3));
-          s = state_of(c->id, from_row(*c), ev, ev.verdict == "pass" ? baseline_seconds_ : parent);
+          const double parent_seconds = ev.verdict == Verdict::Pass ? baseline_seconds_ : parent;
+          s = state_of(c->id, from_row(*c), ev, parent_seconds);
         }
       }
       current_.push_back(s);
@@ -242,8 +245,7 @@ class Chains {
       }
     };
     for (int tries = 0; tries < 4 && !proposal; ++tries) ask(which(rng));
-    const bool free_form = cur.candidate.schedule.empty() && cur.candidate.proposer != "baseline";
-    if (!proposal && free_form) {
+    if (!proposal && is_free_form(cur.candidate)) {
       // Only some proposers (the llm) can move a free-form kernel: ask each one not asked
       // yet before giving up on it; when none can (the llm proposer stopped, e.g. its
       // budget is spent), the chain goes on from a scheduled candidate.
@@ -265,7 +267,8 @@ class Chains {
     row.temperature = t;
     row.cost_current = cur.cost;
     row.cost_proposed = next.cost;
-    row.note = proposal->proposer + ": " + proposal->move + " -> " + e.verdict;
+    row.note =
+        proposal->proposer + ": " + proposal->move + " -> " + verify::verdict_name(e.verdict);
     row.current = accept ? id : cur.id;
     store_.add_step(row);
     ++steps_;
@@ -299,8 +302,8 @@ class Chains {
   void restart_scheduled(int chain, std::mt19937_64& rng) {
     std::vector<State> options;
     for (const auto& [c, e] : store_.best(50))
-      if ((!c.schedule.empty() || c.proposer == "baseline") && options.size() < 5)
-        options.push_back(state_of(c.id, from_row(c), evaluation_from_row(e), baseline_seconds_));
+      if (const Candidate candidate = from_row(c); !is_free_form(candidate) && options.size() < 5)
+        options.push_back(state_of(c.id, candidate, evaluation_from_row(e), baseline_seconds_));
     const State next = options.empty() ? baseline_state_
                                        : options[std::uniform_int_distribution<size_t>(0, options.size() - 1)(rng)];
     store_.add_event("restart", "chain " + std::to_string(chain) + " restarts from candidate " + std::to_string(next.id) +

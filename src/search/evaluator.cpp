@@ -28,7 +28,7 @@ class LocalEvaluator : public Evaluator {
     vo.runner_path = options_.runner_path;
     vo.cache_dir = options_.cache_dir;
     const verify::Report report = verify::verify(graph_, candidate.source, graph_at_, vo);
-    e.verdict = verify::verdict_name(report.verdict);
+    e.verdict = report.verdict;
     e.message = report.message;
     e.penalty = report.penalty;
     e.certificate_json = verify::certificate_json(graph_, "", report, vo);
@@ -37,7 +37,7 @@ class LocalEvaluator : public Evaluator {
           side_by_side({"candidate", candidate.source}, {"baseline", baseline_}, options_.bench_seconds, 5);
       if (bench.status != measure::BenchStatus::Ok) {
         // Right when verified, wrong or crashing when timed: as wrong as any.
-        e.verdict = bench.status == measure::BenchStatus::Wrong ? "wrong" : "crash";
+        e.verdict = verdict_of(bench.status);
         e.message = "while timed: " + bench.message;
         e.penalty = 1;
       } else {
@@ -65,7 +65,7 @@ class LocalEvaluator : public Evaluator {
       std::this_thread::sleep_for(std::chrono::seconds(1));  // the other work may be done by then
     }
     if (bench.status != measure::BenchStatus::Ok) {
-      c.verdict = bench.status == measure::BenchStatus::Wrong ? "wrong" : "crash";
+      c.verdict = verdict_of(bench.status);
       c.message = bench.message;
     } else {
       const measure::Stats& s = bench.kernels[0].stats;
@@ -94,6 +94,11 @@ class LocalEvaluator : public Evaluator {
     bo.cache_dir = options_.cache_dir;
     bo.compiler = options_.verify.compiler;
     return measure::bench(graph_, {a, b}, bo);
+  }
+
+  // What a timing that did not run right counts as.
+  static verify::Verdict verdict_of(measure::BenchStatus status) {
+    return status == measure::BenchStatus::Wrong ? verify::Verdict::Wrong : verify::Verdict::Crash;
   }
 
   // What the run database's message says about a timing taken on a busy machine.

@@ -99,7 +99,7 @@ struct LlmProposer::Impl {
       const auto c = store.candidate(id);
       if (!c || c->proposer != "llm") continue;
       const auto e = store.evaluation_of(id);
-      if (e && e->verdict != "pass") found.emplace_back(e->verdict, e->message);
+      if (e && verdict_of(*e) != verify::Verdict::Pass) found.emplace_back(e->verdict, e->message);
     }
     for (auto it = found.rbegin(); it != found.rend(); ++it) failures.add(it->first, it->second);
   }
@@ -115,7 +115,7 @@ struct LlmProposer::Impl {
         still.push_back(hash);
         continue;
       }
-      if (e->verdict != "pass") failures.add(e->verdict, e->message);
+      if (verdict_of(*e) != verify::Verdict::Pass) failures.add(e->verdict, e->message);
     }
     if (still.size() > kMaxPending) still.erase(still.begin(), still.end() - kMaxPending);
     pending = std::move(still);

@@ -26,7 +26,7 @@ class MutateProposer : public Proposer {
   explicit MutateProposer(const ir::Graph& graph) : graphs_(graph) {}
   std::string name() const override { return "mutate"; }
   std::optional<Candidate> propose(const State& current, uint64_t seed) override {
-    if (current.candidate.schedule.empty() && current.candidate.proposer != "baseline") return std::nullopt;
+    if (is_free_form(current.candidate)) return std::nullopt;
     const ir::Graph& graph = graphs_.at(current.candidate.rewrites);
     const loops::Schedule base = loops::parse_schedule(current.candidate.schedule, "<candidate schedule>");
     const std::optional<loops::Mutation> m = loops::mutate_schedule(graph, base, seed);

@@ -25,7 +25,7 @@ class RewriteProposer : public Proposer {
   std::string name() const override { return "rewrite"; }
   std::optional<Candidate> propose(const State& current, uint64_t seed) override {
     // Free-form source has no graph to rewrite.
-    if (current.candidate.schedule.empty() && current.candidate.proposer != "baseline") return std::nullopt;
+    if (is_free_form(current.candidate)) return std::nullopt;
     const std::string& chain = current.candidate.rewrites;
     if (static_cast<size_t>(std::count(chain.begin(), chain.end(), '\n')) >= kMaxChainLines) return std::nullopt;
     const ir::Graph& graph = graphs_.at(chain);

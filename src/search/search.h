@@ -38,6 +38,13 @@ struct Candidate {
   std::string move;            // what changed from the parent, for a person
 };
 
+// Free-form source (e.g. the llm's): a candidate that carries no schedule text and is not
+// the baseline (whose default schedule may print as no text). Proposers that edit a
+// schedule or a rewritten graph cannot move it.
+inline bool is_free_form(const Candidate& c) {
+  return c.schedule.empty() && c.proposer != "baseline";
+}
+
 // A candidate of the run with what its evaluation said.
 struct State {
   int64_t id = 0;              // in the run database
@@ -72,7 +79,9 @@ Candidate baseline_candidate(const ir::Graph& graph);
 
 // An evaluation's result (what the run database records).
 struct Evaluation {
-  std::string verdict;         // verify::verdict_name
+  // Failing until an evaluator says otherwise (as `penalty`). The run database stores its
+  // verify::verdict_name (search/rows.h).
+  verify::Verdict verdict = verify::Verdict::Crash;
   std::string message;
   double penalty = 1;
   std::string certificate_json;
@@ -85,7 +94,8 @@ struct Evaluation {
 // Two candidates that passed timed side by side in one session (the chain's re-timing of
 // a would-be new best against the current best; docs/search.md, "Confirming a new best").
 struct Comparison {
-  std::string verdict = "pass";  // "pass" when both ran right while timed; else what `a` counts as ("wrong", "crash")
+  // Pass when both ran right while timed; else what `a` counts as (Wrong, Crash).
+  verify::Verdict verdict = verify::Verdict::Pass;
   std::string message;
   double median_seconds = 0, min_seconds = 0, mad_seconds = 0;  // a's timed calls
   double ratio = 0;              // median of per-round a / b times

@@ -67,7 +67,7 @@ struct Candidate {
 struct Evaluation {
   int64_t id = 0;               // assigned by add_evaluation
   int64_t candidate = 0;        // Candidate::id
-  std::string verdict;          // "pass", "wrong", "crash", "compile_error", ...
+  std::string verdict;          // verify::verdict_name: "pass", "wrong", "compile-error", ...
   std::string message;          // the verifier's or compiler's explanation
   double penalty = 0;           // correctness penalty in [0, 1] (0 for a pass)
   std::string certificate_json; // the verifier's certificate

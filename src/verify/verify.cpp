@@ -11,13 +11,12 @@
 #include <future>
 #include <memory>
 #include <random>
-#include <thread>
 
 #include "build/build.h"
 #include "runner/runner.h"
 #include "support/error.h"
-#include "support/random.h"
 #include "support/sha256.h"
+#include "verify/input_draw.h"
 #include "verify/polynomial.h"
 
 namespace ollie::verify {
@@ -113,164 +112,12 @@ const char* verdict_name(Verdict v) {
   return "?";
 }
 
-// Per parameter, 1/sqrt(fan-in) when it is (through layout ops) the right operand of a
-// contraction, as a trained model's weights are drawn: unit-variance weights would push
-// every product, and every exp after it, far out of range.
-std::vector<double> weight_scales(const ir::Graph& g) {
-  std::vector<double> scale(g.params.size(), 1.0);
-  auto param_of = [&](ir::ValueId v) -> int {
-    for (;;) {
-      const ir::Node& n = g.node(v);
-      if (n.kind == ir::OpKind::Input) {
-        for (size_t i = 0; i < g.inputs.size(); ++i)
-          if (g.inputs[i] == v) return static_cast<int>(i);
-        return -1;
-      }
-      const bool layout = n.kind == ir::OpKind::Reshape || n.kind == ir::OpKind::Transpose ||
-                          n.kind == ir::OpKind::Broadcast || n.kind == ir::OpKind::Slice ||
-                          n.kind == ir::OpKind::Convert;
-      if (!layout) return -1;
-      v = n.operands[0];
-    }
-  };
-  for (const auto& n : g.nodes) {
-    if (n.kind != ir::OpKind::Contract) continue;
-    const int p = param_of(n.operands[1]);
-    if (p < 0) continue;
-    const auto& rhs_shape = g.node(n.operands[1]).shape;
-    double fan_in = 1;
-    for (size_t i = 0; i < n.rhs_labels.size(); ++i)
-      if (std::find(n.out_labels.begin(), n.out_labels.end(), n.rhs_labels[i]) == n.out_labels.end())
-        fan_in *= static_cast<double>(std::max<int64_t>(1, rhs_shape[i].evaluate(g.bound_dims)));
-    scale[static_cast<size_t>(p)] = std::min(scale[static_cast<size_t>(p)], 1.0 / std::sqrt(fan_in));
-  }
-  return scale;
-}
-
-namespace {
-
-// Elements per random stream: each chunk of each parameter has its own generator
-// (random::Xoshiro256(seed, stream)), so a tensor's values do not depend on the others'
-// sizes, and chunks may be drawn in any order with the same result.
-constexpr size_t kChunk = size_t{1} << 16;
-
-// Fills out[0, n) with one chunk of a parameter's values.
-void fill_chunk(double* out, size_t n, random::Xoshiro256& g, ir::DType dtype, Distribution d, double scale,
-                int64_t k) {
-  using random::below;
-  using random::normal;
-  switch (dtype) {
-    case ir::DType::F32: case ir::DType::F64: {
-      const bool f32 = dtype == ir::DType::F32;
-      auto keep = [f32](double x) { return f32 ? static_cast<double>(static_cast<float>(x)) : x; };
-      switch (d) {
-        case Distribution::Integer: {
-          const auto width = static_cast<uint32_t>(2 * k + 1);  // k <= kMaxIntegerRange
-          for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(static_cast<int64_t>(below(g, width)) - k);
-          return;
-        }
-        case Distribution::Normal:
-          for (size_t i = 0; i < n; ++i) out[i] = keep(normal(g) * scale);
-          return;
-        case Distribution::Wide:
-          for (size_t i = 0; i < n; ++i) out[i] = keep(normal(g) * scale * 30.0);
-          return;
-        case Distribution::Offset:
-          for (size_t i = 0; i < n; ++i) out[i] = keep(normal(g) * scale + 100.0);
-          return;
-        case Distribution::Special: {
-          // About 1% of the elements: NaN, +Inf, -Inf, 0 or -0, each as likely.
-          const double specials[] = {std::nan(""), INFINITY, -INFINITY, 0.0, -0.0};
-          for (size_t i = 0; i < n; ++i) {
-            double x = normal(g) * scale;
-            if (below(g, 100) == 0) x = specials[below(g, 5)];
-            out[i] = keep(x);
-          }
-          return;
-        }
-      }
-      return;
-    }
-    case ir::DType::I32: case ir::DType::I64:
-      for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(static_cast<int64_t>(below(g, 17)) - 8);
-      return;
-    case ir::DType::Bool:
-      for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(g.next() >> 63);
-      return;
-  }
-}
-
-// Draws sets of inputs for `graph` in chunks that any thread may take (help()): each
-// chunk's values depend only on its set's seed, its parameter and its index, so the
-// result is the same whoever draws which chunk, in whatever order.
-class InputDraw {
- public:
-  // One set per seed; `k` is Distribution::Integer's range. Allocates; draws nothing yet.
-  InputDraw(const ir::Graph& graph, const std::vector<uint64_t>& seeds, Distribution d, int64_t k)
-      : seeds_(seeds), d_(d), k_(k), scales_(weight_scales(graph)) {
-    OLLIE_CHECK(d != Distribution::Integer || (k > 0 && k <= kMaxIntegerRange), "integer range out of bounds");
-    for (size_t set = 0; set < seeds.size(); ++set) {
-      std::vector<interp::Tensor> inputs;
-      for (size_t pi = 0; pi < graph.params.size(); ++pi) {
-        const auto& p = graph.params[pi];
-        interp::Tensor t;
-        t.dtype = p.dtype;
-        t.shape = ir::evaluate_shape(p.shape, graph.bound_dims);
-        t.data.resize(static_cast<size_t>(ir::element_count(t.shape)));
-        for (size_t c = 0; c * kChunk < t.data.size(); ++c) chunks_.push_back({set, pi, c});
-        inputs.push_back(std::move(t));
-      }
-      sets_.push_back(std::move(inputs));
-    }
-  }
-  InputDraw(const InputDraw&) = delete;
-  InputDraw& operator=(const InputDraw&) = delete;
-
-  // Draws chunks until none is left (or `stop` is set). Safe to call from several
-  // threads at once; every chunk a call took is drawn when it returns.
-  void help(const std::atomic<bool>* stop = nullptr) {
-    for (;;) {
-      if (stop && stop->load(std::memory_order_relaxed)) return;
-      const size_t i = next_.fetch_add(1, std::memory_order_relaxed);
-      if (i >= chunks_.size()) return;
-      const Chunk& c = chunks_[i];
-      interp::Tensor& t = sets_[c.set][c.param];
-      random::Xoshiro256 g(seeds_[c.set], (uint64_t{c.param} << 32) | c.index);
-      const size_t begin = c.index * kChunk;
-      fill_chunk(t.data.data() + begin, std::min(kChunk, t.data.size() - begin), g, t.dtype, d_, scales_[c.param], k_);
-    }
-  }
-  // The sets, once every call of help() has returned (and none was stopped).
-  std::vector<std::vector<interp::Tensor>> take() { return std::move(sets_); }
-
- private:
-  struct Chunk {
-    size_t set, param, index;
-  };
-  std::vector<uint64_t> seeds_;
-  Distribution d_;
-  int64_t k_;
-  std::vector<double> scales_;
-  std::vector<std::vector<interp::Tensor>> sets_;
-  std::vector<Chunk> chunks_;
-  std::atomic<size_t> next_{0};
-};
-
-}  // namespace
-
-std::vector<interp::Tensor> make_inputs(const ir::Graph& graph, uint64_t seed, Distribution d, int threads) {
-  int64_t k = 0;
-  if (d == Distribution::Integer) {
-    const ExactRange range = exact_range(graph);
-    OLLIE_CHECK(range.k > 0, "integer inputs for a spec they are not exact for: " + range.reason);
-    k = range.k;
-  }
-  InputDraw draw(graph, {seed}, d, k);
-  std::vector<std::thread> helpers;
-  for (int t = 1; t < threads; ++t) helpers.emplace_back([&] { draw.help(); });
-  draw.help();
-  for (auto& h : helpers) h.join();
-  return std::move(draw.take()[0]);
+std::optional<Verdict> verdict_from_name(std::string_view name) {
+  for (Verdict v : {Verdict::Pass, Verdict::Wrong, Verdict::Crash, Verdict::Timeout,
+                    Verdict::OutOfMemory, Verdict::Forbidden, Verdict::CompileError,
+                    Verdict::LoadError, Verdict::Sanitizer})
+    if (name == verdict_name(v)) return v;
+  return std::nullopt;
 }
 
 Comparison compare_outputs(const std::vector<interp::Tensor>& outputs, const interp::Result& reference) {
@@ -329,240 +176,367 @@ Comparison compare_outputs(const std::vector<interp::Tensor>& outputs, const int
   return c;
 }
 
-Report verify(const ir::Graph& graph, const std::string& kernel_source, const GraphAt& graph_at,
-              const Options& options) {
-  const auto start = std::chrono::steady_clock::now();
+namespace {
+
+// The report before anything ran: what the kernel's source says of itself.
+Report report_of_source(const std::string& kernel_source) {
   Report report;
-  auto finish = [&]() -> Report {
-    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return report;
-  };
   report.kernel_sha256 = sha256_hex(kernel_source);
   report.generic = declares_generic(kernel_source);
-  const uint64_t seed = options.seed ? options.seed : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  return report;
+}
 
+// The kernel and its adapter, for the options' compiler.
+build::Request kernel_request(const ir::Graph& graph, const std::string& kernel_source,
+                              const Options& options) {
   build::Request request;
-  request.units = {{"kernel.cpp", kernel_source}, {"ollie_adapter.cpp", build::adapter_source(graph)}};
+  request.units = {{"kernel.cpp", kernel_source},
+                   {"ollie_adapter.cpp", build::adapter_source(graph)}};
   if (!options.compiler.empty()) request.toolchain.compiler = options.compiler;
-  build::Driver driver = options.cache_dir.empty() ? build::Driver() : build::Driver(options.cache_dir);
-  const build::Result built = driver.compile(request);
-  report.compiler = request.toolchain.compiler;
-  report.compiler_version = built.compiler_version;
-  report.flags = request.toolchain.flags;
-  if (!built.ok) {
-    report.verdict = Verdict::CompileError;
-    report.penalty = 1;
-    report.message = "the kernel does not compile:\n" + built.log.substr(0, 4000);
-    return finish();
-  }
+  return request;
+}
 
-  // The suites: fresh seeds derived from `seed`, recorded with each.
-  std::vector<Suite> suites;
-  const bool full = options.level == Level::Full;
-  // Integer-exact where the spec is polynomial (verify/polynomial.h): the widest exact
-  // integer range, then (full) {-1, 0, 1}, whose exact zeros and ties float inputs never hit.
-  auto integer_exact = [&](const ir::Graph& g, int64_t k) {
-    const ExactRange range = exact_range(g, k);
-    if (range.k > 0) {
-      suites.emplace_back("integer-exact", Distribution::Integer, g);
-      suites.back().integer_range = range.k;
-    } else {
-      report.not_applicable.push_back({"integer-exact", dims_text(g), range.reason});
-    }
-    return range.k > 0;
-  };
-  const bool exact = integer_exact(graph, kMaxIntegerRange);
-  if (exact && full) integer_exact(graph, 1);
-  for (int i = 0; i < (full ? 4 : 2); ++i) suites.emplace_back("normal", Distribution::Normal, graph);
-  for (int i = 0; i < (full ? 2 : 1); ++i) suites.emplace_back("wide", Distribution::Wide, graph);
-  for (int i = 0; i < (full ? 2 : 1); ++i) suites.emplace_back("special-values", Distribution::Special, graph);
-  suites.emplace_back("offset", Distribution::Offset, graph);
-  const std::vector<ir::Graph> sweep =
-      report.generic ? sweep_graphs(graph, graph_at, full ? 3 : 2) : std::vector<ir::Graph>{};
-  for (const auto& g : sweep) suites.emplace_back("shape-sweep", Distribution::Normal, g);
-  // And {-1, 0, 1} at the second sweep dims (about half the bound: odd sizes, still cheap).
-  if (exact && !sweep.empty()) integer_exact(sweep[std::min<size_t>(1, sweep.size() - 1)], 1);
-  // Outputs that already hold plausible values: a kernel must still write every element.
-  suites.emplace_back("prefilled-outputs", Distribution::Normal, graph);
-  suites.back().plausible_outputs = true;
-  // Call order A, B, A in one process, each call on new buffers: state kept between
-  // calls (a cache keyed on pointers or values, a static result) shows.
-  suites.emplace_back("call-order", Distribution::Normal, graph);
-  suites.back().call_order = true;
-  // The same order on ONE set of buffers, refilled between calls, as a benchmark calls a
-  // kernel: a result replayed for the same pointers shows.
-  suites.emplace_back("reused-buffers", Distribution::Normal, graph);
-  suites.back().reused_buffers = true;
+// A base seed from the system's entropy source.
+uint64_t fresh_seed() { return (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}(); }
 
+// What a failure message starts with: "normal suite (seed 123, M=5, N=37): ".
+std::string suite_context(const std::string& label, const SuiteResult& result) {
+  return label + " suite (seed " + std::to_string(result.seed) + ", " + result.dims + "): ";
+}
+
+runner::Options runner_options(const Options& options) {
   runner::Options run_options;
   run_options.timeout_seconds = options.timeout_seconds;
   run_options.threads = options.threads;
   run_options.runner_path = options.runner_path;
+  return run_options;
+}
 
-  // Every output element of one call against the reference; false (and the verdict set)
-  // at the first element outside its bound.
-  auto agrees = [&](const std::string& suite, SuiteResult& result, const std::vector<interp::Tensor>& outputs,
-                    const interp::Result& reference) {
-    const Comparison c = compare_outputs(outputs, reference);
-    result.elements += c.elements;
-    result.worst = std::max(result.worst, c.worst);
-    if (c.agrees) return true;
-    report.verdict = Verdict::Wrong;
-    report.penalty = c.penalty();
-    if (c.index >= 0)
-      report.counterexample =
-          Counterexample{suite, result.seed, result.dims, c.output, c.index, c.expected, c.got, c.bound};
-    report.message = suite + " suite (seed " + std::to_string(result.seed) + ", " + result.dims + "): " + c.text;
-    return false;
-  };
+// One call of verify(), step by step: the kernel's build, the suites planned and run in
+// order, then (full) the sanitizer build's replays. A step that fails sets the report's
+// verdict and message and returns false; no later step runs.
+class Verification {
+ public:
+  Verification(const ir::Graph& graph, const std::string& kernel_source, const GraphAt& graph_at,
+               const Options& options)
+      : graph_(graph), graph_at_(graph_at), options_(options), full_(options.level == Level::Full),
+        report_(report_of_source(kernel_source)),
+        seed_(options.seed ? options.seed : fresh_seed()),
+        request_(kernel_request(graph, kernel_source, options)),
+        driver_(options.cache_dir.empty() ? build::Driver() : build::Driver(options.cache_dir)),
+        run_options_(runner_options(options)) {}
 
+  Report run();
+
+ private:
   // One suite's inputs: one call's, or A and B for the call order (A, B, A) and the
   // reused buffers (the timed run's rounds go A, B, A over the two sets).
   using Calls = std::vector<std::vector<interp::Tensor>>;
-  auto start_draw = [&](const Suite& suite, size_t index) {
-    const uint64_t s = seed + index;
-    std::vector<uint64_t> seeds = {s};
-    if (suite.call_order || suite.reused_buffers) seeds.push_back(s + 1000003);
-    return std::make_unique<InputDraw>(suite.graph, seeds, suite.distribution, suite.integer_range);
-  };
 
-  // Runs one suite (the `index`th: its seed is seed + index) of `so_path` on `calls`;
-  // false (and the verdict set) when it fails. The kernel runs in the runner's child
-  // process while a thread of this one computes the reference; both threads then draw
-  // `next` (the next suite's inputs, or null) as each becomes free. A run that fails
-  // stops the reference and the drawing unfinished.
-  auto run_suite = [&](const Suite& suite, size_t index, const Calls& calls, const std::string& so_path,
-                       const runner::Options& base, InputDraw* next) {
-    SuiteResult result{suite.name, seed + index, dims_text(suite.graph), 0, 0, false, suite.integer_range};
-    const std::string what = suite.replays.empty() ? suite.name : suite.name + " (" + suite.replays + ")";
-    runner::Options run = base;
-    run.plausible_outputs = suite.plausible_outputs;
-    // Buffers alternate between the start and the end of their pages, so a read before
-    // the first element or past the last one meets a guard page in one suite or another.
-    run.placement = index % 2 == 0 ? runner::Placement::Start : runner::Placement::End;
+  bool compile();
+  void plan_suites();
+  bool plan_integer_exact(const ir::Graph& g, int64_t k);
+  void plan_random_suites();
+  void plan_shape_sweep();
+  void plan_call_suites();
+  std::vector<Suite> sanitizer_replays() const;
+  bool replay_with_sanitizers();
+  bool run_suites(const std::vector<Suite>& list, size_t first, const std::string& so_path,
+                  const runner::Options& base);
+  std::unique_ptr<InputDraw> start_draw(const Suite& suite, size_t index) const;
+  bool run_suite(const Suite& suite, size_t index, const Calls& calls, const std::string& so_path,
+                 const runner::Options& base, InputDraw* next);
+  runner::Outcome call_kernel(const Suite& suite, const Calls& calls, const std::string& so_path,
+                              const runner::Options& run, Calls& outputs) const;
+  bool agrees(const std::string& label, SuiteResult& result,
+              const std::vector<interp::Tensor>& outputs, const interp::Result& reference);
+  Report finish();
 
-    std::atomic<bool> cancel{false};
-    std::future<std::vector<interp::Result>> reference = std::async(std::launch::async, [&] {
-      std::vector<interp::Result> refs;
-      for (const auto& inputs : calls) refs.push_back(interp::evaluate(suite.graph, inputs, &cancel));
-      // Integer-exact: bit for bit (bound 0; -0 and +0 compare equal).
-      if (suite.distribution == Distribution::Integer)
-        for (auto& ref : refs)
-          for (auto& b : ref.bounds) std::fill(b.data.begin(), b.data.end(), 0.0);
-      if (next) next->help(&cancel);
-      return refs;
-    });
-    // On every way out before the reference is taken (a failed run, an exception), stop
-    // it and wait: it reads `calls` and `suite`.
-    struct Join {
-      std::atomic<bool>& cancel;
-      std::future<std::vector<interp::Result>>& future;
-      ~Join() {
-        if (!future.valid()) return;
-        cancel = true;
-        future.wait();
-      }
-    } join{cancel, reference};
+  const ir::Graph& graph_;
+  const GraphAt& graph_at_;
+  const Options& options_;
+  const bool full_;
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  Report report_;
+  const uint64_t seed_;  // the base seed: suite i draws with seed_ + i
+  const build::Request request_;
+  build::Driver driver_;
+  const runner::Options run_options_;
+  std::string so_path_;            // the kernel's build
+  std::vector<Suite> suites_;      // in the order they run
+  std::vector<ir::Graph> sweep_;   // the shape sweep's graphs (none for a specialized kernel)
+};
 
-    std::vector<std::vector<interp::Tensor>> outputs;
-    runner::Outcome outcome;
-    if (suite.reused_buffers) {
-      runner::TimingOptions order;
-      order.warmup_rounds = 0;
-      order.min_rounds = order.max_rounds = 3;
-      order.budget_seconds = 0;
-      runner::TimedOutcome timed = runner::time_kernels({{so_path, "ollie_entry"}}, suite.graph, calls, run, order);
-      if (timed.status == runner::Status::Ok) outputs = std::move(timed.set_outputs[0]);
-      outcome = std::move(timed);
-    } else {
-      std::vector<const std::vector<interp::Tensor>*> sets = {&calls[0]};
-      if (suite.call_order) sets = {&calls[0], &calls[1], &calls[0]};
-      outcome = runner::run_calls(so_path, suite.graph, sets, run);
-      outputs = std::move(outcome.call_outputs);
+Report Verification::run() {
+  if (!compile()) return finish();
+  plan_suites();
+  if (run_suites(suites_, 0, so_path_, run_options_) && (!full_ || replay_with_sanitizers())) {
+    report_.verdict = Verdict::Pass;
+    report_.message =
+        "all " + std::to_string(report_.suites.size()) + " suites agree with the reference";
+  }
+  return finish();
+}
+
+Report Verification::finish() {
+  const auto elapsed = std::chrono::steady_clock::now() - start_;
+  report_.seconds = std::chrono::duration<double>(elapsed).count();
+  return report_;
+}
+
+// The kernel's build; false (compile-error) when it does not compile.
+bool Verification::compile() {
+  const build::Result built = driver_.compile(request_);
+  report_.compiler = request_.toolchain.compiler;
+  report_.compiler_version = built.compiler_version;
+  report_.flags = request_.toolchain.flags;
+  if (!built.ok) {
+    report_.verdict = Verdict::CompileError;
+    report_.penalty = 1;
+    report_.message = "the kernel does not compile:\n" + built.log.substr(0, 4000);
+    return false;
+  }
+  so_path_ = built.so_path;
+  return true;
+}
+
+// The suites: fresh seeds derived from `seed_`, recorded with each. The integer-exact
+// suites run first: their counterexamples are the easiest to read.
+void Verification::plan_suites() {
+  const bool exact = plan_integer_exact(graph_, kMaxIntegerRange);
+  if (exact && full_) plan_integer_exact(graph_, 1);
+  plan_random_suites();
+  plan_shape_sweep();
+  // And {-1, 0, 1} at the second sweep dims (about half the bound: odd sizes, still cheap).
+  if (exact && !sweep_.empty())
+    plan_integer_exact(sweep_[std::min<size_t>(1, sweep_.size() - 1)], 1);
+  plan_call_suites();
+}
+
+// Integer-exact where the spec is polynomial (verify/polynomial.h): the widest exact
+// integer range, then (full) {-1, 0, 1}, whose exact zeros and ties float inputs never hit.
+// False, and the suite listed as not applicable, when the spec is not exact at `g`.
+bool Verification::plan_integer_exact(const ir::Graph& g, int64_t k) {
+  const ExactRange range = exact_range(g, k);
+  if (range.k > 0) {
+    suites_.emplace_back("integer-exact", Distribution::Integer, g).integer_range = range.k;
+  } else {
+    report_.not_applicable.push_back({"integer-exact", dims_text(g), range.reason});
+  }
+  return range.k > 0;
+}
+
+// Normal, wide, special values and offset inputs at the bound dims.
+void Verification::plan_random_suites() {
+  const int normal = full_ ? 4 : 2, wide = full_ ? 2 : 1, special = full_ ? 2 : 1;
+  for (int i = 0; i < normal; ++i) suites_.emplace_back("normal", Distribution::Normal, graph_);
+  for (int i = 0; i < wide; ++i) suites_.emplace_back("wide", Distribution::Wide, graph_);
+  for (int i = 0; i < special; ++i)
+    suites_.emplace_back("special-values", Distribution::Special, graph_);
+  suites_.emplace_back("offset", Distribution::Offset, graph_);
+}
+
+// A generic kernel at other dims (sweep_graphs).
+void Verification::plan_shape_sweep() {
+  if (report_.generic) sweep_ = sweep_graphs(graph_, graph_at_, full_ ? 3 : 2);
+  for (const auto& g : sweep_) suites_.emplace_back("shape-sweep", Distribution::Normal, g);
+}
+
+// How the kernel is called: on outputs that already hold plausible values, and A, B, A
+// on new buffers and on reused ones.
+void Verification::plan_call_suites() {
+  // Outputs that already hold plausible values: a kernel must still write every element.
+  suites_.emplace_back("prefilled-outputs", Distribution::Normal, graph_).plausible_outputs = true;
+  // Call order A, B, A in one process, each call on new buffers: state kept between
+  // calls (a cache keyed on pointers or values, a static result) shows.
+  suites_.emplace_back("call-order", Distribution::Normal, graph_).call_order = true;
+  // The same order on ONE set of buffers, refilled between calls, as a benchmark calls a
+  // kernel: a result replayed for the same pointers shows.
+  suites_.emplace_back("reused-buffers", Distribution::Normal, graph_).reused_buffers = true;
+}
+
+// What the sanitizer build replays: one normal trial, the call order and, for a generic
+// kernel, the first shape-sweep dims.
+std::vector<Suite> Verification::sanitizer_replays() const {
+  std::vector<Suite> replayed;
+  replayed.emplace_back("sanitizer", Distribution::Normal, graph_).replays = "normal";
+  Suite& call_order = replayed.emplace_back("sanitizer", Distribution::Normal, graph_);
+  call_order.replays = "call-order";
+  call_order.call_order = true;
+  if (!sweep_.empty()) {
+    Suite& shape_sweep = replayed.emplace_back("sanitizer", Distribution::Normal, sweep_.front());
+    shape_sweep.replays = "shape-sweep";
+  }
+  return replayed;
+}
+
+// The full level's sanitizer build and its replays (sanitizer_replays): out-of-bounds and
+// freed-memory accesses, signed overflow and other undefined behaviour whose results
+// happened to be right.
+bool Verification::replay_with_sanitizers() {
+  build::Request sanitized = request_;
+  sanitized.toolchain = build::sanitizer_toolchain(request_.toolchain);
+  report_.sanitizer_runtime = build::sanitizer_runtime(sanitized.toolchain.compiler);
+  report_.sanitizer_flags = sanitized.toolchain.flags;
+  const build::Result sanitized_build = driver_.compile(sanitized);
+  if (!sanitized_build.ok) {
+    report_.verdict = Verdict::CompileError;
+    report_.message = "the sanitizer build (-fsanitize=address,undefined) does not compile:\n" +
+                      sanitized_build.log.substr(0, 4000);
+    return false;
+  }
+  runner::Options sanitizer_options = run_options_;
+  sanitizer_options.sanitize = true;
+  sanitizer_options.sanitizer_runtime = report_.sanitizer_runtime;
+  sanitizer_options.timeout_seconds = options_.timeout_seconds * kSanitizerSlowdown;
+  return run_suites(sanitizer_replays(), suites_.size(), sanitized_build.so_path,
+                    sanitizer_options);
+}
+
+// Runs `list` in order (the i-th is suite first + i); false at the first that fails.
+// The first suite's inputs are drawn by two threads; each later suite's while the
+// previous one runs (run_suite).
+bool Verification::run_suites(const std::vector<Suite>& list, size_t first,
+                              const std::string& so_path, const runner::Options& base) {
+  if (list.empty()) return true;
+  std::unique_ptr<InputDraw> draw = start_draw(list[0], first);
+  {
+    auto helper = std::async(std::launch::async, [&] { draw->help(); });
+    draw->help();
+    helper.get();
+  }
+  Calls calls = draw->take();
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::unique_ptr<InputDraw> next =
+        i + 1 < list.size() ? start_draw(list[i + 1], first + i + 1) : nullptr;
+    if (!run_suite(list[i], first + i, calls, so_path, base, next.get())) return false;
+    if (next) calls = next->take();
+  }
+  return true;
+}
+
+// The `index`th suite's inputs (its seed is seed_ + index), allocated, not drawn yet.
+std::unique_ptr<InputDraw> Verification::start_draw(const Suite& suite, size_t index) const {
+  const uint64_t s = seed_ + index;
+  std::vector<uint64_t> seeds = {s};
+  if (suite.call_order || suite.reused_buffers) seeds.push_back(s + 1000003);
+  return std::make_unique<InputDraw>(suite.graph, seeds, suite.distribution, suite.integer_range);
+}
+
+// Runs one suite (the `index`th: its seed is seed_ + index) of `so_path` on `calls`;
+// false (and the verdict set) when it fails. The kernel runs in the runner's child
+// process while a thread of this one computes the reference; both threads then draw
+// `next` (the next suite's inputs, or null) as each becomes free. A run that fails
+// stops the reference and the drawing unfinished.
+bool Verification::run_suite(const Suite& suite, size_t index, const Calls& calls,
+                             const std::string& so_path, const runner::Options& base,
+                             InputDraw* next) {
+  SuiteResult result{suite.name, seed_ + index, dims_text(suite.graph), 0, 0, false,
+                     suite.integer_range};
+  const std::string what =
+      suite.replays.empty() ? suite.name : suite.name + " (" + suite.replays + ")";
+  runner::Options run = base;
+  run.plausible_outputs = suite.plausible_outputs;
+  // Buffers alternate between the start and the end of their pages, so a read before
+  // the first element or past the last one meets a guard page in one suite or another.
+  run.placement = index % 2 == 0 ? runner::Placement::Start : runner::Placement::End;
+
+  std::atomic<bool> cancel{false};
+  std::future<std::vector<interp::Result>> reference = std::async(std::launch::async, [&] {
+    std::vector<interp::Result> refs;
+    for (const auto& inputs : calls) refs.push_back(interp::evaluate(suite.graph, inputs, &cancel));
+    // Integer-exact: bit for bit (bound 0; -0 and +0 compare equal).
+    if (suite.distribution == Distribution::Integer)
+      for (auto& ref : refs)
+        for (auto& b : ref.bounds) std::fill(b.data.begin(), b.data.end(), 0.0);
+    if (next) next->help(&cancel);
+    return refs;
+  });
+  // On every way out before the reference is taken (a failed run, an exception), stop
+  // it and wait: it reads `calls` and `suite`.
+  struct Join {
+    std::atomic<bool>& cancel;
+    std::future<std::vector<interp::Result>>& future;
+    ~Join() {
+      if (!future.valid()) return;
+      cancel = true;
+      future.wait();
     }
-    if (outcome.status != runner::Status::Ok) {
-      report.verdict = from_status(outcome.status);
-      report.penalty = 1;
-      report.message = what + " suite (seed " + std::to_string(result.seed) + ", " + result.dims + "): " +
-                       outcome.message;
-      report.suites.push_back(result);
+  } join{cancel, reference};
+
+  Calls outputs;
+  const runner::Outcome outcome = call_kernel(suite, calls, so_path, run, outputs);
+  if (outcome.status != runner::Status::Ok) {
+    report_.verdict = from_status(outcome.status);
+    report_.penalty = 1;
+    report_.message = suite_context(what, result) + outcome.message;
+    report_.suites.push_back(result);
+    return false;
+  }
+  if (next) next->help();
+  const std::vector<interp::Result> refs = reference.get();
+  for (size_t c = 0; c < outputs.size(); ++c) {
+    const std::string label =
+        suite.reused_buffers ? what + " (last call on " + (c == 0 ? "A" : "B") + " of A, B, A)"
+        : suite.call_order   ? what + " (call " + std::to_string(c + 1) + " of A, B, A)"
+                             : what;
+    if (!agrees(label, result, outputs[c], refs[c % 2])) {
+      report_.suites.push_back(result);
       return false;
     }
-    if (next) next->help();
-    const std::vector<interp::Result> refs = reference.get();
-    for (size_t c = 0; c < outputs.size(); ++c) {
-      const std::string label =
-          suite.reused_buffers ? what + " (last call on " + (c == 0 ? "A" : "B") + " of A, B, A)"
-          : suite.call_order   ? what + " (call " + std::to_string(c + 1) + " of A, B, A)"
-                               : what;
-      if (!agrees(label, result, outputs[c], refs[c % 2])) {
-        report.suites.push_back(result);
-        return false;
-      }
-    }
-    result.passed = true;
-    report.worst = std::max(report.worst, result.worst);
-    report.suites.push_back(result);
-    return true;
-  };
-
-  // Runs `list` in order (the i-th is suite first + i); false at the first that fails.
-  // The first suite's inputs are drawn by two threads; each later suite's while the
-  // previous one runs (run_suite).
-  auto run_suites = [&](const std::vector<Suite>& list, size_t first, const std::string& so_path,
-                        const runner::Options& base) {
-    if (list.empty()) return true;
-    std::unique_ptr<InputDraw> draw = start_draw(list[0], first);
-    {
-      auto helper = std::async(std::launch::async, [&] { draw->help(); });
-      draw->help();
-      helper.get();
-    }
-    Calls calls = draw->take();
-    for (size_t i = 0; i < list.size(); ++i) {
-      std::unique_ptr<InputDraw> next = i + 1 < list.size() ? start_draw(list[i + 1], first + i + 1) : nullptr;
-      if (!run_suite(list[i], first + i, calls, so_path, base, next.get())) return false;
-      if (next) calls = next->take();
-    }
-    return true;
-  };
-
-  if (!run_suites(suites, 0, built.so_path, run_options)) return finish();
-
-  if (full) {
-    // The sanitizer build replays one normal trial, the call order and, for a generic
-    // kernel, one shape-sweep dims: out-of-bounds and freed-memory accesses, signed
-    // overflow and other undefined behaviour whose results happened to be right.
-    build::Request sanitized = request;
-    sanitized.toolchain = build::sanitizer_toolchain(request.toolchain);
-    report.sanitizer_runtime = build::sanitizer_runtime(sanitized.toolchain.compiler);
-    report.sanitizer_flags = sanitized.toolchain.flags;
-    const build::Result sanitized_build = driver.compile(sanitized);
-    if (!sanitized_build.ok) {
-      report.verdict = Verdict::CompileError;
-      report.message = "the sanitizer build (-fsanitize=address,undefined) does not compile:\n" +
-                       sanitized_build.log.substr(0, 4000);
-      return finish();
-    }
-    runner::Options sanitizer_options = run_options;
-    sanitizer_options.sanitize = true;
-    sanitizer_options.sanitizer_runtime = report.sanitizer_runtime;
-    sanitizer_options.timeout_seconds = options.timeout_seconds * kSanitizerSlowdown;
-    std::vector<Suite> replayed;
-    replayed.emplace_back("sanitizer", Distribution::Normal, graph);
-    replayed.back().replays = "normal";
-    replayed.emplace_back("sanitizer", Distribution::Normal, graph);
-    replayed.back().replays = "call-order";
-    replayed.back().call_order = true;
-    if (!sweep.empty()) {
-      replayed.emplace_back("sanitizer", Distribution::Normal, sweep.front());
-      replayed.back().replays = "shape-sweep";
-    }
-    if (!run_suites(replayed, suites.size(), sanitized_build.so_path, sanitizer_options)) return finish();
   }
-  report.verdict = Verdict::Pass;
-  report.message = "all " + std::to_string(report.suites.size()) + " suites agree with the reference";
-  return finish();
+  result.passed = true;
+  report_.worst = std::max(report_.worst, result.worst);
+  report_.suites.push_back(result);
+  return true;
+}
+
+// The suite's calls in the runner: once, A, B, A on new buffers (call order), or A, B, A
+// as the timed rounds on one set of buffers (reused buffers); `outputs` gets each call's
+// outputs when the run is Ok.
+runner::Outcome Verification::call_kernel(const Suite& suite, const Calls& calls,
+                                          const std::string& so_path, const runner::Options& run,
+                                          Calls& outputs) const {
+  if (suite.reused_buffers) {
+    runner::TimingOptions order;
+    order.warmup_rounds = 0;
+    order.min_rounds = order.max_rounds = 3;
+    order.budget_seconds = 0;
+    runner::TimedOutcome timed =
+        runner::time_kernels({{so_path, "ollie_entry"}}, suite.graph, calls, run, order);
+    if (timed.status == runner::Status::Ok) outputs = std::move(timed.set_outputs[0]);
+    return timed;  // its Outcome part, moved
+  }
+  std::vector<const std::vector<interp::Tensor>*> sets = {&calls[0]};
+  if (suite.call_order) sets = {&calls[0], &calls[1], &calls[0]};
+  runner::Outcome outcome = runner::run_calls(so_path, suite.graph, sets, run);
+  outputs = std::move(outcome.call_outputs);
+  return outcome;
+}
+
+// Every output element of one call against the reference; false (and the verdict set)
+// at the first element outside its bound.
+bool Verification::agrees(const std::string& label, SuiteResult& result,
+                          const std::vector<interp::Tensor>& outputs,
+                          const interp::Result& reference) {
+  const Comparison c = compare_outputs(outputs, reference);
+  result.elements += c.elements;
+  result.worst = std::max(result.worst, c.worst);
+  if (c.agrees) return true;
+  report_.verdict = Verdict::Wrong;
+  report_.penalty = c.penalty();
+  if (c.index >= 0)
+    report_.counterexample = Counterexample{label,   result.seed, result.dims, c.output,
+                                            c.index, c.expected,  c.got,       c.bound};
+  report_.message = suite_context(label, result) + c.text;
+  return false;
+}
+
+}  // namespace
+
+Report verify(const ir::Graph& graph, const std::string& kernel_source, const GraphAt& graph_at,
+              const Options& options) {
+  return Verification(graph, kernel_source, graph_at, options).run();
 }
 
 std::string certificate_json(const ir::Graph& graph, const std::string& spec_sha256, const Report& report,

@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "interp/interp.h"
@@ -25,6 +26,9 @@ enum class Verdict { Pass, Wrong, Crash, Timeout, OutOfMemory, Forbidden, Compil
 // "pass", "wrong", "crash", "timeout", "out-of-memory", "forbidden-syscall", "compile-error", "load-error",
 // "sanitizer" (the full level's AddressSanitizer/UndefinedBehaviorSanitizer build reported an error)
 const char* verdict_name(Verdict v);
+// The verdict named `name` (verdict_name's text, as the run database stores it); nullopt
+// for any other text.
+std::optional<Verdict> verdict_from_name(std::string_view name);
 
 // How a suite draws its float inputs.
 enum class Distribution { Normal, Wide, Special, Offset, Integer };

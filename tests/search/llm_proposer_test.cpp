@@ -81,7 +81,7 @@ class MarkedTimes : public search::Evaluator {
   }
   search::Evaluation evaluate(const search::Candidate& c) override {
     search::Evaluation e = real_->evaluate(c);
-    if (e.verdict == "pass") {
+    if (e.verdict == verify::Verdict::Pass) {
       const bool fast = c.source.find(kFastMarker) != std::string::npos;
       e.ratio_vs_baseline = fast ? 0.5 : 1.0;
       e.median_seconds = 1e-3 * e.ratio_vs_baseline;
@@ -98,7 +98,7 @@ class PassAll : public search::Evaluator {
  public:
   search::Evaluation evaluate(const search::Candidate& c) override {
     search::Evaluation e;
-    e.verdict = "pass";
+    e.verdict = verify::Verdict::Pass;
     e.penalty = 0;
     e.median_seconds = 1e-3 + static_cast<double>(std::hash<std::string>{}(c.source) % 1000) * 1e-6;
     e.ratio_vs_baseline = e.median_seconds / 1.5e-3;
@@ -367,7 +367,7 @@ class LlmIsFast : public search::Evaluator {
  public:
   search::Evaluation evaluate(const search::Candidate& c) override {
     search::Evaluation e;
-    e.verdict = "pass";
+    e.verdict = verify::Verdict::Pass;
     e.penalty = 0;
     e.median_seconds = c.source.find("// llm kernel") != std::string::npos
                            ? 0.5e-3

@@ -45,11 +45,11 @@ class FakeEvaluator : public search::Evaluator {
     const uint64_t h = std::hash<std::string>{}(c.source);
     search::Evaluation e;
     if (c.proposer != "baseline" && h % 4 == 0) {
-      e.verdict = "wrong";
+      e.verdict = verify::Verdict::Wrong;
       e.penalty = 0.25;
       return e;
     }
-    e.verdict = "pass";
+    e.verdict = verify::Verdict::Pass;
     e.penalty = 0;
     e.median_seconds = c.proposer == "baseline" ? 1.5e-3 : 1e-3 + static_cast<double>(h % 1000) * 1e-6;
     e.ratio_vs_baseline = e.median_seconds / 1.5e-3;
@@ -218,7 +218,7 @@ class LyingEvaluator : public search::Evaluator {
     ++calls;
     evaluated.insert(sha256_hex(c.source));
     search::Evaluation e;
-    e.verdict = "pass";
+    e.verdict = verify::Verdict::Pass;
     e.penalty = 0;
     e.median_seconds = lies && liar(c) ? truth(c) / 100 : truth(c);
     e.ratio_vs_baseline = e.median_seconds / 1.5e-3;

@@ -312,4 +312,15 @@ TEST(Compare, CountsEveryElementOutOfBoundAndKeepsTheFirst) {
   EXPECT_EQ(floor.penalty(), 0.5);
 }
 
+// The run database stores verdicts as their names and reads them back.
+TEST(VerdictName, ParsesBackEveryName) {
+  for (int i = 0; i <= static_cast<int>(v::Verdict::Sanitizer); ++i) {
+    const auto verdict = static_cast<v::Verdict>(i);
+    EXPECT_EQ(v::verdict_from_name(v::verdict_name(verdict)), verdict) << v::verdict_name(verdict);
+  }
+  EXPECT_EQ(v::verdict_from_name("compile-error"), v::Verdict::CompileError);
+  EXPECT_EQ(v::verdict_from_name("compile_error"), std::nullopt);
+  EXPECT_EQ(v::verdict_from_name(""), std::nullopt);
+}
+
 }  // namespace

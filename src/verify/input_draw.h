@@ -1,0 +1,44 @@
+// Internal to verify/: the drawing of a suite's random inputs in chunks that any thread
+// may take, shared by make_inputs and the suites of verify() (verify.cpp).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "interp/interp.h"
+#include "ir/ir.h"
+#include "verify/verify.h"
+
+namespace ollie::verify {
+
+// Draws sets of inputs for `graph` in chunks that any thread may take (help()): each
+// chunk's values depend only on its set's seed, its parameter and its index, so the
+// result is the same whoever draws which chunk, in whatever order.
+class InputDraw {
+ public:
+  // One set per seed; `k` is Distribution::Integer's range. Allocates; draws nothing yet.
+  InputDraw(const ir::Graph& graph, const std::vector<uint64_t>& seeds, Distribution d, int64_t k);
+  InputDraw(const InputDraw&) = delete;
+  InputDraw& operator=(const InputDraw&) = delete;
+
+  // Draws chunks until none is left (or `stop` is set). Safe to call from several
+  // threads at once; every chunk a call took is drawn when it returns.
+  void help(const std::atomic<bool>* stop = nullptr);
+  // The sets, once every call of help() has returned (and none was stopped).
+  std::vector<std::vector<interp::Tensor>> take() { return std::move(sets_); }
+
+ private:
+  struct Chunk {
+    size_t set, param, index;
+  };
+  std::vector<uint64_t> seeds_;
+  Distribution d_;
+  int64_t k_;
+  std::vector<double> scales_;
+  std::vector<std::vector<interp::Tensor>> sets_;
+  std::vector<Chunk> chunks_;
+  std::atomic<size_t> next_{0};
+};
+
+}  // namespace ollie::verify

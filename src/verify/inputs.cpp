@@ -1,0 +1,148 @@
+// The random inputs of the suites: seeded draws per distribution, in chunks any thread
+// may draw (input_draw.h), and make_inputs for `ollie eval` and the tests.
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "support/error.h"
+#include "support/random.h"
+#include "verify/input_draw.h"
+#include "verify/polynomial.h"
+
+namespace ollie::verify {
+namespace {
+
+// Per parameter, 1/sqrt(fan-in) when it is (through layout ops) the right operand of a
+// contraction, as a trained model's weights are drawn: unit-variance weights would push
+// every product, and every exp after it, far out of range.
+std::vector<double> weight_scales(const ir::Graph& g) {
+  std::vector<double> scale(g.params.size(), 1.0);
+  auto param_of = [&](ir::ValueId v) -> int {
+    for (;;) {
+      const ir::Node& n = g.node(v);
+      if (n.kind == ir::OpKind::Input) {
+        for (size_t i = 0; i < g.inputs.size(); ++i)
+          if (g.inputs[i] == v) return static_cast<int>(i);
+        return -1;
+      }
+      const bool layout = n.kind == ir::OpKind::Reshape || n.kind == ir::OpKind::Transpose ||
+                          n.kind == ir::OpKind::Broadcast || n.kind == ir::OpKind::Slice ||
+                          n.kind == ir::OpKind::Convert;
+      if (!layout) return -1;
+      v = n.operands[0];
+    }
+  };
+  for (const auto& n : g.nodes) {
+    if (n.kind != ir::OpKind::Contract) continue;
+    const int p = param_of(n.operands[1]);
+    if (p < 0) continue;
+    const auto& rhs_shape = g.node(n.operands[1]).shape;
+    double fan_in = 1;
+    for (size_t i = 0; i < n.rhs_labels.size(); ++i)
+      if (std::find(n.out_labels.begin(), n.out_labels.end(), n.rhs_labels[i]) == n.out_labels.end())
+        fan_in *= static_cast<double>(std::max<int64_t>(1, rhs_shape[i].evaluate(g.bound_dims)));
+    scale[static_cast<size_t>(p)] = std::min(scale[static_cast<size_t>(p)], 1.0 / std::sqrt(fan_in));
+  }
+  return scale;
+}
+
+// Elements per random stream: each chunk of each parameter has its own generator
+// (random::Xoshiro256(seed, stream)), so a tensor's values do not depend on the others'
+// sizes, and chunks may be drawn in any order with the same result.
+constexpr size_t kChunk = size_t{1} << 16;
+
+// Fills out[0, n) with one chunk of a parameter's values.
+void fill_chunk(double* out, size_t n, random::Xoshiro256& g, ir::DType dtype, Distribution d, double scale,
+                int64_t k) {
+  using random::below;
+  using random::normal;
+  switch (dtype) {
+    case ir::DType::F32: case ir::DType::F64: {
+      const bool f32 = dtype == ir::DType::F32;
+      auto keep = [f32](double x) { return f32 ? static_cast<double>(static_cast<float>(x)) : x; };
+      switch (d) {
+        case Distribution::Integer: {
+          const auto width = static_cast<uint32_t>(2 * k + 1);  // k <= kMaxIntegerRange
+          for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(static_cast<int64_t>(below(g, width)) - k);
+          return;
+        }
+        case Distribution::Normal:
+          for (size_t i = 0; i < n; ++i) out[i] = keep(normal(g) * scale);
+          return;
+        case Distribution::Wide:
+          for (size_t i = 0; i < n; ++i) out[i] = keep(normal(g) * scale * 30.0);
+          return;
+        case Distribution::Offset:
+          for (size_t i = 0; i < n; ++i) out[i] = keep(normal(g) * scale + 100.0);
+          return;
+        case Distribution::Special: {
+          // About 1% of the elements: NaN, +Inf, -Inf, 0 or -0, each as likely.
+          const double specials[] = {std::nan(""), INFINITY, -INFINITY, 0.0, -0.0};
+          for (size_t i = 0; i < n; ++i) {
+            double x = normal(g) * scale;
+            if (below(g, 100) == 0) x = specials[below(g, 5)];
+            out[i] = keep(x);
+          }
+          return;
+        }
+      }
+      return;
+    }
+    case ir::DType::I32: case ir::DType::I64:
+      for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(static_cast<int64_t>(below(g, 17)) - 8);
+      return;
+    case ir::DType::Bool:
+      for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(g.next() >> 63);
+      return;
+  }
+}
+
+}  // namespace
+
+InputDraw::InputDraw(const ir::Graph& graph, const std::vector<uint64_t>& seeds, Distribution d, int64_t k)
+    : seeds_(seeds), d_(d), k_(k), scales_(weight_scales(graph)) {
+  OLLIE_CHECK(d != Distribution::Integer || (k > 0 && k <= kMaxIntegerRange), "integer range out of bounds");
+  for (size_t set = 0; set < seeds.size(); ++set) {
+    std::vector<interp::Tensor> inputs;
+    for (size_t pi = 0; pi < graph.params.size(); ++pi) {
+      const auto& p = graph.params[pi];
+      interp::Tensor t;
+      t.dtype = p.dtype;
+      t.shape = ir::evaluate_shape(p.shape, graph.bound_dims);
+      t.data.resize(static_cast<size_t>(ir::element_count(t.shape)));
+      for (size_t c = 0; c * kChunk < t.data.size(); ++c) chunks_.push_back({set, pi, c});
+      inputs.push_back(std::move(t));
+    }
+    sets_.push_back(std::move(inputs));
+  }
+}
+
+void InputDraw::help(const std::atomic<bool>* stop) {
+  for (;;) {
+    if (stop && stop->load(std::memory_order_relaxed)) return;
+    const size_t i = next_.fetch_add(1, std::memory_order_relaxed);
+    if (i >= chunks_.size()) return;
+    const Chunk& c = chunks_[i];
+    interp::Tensor& t = sets_[c.set][c.param];
+    random::Xoshiro256 g(seeds_[c.set], (uint64_t{c.param} << 32) | c.index);
+    const size_t begin = c.index * kChunk;
+    fill_chunk(t.data.data() + begin, std::min(kChunk, t.data.size() - begin), g, t.dtype, d_, scales_[c.param], k_);
+  }
+}
+
+std::vector<interp::Tensor> make_inputs(const ir::Graph& graph, uint64_t seed, Distribution d, int threads) {
+  int64_t k = 0;
+  if (d == Distribution::Integer) {
+    const ExactRange range = exact_range(graph);
+    OLLIE_CHECK(range.k > 0, "integer inputs for a spec they are not exact for: " + range.reason);
+    k = range.k;
+  }
+  InputDraw draw(graph, {seed}, d, k);
+  std::vector<std::thread> helpers;
+  for (int t = 1; t < threads; ++t) helpers.emplace_back([&] { draw.help(); });
+  draw.help();
+  for (auto& h : helpers) h.join();
+  return std::move(draw.take()[0]);
+}
+
+}  // namespace ollie::verify
