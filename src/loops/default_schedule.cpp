@@ -2,7 +2,6 @@
 // (random moves for the property tests and, later, the search's mutate proposer). Both
 // propose directives and keep only those apply_directive accepts.
 #include <algorithm>
-#include <functional>
 #include <optional>
 #include <random>
 #include <set>
@@ -108,12 +107,9 @@ std::optional<int64_t> coefficient(const Expr& e, const std::string& var) {
 // the stage's substitution): the loop runs along contiguous memory.
 bool walks_contiguously(const Stage& s, const std::string& loop) {
   bool found = false;
-  std::function<void(const Expr&)> walk = [&](const Expr& e) {
-    if (e->kind == ExprKind::Load && coefficient(substitute(e->args[0], s.subst), loop) == std::optional<int64_t>(1))
-      found = true;
-    for (const auto& a : e->args) walk(a);
-  };
-  walk(s.value);
+  for_each_load(s.value, [&](const Expr& load) {
+    if (coefficient(substitute(load->args[0], s.subst), loop) == std::optional<int64_t>(1)) found = true;
+  });
   return found;
 }
 
@@ -126,26 +122,36 @@ int64_t bound_size(const ir::Graph& g, const ir::DimExpr& d) {
   }
 }
 
+// The loads in stage `s`'s value of buffers other than its own (its operands), in order.
+std::vector<Expr> operand_loads(const Stage& s) {
+  std::vector<Expr> loads;
+  for_each_load(s.value, [&](const Expr& load) {
+    if (load->name != s.buffer) loads.push_back(load);
+  });
+  return loads;
+}
+
+// The bytes of buffer `b` at the graph's bound dims (a dim of size 0 counted as 1).
+int64_t buffer_bytes(const ir::Graph& g, const Buffer& b) {
+  int64_t n = ir::dtype_bytes(b.dtype);
+  for (const auto& d : b.shape) n *= std::max<int64_t>(1, bound_size(g, d));
+  return n;
+}
+
 // The loops of `s` that index its biggest operand, when one operand is at least twice as
 // big (in bytes at the bound dims) as every other: the loops that do not index it
 // belong inside those that do, so that its tiles are reused from cache.
 std::set<std::string> big_operand_loops(const ir::Graph& g, const Stages& st, const Stage& s) {
   std::map<std::string, int64_t> bytes;
   std::map<std::string, std::set<std::string>> loops_of;
-  std::function<void(const Expr&)> walk = [&](const Expr& e) {
-    if (e->kind == ExprKind::Load && e->name != s.buffer) {
-      if (const Buffer* b = st.buffer(e->name)) {
-        int64_t n = ir::dtype_bytes(b->dtype);
-        for (const auto& d : b->shape) n *= std::max<int64_t>(1, bound_size(g, d));
-        bytes[e->name] = n;
-        const Expr flat = substitute(e->args[0], s.subst);
-        for (const auto& l : s.loops)
-          if (mentions(flat, l.name)) loops_of[e->name].insert(l.name);
-      }
+  for (const Expr& load : operand_loads(s)) {
+    if (const Buffer* b = st.buffer(load->name)) {
+      bytes[load->name] = buffer_bytes(g, *b);
+      const Expr flat = substitute(load->args[0], s.subst);
+      for (const auto& l : s.loops)
+        if (mentions(flat, l.name)) loops_of[load->name].insert(l.name);
     }
-    for (const auto& a : e->args) walk(a);
-  };
-  walk(s.value);
+  }
   std::string big;
   for (const auto& [name, n] : bytes)
     if (big.empty() || n > bytes[big]) big = name;
@@ -280,11 +286,7 @@ bool dot_tile(const ir::Graph& g, Stages& st, Schedule& out, const std::string& 
   // horizontal sum at the end of each costs as much as the sum.
   if (bound_size(g, s.loops.back().nominal) < kDotTileMinVectors * lanes(target, s.dtype)) return false;
   std::vector<Expr> loads;
-  std::function<void(const Expr&)> walk = [&](const Expr& e) {
-    if (e->kind == ExprKind::Load && e->name != s.buffer) loads.push_back(substitute(e->args[0], s.subst));
-    for (const auto& a : e->args) walk(a);
-  };
-  walk(s.value);
+  for (const Expr& load : operand_loads(s)) loads.push_back(substitute(load->args[0], s.subst));
   std::string pick;
   for (size_t k = s.loops.size(); k-- > 0 && pick.empty();) {
     const StageLoop& l = s.loops[k];
@@ -596,16 +598,8 @@ Schedule default_schedule(const ir::Graph& graph, const Target& target) {
     bool big = false;
     if (s && s->contract && !fused_reductions.count(h)) {
       int64_t largest = 0;
-      std::function<void(const Expr&)> walk = [&](const Expr& e) {
-        if (e->kind == ExprKind::Load && e->name != s->buffer)
-          if (const Buffer* b = st.buffer(e->name)) {
-            int64_t n = ir::dtype_bytes(b->dtype);
-            for (const auto& d : b->shape) n *= std::max<int64_t>(1, bound_size(graph, d));
-            largest = std::max(largest, n);
-          }
-        for (const auto& a : e->args) walk(a);
-      };
-      walk(s->value);
+      for (const Expr& load : operand_loads(*s))
+        if (const Buffer* b = st.buffer(load->name)) largest = std::max(largest, buffer_bytes(graph, *b));
       big = largest >= kTileOverFusionBytes;
     }
     if (!big) untiled.insert(h);
@@ -651,11 +645,7 @@ std::optional<Directive> random_directive(const Stages& st, std::mt19937_64& rng
     }
     case 6: {
       std::vector<std::string> bufs;
-      std::function<void(const Expr&)> walk = [&](const Expr& e) {
-        if (e->kind == ExprKind::Load && e->name != s.buffer) bufs.push_back(e->name);
-        for (const auto& a : e->args) walk(a);
-      };
-      walk(s.value);
+      for (const Expr& load : operand_loads(s)) bufs.push_back(load->name);
       if (bufs.empty()) return std::nullopt;
       return make(DirectiveKind::Pack, s.name, {bufs[pick(bufs.size())], loop(s)});
     }

@@ -71,6 +71,21 @@ bool mentions(const Expr& e, const std::string& var);
 void collect_loads(const Expr& e, const std::string& buffer, std::vector<Expr>& out);
 void collect_vars(const Expr& e, std::set<std::string>& out);
 
+// The one walk over an expression: calls `f` on `e` and on every expression inside it,
+// each node before its operands (a Load before its indices), operands left to right.
+template <typename F>
+void for_each_expr(const Expr& e, const F& f) {
+  f(e);
+  for (const auto& a : e->args) for_each_expr(a, f);
+}
+// Calls `f` on every Load in `e` (of any buffer), in the order for_each_expr meets them.
+template <typename F>
+void for_each_load(const Expr& e, const F& f) {
+  for_each_expr(e, [&](const Expr& x) {
+    if (x->kind == ExprKind::Load) f(x);
+  });
+}
+
 enum class StmtKind { For, Block, Store, Allocate, If };
 enum class ForKind { Serial, Parallel, Vectorized, Unrolled };
 const char* for_kind_name(ForKind kind);
