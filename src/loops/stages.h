@@ -79,7 +79,7 @@ struct Stages {
   const Buffer* buffer(const std::string& name) const;
 };
 
-// Stages of `graph` with the default loops; `inline_nodes` lists the tensor-IR values
+// Stages of `graph` with the default loops (build_stages.cpp); `inline_nodes` lists the tensor-IR values
 // (beyond the default single-use ones) to recompute inside their readers.
 Stages build_stages(const ir::Graph& graph, const std::set<ir::ValueId>& inline_nodes);
 
