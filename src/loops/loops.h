@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -225,6 +226,11 @@ std::string describe_stages(const ir::Graph& graph);
 // directive is illegal; nothing is applied then). Single-use elementwise values are
 // inlined into their reader before any directive runs.
 Kernel lower(const ir::Graph& graph, const Schedule& schedule = {});
+// The same, calling `step` with the loop nest as it stands at each step: first before any
+// directive (`directive` null), then after each directive in order. A directive that is
+// illegal throws after the steps before it (`ollie emit --show-loops` prints them).
+using LowerStep = std::function<void(const Directive* directive, const Kernel& kernel)>;
+Kernel lower(const ir::Graph& graph, const Schedule& schedule, const LowerStep& step);
 
 // The baseline schedule every search starts from: producers computed at their consumer's
 // outer loops (fused chains), contractions ordered so the innermost loop walks the output
