@@ -70,6 +70,7 @@ struct EmitFlags {
   std::string schedule;      // a file or the text; empty: the default schedule
   std::string rewrites;      // a file of rewrite lines (src/rewrite/); empty: none
   bool show_stages = false;
+  bool show_loops = false;   // print the loop nest at each step on stdout (docs/schedules.md)
 };
 int run_emit(const SpecFlags& flags, const EmitFlags& emit_flags);
 struct RunKernelFlags {

@@ -1,6 +1,7 @@
 // `ollie emit`: the kernel of a spec under a schedule (the default one unless --schedule
 // names a file or gives the text), emitted as C++ in the ABI, with its header
-// `<entry>.ollie.h` and the schedule used `<entry>.schedule`, written to a directory.
+// `<entry>.ollie.h` and the schedule used `<entry>.schedule`, written to a directory;
+// with --show-loops, the loop nest at each step on stdout as well.
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -37,6 +38,31 @@ loops::Schedule schedule_from_flag(const ir::Graph& graph, const std::string& fl
   return loops::parse_schedule(flag, "--schedule");
 }
 
+// Lowers `graph` under `schedule`; with `show`, prints the loop nest on stdout at each
+// step (after the rewrites, after each directive, and the kernel handed to the emitter),
+// each block under a "== ..." header line and followed by a blank line. Steps before an
+// illegal directive are printed before its error.
+loops::Kernel lower_showing_steps(const ir::Graph& graph, const loops::Schedule& schedule,
+                                  const std::string& rewrites, bool show) {
+  if (!show) return loops::lower(graph, schedule);
+  const size_t count = schedule.directives.size();
+  size_t done = 0;
+  auto print = [](const std::string& header, const loops::Kernel& kernel) {
+    std::cout << "== " << header << "\n" << loops::to_text(kernel) << "\n";
+  };
+  auto step_header = [&](const loops::Directive* directive) {
+    if (!directive) return fmt::format("after rewrites ({})", rewrites.empty() ? "none" : rewrites);
+    return fmt::format("after '{}' (directive {} of {})", loops::to_text(*directive), ++done,
+                       count);
+  };
+  auto show_step = [&](const loops::Directive* directive, const loops::Kernel& now) {
+    print(step_header(directive), now);
+  };
+  const loops::Kernel kernel = loops::lower(graph, schedule, show_step);
+  print("before emission", kernel);
+  return kernel;
+}
+
 }  // namespace
 
 int run_emit(const SpecFlags& flags, const EmitFlags& emit_flags) {
@@ -50,7 +76,8 @@ int run_emit(const SpecFlags& flags, const EmitFlags& emit_flags) {
     return 0;
   }
   const loops::Schedule schedule = schedule_from_flag(graph, emit_flags.schedule);
-  const loops::Kernel kernel = loops::lower(graph, schedule);
+  const loops::Kernel kernel =
+      lower_showing_steps(graph, schedule, emit_flags.rewrites, emit_flags.show_loops);
   const std::string schedule_text = loops::to_text(schedule);
   const std::string source = emit::emit_kernel(kernel, graph, {.schedule_text = schedule_text});
   const std::string header = emit::emit_header(graph);

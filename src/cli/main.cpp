@@ -55,8 +55,15 @@ int main(int argc, char** argv) {
   emit_cmd->add_option("--rewrites", emit_opts.rewrites,
                        "a file of tensor-IR rewrites to apply first, one per line (an optimize run's <entry>.rewrites; "
                        "docs/rewrites.md)");
-  emit_cmd->add_flag("--show-stages", emit_opts.show_stages,
-                     "print the stages and loops a schedule can name, the default schedule, and the rewrite sites");
+  CLI::Option* show_stages = emit_cmd->add_flag(
+      "--show-stages", emit_opts.show_stages,
+      "print the stages and loops a schedule can name, the default schedule, and the rewrite "
+      "sites");
+  emit_cmd
+      ->add_flag("--show-loops", emit_opts.show_loops,
+                 "also print the loop nest on stdout after the rewrites, after each directive and "
+                 "before emission, each under a '== ...' line (the files are written as usual)")
+      ->excludes(show_stages);
 
   SpecFlags run_flags;
   RunKernelFlags run;

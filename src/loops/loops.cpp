@@ -149,13 +149,15 @@ bool equal(const Expr& a, const Expr& b) {
 }
 
 void collect_loads(const Expr& e, const std::string& buffer, std::vector<Expr>& out) {
-  if (e->kind == ExprKind::Load && e->name == buffer) out.push_back(e);
-  for (const auto& a : e->args) collect_loads(a, buffer, out);
+  for_each_load(e, [&](const Expr& load) {
+    if (load->name == buffer) out.push_back(load);
+  });
 }
 
 void collect_vars(const Expr& e, std::set<std::string>& out) {
-  if (e->kind == ExprKind::Var) out.insert(e->name);
-  for (const auto& a : e->args) collect_vars(a, out);
+  for_each_expr(e, [&](const Expr& x) {
+    if (x->kind == ExprKind::Var) out.insert(x->name);
+  });
 }
 
 bool mentions(const Expr& e, const std::string& var) {

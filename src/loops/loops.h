@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -70,6 +71,21 @@ bool mentions(const Expr& e, const std::string& var);
 // The Loads of `buffer` in `e` (appended to `out`), and the names of the Vars `e` reads.
 void collect_loads(const Expr& e, const std::string& buffer, std::vector<Expr>& out);
 void collect_vars(const Expr& e, std::set<std::string>& out);
+
+// The one walk over an expression: calls `f` on `e` and on every expression inside it,
+// each node before its operands (a Load before its indices), operands left to right.
+template <typename F>
+void for_each_expr(const Expr& e, const F& f) {
+  f(e);
+  for (const auto& a : e->args) for_each_expr(a, f);
+}
+// Calls `f` on every Load in `e` (of any buffer), in the order for_each_expr meets them.
+template <typename F>
+void for_each_load(const Expr& e, const F& f) {
+  for_each_expr(e, [&](const Expr& x) {
+    if (x->kind == ExprKind::Load) f(x);
+  });
+}
 
 enum class StmtKind { For, Block, Store, Allocate, If };
 enum class ForKind { Serial, Parallel, Vectorized, Unrolled };
@@ -210,6 +226,11 @@ std::string describe_stages(const ir::Graph& graph);
 // directive is illegal; nothing is applied then). Single-use elementwise values are
 // inlined into their reader before any directive runs.
 Kernel lower(const ir::Graph& graph, const Schedule& schedule = {});
+// The same, calling `step` with the loop nest as it stands at each step: first before any
+// directive (`directive` null), then after each directive in order. A directive that is
+// illegal throws after the steps before it (`ollie emit --show-loops` prints them).
+using LowerStep = std::function<void(const Directive* directive, const Kernel& kernel)>;
+Kernel lower(const ir::Graph& graph, const Schedule& schedule, const LowerStep& step);
 
 // The baseline schedule every search starts from: producers computed at their consumer's
 // outer loops (fused chains), contractions ordered so the innermost loop walks the output

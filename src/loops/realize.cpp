@@ -1,8 +1,6 @@
 // Turns scheduled stages into the kernel body (stages computed at their hosts' loops,
-// reduction initialisation, packed tiles, local buffers), and the lower() driver that
-// builds the stages and applies a schedule's directives in order.
+// reduction initialisation, packed tiles, local buffers).
 #include <limits>
-#include <thread>
 
 #include "loops/stages.h"
 
@@ -495,76 +493,6 @@ Kernel realize(const Stages& st) {
   Kernel k = st.kernel;
   k.body = Realizer(st).run();
   return k;
-}
-
-Target host_target() {
-  Target t;
-  __builtin_cpu_init();
-  t.vector_bytes = __builtin_cpu_supports("avx512f") ? 64 : __builtin_cpu_supports("avx2") ? 32 : 16;
-  t.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return t;
-}
-
-namespace {
-
-// The value ids named by `inline` directives so far, checked.
-ir::ValueId inline_target(const ir::Graph& graph, const Stages& st, const Directive& d) {
-  const int i = st.find(d.stage);
-  if (i < 0) {
-    std::string all;
-    for (const auto& s : st.stages) all += (all.empty() ? "" : ", ") + s.name;
-    throw ScheduleError(d, "there is no stage " + d.stage, "the stages are: " + all);
-  }
-  const Stage& s = st.stages[static_cast<size_t>(i)];
-  if (s.buffer.rfind("out", 0) == 0 && st.buffer(s.buffer)->role == BufferRole::Output)
-    throw ScheduleError(d, s.name + " is a result of the kernel; it must be stored", "");
-  if (s.reduce || s.what == "concat part" || s.what == "copy" || s.buffer[0] != 't')
-    throw ScheduleError(d, s.name + " is a " + s.what + ", not an elementwise value", "only elementwise stages inline");
-  const auto v = static_cast<ir::ValueId>(std::stoll(s.buffer.substr(1)));
-  OLLIE_CHECK(static_cast<size_t>(v) < graph.nodes.size(), "inline: bad stage buffer " + s.buffer);
-  return v;
-}
-
-}  // namespace
-
-Kernel lower(const ir::Graph& graph, const Schedule& schedule) {
-  std::set<ir::ValueId> inlined;
-  Stages st = build_stages(graph, inlined);
-  std::vector<const Directive*> applied;
-  for (const auto& d : schedule.directives) {
-    if (d.kind != DirectiveKind::Inline) {
-      apply_directive(graph, st, d);
-      applied.push_back(&d);
-      continue;
-    }
-    // Inlining removes a stage: rebuild without it and replay what came before.
-    std::set<ir::ValueId> more = inlined;
-    more.insert(inline_target(graph, st, d));
-    Stages rebuilt = build_stages(graph, more);
-    for (const Directive* p : applied) {
-      try {
-        apply_directive(graph, rebuilt, *p);
-      } catch (const ScheduleError& e) {
-        throw ScheduleError(d, "an earlier directive (" + to_text(*p) + ") no longer applies", e.reason());
-      }
-    }
-    st = std::move(rebuilt);
-    inlined = std::move(more);
-  }
-  return realize(st);
-}
-
-std::string describe_stages(const ir::Graph& graph) {
-  const Stages st = build_stages(graph, {});
-  std::string out;
-  for (const auto& s : st.stages) {
-    out += s.name + ":";
-    for (size_t i = 0; i < s.loops.size(); ++i)
-      out += std::string(i ? "," : "") + " for " + s.loops[i].name + " in [0, " + to_text(s.loops[i].extent) + ")" +
-             (s.loops[i].reduction ? " reduce" : "");
-    out += "  (" + s.what + ")\n";
-  }
-  return out;
 }
 
 }  // namespace ollie::loops

@@ -79,8 +79,8 @@ struct Stages {
   const Buffer* buffer(const std::string& name) const;
 };
 
-// Stages of `graph` with the default loops; `inline_nodes` lists the tensor-IR values
-// (beyond the default single-use ones) to recompute inside their readers.
+// Stages of `graph` with the default loops (build_stages.cpp); `inline_nodes` lists the
+// tensor-IR values (beyond the default single-use ones) to recompute inside their readers.
 Stages build_stages(const ir::Graph& graph, const std::set<ir::ValueId>& inline_nodes);
 
 // The elementwise values that lowering inlines by default.

@@ -19,7 +19,9 @@
 
 #include "../llm/fake_model_server.h"
 #include "npy/npy.h"
+#include "loops/loops.h"
 #include "rewrite/rewrite.h"
+#include "spec/spec.h"
 #include "store/store.h"
 
 namespace {
@@ -31,8 +33,8 @@ struct CommandResult {
   std::string out;  // stdout and stderr together
 };
 
-CommandResult ollie_with_env(const std::string& env, const std::string& args) {
-  std::string cmd = env + (env.empty() ? "" : " ") + std::string(OLLIE_BINARY) + " " + args + " 2>&1";
+// Runs a shell command line; `out` is what it writes to stdout.
+CommandResult shell(const std::string& cmd) {
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return {-1, "popen failed"};
   std::string out;
@@ -41,6 +43,10 @@ CommandResult ollie_with_env(const std::string& env, const std::string& args) {
   while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
   int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+CommandResult ollie_with_env(const std::string& env, const std::string& args) {
+  return shell(env + (env.empty() ? "" : " ") + std::string(OLLIE_BINARY) + " " + args + " 2>&1");
 }
 
 CommandResult ollie(const std::string& args) { return ollie_with_env("", args); }
@@ -829,6 +835,103 @@ TEST(Cli, InputOfTheWrongShapeIsRejected) {
   CommandResult r = ollie("eval " + spec + " --dims M=3,K=6,N=2 --inputs " + in.string());
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("shape"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
+// `ollie emit --show-loops`: the loop nest on stdout at each step, each under its "== ..."
+// line, in order: after the rewrites, after each directive, before emission; each block is
+// the loops' text form (loops::to_text) of the schedule's prefix so far.
+struct ShownStep {
+  std::string header;
+  std::string loops;
+};
+
+// The "== ..." blocks of --show-loops output, each without the blank line that ends it;
+// the "wrote ..." line after them goes to `wrote` when given.
+std::vector<ShownStep> shown_steps(const std::string& out, std::string* wrote = nullptr) {
+  std::vector<ShownStep> steps;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("== ", 0) == 0) steps.push_back({line.substr(3), ""});
+    else if (wrote && line.rfind("wrote ", 0) == 0) *wrote = line;
+    else if (!steps.empty()) steps.back().loops += line + "\n";
+  }
+  for (auto& step : steps)
+    if (step.loops.ends_with("\n\n")) step.loops.pop_back();
+  return steps;
+}
+
+TEST(Cli, ShowLoopsPrintsTheLoopNestAfterEachStepInOrder) {
+  fs::path dir = temp_dir();
+  const std::string spec = (source_dir() / "examples/softmax.py").string();
+  const std::string args =
+      "emit " + spec + " --dims M=5,N=37 --schedule 'split out0 n 8; vectorize out0 n_i'";
+  // stdout alone (what a pager gets).
+  CommandResult shown = shell(std::string(OLLIE_BINARY) + " " + args + " --show-loops -o " +
+                              (dir / "shown").string() + " 2>/dev/null");
+  ASSERT_EQ(shown.exit_code, 0) << shown.out;
+  std::string wrote;
+  const std::vector<ShownStep> steps = shown_steps(shown.out, &wrote);
+  ASSERT_EQ(steps.size(), 4u) << shown.out;
+  EXPECT_EQ(steps[0].header, "after rewrites (none)");
+  EXPECT_EQ(steps[1].header, "after 'split out0 n 8' (directive 1 of 2)");
+  EXPECT_EQ(steps[2].header, "after 'vectorize out0 n_i' (directive 2 of 2)");
+  EXPECT_EQ(steps[3].header, "before emission");
+  EXPECT_EQ(wrote.rfind("wrote ", 0), 0u) << shown.out;  // last, after the blocks
+  EXPECT_TRUE(shown.out.ends_with(wrote + "\n")) << shown.out;
+  // The split's loops appear at the split and not before; the vector loop after its directive.
+  EXPECT_EQ(steps[0].loops.find("n_i"), std::string::npos) << steps[0].loops;
+  EXPECT_NE(steps[1].loops.find("for n_i in"), std::string::npos) << steps[1].loops;
+  EXPECT_EQ(steps[1].loops.find("vectorized for n_i"), std::string::npos) << steps[1].loops;
+  EXPECT_NE(steps[2].loops.find("vectorized for n_i"), std::string::npos) << steps[2].loops;
+  // Each block is the text form of the schedule's prefix; the last, of the whole schedule.
+  ollie::spec::SpecOptions options;
+  options.dim_overrides = {{"M", 5}, {"N", 37}};
+  const ollie::ir::Graph graph = ollie::spec::load_spec(spec, options);
+  const auto schedule = ollie::loops::parse_schedule("split out0 n 8\nvectorize out0 n_i\n");
+  ollie::loops::Schedule prefix;
+  for (size_t i = 0; i <= schedule.directives.size(); ++i) {
+    EXPECT_EQ(steps[i].loops, ollie::loops::to_text(ollie::loops::lower(graph, prefix))) << i;
+    if (i < schedule.directives.size()) prefix.directives.push_back(schedule.directives[i]);
+  }
+  EXPECT_EQ(steps[3].loops, ollie::loops::to_text(ollie::loops::lower(graph, schedule)));
+  // The files are those emit writes without --show-loops, and nothing went to stderr.
+  CommandResult plain = ollie(args + " -o " + (dir / "plain").string());
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  for (const char* file : {"softmax.cpp", "softmax.ollie.h", "softmax.schedule"})
+    EXPECT_EQ(read_file(dir / "shown" / file), read_file(dir / "plain" / file)) << file;
+  CommandResult again = ollie(args + " --show-loops -o " + (dir / "shown").string());
+  EXPECT_EQ(again.out, shown.out);
+  fs::remove_all(dir);
+}
+
+TEST(Cli, ShowLoopsShowsOneBlockPerDirectiveOfTheDefaultScheduleAndStopsAtAnIllegalOne) {
+  fs::path dir = temp_dir();
+  const std::string spec = (source_dir() / "examples/softmax.py").string();
+  CommandResult shown = ollie("emit " + spec + " --dims M=5,N=37 --show-loops -o " + dir.string());
+  ASSERT_EQ(shown.exit_code, 0) << shown.out;
+  const std::vector<ShownStep> steps = shown_steps(shown.out);
+  std::istringstream written(read_file(dir / "softmax.schedule"));
+  std::vector<std::string> directives;
+  for (std::string line; std::getline(written, line);)
+    if (!line.empty() && line[0] != '#') directives.push_back(line);
+  ASSERT_FALSE(directives.empty());
+  ASSERT_EQ(steps.size(), directives.size() + 2) << shown.out;
+  for (size_t i = 0; i < directives.size(); ++i)
+    EXPECT_EQ(steps[i + 1].header, "after '" + directives[i] + "' (directive " +
+                                       std::to_string(i + 1) + " of " +
+                                       std::to_string(directives.size()) + ")");
+  // An illegal directive: the steps before it, then its error; nothing emitted.
+  CommandResult illegal = ollie("emit " + spec + " --show-loops -o " + (dir / "bad").string() +
+                                " --schedule 'split out0 n 8; parallel t1 n'");
+  EXPECT_EQ(illegal.exit_code, 1) << illegal.out;
+  const std::vector<ShownStep> before = shown_steps(illegal.out);
+  ASSERT_EQ(before.size(), 2u) << illegal.out;
+  EXPECT_EQ(before[1].header, "after 'split out0 n 8' (directive 1 of 2)");
+  EXPECT_NE(illegal.out.find("parallel t1 n"), std::string::npos) << illegal.out;
+  EXPECT_FALSE(fs::exists(dir / "bad" / "softmax.cpp"));
+  // With --show-stages it is refused (that prints the stages instead of emitting).
+  EXPECT_EQ(ollie("emit " + spec + " --show-loops --show-stages").exit_code, 2);
   fs::remove_all(dir);
 }
 

@@ -1,0 +1,86 @@
+// Internal to loops/: what the default schedule (default_schedule.cpp), its register
+// tiles (register_tiles.cpp) and the random schedules (random_schedule.cpp) share to
+// propose directives. Every proposal is tried against a copy of the stages and kept only
+// when apply_directive accepts it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "loops/stages.h"
+
+namespace ollie::loops {
+
+// Applies `d` to a copy of `st`; on success keeps it and records it in `out`, else
+// leaves both as they were (and the rejection's reason in `reason`, when given).
+bool try_apply(const ir::Graph& g, Stages& st, Schedule& out, const Directive& d,
+               std::string* reason = nullptr);
+// A directive built in code (line 0).
+Directive make_directive(DirectiveKind k, const std::string& stage, std::vector<std::string> args,
+                         int64_t factor = 0);
+// Whether `e` loads `buffer`.
+bool reads(const Expr& e, const std::string& buffer);
+
+// Reorders `stage` to `order` unless its loops already run in that order.
+void reorder_to(const ir::Graph& g, Stages& st, Schedule& out, const std::string& stage,
+                const std::vector<std::string>& order);
+// Reorders `stage` so that `loop` runs innermost, the others keeping their order.
+void move_innermost(const ir::Graph& g, Stages& st, Schedule& out, const std::string& stage,
+                    const std::string& loop);
+
+// Whether some load of `s` walks its buffer with unit stride along loop `loop` (after
+// the stage's substitution): the loop runs along contiguous memory.
+bool walks_contiguously(const Stage& s, const std::string& loop);
+// The size of a dims expression at the graph's bound dims (large when unbound).
+int64_t bound_size(const ir::Graph& g, const ir::DimExpr& d);
+// The loads in stage `s`'s value of buffers other than its own (its operands), in order.
+std::vector<Expr> operand_loads(const Stage& s);
+// The bytes of buffer `b` at the graph's bound dims (a dim of size 0 counted as 1).
+int64_t buffer_bytes(const ir::Graph& g, const Buffer& b);
+// The vector lanes of `d` on `t`.
+int lanes(const Target& t, ir::DType d);
+
+// Register tiles (rows x columns of accumulators): columns a multiple of the vector
+// width, rows x columns / lanes vectors within the 32 registers of AVX-512 with room for
+// the operands; the first entries are the classic GEMM micro-kernel shapes.
+inline constexpr std::pair<int64_t, int64_t> kRegisterTiles[] = {
+    {6, 2}, {4, 3}, {8, 2}, {4, 4}, {12, 1}, {3, 4}, {2, 4}, {1, 4}, {8, 1}, {4, 2}};
+
+// The directives that give reduction stage `s` a register tile of `rows` x `vectors`
+// vectors of accumulators: its last two pure loops (rows, then the columns) split by
+// the tile, their outer parts outside the reduction loops and the inner parts inside,
+// the accumulators kept in the column loop's outer part, the columns vectorized, the
+// rows unrolled and (when `parallel`) the first loop parallel. A stage with one pure
+// loop, or `rows` 1, gets a single row.
+// Each directive is applied to `st`; nullopt (and `st` as it was) if one is illegal.
+std::optional<std::vector<Directive>> register_tile(const ir::Graph& g, Stages& st,
+                                                    const std::string& stage, int64_t rows,
+                                                    int64_t vectors, const Target& target,
+                                                    bool parallel = true);
+// A dot-product tile for a contraction vectorized along its innermost reduction loop
+// (attention scores: q[h, l] . c_kv[s, l], both contiguous only along l): kDotTile
+// iterations of the innermost pure loop that some operand does not depend on run inside
+// the reduction loop, each its own accumulator, so that operand's vector is loaded once
+// for all of them and the sums do not wait on each other. (mla_decode's scores, 512 long, one
+// thread: 0.9 of the whole kernel's time with a 4-row tile, `ollie bench --vs`; no gain on
+// attention_causal's 64-long ones.)
+// Applied to `st` and recorded in `out` when legal and worthwhile; false otherwise.
+bool dot_tile(const ir::Graph& g, Stages& st, Schedule& out, const std::string& name,
+              const Target& target);
+// Split-K: a contraction whose one reduction loop is long beside its output (mla_decode's
+// o_lat = p . c_kv: 16 x 512 outputs, 4096 keys) runs as kSplitKBlock-long slices of the
+// reduction, each a stage of partial results (rfactor) over every output: a slice of the
+// big operand is read once from cache by every output tile (register tiles, when
+// `tiles`), and the slices run in parallel. Then the partials are summed with the
+// output's last loop vectorized. (mla_decode, one thread: the partials with 6 x 2 tiles
+// were 0.77 of the fused serial o_lat's whole-kernel time, `ollie bench --vs`.)
+// Only when the reduction is at least kSplitKMin long and the output at most
+// kSplitKOutputsPerKey times as big: the partial results cost O x R / block extra.
+// Applied to `st` and recorded in `out`; false (nothing applied) when it does not apply.
+bool split_k(const ir::Graph& g, Stages& st, Schedule& out, const std::string& name,
+             const Target& target, bool tiles);
+
+}  // namespace ollie::loops

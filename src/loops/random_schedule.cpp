@@ -1,0 +1,161 @@
+// Random schedules: random moves against the stages for the property tests
+// (random_schedule) and one random step from a schedule for the search's mutate proposer
+// (mutate_schedule). Each proposal is kept only when apply_directive accepts it.
+#include <algorithm>
+#include <optional>
+#include <random>
+
+#include "loops/proposals.h"
+
+namespace ollie::loops {
+namespace {
+
+// One random directive against the stages as they are (nullopt when the draw made no
+// sense, e.g. a reorder of a one-loop stage). Not necessarily legal.
+std::optional<Directive> random_directive(const Stages& st, std::mt19937_64& rng) {
+  auto pick = [&](size_t n) { return static_cast<size_t>(std::uniform_int_distribution<size_t>(0, n - 1)(rng)); };
+  const int64_t factors[] = {2, 3, 4, 5, 8, 16};
+  const Stage& s = st.stages[pick(st.stages.size())];
+  if (s.loops.empty()) return std::nullopt;
+  auto loop = [&](const Stage& x) { return x.loops[pick(x.loops.size())].name; };
+  switch (pick(9)) {
+    case 0: return make_directive(DirectiveKind::Split, s.name, {loop(s)}, factors[pick(std::size(factors))]);
+    case 1: {
+      std::vector<std::string> ls;
+      for (const auto& l : s.loops) ls.push_back(l.name);
+      std::shuffle(ls.begin(), ls.end(), rng);
+      ls.resize(std::max<size_t>(2, pick(ls.size()) + 1));
+      if (ls.size() < 2 || s.loops.size() < 2) return std::nullopt;
+      return make_directive(DirectiveKind::Reorder, s.name, ls);
+    }
+    case 2: return make_directive(DirectiveKind::Parallel, s.name, {loop(s)});
+    case 3: return make_directive(DirectiveKind::Vectorize, s.name, {loop(s)});
+    case 4: return make_directive(DirectiveKind::Unroll, s.name, {loop(s)});
+    case 5: {
+      // Mostly into a stage that reads it (or that stage's host): the moves that can be
+      // legal; sometimes anywhere, to exercise the rejections.
+      std::vector<const Stage*> hosts;
+      for (const auto& r : st.stages) {
+        if (&r == &s || !reads(r.value, s.buffer)) continue;
+        hosts.push_back(&r);
+        if (r.host >= 0) hosts.push_back(&st.stages[static_cast<size_t>(r.host)]);
+      }
+      const Stage& h = !hosts.empty() && pick(4) != 0 ? *hosts[pick(hosts.size())] : st.stages[pick(st.stages.size())];
+      if (h.loops.empty()) return std::nullopt;
+      return make_directive(DirectiveKind::ComputeAt, s.name, {h.name, loop(h)});
+    }
+    case 6: {
+      std::vector<std::string> bufs;
+      for (const Expr& load : operand_loads(s)) bufs.push_back(load->name);
+      if (bufs.empty()) return std::nullopt;
+      return make_directive(DirectiveKind::Pack, s.name, {bufs[pick(bufs.size())], loop(s)});
+    }
+    case 7: return make_directive(DirectiveKind::Accumulate, s.name, {loop(s)});
+    default: return make_directive(DirectiveKind::Rfactor, s.name, {loop(s)});
+  }
+}
+
+// A register tile of a random shape for a random reduction stage (see register_tile).
+std::optional<std::vector<Directive>> random_register_tile(const ir::Graph& g, Stages& st, std::mt19937_64& rng,
+                                                           const Target& target) {
+  std::vector<std::string> reductions;
+  for (const auto& s : st.stages)
+    if (s.reduce && !s.accumulate_depth) reductions.push_back(s.name);
+  if (reductions.empty()) return std::nullopt;
+  auto pick = [&](size_t n) { return static_cast<size_t>(std::uniform_int_distribution<size_t>(0, n - 1)(rng)); };
+  const std::string stage = reductions[pick(reductions.size())];
+  const auto [rows, vectors] = kRegisterTiles[pick(std::size(kRegisterTiles))];
+  return register_tile(g, st, stage, rows, vectors, target);
+}
+
+// Draws of random_directive that propose a whole register tile instead (1 in this many).
+constexpr int kRegisterTileOdds = 8;
+
+// Applies the directives of `schedule` in order, keeping the legal ones.
+Schedule replay_legal(const ir::Graph& graph, Stages& st, const std::vector<Directive>& directives) {
+  Schedule out;
+  for (const auto& d : directives) try_apply(graph, st, out, d);
+  return out;
+}
+
+}  // namespace
+
+Schedule random_schedule(const ir::Graph& graph, uint64_t seed, int moves, std::vector<RejectedDirective>* rejected,
+                         const Target& target) {
+  std::mt19937_64 rng(seed);
+  Schedule out;
+  Stages st = build_stages(graph, {});
+  if (std::uniform_int_distribution<int>(0, 1)(rng) == 0)
+    for (const auto& d : default_schedule(graph, target).directives) try_apply(graph, st, out, d);
+  for (int m = 0; m < moves; ++m) {
+    if (std::uniform_int_distribution<int>(0, kRegisterTileOdds - 1)(rng) == 0) {
+      if (const auto tile = random_register_tile(graph, st, rng, target))
+        out.directives.insert(out.directives.end(), tile->begin(), tile->end());
+      continue;
+    }
+    const std::optional<Directive> d = random_directive(st, rng);
+    if (!d) continue;
+    std::string reason;
+    const Schedule before = out;
+    if (!try_apply(graph, st, out, *d, &reason) && rejected) rejected->push_back({before, *d, reason});
+  }
+  return out;
+}
+
+std::optional<Mutation> mutate_schedule(const ir::Graph& graph, const Schedule& base, uint64_t seed, int attempts) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](size_t n) { return static_cast<size_t>(std::uniform_int_distribution<size_t>(0, n - 1)(rng)); };
+  const std::string base_text = to_text(base);
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    Stages st = build_stages(graph, {});
+    Mutation m;
+    const size_t n = base.directives.size();
+    const size_t kind = n == 0 ? 0 : pick(4);
+    if (kind == 0 && pick(kRegisterTileOdds) == 0) {  // add a register tile at the end
+      m.schedule = replay_legal(graph, st, base.directives);
+      const auto tile = random_register_tile(graph, st, rng, host_target());
+      if (!tile) continue;
+      m.schedule.directives.insert(m.schedule.directives.end(), tile->begin(), tile->end());
+      m.move = "add register tile:";
+      for (size_t i = 0; i < tile->size(); ++i) m.move += (i ? "; " : " ") + to_text((*tile)[i]);
+    } else if (kind == 0) {  // add one legal directive at the end
+      m.schedule = replay_legal(graph, st, base.directives);
+      const std::optional<Directive> d = random_directive(st, rng);
+      if (!d || !try_apply(graph, st, m.schedule, *d)) continue;
+      m.move = "add " + to_text(*d);
+    } else if (kind == 1) {  // drop one directive (and any that needed it)
+      const size_t i = pick(n);
+      std::vector<Directive> rest = base.directives;
+      rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
+      m.schedule = replay_legal(graph, st, rest);
+      m.move = "drop " + to_text(base.directives[i]);
+    } else if (kind == 2) {  // retune a split factor
+      std::vector<size_t> splits;
+      for (size_t i = 0; i < n; ++i)
+        if (base.directives[i].kind == DirectiveKind::Split) splits.push_back(i);
+      if (splits.empty()) continue;
+      const int64_t factors[] = {2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128};
+      std::vector<Directive> changed = base.directives;
+      Directive& d = changed[splits[pick(splits.size())]];
+      const int64_t old = d.factor;
+      d.factor = factors[pick(std::size(factors))];
+      if (d.factor == old) continue;
+      m.schedule = replay_legal(graph, st, changed);
+      m.move = "split factor " + std::to_string(old) + " -> " + std::to_string(d.factor) + " in " + to_text(d);
+    } else {  // move one directive elsewhere in the order
+      const size_t from = pick(n), to = pick(n);
+      if (from == to) continue;
+      std::vector<Directive> moved = base.directives;
+      const Directive d = moved[from];
+      moved.erase(moved.begin() + static_cast<std::ptrdiff_t>(from));
+      moved.insert(moved.begin() + static_cast<std::ptrdiff_t>(to), d);
+      m.schedule = replay_legal(graph, st, moved);
+      m.move = "move " + to_text(d) + " from position " + std::to_string(from + 1) + " to " + std::to_string(to + 1);
+    }
+    if (to_text(m.schedule) == base_text) continue;  // no change after all
+    return m;
+  }
+  return std::nullopt;
+}
+
+}  // namespace ollie::loops

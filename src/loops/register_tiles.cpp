@@ -1,0 +1,168 @@
+// Register tiles for contractions and reductions (proposals.h): the accumulators of an
+// output tile kept in registers across the reduction loops (register_tile), a dot-product
+// tile for sums vectorized along their reduction (dot_tile), and split-K for a long
+// reduction beside a small output (split_k). The default schedule and the random
+// schedules propose them whole.
+#include <algorithm>
+
+#include "loops/proposals.h"
+
+namespace ollie::loops {
+
+using ir::OpKind;
+
+std::optional<std::vector<Directive>> register_tile(const ir::Graph& g, Stages& st, const std::string& stage,
+                                                    int64_t rows, int64_t vectors, const Target& target,
+                                                    bool parallel) {
+  Stages work = st;
+  Schedule out;
+  auto loops_now = [&] { return work.stages[static_cast<size_t>(work.find(stage))].loops; };
+  std::vector<std::string> pure, reduced;
+  for (const auto& l : loops_now()) (l.reduction ? reduced : pure).push_back(l.name);
+  if (pure.empty() || reduced.empty()) return std::nullopt;
+  const Stage& s0 = work.stages[static_cast<size_t>(work.find(stage))];
+  const int64_t cols = vectors * lanes(target, s0.dtype);
+  // Splits `loop` by `factor`; returns the outer and inner loop names.
+  auto split = [&](const std::string& loop, int64_t factor) -> std::optional<std::pair<std::string, std::string>> {
+    const auto before = loops_now();
+    size_t x = 0;
+    while (x < before.size() && before[x].name != loop) ++x;
+    if (!try_apply(g, work, out, make_directive(DirectiveKind::Split, stage, {loop}, factor))) return std::nullopt;
+    const auto after = loops_now();
+    return std::make_pair(after[x].name, after[x + 1].name);
+  };
+  const std::string col = pure.back();
+  const std::string row = pure.size() >= 2 && rows > 1 ? pure[pure.size() - 2] : "";
+  std::vector<std::string> order;
+  for (const auto& p : pure)
+    if (p != col && p != row) order.push_back(p);
+  std::vector<std::string> inner;
+  if (!row.empty()) {
+    const auto r = split(row, rows);
+    if (!r) return std::nullopt;
+    order.push_back(r->first);
+    inner.push_back(r->second);
+  }
+  const auto c = split(col, cols);
+  if (!c) return std::nullopt;
+  order.push_back(c->first);
+  inner.push_back(c->second);
+  order.insert(order.end(), reduced.begin(), reduced.end());
+  order.insert(order.end(), inner.begin(), inner.end());
+  std::vector<std::string> now;
+  for (const auto& l : loops_now()) now.push_back(l.name);
+  if (now != order && !try_apply(g, work, out, make_directive(DirectiveKind::Reorder, stage, order))) return std::nullopt;
+  if (!try_apply(g, work, out, make_directive(DirectiveKind::Accumulate, stage, {c->first}))) return std::nullopt;
+  try_apply(g, work, out, make_directive(DirectiveKind::Vectorize, stage, {c->second}));
+  if (!row.empty()) try_apply(g, work, out, make_directive(DirectiveKind::Unroll, stage, {inner[0]}));
+  const Stage& s = work.stages[static_cast<size_t>(work.find(stage))];
+  if (parallel && target.cores > 1 && s.host < 0 && !s.loops.empty() && s.loops[0].kind != ForKind::Parallel &&
+      !s.loops[0].reduction && bound_size(g, s.loops[0].nominal) >= 2)
+    try_apply(g, work, out, make_directive(DirectiveKind::Parallel, stage, {s.loops[0].name}));
+  st = std::move(work);
+  return out.directives;
+}
+
+// The dot tile: its rows, and the shortest sum (in vectors) it pays for (see proposals.h).
+constexpr int64_t kDotTile = 4;
+constexpr int64_t kDotTileMinVectors = 8;
+
+bool dot_tile(const ir::Graph& g, Stages& st, Schedule& out, const std::string& name, const Target& target) {
+  Stages work = st;
+  Schedule done;
+  const Stage& s = work.stages[static_cast<size_t>(work.find(name))];
+  if (!s.contract || s.loops.empty() || !s.loops.back().reduction || s.combine != OpKind::Add) return false;
+  // Short sums (attention_causal's 64-long head dim: 4 vectors) gain nothing: the
+  // horizontal sum at the end of each costs as much as the sum.
+  if (bound_size(g, s.loops.back().nominal) < kDotTileMinVectors * lanes(target, s.dtype)) return false;
+  std::vector<Expr> loads;
+  for (const Expr& load : operand_loads(s)) loads.push_back(substitute(load->args[0], s.subst));
+  std::string pick;
+  for (size_t k = s.loops.size(); k-- > 0 && pick.empty();) {
+    const StageLoop& l = s.loops[k];
+    if (l.reduction) continue;
+    if (bound_size(g, l.nominal) < 2) continue;
+    for (const auto& ld : loads)
+      if (!mentions(ld, l.name)) pick = l.name;
+    if (pick.empty()) return false;  // the innermost pure loop indexes every operand
+  }
+  if (pick.empty()) return false;
+  const std::string red = s.loops.back().name;
+  size_t x = 0;
+  while (s.loops[x].name != pick) ++x;
+  if (!try_apply(g, work, done, make_directive(DirectiveKind::Split, name, {pick}, kDotTile))) return false;
+  const Stage& split = work.stages[static_cast<size_t>(work.find(name))];
+  const std::string inner = split.loops[x + 1].name;  // split puts the inner part right after the outer
+  move_innermost(g, work, done, name, inner);
+  try_apply(g, work, done, make_directive(DirectiveKind::Unroll, name, {inner}));
+  if (!try_apply(g, work, done, make_directive(DirectiveKind::Vectorize, name, {red}))) return false;
+  st = std::move(work);
+  out.directives.insert(out.directives.end(), done.directives.begin(), done.directives.end());
+  return true;
+}
+
+// Split-K: the shortest reduction it applies to, the most outputs per reduction step, and
+// the slice length (see proposals.h).
+constexpr int64_t kSplitKMin = 1024;
+constexpr int64_t kSplitKOutputsPerKey = 4;
+constexpr int64_t kSplitKBlock = 64;
+
+bool split_k(const ir::Graph& g, Stages& st, Schedule& out, const std::string& name, const Target& target,
+             bool tiles) {
+  const Stage& s = st.stages[static_cast<size_t>(st.find(name))];
+  if (!s.contract || s.loops.size() < 2 || !s.loops.back().reduction) return false;
+  int64_t outputs = 1;
+  for (size_t k = 0; k + 1 < s.loops.size(); ++k) {
+    if (s.loops[k].reduction) return false;  // one reduction loop only
+    outputs *= bound_size(g, s.loops[k].nominal);
+  }
+  const std::string red = s.loops.back().name;
+  const std::string last_pure = s.loops[s.loops.size() - 2].name;
+  const int64_t keys = bound_size(g, s.loops.back().nominal);
+  if (keys < kSplitKMin || outputs > kSplitKOutputsPerKey * keys || !walks_contiguously(s, last_pure)) return false;
+  Stages work = st;
+  Schedule done;
+  if (!try_apply(g, work, done, make_directive(DirectiveKind::Split, name, {red}, kSplitKBlock))) return false;
+  const std::string outer = red + "_o", rf = name + "_rf";
+  if (!try_apply(g, work, done, make_directive(DirectiveKind::Rfactor, name, {outer})) || work.find(rf) < 0) return false;
+  // The partials: the slice loop outermost (parallel), the output's loops, the slice.
+  {
+    const Stage& r = work.stages[static_cast<size_t>(work.find(rf))];
+    std::vector<std::string> order = {outer}, reduced;
+    for (const auto& l : r.loops)
+      if (l.name != outer) (l.reduction ? reduced : order).push_back(l.name);
+    order.insert(order.end(), reduced.begin(), reduced.end());
+    reorder_to(g, work, done, rf, order);
+    const Stage& now = work.stages[static_cast<size_t>(work.find(rf))];
+    const int w = lanes(target, now.dtype);
+    // The tile: 6 rows (fewer when the dims are smaller) of the pure loop before the
+    // output's last one, by 2 vectors of the last (1 when it is narrower).
+    int64_t rows = 1, cols = 0;
+    for (const auto& l : now.loops) {
+      if (l.reduction) continue;
+      if (l.name == last_pure) cols = bound_size(g, l.nominal);
+      else if (l.name != outer) rows = std::min<int64_t>(6, std::max<int64_t>(1, bound_size(g, l.nominal)));
+    }
+    std::optional<std::vector<Directive>> tile;
+    if (tiles && cols >= w) tile = register_tile(g, work, rf, rows, cols >= 2 * w ? 2 : 1, target, true);
+    if (tile) {
+      done.directives.insert(done.directives.end(), tile->begin(), tile->end());
+    } else {
+      // Without a tile: the output's last loop innermost, vectorized, inside the slice.
+      move_innermost(g, work, done, rf, last_pure);
+      try_apply(g, work, done, make_directive(DirectiveKind::Vectorize, rf, {last_pure}));
+      if (target.cores > 1) try_apply(g, work, done, make_directive(DirectiveKind::Parallel, rf, {outer}));
+    }
+  }
+  // The sum of the partials: the slice loop inside the output's, the last loop vectorized.
+  {
+    // (rfactor left the slice loop innermost there.)
+    move_innermost(g, work, done, name, last_pure);
+    try_apply(g, work, done, make_directive(DirectiveKind::Vectorize, name, {last_pure}));
+  }
+  st = std::move(work);
+  out.directives.insert(out.directives.end(), done.directives.begin(), done.directives.end());
+  return true;
+}
+
+}  // namespace ollie::loops
