@@ -9,6 +9,7 @@
 
 #include "rewrite/rules.h"
 #include "support/error.h"
+#include "support/strings.h"
 
 namespace ollie::rewrite {
 
@@ -77,13 +78,6 @@ Graph without_dead_values(const Graph& g) {
   return out;
 }
 
-std::string trimmed(const std::string& s) {
-  const size_t a = s.find_first_not_of(" \t\r");
-  if (a == std::string::npos) return "";
-  const size_t b = s.find_last_not_of(" \t\r");
-  return s.substr(a, b - a + 1);
-}
-
 }  // namespace
 
 std::string to_text(const Site& site) {
@@ -95,12 +89,12 @@ std::string to_text(const Site& site) {
 }
 
 Site parse_site(const std::string& line) {
-  std::istringstream in(trimmed(line));
+  std::istringstream in(strings::trim(line, strings::kLineBlanks));
   std::string name, node, variant, extra;
   in >> name >> node >> variant >> extra;
   const std::string expected = "write RULE %NODE [FORM], e.g. 'reciprocal %12' or 'associate %20 right'";
   if (name.empty() || node.size() < 2 || node[0] != '%' || !extra.empty())
-    throw UserError("malformed rewrite '" + trimmed(line) + "': " + expected);
+    throw UserError("malformed rewrite '" + strings::trim(line, strings::kLineBlanks) + "': " + expected);
   Site site;
   const Rule& r = rule_named(name);
   site.rule = name;
@@ -109,13 +103,13 @@ Site parse_site(const std::string& line) {
     site.node = static_cast<ValueId>(std::stol(node.substr(1), &used));
     if (used + 1 != node.size() || site.node < 0) throw std::invalid_argument("");
   } catch (const std::exception&) {
-    throw UserError("malformed rewrite '" + trimmed(line) + "': '" + node + "' is not a value number; " + expected);
+    throw UserError("malformed rewrite '" + strings::trim(line, strings::kLineBlanks) + "': '" + node + "' is not a value number; " + expected);
   }
   const auto at = std::find(r.variants.begin(), r.variants.end(), variant);
   if (at == r.variants.end()) {
     std::string forms;
     for (const auto& v : r.variants) forms += (forms.empty() ? "" : ", ") + (v.empty() ? "(none)" : v);
-    throw UserError("malformed rewrite '" + trimmed(line) + "': " + name + " has the forms " + forms);
+    throw UserError("malformed rewrite '" + strings::trim(line, strings::kLineBlanks) + "': " + name + " has the forms " + forms);
   }
   site.variant = static_cast<int>(at - r.variants.begin());
   return site;
@@ -181,11 +175,11 @@ Graph replay(const Graph& graph, const std::string& chain) {
   int number = 0;
   while (std::getline(in, line)) {
     ++number;
-    if (trimmed(line).empty() || trimmed(line)[0] == '#') continue;
+    if (strings::trim(line, strings::kLineBlanks).empty() || strings::trim(line, strings::kLineBlanks)[0] == '#') continue;
     try {
       g = apply(g, parse_site(line));
     } catch (const UserError& e) {
-      throw UserError("rewrite chain line " + std::to_string(number) + " ('" + trimmed(line) + "'): " + e.what());
+      throw UserError("rewrite chain line " + std::to_string(number) + " ('" + strings::trim(line, strings::kLineBlanks) + "'): " + e.what());
     }
   }
   return g;
