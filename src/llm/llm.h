@@ -246,7 +246,7 @@ std::optional<ParsedAnswer> parse_answer(Protocol protocol, const std::string& b
 
 // ---------------------------------------------------------------- prompts
 
-// One failed candidate shown to the model: its verdict ("compile_error", "wrong",
+// One failed candidate shown to the model: its verdict ("compile-error", "wrong",
 // "crash", "timeout", ...) and the diagnostic, already trimmed by FailureLog::add.
 struct Failure {
   std::string verdict;

@@ -163,7 +163,7 @@ std::string trim_compile_errors(const std::string& log, int max_errors) {
 
 void FailureLog::add(const std::string& verdict, const std::string& diagnostic) {
   std::string text;
-  if (verdict == "compile_error") {
+  if (verdict == "compile-error") {
     text = trim_compile_errors(diagnostic, max_compile_errors_);
   } else {
     std::vector<std::string> lines = strings::split_lines(diagnostic);

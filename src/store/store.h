@@ -91,7 +91,7 @@ struct Step {
   double temperature = 0;
   double cost_current = 0;   // cost of the chain's candidate before the decision
   double cost_proposed = 0;
-  std::string note;          // e.g. "restart", "rejected: compile_error"
+  std::string note;          // e.g. "restart", "rejected: compile-error"
 };
 
 // One language-model request and its answer, stored so a run can be replayed without the

@@ -135,7 +135,7 @@ TEST(Failures, CompileErrorsAreTrimmedToTheFirstFew) {
 TEST(Failures, TheLogKeepsTheLastFewTrimmed) {
   FailureLog log(/*keep=*/2, /*max_compile_errors=*/1, /*max_lines=*/2);
   log.add("wrong", "normal suite (seed 1, M=5): out0[0] = 3 expected 4\nsecond line\nthird line\n");
-  log.add("compile_error", "a.cpp:1:1: error: first\na.cpp:2:1: error: second\n");
+  log.add("compile-error", "a.cpp:1:1: error: first\na.cpp:2:1: error: second\n");
   log.add("crash", "signal 11");
   ASSERT_EQ(log.recent().size(), 2u);
   EXPECT_EQ(log.recent()[0].verdict, "compile_error");
@@ -155,7 +155,7 @@ TEST(Failures, TheLogKeepsTheLastFewTrimmed) {
 
 TEST(Failures, RenderedFailuresReachThePrompt) {
   FailureLog log;
-  log.add("compile_error", "k.cpp:3:1: error: 'foo' was not declared in this scope\n");
+  log.add("compile-error", "k.cpp:3:1: error: 'foo' was not declared in this scope\n");
   PromptInputs in;
   in.failures.assign(log.recent().begin(), log.recent().end());
   ModelRequest r = render_prompt(parse_prompt_template("{{failures}}", "t.md"), in);
