@@ -44,7 +44,8 @@ class HashTimeEvaluator : public search::Evaluator {
     search::Evaluation e;
     e.verdict = verify::Verdict::Pass;
     e.penalty = 0;
-    e.median_seconds = c.proposer == "baseline" ? 2e-3 : 1e-3 + static_cast<double>(h % 1000) * 1e-6;
+    e.median_seconds =
+        c.proposer == "baseline" ? 2e-3 : 1e-3 + static_cast<double>(h % 1000) * 1e-6;
     e.min_seconds = e.median_seconds;
     e.ratio_vs_baseline = e.median_seconds / 2e-3;
     e.rounds = 5;
@@ -68,17 +69,24 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--evals") evals = std::stoll(next());
-    else if (a == "--every") every = std::stoll(next());
-    else if (a == "--proposers") proposer_list = next();
-    else if (!a.empty() && a[0] != '-') spec_path = a;
+    if (a == "--evals")
+      evals = std::stoll(next());
+    else if (a == "--every")
+      every = std::stoll(next());
+    else if (a == "--proposers")
+      proposer_list = next();
+    else if (!a.empty() && a[0] != '-')
+      spec_path = a;
     else {
-      std::fprintf(stderr, "usage: %s [SPEC] [--evals N] [--every K] [--proposers mutate,rewrite]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [SPEC] [--evals N] [--every K] [--proposers mutate,rewrite]\n",
+                   argv[0]);
       return 2;
     }
   }
   const ir::Graph graph = spec::load_spec(spec_path, {});
-  const fs::path dir = fs::temp_directory_path() / ("ollie-search-steady-" + std::to_string(getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("ollie-search-steady-" + std::to_string(getpid()));
   fs::create_directories(dir);
   store::RunInfo info;
   info.spec_path = spec_path;
@@ -96,7 +104,8 @@ int main(int argc, char** argv) {
     size_t end = proposer_list.find(',', start);
     if (end == std::string::npos) end = proposer_list.size();
     const std::string name = proposer_list.substr(start, end - start);
-    if (name == "mutate") proposers.push_back(search::make_mutate_proposer(graph));
+    if (name == "mutate")
+      proposers.push_back(search::make_mutate_proposer(graph));
     else {
       std::fprintf(stderr, "unknown proposer '%s'\n", name.c_str());
       return 2;

@@ -17,7 +17,8 @@ namespace ollie::build {
 // -march=native -fopenmp -shared -fPIC.
 struct Toolchain {
   std::string compiler = "g++";
-  std::vector<std::string> flags = {"-std=c++20", "-O3", "-march=native", "-fopenmp", "-shared", "-fPIC"};
+  std::vector<std::string> flags = {"-std=c++20", "-O3",     "-march=native",
+                                    "-fopenmp",   "-shared", "-fPIC"};
 };
 
 // "g++ (Debian 12.2.0-14) 12.2.0": the first line of `compiler --version`, cached per
@@ -55,11 +56,11 @@ struct Result {
   // Hex SHA-256 of (units' names and sources, compiler, compiler version, flags, and, when
   // a flag says "native", the host CPU's identity, since -march=native code is per CPU).
   std::string key;
-  std::string so_path;      // the shared object in the cache (valid when ok)
-  std::string log;          // the compiler's full stdout+stderr (kept for feedback)
+  std::string so_path;               // the shared object in the cache (valid when ok)
+  std::string log;                   // the compiler's full stdout+stderr (kept for feedback)
   std::vector<std::string> command;  // argv used (run in a directory holding the units)
   std::string compiler_version;
-  double seconds = 0;       // wall time of the compile (0 for a cache hit)
+  double seconds = 0;  // wall time of the compile (0 for a cache hit)
   bool cache_hit = false;
 };
 
@@ -94,7 +95,6 @@ class Driver {
   std::shared_ptr<State> state_;
 };
 
-
 // The symbol names of one adapter. The defaults are the ones every candidate uses; other
 // names let one shared object hold several candidates (one kernel/adapter pair each),
 // which the runner then calls by entry name (runner::Options::entry_symbol).
@@ -111,7 +111,8 @@ struct AdapterNames {
 //   extern "C" void ollie_entry(void* const* buffers, const int64_t* dims);
 // which casts buffers[0..n_in+n_out) to those types and calls ollie_kernel. The runner
 // calls only ollie_entry, so it never needs to know the signature. It also defines
-//   extern "C" const char ollie_signature[];  // e.g. "matmul(f32[M, K], f32[K, N]) -> (f32[M, N]); dims [M, K, N]"
+//   extern "C" const char ollie_signature[];  // e.g. "matmul(f32[M, K], f32[K, N]) -> (f32[M, N]);
+//   dims [M, K, N]"
 // so a runner can check that a shared object was built for the graph it was handed.
 // `names` renames the three symbols (the default output is unchanged byte for byte);
 // throws InternalError when a name is not a C identifier.

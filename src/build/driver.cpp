@@ -75,7 +75,6 @@ constexpr const char* kMetaName = "meta.txt";
 // Bump when the cache layout or the meaning of a key changes.
 constexpr const char* kKeyVersion = "ollie-build-1";
 
-
 // Length-prefixed, so ("ab","c") and ("a","bc") hash differently.
 void put(std::string& key, const std::string& field) {
   key += std::to_string(field.size());
@@ -111,27 +110,31 @@ bool wants_native(const std::vector<std::string>& flags) {
 bool is_compiled(const std::string& name) {
   for (const char* ext : {".cpp", ".cc", ".cxx", ".c"}) {
     std::string e = ext;
-    if (name.size() > e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0) return true;
+    if (name.size() > e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0)
+      return true;
   }
   return false;
 }
 
 void check_units(const Request& request) {
-  if (request.units.empty()) throw UserError("a build needs at least one source unit; none were given");
+  if (request.units.empty())
+    throw UserError("a build needs at least one source unit; none were given");
   std::set<std::string> names;
   bool any_compiled = false;
   for (const auto& unit : request.units) {
     const std::string& n = unit.name;
     if (n.empty() || n == "." || n == ".." || n.find('/') != std::string::npos ||
         n.find('\0') != std::string::npos || n == kSoName)
-      throw UserError("bad source unit name '" + n + "': give a plain file name such as 'kernel.cpp'");
+      throw UserError("bad source unit name '" + n +
+                      "': give a plain file name such as 'kernel.cpp'");
     if (!names.insert(n).second)
       throw UserError("source unit '" + n + "' is given twice; give each file once");
     any_compiled = any_compiled || is_compiled(n);
   }
   if (!any_compiled)
-    throw UserError("no unit of the build is a source file to compile; name the kernel 'kernel.cpp' "
-                    "(units ending in .cpp, .cc, .cxx or .c are compiled)");
+    throw UserError(
+        "no unit of the build is a source file to compile; name the kernel 'kernel.cpp' "
+        "(units ending in .cpp, .cc, .cxx or .c are compiled)");
 }
 
 std::vector<std::string> command_for(const Request& request) {
@@ -163,10 +166,14 @@ std::string compute_key(const Request& request, const std::string& version) {
 std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else
+      out += c;
   }
   return out;
 }
@@ -189,7 +196,8 @@ void write_file(const fs::path& path, const std::string& content) {
   out << content;
   out.close();
   if (!out)
-    throw UserError("cannot write '" + path.string() + "' in the build cache: " + std::strerror(errno) +
+    throw UserError("cannot write '" + path.string() +
+                    "' in the build cache: " + std::strerror(errno) +
                     "; make the cache writable or point OLLIE_CACHE_DIR at a writable directory");
 }
 
@@ -285,8 +293,9 @@ Result compile_fresh(const std::string& cache_dir, double time_limit, std::atomi
   fs::create_directories(tmp_root, ec);
   std::string pattern = (tmp_root / (key.substr(0, 16) + ".XXXXXX")).string();
   if (::mkdtemp(pattern.data()) == nullptr)
-    throw UserError("cannot create a build directory in the cache '" + root.string() + "': " +
-                    std::strerror(errno) + "; make it writable or set OLLIE_CACHE_DIR to a writable directory");
+    throw UserError("cannot create a build directory in the cache '" + root.string() +
+                    "': " + std::strerror(errno) +
+                    "; make it writable or set OLLIE_CACHE_DIR to a writable directory");
   const fs::path work = pattern;
   try {
     for (const auto& unit : request.units) write_file(work / unit.name, unit.source);
@@ -398,18 +407,20 @@ namespace {
 std::string probe_sanitizer_runtime(const std::string& compiler) {
   process::RunResult p = run_compiler({compiler, "-print-file-name=libasan.so"}, "", 30);
   if (p.failure.error != 0)
-    throw UserError("cannot run the C++ compiler '" + compiler +
-                    "': " + std::strerror(p.failure.error) +
-                    "; install it or name another compiler");
+    throw UserError("cannot run the C++ compiler '" + compiler + "': " +
+                    std::strerror(p.failure.error) + "; install it or name another compiler");
   std::string path = p.out.substr(0, p.out.find('\n'));
   std::error_code ec;
   // A compiler without the runtime prints the bare name back.
-  const fs::path resolved = path.find('/') == std::string::npos ? fs::path() : fs::canonical(path, ec);
+  const fs::path resolved =
+      path.find('/') == std::string::npos ? fs::path() : fs::canonical(path, ec);
   if (!p.status.exited || p.status.exit_code != 0 || resolved.empty() || ec ||
       !fs::is_regular_file(resolved))
-    throw UserError("the C++ compiler '" + compiler + "' has no AddressSanitizer runtime (" + compiler +
-                    " -print-file-name=libasan.so printed '" + path + "'), which the full level's sanitizer build "
-                    "needs; install it (e.g. apt install libasan8, or the gcc package) or verify at the quick level");
+    throw UserError("the C++ compiler '" + compiler + "' has no AddressSanitizer runtime (" +
+                    compiler + " -print-file-name=libasan.so printed '" + path +
+                    "'), which the full level's sanitizer build "
+                    "needs; install it (e.g. apt install libasan8, or the gcc package) or verify "
+                    "at the quick level");
   return resolved.string();
 }
 
@@ -426,9 +437,11 @@ std::string default_cache_dir() {
     return v ? v : "";
   };
   if (!env("OLLIE_CACHE_DIR").empty()) return env("OLLIE_CACHE_DIR");
-  if (!env("XDG_CACHE_HOME").empty()) return (fs::path(env("XDG_CACHE_HOME")) / "ollie" / "build").string();
+  if (!env("XDG_CACHE_HOME").empty())
+    return (fs::path(env("XDG_CACHE_HOME")) / "ollie" / "build").string();
   if (!env("HOME").empty()) return (fs::path(env("HOME")) / ".cache" / "ollie" / "build").string();
-  throw UserError("cannot place the build cache: HOME is not set; set OLLIE_CACHE_DIR to a directory");
+  throw UserError(
+      "cannot place the build cache: HOME is not set; set OLLIE_CACHE_DIR to a directory");
 }
 
 Driver::Driver(std::string cache_dir) : state_(std::make_shared<State>()) {

@@ -22,7 +22,9 @@ void print_json(const ir::Graph& graph) {
   auto tensors = [&](const std::vector<ir::Param>& ps) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto& p : ps)
-      a.push_back({{"name", p.name}, {"dtype", ir::dtype_name(p.dtype)}, {"shape", ir::shape_str(p.shape)},
+      a.push_back({{"name", p.name},
+                   {"dtype", ir::dtype_name(p.dtype)},
+                   {"shape", ir::shape_str(p.shape)},
                    {"bound_shape", ir::evaluate_shape(p.shape, graph.bound_dims)}});
     return a;
   };
@@ -31,7 +33,9 @@ void print_json(const ir::Graph& graph) {
   ir::Cost c = ir::cost(graph);
   j["flops"] = c.flops;
   j["compulsory_bytes"] = c.compulsory_bytes;
-  j["intensity"] = c.compulsory_bytes > 0 ? static_cast<double>(c.flops) / static_cast<double>(c.compulsory_bytes) : 0.0;
+  j["intensity"] = c.compulsory_bytes > 0
+                       ? static_cast<double>(c.flops) / static_cast<double>(c.compulsory_bytes)
+                       : 0.0;
   std::cout << j.dump(2) << "\n";
 }
 
@@ -46,8 +50,8 @@ int run_check(const SpecFlags& flags, bool json, const std::string& rewrites) {
   std::cout << ir::to_text(graph) << "\n";
   std::cout << "bound shapes:\n";
   auto show = [&](const ir::Param& p) {
-    std::cout << fmt::format("  {:<10} {}{} = {}\n", p.name, ir::dtype_name(p.dtype), ir::shape_str(p.shape),
-                             bound_shape_str(p.shape, graph.bound_dims));
+    std::cout << fmt::format("  {:<10} {}{} = {}\n", p.name, ir::dtype_name(p.dtype),
+                             ir::shape_str(p.shape), bound_shape_str(p.shape, graph.bound_dims));
   };
   for (const auto& p : graph.params) show(p);
   for (const auto& r : graph.results) show(r);
@@ -57,8 +61,9 @@ int run_check(const SpecFlags& flags, bool json, const std::string& rewrites) {
   std::cout << fmt::format("  compulsory bytes  {}  (inputs read once, outputs written once)\n",
                            grouped(c.compulsory_bytes));
   if (c.compulsory_bytes > 0)
-    std::cout << fmt::format("  intensity         {:.3g} flop/byte\n",
-                             static_cast<double>(c.flops) / static_cast<double>(c.compulsory_bytes));
+    std::cout << fmt::format(
+        "  intensity         {:.3g} flop/byte\n",
+        static_cast<double>(c.flops) / static_cast<double>(c.compulsory_bytes));
   return 0;
 }
 

@@ -41,14 +41,15 @@ const char* element_type_name(npy::ElementType t);
 bool has_suffix(const std::string& s, const std::string& suffix);
 // "out.npy" -> "out<suffix>.npy"
 std::string npy_sibling(const std::string& path, const std::string& suffix);
-npy::Array to_array(const interp::Tensor& t);             // as float64
+npy::Array to_array(const interp::Tensor& t);                      // as float64
 npy::Array to_array_as(const interp::Tensor& t, ir::DType dtype);  // in a dtype
 // Seeded random inputs: normal(0, 1) for floats, small integers for ints, coin flips for bools.
 std::vector<interp::Tensor> random_inputs(const ir::Graph& graph, uint64_t seed);
 // One array per parameter from an .npz (or an .npy for a one-parameter entry).
 std::vector<interp::Tensor> file_inputs(const ir::Graph& graph, const std::string& path);
 // Inputs from --inputs, else random with --seed (or a fresh seed); says which on stdout.
-std::vector<interp::Tensor> obtain_inputs(const ir::Graph& graph, const std::string& inputs_path, int64_t seed);
+std::vector<interp::Tensor> obtain_inputs(const ir::Graph& graph, const std::string& inputs_path,
+                                          int64_t seed);
 // Writes arrays to an .npz, or to an .npy when there is exactly one (`what` names the flag).
 void write_arrays(const std::string& path, const npy::ArrayList& arrays, const std::string& what);
 // Refuses dims whose reference evaluation would not fit in this machine's memory.
@@ -67,17 +68,17 @@ int run_eval(const SpecFlags& flags, const EvalFlags& eval);
 // Writes <entry>.cpp and <entry>.ollie.h into out_dir.
 struct EmitFlags {
   std::string out_dir = ".";
-  std::string schedule;      // a file or the text; empty: the default schedule
-  std::string rewrites;      // a file of rewrite lines (src/rewrite/); empty: none
+  std::string schedule;  // a file or the text; empty: the default schedule
+  std::string rewrites;  // a file of rewrite lines (src/rewrite/); empty: none
   bool show_stages = false;
-  bool show_loops = false;   // print the loop nest at each step on stdout (docs/schedules.md)
+  bool show_loops = false;  // print the loop nest at each step on stdout (docs/schedules.md)
 };
 int run_emit(const SpecFlags& flags, const EmitFlags& emit_flags);
 struct RunKernelFlags {
   std::string kernel_path;
   std::string inputs;
   std::string out;
-  std::string compiler;        // empty: the build driver's default (g++)
+  std::string compiler;  // empty: the build driver's default (g++)
   int64_t seed = -1;
   double timeout_seconds = 60;
   int threads = 0;
@@ -91,7 +92,7 @@ struct VerifyFlags {
   std::string level = "quick";  // quick | full
   std::string cert_path;
   bool json = false;
-  uint64_t seed = 0;            // 0: fresh
+  uint64_t seed = 0;  // 0: fresh
   double timeout_seconds = 60;
   int threads = 0;
   std::string compiler;
@@ -100,12 +101,12 @@ struct VerifyFlags {
 int run_verify(const SpecFlags& flags, const VerifyFlags& v);
 struct BenchFlags {
   std::string kernel_path;
-  std::string vs_path;          // a second kernel, timed side by side
-  int threads = 0;              // 0: every core
+  std::string vs_path;  // a second kernel, timed side by side
+  int threads = 0;      // 0: every core
   bool cold = false;
   bool json = false;
-  double seconds = 1.0;         // timing budget
-  uint64_t seed = 0;            // 0: fresh
+  double seconds = 1.0;  // timing budget
+  uint64_t seed = 0;     // 0: fresh
   double timeout_seconds = 300;
   std::string compiler;
 };
@@ -113,11 +114,11 @@ struct BenchFlags {
 // otherwise (compile error, crash, wrong outputs while timed, a time below the roofline).
 int run_bench(const SpecFlags& flags, const BenchFlags& b);
 struct OptimizeFlags {
-  SpecFlags spec;               // spec_path empty with --resume
-  std::string out_dir;          // -o; default ollie-<entry>
-  std::string resume;           // a run database to continue
-  std::string time;             // --time 10m
-  int64_t evals = 0;            // --evals N (the whole run)
+  SpecFlags spec;       // spec_path empty with --resume
+  std::string out_dir;  // -o; default ollie-<entry>
+  std::string resume;   // a run database to continue
+  std::string time;     // --time 10m
+  int64_t evals = 0;    // --evals N (the whole run)
   uint64_t seed = 1;
   int chains = 2;
   // Schedule moves 3 to 1 over rewrites: a rewrite restarts from the new graph's default
@@ -125,7 +126,7 @@ struct OptimizeFlags {
   std::string proposers = "mutate:3,rewrite:1";
   int threads = 0;
   double bench_seconds = 0.3;
-  int log_every = 10;           // seconds between progress lines when not on a terminal
+  int log_every = 10;  // seconds between progress lines when not on a terminal
   // The llm proposer's model (docs/llm.md). Unset values (empty, negative, 0 where noted)
   // fall back to the run's stored options or the defaults. The key is never stored.
   std::string llm_protocol, llm_base_url, llm_model, llm_key;
@@ -135,12 +136,13 @@ struct OptimizeFlags {
   double llm_price_out = -1;      // per million answer tokens
   int64_t llm_token_budget = -1;  // < 0: unset; 0: no limit
   double llm_cost_budget = -1;
-  std::string llm_prompt;         // a template file (prompts/kernel.md's format)
-  double llm_timeout = 0;         // seconds per HTTP attempt; 0: unset
-  std::string proposer_cmd;       // an external proposer: the prompt on stdin, a kernel on stdout
-  double proposer_timeout = 0;    // its time limit, seconds; 0: unset (600)
-  std::string replay;             // a recorded run database to replay
-  bool replay_evaluate = false;   // evaluate every candidate again instead of reusing the recorded evaluations
+  std::string llm_prompt;       // a template file (prompts/kernel.md's format)
+  double llm_timeout = 0;       // seconds per HTTP attempt; 0: unset
+  std::string proposer_cmd;     // an external proposer: the prompt on stdin, a kernel on stdout
+  double proposer_timeout = 0;  // its time limit, seconds; 0: unset (600)
+  std::string replay;           // a recorded run database to replay
+  bool replay_evaluate =
+      false;  // evaluate every candidate again instead of reusing the recorded evaluations
 };
 // "90s", "10m", "2h", "1d" (a bare number is seconds); UserError naming `flag` otherwise.
 double parse_duration(const std::string& text, const std::string& flag);
@@ -150,9 +152,9 @@ int run_optimize(const OptimizeFlags& f);
 struct CalibrateFlags {
   bool recalibrate = false;
   bool json = false;
-  int threads = 0;               // 0: all cores
-  std::string cache_dir;         // empty: measure::default_cache_dir()
-  int64_t max_array_mib = 0;     // 0: the default cap (1024 MiB per triad array)
+  int threads = 0;            // 0: all cores
+  std::string cache_dir;      // empty: measure::default_cache_dir()
+  int64_t max_array_mib = 0;  // 0: the default cap (1024 MiB per triad array)
 };
 int run_calibrate(const CalibrateFlags& flags);
 

@@ -19,10 +19,10 @@
 
 namespace ollie::cli {
 
-
 void add_spec_flags(CLI::App* cmd, SpecFlags& flags) {
   cmd->add_option("spec", flags.spec_path, "the numpy spec file (.py)")->required();
-  cmd->add_option("--entry", flags.entry, "the entry function (default: the only annotated function)");
+  cmd->add_option("--entry", flags.entry,
+                  "the entry function (default: the only annotated function)");
   cmd->add_option("--dims", flags.dims, "override dim sizes, e.g. --dims M=256,N=128");
 }
 
@@ -45,11 +45,13 @@ ir::Graph with_rewrites(const ir::Graph& graph, const std::string& path) {
 std::string read_text(const std::string& path, const char* what) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
-    throw UserError(fmt::format("'{}' is a directory, not a {} file; name the file itself (ollie emit -o DIR writes "
-                                "DIR/<entry>.cpp)",
-                                path, what));
+    throw UserError(fmt::format(
+        "'{}' is a directory, not a {} file; name the file itself (ollie emit -o DIR writes "
+        "DIR/<entry>.cpp)",
+        path, what));
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno)));
+  if (!in)
+    throw UserError(fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno)));
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
@@ -59,7 +61,8 @@ void write_text(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
   out.close();
-  if (!out) throw UserError(fmt::format("-o: cannot write '{}': {}", path.string(), std::strerror(errno)));
+  if (!out)
+    throw UserError(fmt::format("-o: cannot write '{}': {}", path.string(), std::strerror(errno)));
 }
 
 std::string grouped(int64_t n) {
@@ -110,16 +113,18 @@ std::vector<interp::Tensor> random_inputs(const ir::Graph& graph, uint64_t seed)
 }
 
 bool has_suffix(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // An .npz, or an .npy when the entry has exactly one parameter.
 npy::ArrayList read_arrays(const ir::Graph& graph, const std::string& path) {
   if (!has_suffix(path, ".npy")) return npy::read_npz(path);
   if (graph.params.size() != 1)
-    throw UserError(fmt::format("--inputs {}: an .npy file holds one array but {} takes {} parameters; "
-                                "pass an .npz with one array per parameter name",
-                                path, graph.entry, graph.params.size()));
+    throw UserError(
+        fmt::format("--inputs {}: an .npy file holds one array but {} takes {} parameters; "
+                    "pass an .npz with one array per parameter name",
+                    path, graph.entry, graph.params.size()));
   return {{graph.params[0].name, npy::read_npy(path)}};
 }
 
@@ -134,23 +139,28 @@ std::vector<interp::Tensor> file_inputs(const ir::Graph& graph, const std::strin
   for (const auto& [name, array] : arrays) keys += (keys.empty() ? "" : ", ") + name;
   std::vector<interp::Tensor> inputs;
   for (const auto& p : graph.params) {
-    auto it = std::find_if(arrays.begin(), arrays.end(), [&](const auto& kv) { return kv.first == p.name; });
+    auto it = std::find_if(arrays.begin(), arrays.end(),
+                           [&](const auto& kv) { return kv.first == p.name; });
     if (it == arrays.end())
-      throw UserError(fmt::format("--inputs {}: no array named '{}' (the entry's parameter); the file has: {}",
-                                  path, p.name, keys.empty() ? "nothing" : keys));
+      throw UserError(
+          fmt::format("--inputs {}: no array named '{}' (the entry's parameter); the file has: {}",
+                      path, p.name, keys.empty() ? "nothing" : keys));
     const npy::Array& a = it->second;
     interp::Tensor t;
     t.dtype = p.dtype;
     t.shape = a.shape;
     t.data = a.data;
     if (a.type != element_type(p.dtype))
-      std::cerr << fmt::format("note: input '{}' is {}, converted to {} as the spec declares\n", p.name,
-                               element_type_name(a.type), ir::dtype_name(p.dtype));
+      std::cerr << fmt::format("note: input '{}' is {}, converted to {} as the spec declares\n",
+                               p.name, element_type_name(a.type), ir::dtype_name(p.dtype));
     inputs.push_back(std::move(t));
   }
   for (const auto& [name, array] : arrays) {
-    bool known = std::any_of(graph.params.begin(), graph.params.end(), [&](const ir::Param& p) { return p.name == name; });
-    if (!known) std::cerr << fmt::format("note: --inputs {}: array '{}' is not a parameter; ignored\n", path, name);
+    bool known = std::any_of(graph.params.begin(), graph.params.end(),
+                             [&](const ir::Param& p) { return p.name == name; });
+    if (!known)
+      std::cerr << fmt::format("note: --inputs {}: array '{}' is not a parameter; ignored\n", path,
+                               name);
   }
   return inputs;
 }
@@ -175,16 +185,18 @@ void check_reference_fits(const ir::Graph& graph) {
   }
   const double bytes_per_element = 16;  // value and bound, both double
   const double estimate = (inputs + 6 * largest) * bytes_per_element;
-  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  const double memory =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
   if (estimate > 0.8 * memory) {
     const ir::Node& n = graph.node(largest_id);
-    throw UserError(fmt::format(
-        "at these dims the reference needs about {:.1f} GiB but this machine has {:.1f} GiB (largest value: %{} {}{} "
-        "= {:.3g} elements); choose smaller sizes with --dims",
-        estimate / (1 << 30), memory / (1 << 30), largest_id, ir::dtype_name(n.dtype), ir::shape_str(n.shape), largest));
+    throw UserError(
+        fmt::format("at these dims the reference needs about {:.1f} GiB but this machine has "
+                    "{:.1f} GiB (largest value: %{} {}{} "
+                    "= {:.3g} elements); choose smaller sizes with --dims",
+                    estimate / (1 << 30), memory / (1 << 30), largest_id, ir::dtype_name(n.dtype),
+                    ir::shape_str(n.shape), largest));
   }
 }
-
 
 npy::Array to_array_as(const interp::Tensor& t, ir::DType dtype) {
   npy::Array a;
@@ -194,15 +206,18 @@ npy::Array to_array_as(const interp::Tensor& t, ir::DType dtype) {
   return a;
 }
 
-std::vector<interp::Tensor> obtain_inputs(const ir::Graph& graph, const std::string& inputs_path, int64_t seed) {
+std::vector<interp::Tensor> obtain_inputs(const ir::Graph& graph, const std::string& inputs_path,
+                                          int64_t seed) {
   if (!inputs_path.empty()) {
-    if (seed >= 0) throw UserError("--seed draws random inputs; it cannot be combined with --inputs");
+    if (seed >= 0)
+      throw UserError("--seed draws random inputs; it cannot be combined with --inputs");
     auto inputs = file_inputs(graph, inputs_path);
     std::cout << "inputs: " << inputs_path << "\n";
     return inputs;
   }
   uint64_t s = seed >= 0 ? static_cast<uint64_t>(seed) : std::random_device{}() & 0x7fffffffu;
-  std::cout << fmt::format("inputs: random (normal(0,1) floats), seed {} (rerun with --seed {})\n", s, s);
+  std::cout << fmt::format("inputs: random (normal(0,1) floats), seed {} (rerun with --seed {})\n",
+                           s, s);
   return random_inputs(graph, s);
 }
 
@@ -212,8 +227,8 @@ void write_arrays(const std::string& path, const npy::ArrayList& arrays, const s
     return;
   }
   if (arrays.size() != 1)
-    throw UserError(fmt::format("{} {}: {} arrays to write but an .npy file holds one; use an .npz", what, path,
-                                arrays.size()));
+    throw UserError(fmt::format("{} {}: {} arrays to write but an .npy file holds one; use an .npz",
+                                what, path, arrays.size()));
   npy::write_npy(path, arrays[0].second);
 }
 

@@ -28,7 +28,8 @@ loops::Schedule schedule_from_flag(const ir::Graph& graph, const std::string& fl
     std::ifstream in(flag, std::ios::binary);
     std::stringstream text;
     text << in.rdbuf();
-    if (!in) throw UserError(fmt::format("--schedule: cannot read '{}': {}", flag, std::strerror(errno)));
+    if (!in)
+      throw UserError(fmt::format("--schedule: cannot read '{}': {}", flag, std::strerror(errno)));
     return loops::parse_schedule(text.str(), flag);
   }
   if (flag.find_first_of(" \t\n;") == std::string::npos)
@@ -71,8 +72,10 @@ int run_emit(const SpecFlags& flags, const EmitFlags& emit_flags) {
   if (emit_flags.show_stages) {
     std::cout << "stages of " << graph.entry << " (what a schedule names):\n"
               << loops::describe_stages(graph) << "\ndefault schedule:\n"
-              << loops::to_text(loops::default_schedule(graph)) << "\nrewrite sites (a line of --rewrites, docs/rewrites.md):\n";
-    for (const rewrite::Site& site : rewrite::find_sites(graph)) std::cout << "  " << rewrite::to_text(site) << "\n";
+              << loops::to_text(loops::default_schedule(graph))
+              << "\nrewrite sites (a line of --rewrites, docs/rewrites.md):\n";
+    for (const rewrite::Site& site : rewrite::find_sites(graph))
+      std::cout << "  " << rewrite::to_text(site) << "\n";
     return 0;
   }
   const loops::Schedule schedule = schedule_from_flag(graph, emit_flags.schedule);
@@ -84,15 +87,18 @@ int run_emit(const SpecFlags& flags, const EmitFlags& emit_flags) {
   const std::string& out_dir = emit_flags.out_dir;
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
-  if (ec) throw UserError(fmt::format("-o {}: cannot create the directory: {}", out_dir, ec.message()));
+  if (ec)
+    throw UserError(fmt::format("-o {}: cannot create the directory: {}", out_dir, ec.message()));
   const auto cpp_path = std::filesystem::path(out_dir) / (graph.entry + ".cpp");
   const auto h_path = std::filesystem::path(out_dir) / (graph.entry + ".ollie.h");
   const auto schedule_path = std::filesystem::path(out_dir) / (graph.entry + ".schedule");
   write_text(cpp_path, source);
   write_text(h_path, header);
-  write_text(schedule_path, "# schedule of " + graph.entry + " (ollie emit --schedule reads it back)\n" + schedule_text);
+  write_text(schedule_path, "# schedule of " + graph.entry +
+                                " (ollie emit --schedule reads it back)\n" + schedule_text);
   std::cout << fmt::format(
-      "wrote {} (the kernel), {} (its ABI: declaration, dims order, bound sizes) and {} (the schedule)\n",
+      "wrote {} (the kernel), {} (its ABI: declaration, dims order, bound sizes) and {} (the "
+      "schedule)\n",
       cpp_path.string(), h_path.string(), schedule_path.string());
   return 0;
 }

@@ -26,25 +26,30 @@ int run_eval(const SpecFlags& flags, const EvalFlags& eval) {
         continue;
       }
       max_bound = std::max(max_bound, b.data[k]);
-      if (v.data[k] != 0 && std::isfinite(v.data[k])) max_rel = std::max(max_rel, b.data[k] / std::fabs(v.data[k]));
+      if (v.data[k] != 0 && std::isfinite(v.data[k]))
+        max_rel = std::max(max_rel, b.data[k] / std::fabs(v.data[k]));
     }
     const ir::Param& r = graph.results[i];
-    std::cout << fmt::format("out{}: {}{} = {}  max|value| {:.6g}  max bound {:.3g}  max bound/|value| {:.3g}\n", i,
-                             ir::dtype_name(r.dtype), ir::shape_str(r.shape), bound_shape_str(r.shape, graph.bound_dims),
-                             max_abs, max_bound, max_rel);
+    std::cout << fmt::format(
+        "out{}: {}{} = {}  max|value| {:.6g}  max bound {:.3g}  max bound/|value| {:.3g}\n", i,
+        ir::dtype_name(r.dtype), ir::shape_str(r.shape), bound_shape_str(r.shape, graph.bound_dims),
+        max_abs, max_bound, max_rel);
     if (unbounded)
-      std::cout << fmt::format("  warning: {} of {} elements have no finite bound (an intermediate overflows "
-                               "the dtype or divides by a value that may be zero); any value is accepted there\n",
-                               unbounded, v.data.size());
+      std::cout << fmt::format(
+          "  warning: {} of {} elements have no finite bound (an intermediate overflows "
+          "the dtype or divides by a value that may be zero); any value is accepted there\n",
+          unbounded, v.data.size());
   }
   if (!eval.out.empty() && has_suffix(eval.out, ".npy")) {
     if (result.values.size() != 1)
-      throw UserError(fmt::format("--out {}: {} has {} results; an .npy file holds one array: use an .npz",
-                                  eval.out, graph.entry, result.values.size()));
+      throw UserError(
+          fmt::format("--out {}: {} has {} results; an .npy file holds one array: use an .npz",
+                      eval.out, graph.entry, result.values.size()));
     std::string bound_path = npy_sibling(eval.out, "_bound");
     npy::write_npy(eval.out, to_array(result.values[0]));
     npy::write_npy(bound_path, to_array(result.bounds[0]));
-    std::cout << "wrote " << eval.out << " (reference values) and " << bound_path << " (error bounds), float64\n";
+    std::cout << "wrote " << eval.out << " (reference values) and " << bound_path
+              << " (error bounds), float64\n";
   } else if (!eval.out.empty()) {
     npy::ArrayList arrays;
     for (size_t i = 0; i < result.values.size(); ++i) {
@@ -52,7 +57,8 @@ int run_eval(const SpecFlags& flags, const EvalFlags& eval) {
       arrays.emplace_back("out" + std::to_string(i) + "_bound", to_array(result.bounds[i]));
     }
     npy::write_npz(eval.out, arrays);
-    std::cout << "wrote " << eval.out << " (out<i>: reference values, out<i>_bound: error bounds, float64)\n";
+    std::cout << "wrote " << eval.out
+              << " (out<i>: reference values, out<i>_bound: error bounds, float64)\n";
   }
   if (!eval.save_inputs.empty()) {
     npy::ArrayList arrays;

@@ -25,35 +25,49 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "ollie 0.1.0");
 
   SpecFlags check_flags;
-  CLI::App* check = app.add_subcommand("check", "parse a spec; print its IR, bound shapes, FLOPs and bytes");
+  CLI::App* check =
+      app.add_subcommand("check", "parse a spec; print its IR, bound shapes, FLOPs and bytes");
   add_spec_flags(check, check_flags);
   bool check_json = false;
   std::string check_rewrites;
-  check->add_option("--rewrites", check_rewrites,
-                    "a file of tensor-IR rewrites (one per line, docs/rewrites.md): show the rewritten graph");
-  check->add_flag("--json", check_json, "print the entry, bound dims, shapes, FLOPs and compulsory bytes as JSON instead");
+  check->add_option(
+      "--rewrites", check_rewrites,
+      "a file of tensor-IR rewrites (one per line, docs/rewrites.md): show the rewritten graph");
+  check->add_flag(
+      "--json", check_json,
+      "print the entry, bound dims, shapes, FLOPs and compulsory bytes as JSON instead");
 
   SpecFlags eval_flags;
   EvalFlags eval;
-  CLI::App* eval_cmd = app.add_subcommand("eval", "run the reference interpreter; write values and error bounds");
+  CLI::App* eval_cmd =
+      app.add_subcommand("eval", "run the reference interpreter; write values and error bounds");
   add_spec_flags(eval_cmd, eval_flags);
-  eval_cmd->add_option("--inputs", eval.inputs, "inputs: an .npz with one array per parameter name (or an .npy for one parameter)");
-  eval_cmd->add_option("--out", eval.out, "write out<i> and out<i>_bound (float64) to this .npz (or X.npy and X_bound.npy for one result)");
-  eval_cmd->add_option("--seed", eval.seed, "seed for random inputs (default: a fresh one, printed)")
+  eval_cmd->add_option(
+      "--inputs", eval.inputs,
+      "inputs: an .npz with one array per parameter name (or an .npy for one parameter)");
+  eval_cmd->add_option("--out", eval.out,
+                       "write out<i> and out<i>_bound (float64) to this .npz (or X.npy and "
+                       "X_bound.npy for one result)");
+  eval_cmd
+      ->add_option("--seed", eval.seed, "seed for random inputs (default: a fresh one, printed)")
       ->check(CLI::NonNegativeNumber);
-  eval_cmd->add_option("--save-inputs", eval.save_inputs, "write the inputs used to this .npz (or .npy for one parameter)");
+  eval_cmd->add_option("--save-inputs", eval.save_inputs,
+                       "write the inputs used to this .npz (or .npy for one parameter)");
 
   SpecFlags emit_flags;
   EmitFlags emit_opts;
-  CLI::App* emit_cmd =
-      app.add_subcommand("emit", "write the kernel (C++ in the ABI) under a schedule, its header and the schedule");
+  CLI::App* emit_cmd = app.add_subcommand(
+      "emit", "write the kernel (C++ in the ABI) under a schedule, its header and the schedule");
   add_spec_flags(emit_cmd, emit_flags);
-  emit_cmd->add_option("-o,--out-dir", emit_opts.out_dir,
-                       "directory for <entry>.cpp, <entry>.ollie.h and <entry>.schedule (default: .)");
-  emit_cmd->add_option("--schedule", emit_opts.schedule,
-                       "a schedule file, or its directives separated by ';' (default: the default schedule)");
+  emit_cmd->add_option(
+      "-o,--out-dir", emit_opts.out_dir,
+      "directory for <entry>.cpp, <entry>.ollie.h and <entry>.schedule (default: .)");
+  emit_cmd->add_option(
+      "--schedule", emit_opts.schedule,
+      "a schedule file, or its directives separated by ';' (default: the default schedule)");
   emit_cmd->add_option("--rewrites", emit_opts.rewrites,
-                       "a file of tensor-IR rewrites to apply first, one per line (an optimize run's <entry>.rewrites; "
+                       "a file of tensor-IR rewrites to apply first, one per line (an optimize "
+                       "run's <entry>.rewrites; "
                        "docs/rewrites.md)");
   CLI::Option* show_stages = emit_cmd->add_flag(
       "--show-stages", emit_opts.show_stages,
@@ -67,136 +81,209 @@ int main(int argc, char** argv) {
 
   SpecFlags run_flags;
   RunKernelFlags run;
-  CLI::App* run_cmd = app.add_subcommand("run-kernel", "compile a kernel, run it in the runner, compare with the reference");
+  CLI::App* run_cmd = app.add_subcommand(
+      "run-kernel", "compile a kernel, run it in the runner, compare with the reference");
   add_spec_flags(run_cmd, run_flags);
-  run_cmd->add_option("kernel", run.kernel_path, "the kernel source (.cpp) in the ollie ABI")->required();
-  run_cmd->add_option("--inputs", run.inputs, "inputs: an .npz with one array per parameter name (or an .npy for one parameter)");
-  run_cmd->add_option("--out", run.out, "write the kernel's outputs (out<i>, in their dtypes) to this .npz (or .npy)");
+  run_cmd->add_option("kernel", run.kernel_path, "the kernel source (.cpp) in the ollie ABI")
+      ->required();
+  run_cmd->add_option(
+      "--inputs", run.inputs,
+      "inputs: an .npz with one array per parameter name (or an .npy for one parameter)");
+  run_cmd->add_option(
+      "--out", run.out,
+      "write the kernel's outputs (out<i>, in their dtypes) to this .npz (or .npy)");
   run_cmd->add_option("--seed", run.seed, "seed for random inputs (default: a fresh one, printed)")
       ->check(CLI::NonNegativeNumber);
-  run_cmd->add_option("--timeout", run.timeout_seconds, "seconds the kernel may run")->check(CLI::PositiveNumber);
-  run_cmd->add_option("--threads", run.threads, "OMP_NUM_THREADS for the kernel (default: as the environment says)")
+  run_cmd->add_option("--timeout", run.timeout_seconds, "seconds the kernel may run")
+      ->check(CLI::PositiveNumber);
+  run_cmd
+      ->add_option("--threads", run.threads,
+                   "OMP_NUM_THREADS for the kernel (default: as the environment says)")
       ->check(CLI::NonNegativeNumber);
   run_cmd->add_option("--compiler", run.compiler, "the C++ compiler (default g++)");
 
   SpecFlags verify_flags;
   VerifyFlags ver;
   CLI::App* verify_cmd = app.add_subcommand(
-      "verify", "check a kernel against the spec on fresh random suites in the sandbox; write a certificate");
+      "verify",
+      "check a kernel against the spec on fresh random suites in the sandbox; write a certificate");
   add_spec_flags(verify_cmd, verify_flags);
-  verify_cmd->add_option("kernel", ver.kernel_path, "the kernel source (.cpp) in the ollie ABI")->required();
-  verify_cmd->add_option("--level", ver.level,
-                         "quick (every search candidate) or full (final answers: more trials, and an ASan+UBSan build)")
+  verify_cmd->add_option("kernel", ver.kernel_path, "the kernel source (.cpp) in the ollie ABI")
+      ->required();
+  verify_cmd
+      ->add_option("--level", ver.level,
+                   "quick (every search candidate) or full (final answers: more trials, and an "
+                   "ASan+UBSan build)")
       ->check(CLI::IsMember({"quick", "full"}));
   verify_cmd->add_option("--cert", ver.cert_path, "write the certificate (JSON) to this file");
   verify_cmd->add_flag("--json", ver.json, "print the certificate instead of the summary");
-  verify_cmd->add_option("--seed", ver.seed, "base seed of the suites (default: a fresh one, recorded)");
-  verify_cmd->add_option("--timeout", ver.timeout_seconds, "seconds one run may take")->check(CLI::PositiveNumber);
-  verify_cmd->add_option("--threads", ver.threads, "OMP_NUM_THREADS for the kernel")->check(CLI::NonNegativeNumber);
+  verify_cmd->add_option("--seed", ver.seed,
+                         "base seed of the suites (default: a fresh one, recorded)");
+  verify_cmd->add_option("--timeout", ver.timeout_seconds, "seconds one run may take")
+      ->check(CLI::PositiveNumber);
+  verify_cmd->add_option("--threads", ver.threads, "OMP_NUM_THREADS for the kernel")
+      ->check(CLI::NonNegativeNumber);
   verify_cmd->add_option("--compiler", ver.compiler, "the C++ compiler (default g++)");
 
   SpecFlags bench_flags;
   BenchFlags bench;
   CLI::App* bench_cmd = app.add_subcommand(
-      "bench", "time a kernel (or two side by side) in the runner; check the outputs of the timed calls");
+      "bench",
+      "time a kernel (or two side by side) in the runner; check the outputs of the timed calls");
   add_spec_flags(bench_cmd, bench_flags);
-  bench_cmd->add_option("kernel", bench.kernel_path, "the kernel source (.cpp) in the ollie ABI")->required();
-  bench_cmd->add_option("--vs", bench.vs_path, "another kernel, timed interleaved with the first (A B B A ...)");
-  bench_cmd->add_option("--threads", bench.threads, "OpenMP threads for the kernels (default: every core)")
+  bench_cmd->add_option("kernel", bench.kernel_path, "the kernel source (.cpp) in the ollie ABI")
+      ->required();
+  bench_cmd->add_option("--vs", bench.vs_path,
+                        "another kernel, timed interleaved with the first (A B B A ...)");
+  bench_cmd
+      ->add_option("--threads", bench.threads,
+                   "OpenMP threads for the kernels (default: every core)")
       ->check(CLI::NonNegativeNumber);
-  bench_cmd->add_flag("--cold", bench.cold, "flush the caches before every call (default: hot caches)");
+  bench_cmd->add_flag("--cold", bench.cold,
+                      "flush the caches before every call (default: hot caches)");
   bench_cmd->add_flag("--json", bench.json, "print the results as JSON");
-  bench_cmd->add_option("--seconds", bench.seconds, "time budget of the timed rounds")->check(CLI::NonNegativeNumber);
-  bench_cmd->add_option("--seed", bench.seed, "seed of the inputs (default: a fresh one, recorded)");
+  bench_cmd->add_option("--seconds", bench.seconds, "time budget of the timed rounds")
+      ->check(CLI::NonNegativeNumber);
+  bench_cmd->add_option("--seed", bench.seed,
+                        "seed of the inputs (default: a fresh one, recorded)");
   bench_cmd->add_option("--timeout", bench.timeout_seconds, "seconds the whole timed run may take")
       ->check(CLI::PositiveNumber);
   bench_cmd->add_option("--compiler", bench.compiler, "the C++ compiler (default g++)");
 
   OptimizeFlags opt;
-  CLI::App* opt_cmd = app.add_subcommand(
-      "optimize", "search for the fastest kernel that passes the verifier (resumable; Ctrl-C stops and keeps the best)");
+  CLI::App* opt_cmd = app.add_subcommand("optimize",
+                                         "search for the fastest kernel that passes the verifier "
+                                         "(resumable; Ctrl-C stops and keeps the best)");
   opt_cmd->add_option("spec", opt.spec.spec_path, "the numpy spec file (.py); omit with --resume");
-  opt_cmd->add_option("--entry", opt.spec.entry, "the entry function (default: the only annotated function)");
+  opt_cmd->add_option("--entry", opt.spec.entry,
+                      "the entry function (default: the only annotated function)");
   opt_cmd->add_option("--dims", opt.spec.dims, "override dim sizes, e.g. --dims M=256,N=128");
-  opt_cmd->add_option("-o,--out", opt.out_dir, "the run directory: run.db and the results (default ollie-<entry>)");
+  opt_cmd->add_option("-o,--out", opt.out_dir,
+                      "the run directory: run.db and the results (default ollie-<entry>)");
   opt_cmd->add_option("--resume", opt.resume, "continue the run in this run database (DIR/run.db)");
   opt_cmd->add_option("--time", opt.time, "wall-time budget of this session: 90s, 10m, 2h, 1d");
-  opt_cmd->add_option("--evals", opt.evals, "evaluation budget of the whole run")->check(CLI::PositiveNumber);
-  opt_cmd->add_option("--seed", opt.seed, "seed of the proposals (default 1)");
-  opt_cmd->add_option("--chains", opt.chains, "Markov chains (default 2)")->check(CLI::Range(1, 64));
-  opt_cmd->add_option("--proposers", opt.proposers,
-                      "proposers with weights: mutate (schedule moves), rewrite (tensor-IR rewrites, docs/rewrites.md), "
-                      "llm (a language model or --proposer-cmd, docs/llm.md), e.g. mutate:3,rewrite:1,llm:1 (default "
-                      "mutate:3,rewrite:1)");
-  opt_cmd->add_option("--threads", opt.threads, "OpenMP threads of the kernels (default: every core)")
-      ->check(CLI::NonNegativeNumber);
-  opt_cmd->add_option("--bench-seconds", opt.bench_seconds, "side-by-side timing budget per candidate (default 0.3)")
+  opt_cmd->add_option("--evals", opt.evals, "evaluation budget of the whole run")
       ->check(CLI::PositiveNumber);
-  opt_cmd->add_option("--log-every", opt.log_every, "seconds between progress lines when not on a terminal")
+  opt_cmd->add_option("--seed", opt.seed, "seed of the proposals (default 1)");
+  opt_cmd->add_option("--chains", opt.chains, "Markov chains (default 2)")
+      ->check(CLI::Range(1, 64));
+  opt_cmd->add_option("--proposers", opt.proposers,
+                      "proposers with weights: mutate (schedule moves), rewrite (tensor-IR "
+                      "rewrites, docs/rewrites.md), "
+                      "llm (a language model or --proposer-cmd, docs/llm.md), e.g. "
+                      "mutate:3,rewrite:1,llm:1 (default "
+                      "mutate:3,rewrite:1)");
+  opt_cmd
+      ->add_option("--threads", opt.threads, "OpenMP threads of the kernels (default: every core)")
+      ->check(CLI::NonNegativeNumber);
+  opt_cmd
+      ->add_option("--bench-seconds", opt.bench_seconds,
+                   "side-by-side timing budget per candidate (default 0.3)")
+      ->check(CLI::PositiveNumber);
+  opt_cmd
+      ->add_option("--log-every", opt.log_every,
+                   "seconds between progress lines when not on a terminal")
       ->check(CLI::PositiveNumber);
   // The llm proposer (docs/llm.md). Each falls back to its environment variable.
-  opt_cmd->add_option("--llm-protocol", opt.llm_protocol, "openai or anthropic (env OLLIE_LLM_PROTOCOL; default: inferred)")
+  opt_cmd
+      ->add_option("--llm-protocol", opt.llm_protocol,
+                   "openai or anthropic (env OLLIE_LLM_PROTOCOL; default: inferred)")
       ->group("Language model");
-  opt_cmd->add_option("--llm-base-url", opt.llm_base_url,
-                      "the model server, e.g. http://localhost:8000/v1 (env OLLIE_LLM_BASE_URL; default: the "
-                      "protocol's public endpoint)")
+  opt_cmd
+      ->add_option(
+          "--llm-base-url", opt.llm_base_url,
+          "the model server, e.g. http://localhost:8000/v1 (env OLLIE_LLM_BASE_URL; default: the "
+          "protocol's public endpoint)")
       ->group("Language model");
-  opt_cmd->add_option("--llm-model", opt.llm_model, "the model's name (env OLLIE_LLM_MODEL)")->group("Language model");
-  opt_cmd->add_option("--llm-key", opt.llm_key,
-                      "the API key (discouraged: other users see it in the process list; set OPENAI_API_KEY or "
-                      "ANTHROPIC_API_KEY instead). Never stored")
+  opt_cmd->add_option("--llm-model", opt.llm_model, "the model's name (env OLLIE_LLM_MODEL)")
       ->group("Language model");
-  opt_cmd->add_option("--llm-max-tokens", opt.llm_max_tokens, "the answer's length limit in tokens (default 8192)")
+  opt_cmd
+      ->add_option(
+          "--llm-key", opt.llm_key,
+          "the API key (discouraged: other users see it in the process list; set OPENAI_API_KEY or "
+          "ANTHROPIC_API_KEY instead). Never stored")
+      ->group("Language model");
+  opt_cmd
+      ->add_option("--llm-max-tokens", opt.llm_max_tokens,
+                   "the answer's length limit in tokens (default 8192)")
       ->check(CLI::PositiveNumber)
       ->group("Language model");
-  opt_cmd->add_option("--llm-temperature", opt.llm_temperature, "sampling temperature (default: the server's)")
+  opt_cmd
+      ->add_option("--llm-temperature", opt.llm_temperature,
+                   "sampling temperature (default: the server's)")
       ->check(CLI::NonNegativeNumber)
       ->group("Language model");
-  opt_cmd->add_option("--llm-price-in", opt.llm_price_in, "price per million prompt tokens, e.g. 3 (USD); for the cost")
+  opt_cmd
+      ->add_option("--llm-price-in", opt.llm_price_in,
+                   "price per million prompt tokens, e.g. 3 (USD); for the cost")
       ->check(CLI::NonNegativeNumber)
       ->group("Language model");
-  opt_cmd->add_option("--llm-price-out", opt.llm_price_out, "price per million answer tokens, e.g. 15 (USD)")
+  opt_cmd
+      ->add_option("--llm-price-out", opt.llm_price_out,
+                   "price per million answer tokens, e.g. 15 (USD)")
       ->check(CLI::NonNegativeNumber)
       ->group("Language model");
-  opt_cmd->add_option("--llm-token-budget", opt.llm_token_budget,
-                      "tokens (in + out) the run may spend; then the llm proposer stops, the run goes on (0: no limit)")
+  opt_cmd
+      ->add_option("--llm-token-budget", opt.llm_token_budget,
+                   "tokens (in + out) the run may spend; then the llm proposer stops, the run goes "
+                   "on (0: no limit)")
       ->check(CLI::NonNegativeNumber)
       ->group("Language model");
-  opt_cmd->add_option("--llm-cost-budget", opt.llm_cost_budget,
-                      "cost (at --llm-price-in/out) the run may spend; then the llm proposer stops (0: no limit)")
+  opt_cmd
+      ->add_option("--llm-cost-budget", opt.llm_cost_budget,
+                   "cost (at --llm-price-in/out) the run may spend; then the llm proposer stops "
+                   "(0: no limit)")
       ->check(CLI::NonNegativeNumber)
       ->group("Language model");
-  opt_cmd->add_option("--llm-prompt", opt.llm_prompt, "the prompt template file (default: the built-in prompts/kernel.md)")
+  opt_cmd
+      ->add_option("--llm-prompt", opt.llm_prompt,
+                   "the prompt template file (default: the built-in prompts/kernel.md)")
       ->group("Language model");
-  opt_cmd->add_option("--llm-timeout", opt.llm_timeout, "seconds one request may take (default 600)")
+  opt_cmd
+      ->add_option("--llm-timeout", opt.llm_timeout, "seconds one request may take (default 600)")
       ->check(CLI::PositiveNumber)
       ->group("Language model");
-  opt_cmd->add_option("--proposer-cmd", opt.proposer_cmd,
-                      "an external proposer instead of a model: run by /bin/sh, it reads the prompt on stdin and "
-                      "prints a kernel; implies llm in --proposers")
+  opt_cmd
+      ->add_option("--proposer-cmd", opt.proposer_cmd,
+                   "an external proposer instead of a model: run by /bin/sh, it reads the prompt "
+                   "on stdin and "
+                   "prints a kernel; implies llm in --proposers")
       ->group("Language model");
-  opt_cmd->add_option("--proposer-timeout", opt.proposer_timeout, "seconds --proposer-cmd may run (default 600)")
+  opt_cmd
+      ->add_option("--proposer-timeout", opt.proposer_timeout,
+                   "seconds --proposer-cmd may run (default 600)")
       ->check(CLI::PositiveNumber)
       ->group("Language model");
-  opt_cmd->add_option("--replay", opt.replay,
-                      "re-run the recorded run RUN.db into -o DIR, the model's answers read from RUN.db (no model, no "
-                      "cost), with its options; its evaluations are reused for identical kernels")
+  opt_cmd
+      ->add_option("--replay", opt.replay,
+                   "re-run the recorded run RUN.db into -o DIR, the model's answers read from "
+                   "RUN.db (no model, no "
+                   "cost), with its options; its evaluations are reused for identical kernels")
       ->group("Language model");
-  opt_cmd->add_flag("--replay-evaluate", opt.replay_evaluate,
-                    "with --replay: evaluate every candidate again instead of reusing the recorded evaluations")
+  opt_cmd
+      ->add_flag("--replay-evaluate", opt.replay_evaluate,
+                 "with --replay: evaluate every candidate again instead of reusing the recorded "
+                 "evaluations")
       ->group("Language model");
 
   CalibrateFlags cal;
-  CLI::App* calibrate_cmd = app.add_subcommand(
-      "calibrate", "measure this machine's peak float32 FLOP/s and memory bandwidth once; print the cached figures");
-  calibrate_cmd->add_flag("--recalibrate", cal.recalibrate, "measure again even if cached figures match this machine");
+  CLI::App* calibrate_cmd = app.add_subcommand("calibrate",
+                                               "measure this machine's peak float32 FLOP/s and "
+                                               "memory bandwidth once; print the cached figures");
+  calibrate_cmd->add_flag("--recalibrate", cal.recalibrate,
+                          "measure again even if cached figures match this machine");
   calibrate_cmd->add_flag("--json", cal.json, "print the figures as JSON");
-  calibrate_cmd->add_option("--threads", cal.threads, "also show the roofline peaks at this many threads (default: all cores)")
+  calibrate_cmd
+      ->add_option("--threads", cal.threads,
+                   "also show the roofline peaks at this many threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   calibrate_cmd->add_option("--cache-dir", cal.cache_dir,
-                            "where machine.json is kept (default: $OLLIE_CACHE_DIR, else $XDG_CACHE_HOME/ollie, else ~/.cache/ollie)");
-  calibrate_cmd->add_option("--max-array-mib", cal.max_array_mib,
-                            "when measuring: cap on each triad array, MiB (default 1024; arrays are 4 x the last-level cache up to it)")
+                            "where machine.json is kept (default: $OLLIE_CACHE_DIR, else "
+                            "$XDG_CACHE_HOME/ollie, else ~/.cache/ollie)");
+  calibrate_cmd
+      ->add_option("--max-array-mib", cal.max_array_mib,
+                   "when measuring: cap on each triad array, MiB (default 1024; arrays are 4 x the "
+                   "last-level cache up to it)")
       ->check(CLI::PositiveNumber);
 
   try {

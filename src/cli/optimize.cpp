@@ -46,7 +46,8 @@ void on_interrupt(int) {
 
 std::string clock_text(double seconds) {
   const int s = static_cast<int>(seconds);
-  return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60) : fmt::format("{:02}:{:02}", s / 60, s % 60);
+  return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+                   : fmt::format("{:02}:{:02}", s / 60, s % 60);
 }
 
 std::string ms(double seconds) { return fmt::format("{:.4g} ms", seconds * 1e3); }
@@ -63,8 +64,9 @@ ir::Graph graph_of_run(const store::RunInfo& info) {
 
 // "12 calls, 3.4k tokens, 0.0123 (cost)" for the progress line and the summary.
 std::string usage_text(const search::LlmUsage& u) {
-  std::string text = fmt::format("{} model call{}, {} tokens in, {} out", u.calls, u.calls == 1 ? "" : "s",
-                                 grouped(u.tokens_in), grouped(u.tokens_out));
+  std::string text =
+      fmt::format("{} model call{}, {} tokens in, {} out", u.calls, u.calls == 1 ? "" : "s",
+                  grouped(u.tokens_in), grouped(u.tokens_out));
   if (u.cost > 0) text += fmt::format(", cost {:.4g}", u.cost);
   return text;
 }
@@ -80,7 +82,11 @@ double parse_duration(const std::string& text, const std::string& flag) {
     used = 0;
   }
   const std::string unit = text.substr(used);
-  const double scale = unit == "" || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : unit == "d" ? 86400 : -1;
+  const double scale = unit == "" || unit == "s" ? 1
+                       : unit == "m"             ? 60
+                       : unit == "h"             ? 3600
+                       : unit == "d"             ? 86400
+                                                 : -1;
   if (used == 0 || scale < 0 || !(value > 0))
     throw UserError(flag + " " + text + ": write a positive duration such as 90s, 10m, 2h or 1d");
   return value * scale;
@@ -94,12 +100,15 @@ class RunLock {
   explicit RunLock(const std::string& db_path) {
     const std::string path = db_path + ".lock";
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw UserError(fmt::format("cannot create the run lock '{}': {}", path, std::strerror(errno)));
+    if (fd_ < 0)
+      throw UserError(
+          fmt::format("cannot create the run lock '{}': {}", path, std::strerror(errno)));
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       ::close(fd_);
-      throw UserError(fmt::format("the run database '{}' is in use by another ollie optimize; wait for it to stop "
-                                  "(or stop it with Ctrl-C), then resume",
-                                  db_path));
+      throw UserError(fmt::format(
+          "the run database '{}' is in use by another ollie optimize; wait for it to stop "
+          "(or stop it with Ctrl-C), then resume",
+          db_path));
     }
   }
   RunLock(const RunLock&) = delete;
@@ -118,15 +127,21 @@ int run_optimize(const OptimizeFlags& f) {
   if (resuming && !f.spec.spec_path.empty())
     throw UserError("give either SPEC (a new run) or --resume RUN.db (continue one), not both");
   if (replaying && (resuming || !f.spec.spec_path.empty()))
-    throw UserError("--replay RUN.db starts a new run from the recorded one (its spec and options); give neither SPEC "
-                    "nor --resume with it");
-  if (replaying && (!f.proposer_cmd.empty() || !f.llm_model.empty() || !f.llm_base_url.empty() || !f.llm_key.empty() ||
-                    !f.llm_protocol.empty() || !f.llm_prompt.empty()))
-    throw UserError("--replay answers the model's calls from the recorded run with its settings; leave out "
-                    "--proposer-cmd and the --llm-* flags");
-  if (f.replay_evaluate && !replaying) throw UserError("--replay-evaluate goes with --replay RUN.db");
+    throw UserError(
+        "--replay RUN.db starts a new run from the recorded one (its spec and options); give "
+        "neither SPEC "
+        "nor --resume with it");
+  if (replaying && (!f.proposer_cmd.empty() || !f.llm_model.empty() || !f.llm_base_url.empty() ||
+                    !f.llm_key.empty() || !f.llm_protocol.empty() || !f.llm_prompt.empty()))
+    throw UserError(
+        "--replay answers the model's calls from the recorded run with its settings; leave out "
+        "--proposer-cmd and the --llm-* flags");
+  if (f.replay_evaluate && !replaying)
+    throw UserError("--replay-evaluate goes with --replay RUN.db");
   if (!resuming && !replaying && f.spec.spec_path.empty())
-    throw UserError("no spec: ollie optimize SPEC -o DIR starts a run; ollie optimize --resume DIR/run.db continues one");
+    throw UserError(
+        "no spec: ollie optimize SPEC -o DIR starts a run; ollie optimize --resume DIR/run.db "
+        "continues one");
   std::optional<store::Store> db;
   std::optional<store::Store> recorded;  // a replay's recorded run
   ir::Graph graph;
@@ -144,16 +159,21 @@ int run_optimize(const OptimizeFlags& f) {
     recorded.emplace(store::Store::open(f.replay));
     store::RunInfo info = recorded->run();
     graph = graph_of_run(info);
-    out_dir = f.out_dir.empty() ? fs::path("ollie-" + graph.entry + "-replay") : fs::path(f.out_dir);
+    out_dir =
+        f.out_dir.empty() ? fs::path("ollie-" + graph.entry + "-replay") : fs::path(f.out_dir);
     std::error_code ec;
     fs::create_directories(out_dir, ec);
-    if (ec) throw UserError(fmt::format("-o {}: cannot create the directory: {}", out_dir.string(), ec.message()));
+    if (ec)
+      throw UserError(
+          fmt::format("-o {}: cannot create the directory: {}", out_dir.string(), ec.message()));
     if (fs::exists(out_dir / "run.db") && fs::equivalent(out_dir / "run.db", f.replay))
-      throw UserError("--replay " + f.replay + ": the replay needs a directory of its own; give another -o DIR");
+      throw UserError("--replay " + f.replay +
+                      ": the replay needs a directory of its own; give another -o DIR");
     // The recorded run's spec, dims and options (seed, chains, proposers, threads, the
     // model's settings), and where the answers come from.
     options_json = nlohmann::json::parse(info.options_json);
-    options_json["replay"] = {{"of", fs::absolute(f.replay).string()}, {"evaluate", f.replay_evaluate}};
+    options_json["replay"] = {{"of", fs::absolute(f.replay).string()},
+                              {"evaluate", f.replay_evaluate}};
     info.options_json = options_json.dump();
     info.machine_json = nlohmann::json{{"cores", std::thread::hardware_concurrency()}}.dump();
     info.created = strings::utc_now_iso8601();
@@ -164,7 +184,9 @@ int run_optimize(const OptimizeFlags& f) {
     out_dir = f.out_dir.empty() ? fs::path("ollie-" + graph.entry) : fs::path(f.out_dir);
     std::error_code ec;
     fs::create_directories(out_dir, ec);
-    if (ec) throw UserError(fmt::format("-o {}: cannot create the directory: {}", out_dir.string(), ec.message()));
+    if (ec)
+      throw UserError(
+          fmt::format("-o {}: cannot create the directory: {}", out_dir.string(), ec.message()));
     store::RunInfo info;
     info.spec_path = f.spec.spec_path;
     info.spec_source = read_text(f.spec.spec_path, "spec");
@@ -176,7 +198,10 @@ int run_optimize(const OptimizeFlags& f) {
     info.machine_json = nlohmann::json{{"cores", std::thread::hardware_concurrency()}}.dump();
     std::string proposers = f.proposers;
     const nlohmann::json llm_options = llm_options_for_new_run(f, proposers);  // never the key
-    options_json = {{"seed", f.seed}, {"chains", f.chains}, {"proposers", proposers}, {"threads", f.threads},
+    options_json = {{"seed", f.seed},
+                    {"chains", f.chains},
+                    {"proposers", proposers},
+                    {"threads", f.threads},
                     {"bench_seconds", f.bench_seconds}};
     if (!llm_options.is_null()) options_json["llm"] = llm_options;
     info.options_json = options_json.dump();
@@ -192,12 +217,14 @@ int run_optimize(const OptimizeFlags& f) {
   search::SearchOptions so;
   so.seed = options_json.value("seed", uint64_t{1});
   so.chains = options_json.value("chains", 2);
-  so.proposer_weights = parse_proposers(options_json.value("proposers", std::string("mutate")));  // runs made before rewrite existed
+  so.proposer_weights = parse_proposers(
+      options_json.value("proposers", std::string("mutate")));  // runs made before rewrite existed
   so.time_budget_seconds = f.time.empty() ? 0 : parse_duration(f.time, "--time");
   so.max_evals = f.evals;
   // A resumed replay reopens the run it replays.
   const nlohmann::json replay_of = options_json.value("replay", nlohmann::json());
-  if (resuming && replay_of.is_object()) recorded.emplace(store::Store::open(replay_of.value("of", std::string())));
+  if (resuming && replay_of.is_object())
+    recorded.emplace(store::Store::open(replay_of.value("of", std::string())));
   // A replay stops where the recorded run stopped, unless told otherwise (the budget
   // counts candidates: a confirmed new best has two evaluation rows).
   if (replaying && so.max_evals == 0) so.max_evals = recorded->counts().candidates;
@@ -222,23 +249,32 @@ int run_optimize(const OptimizeFlags& f) {
   // A replay reuses the recorded run's evaluations of identical kernels (unless
   // --replay-evaluate), so the same seed takes the same steps.
   std::optional<search::ReplayEvaluator> replay_evaluator;
-  if (recorded && !replay_of.value("evaluate", false)) replay_evaluator.emplace(*recorded, *local_evaluator);
-  search::Evaluator& evaluator = replay_evaluator ? static_cast<search::Evaluator&>(*replay_evaluator) : *local_evaluator;
+  if (recorded && !replay_of.value("evaluate", false))
+    replay_evaluator.emplace(*recorded, *local_evaluator);
+  search::Evaluator& evaluator =
+      replay_evaluator ? static_cast<search::Evaluator&>(*replay_evaluator) : *local_evaluator;
 
   // The roofline at the kernels' thread count (the machine is calibrated once, cached).
   measure::CalibrateOptions calibrate;
   calibrate.progress = [](const std::string& line) { std::cerr << "calibrate: " << line << "\n"; };
-  const measure::CachedPeaks peaks = measure::machine_peaks(measure::default_cache_dir(), false, calibrate);
-  const int threads = eo.threads > 0 ? eo.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const measure::CachedPeaks peaks =
+      measure::machine_peaks(measure::default_cache_dir(), false, calibrate);
+  const int threads = eo.threads > 0
+                          ? eo.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const measure::Roofline roof = measure::roofline(graph, peaks.peaks, threads);
-  auto roof_fraction = [&](double seconds) { return seconds > 0 ? roof.bound_seconds / seconds : 0.0; };
+  auto roof_fraction = [&](double seconds) {
+    return seconds > 0 ? roof.bound_seconds / seconds : 0.0;
+  };
 
   std::optional<SessionModel> model;  // the llm proposer's
   search::LlmProposer* llm_proposer = nullptr;
   std::vector<std::unique_ptr<search::Proposer>> proposers;
   for (const auto& [name, weight] : so.proposer_weights) {
-    if (name == "mutate") proposers.push_back(search::make_mutate_proposer(graph));
-    else if (name == "rewrite") proposers.push_back(search::make_rewrite_proposer(graph));
+    if (name == "mutate")
+      proposers.push_back(search::make_mutate_proposer(graph));
+    else if (name == "rewrite")
+      proposers.push_back(search::make_rewrite_proposer(graph));
     else if (name == "llm" && !model) {
       const nlohmann::json stored = options_json.value("llm", nlohmann::json());
       model.emplace(recorded ? make_replay_model(stored, recorded->path(), *recorded, *db)
@@ -257,24 +293,30 @@ int run_optimize(const OptimizeFlags& f) {
     }
   }
   if (recorded)
-    db->add_event("replay", fmt::format("replaying {}: {}", recorded->path(),
-                                        replay_evaluator ? "evaluations of identical kernels reused from it"
-                                                         : "every candidate evaluated again (--replay-evaluate)"));
+    db->add_event(
+        "replay",
+        fmt::format("replaying {}: {}", recorded->path(),
+                    replay_evaluator ? "evaluations of identical kernels reused from it"
+                                     : "every candidate evaluated again (--replay-evaluate)"));
 
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
   const bool tty = isatty(STDERR_FILENO);
   auto last_log = std::chrono::steady_clock::now() - std::chrono::hours(1);
   std::cerr << fmt::format("ollie optimize {} ({}): run database {}{}\n", entry, spec_path,
-                           resuming ? f.resume : (out_dir / "run.db").string(), resuming ? " (resumed)" : "");
+                           resuming ? f.resume : (out_dir / "run.db").string(),
+                           resuming ? " (resumed)" : "");
   auto progress = [&](const search::Progress& p) {
     const std::string line = fmt::format(
-        "[{}] {} evals ({:.0f}/min, {} in the run), accepted {:.0f}%, best {} = {:.2f}x the baseline {}, {:.0f}% of "
+        "[{}] {} evals ({:.0f}/min, {} in the run), accepted {:.0f}%, best {} = {:.2f}x the "
+        "baseline {}, {:.0f}% of "
         "the roofline, T = {}",
-        clock_text(p.elapsed_seconds), p.evaluations, p.evals_per_minute, p.run_evaluations, p.acceptance * 100,
-        ms(p.best_seconds), p.best_seconds > 0 ? p.baseline_seconds / p.best_seconds : 0.0, ms(p.baseline_seconds),
+        clock_text(p.elapsed_seconds), p.evaluations, p.evals_per_minute, p.run_evaluations,
+        p.acceptance * 100, ms(p.best_seconds),
+        p.best_seconds > 0 ? p.baseline_seconds / p.best_seconds : 0.0, ms(p.baseline_seconds),
         roof_fraction(p.best_seconds) * 100, fmt::join(p.temperatures, ","));
-    const std::string with_llm = llm_proposer ? line + ", llm: " + usage_text(llm_proposer->usage()) : line;
+    const std::string with_llm =
+        llm_proposer ? line + ", llm: " + usage_text(llm_proposer->usage()) : line;
     if (tty) {
       std::cerr << "\r\033[K" << with_llm << std::flush;
     } else if (std::chrono::steady_clock::now() - last_log > std::chrono::seconds(f.log_every)) {
@@ -282,8 +324,8 @@ int run_optimize(const OptimizeFlags& f) {
       last_log = std::chrono::steady_clock::now();
     }
   };
-  const search::StopReason reason =
-      search::run_chains(graph, *db, evaluator, proposers, so, [] { return g_interrupts.load() > 0; }, progress);
+  const search::StopReason reason = search::run_chains(
+      graph, *db, evaluator, proposers, so, [] { return g_interrupts.load() > 0; }, progress);
   std::signal(SIGINT, SIG_DFL);
   if (tty) std::cerr << "\n";
   std::cerr << "stopped: " << search::stop_reason_name(reason) << "\n";
@@ -311,81 +353,98 @@ int run_optimize(const OptimizeFlags& f) {
   for (const auto& [cand, eval] : best) {
     std::cerr << fmt::format("verifying candidate {} at full level ...\n", cand.id);
     const verify::Report report = verify::verify(graph, cand.source, graph_at, full);
-    db->add_event("final-verify", fmt::format("candidate {}: {}", cand.id, verify::verdict_name(report.verdict)));
+    db->add_event("final-verify",
+                  fmt::format("candidate {}: {}", cand.id, verify::verdict_name(report.verdict)));
     if (report.verdict != verify::Verdict::Pass) {
       std::cerr << fmt::format("  {}: {}\n", verify::verdict_name(report.verdict), report.message);
       continue;
     }
-    const double base_s = db->evaluation_of(db->candidate_by_hash(sha256_hex(baseline.source))->id)->median_seconds;
-    const double best_s = eval.ratio_vs_baseline > 0 ? base_s * eval.ratio_vs_baseline : eval.median_seconds;
+    const double base_s =
+        db->evaluation_of(db->candidate_by_hash(sha256_hex(baseline.source))->id)->median_seconds;
+    const double best_s =
+        eval.ratio_vs_baseline > 0 ? base_s * eval.ratio_vs_baseline : eval.median_seconds;
     write_text(out_dir / (entry + ".cpp"), cand.source);
     write_text(out_dir / (entry + ".ollie.h"), emit::emit_header(graph));
     // A free-form kernel (the llm's) has no schedule: drop a stale one from an earlier run
     // into the same directory.
     std::error_code ignored;
-    if (!cand.schedule.empty()) write_text(out_dir / (entry + ".schedule"), cand.schedule);
-    else fs::remove(out_dir / (entry + ".schedule"), ignored);
+    if (!cand.schedule.empty())
+      write_text(out_dir / (entry + ".schedule"), cand.schedule);
+    else
+      fs::remove(out_dir / (entry + ".schedule"), ignored);
     // The schedule names the stages of the rewritten graph: keep the chain beside it (and
     // drop a stale one from an earlier run into the same directory).
-    if (!cand.rewrites.empty()) write_text(out_dir / (entry + ".rewrites"), cand.rewrites);
-    else fs::remove(out_dir / (entry + ".rewrites"), ignored);
+    if (!cand.rewrites.empty())
+      write_text(out_dir / (entry + ".rewrites"), cand.rewrites);
+    else
+      fs::remove(out_dir / (entry + ".rewrites"), ignored);
     write_text(out_dir / "certificate.json",
                verify::certificate_json(graph, db->run().spec_sha256, report, full));
     const std::string summary = fmt::format(
         "# ollie optimize: {}\n\n"
-        "- spec: {} (sha256 {})\n- stopped: {}\n- evaluations: {} ({} passed), steps: {} ({} accepted)\n"
+        "- spec: {} (sha256 {})\n- stopped: {}\n- evaluations: {} ({} passed), steps: {} ({} "
+        "accepted)\n"
         "- baseline (default schedule): {}\n- best: {} ({:.2f}x faster), candidate {} from {}, "
         "measured side by side with the baseline (ratio {:.3f})\n"
         "{}"
         "- verified at full level: {} suites, worst error {:.3g} of its bound (certificate.json)\n"
-        "- roofline at {} threads: {}-bound, no kernel faster than {}; the best is at {:.0f}% of it, the baseline "
+        "- roofline at {} threads: {}-bound, no kernel faster than {}; the best is at {:.0f}% of "
+        "it, the baseline "
         "at {:.0f}% ({:.3g} GFLOP/s, {:.3g} GB/s for the best)\n",
-        entry, spec_path, db->run().spec_sha256, search::stop_reason_name(reason), counts.evaluations, counts.passes,
-        counts.steps, counts.accepted_steps, ms(base_s), ms(best_s), best_s > 0 ? base_s / best_s : 0.0, cand.id,
-        cand.proposer, eval.ratio_vs_baseline,
+        entry, spec_path, db->run().spec_sha256, search::stop_reason_name(reason),
+        counts.evaluations, counts.passes, counts.steps, counts.accepted_steps, ms(base_s),
+        ms(best_s), best_s > 0 ? base_s / best_s : 0.0, cand.id, cand.proposer,
+        eval.ratio_vs_baseline,
         cand.rewrites.empty()
             ? std::string()
             : fmt::format("- tensor-IR rewrites ({}.rewrites, docs/rewrites.md): {}\n", entry,
                           fmt::join(strings::nonempty_lines(cand.rewrites), "; ")),
-        report.suites.size(), report.worst, roof.threads,
-        roof.memory_bound ? "memory" : "compute", ms(roof.bound_seconds), roof_fraction(best_s) * 100,
-        roof_fraction(base_s) * 100, measure::throughput(roof, best_s).gflops_per_s,
+        report.suites.size(), report.worst, roof.threads, roof.memory_bound ? "memory" : "compute",
+        ms(roof.bound_seconds), roof_fraction(best_s) * 100, roof_fraction(base_s) * 100,
+        measure::throughput(roof, best_s).gflops_per_s,
         measure::throughput(roof, best_s).gbytes_per_s);
     // The language model's part (never the key: the usage and settings only), and a
     // replay's sources.
     std::string extra;
     if (llm_proposer || db->counts().model_calls > 0) {
       const search::LlmUsage u = search::llm_usage_of(*db);
-      extra += fmt::format("- language model (llm proposer{}): {} in the run", model ? ", " + model->describe : "",
-                           usage_text(u));
+      extra += fmt::format("- language model (llm proposer{}): {} in the run",
+                           model ? ", " + model->describe : "", usage_text(u));
       if (llm_proposer) {
         const search::LlmUsage session = llm_proposer->usage();
-        extra += fmt::format("; this session {} answer{} with new code, {} repeating a kernel, {} without code, {} "
-                             "failed call{}",
-                             session.with_code, session.with_code == 1 ? "" : "s", session.repeated,
-                             session.without_code, session.failed, session.failed == 1 ? "" : "s");
+        extra += fmt::format(
+            "; this session {} answer{} with new code, {} repeating a kernel, {} without code, {} "
+            "failed call{}",
+            session.with_code, session.with_code == 1 ? "" : "s", session.repeated,
+            session.without_code, session.failed, session.failed == 1 ? "" : "s");
         if (session.stopped) extra += fmt::format("; stopped: {}", session.stop_reason);
       }
       extra += "\n";
     }
     if (recorded) {
-      extra += fmt::format("- replay of {}: the model's answers were read from it, not asked", recorded->path());
+      extra += fmt::format("- replay of {}: the model's answers were read from it, not asked",
+                           recorded->path());
       if (replay_evaluator)
-        extra += fmt::format("; {} evaluation{} reused from it for identical kernels, {} made here "
-                             "(--replay-evaluate evaluates all again)",
-                             replay_evaluator->reused(), replay_evaluator->reused() == 1 ? "" : "s",
-                             replay_evaluator->evaluated());
-      else extra += "; every candidate evaluated again (--replay-evaluate)";
+        extra += fmt::format(
+            "; {} evaluation{} reused from it for identical kernels, {} made here "
+            "(--replay-evaluate evaluates all again)",
+            replay_evaluator->reused(), replay_evaluator->reused() == 1 ? "" : "s",
+            replay_evaluator->evaluated());
+      else
+        extra += "; every candidate evaluated again (--replay-evaluate)";
       extra += "\n";
     }
     write_text(out_dir / "summary.md", summary + extra);
     db->checkpoint();
     std::cout << summary << extra
-              << fmt::format("\nwrote {}/{{{}.cpp, {}.ollie.h, {}{}certificate.json, summary.md}}\n", out_dir.string(),
-                             entry, entry, cand.schedule.empty() ? "" : entry + ".schedule, ",
-                             cand.rewrites.empty() ? "" : entry + ".rewrites, ");
+              << fmt::format(
+                     "\nwrote {}/{{{}.cpp, {}.ollie.h, {}{}certificate.json, summary.md}}\n",
+                     out_dir.string(), entry, entry,
+                     cand.schedule.empty() ? "" : entry + ".schedule, ",
+                     cand.rewrites.empty() ? "" : entry + ".rewrites, ");
     if (reason == search::StopReason::Interrupted)
-      std::cout << fmt::format("resume with: ollie optimize --resume {}\n", (out_dir / "run.db").string());
+      std::cout << fmt::format("resume with: ollie optimize --resume {}\n",
+                               (out_dir / "run.db").string());
     return 0;
   }
   std::cerr << "no candidate passed the full verification; nothing written\n";

@@ -43,7 +43,8 @@ nlohmann::json flag_settings(const OptimizeFlags& f) {
 
 llm::PromptTemplate prompt_of(const nlohmann::json& s) {
   if (!s.contains("prompt_text")) return llm::default_prompt_template();
-  return llm::parse_prompt_template(s["prompt_text"].get<std::string>(), s.value("prompt_file", std::string("--llm-prompt")));
+  return llm::parse_prompt_template(s["prompt_text"].get<std::string>(),
+                                    s.value("prompt_file", std::string("--llm-prompt")));
 }
 
 // An HTTP model's configuration from the settings, the key from --llm-key or the
@@ -58,21 +59,25 @@ llm::ModelConfig http_config(const nlohmann::json& s, const OptimizeFlags& f) {
   try {
     c = llm::resolve_config(values);
   } catch (const UserError& e) {
-    throw UserError(fmt::format(
-        "the llm proposer has no model: {}. Configure one with --llm-model / OLLIE_LLM_MODEL, --llm-base-url / "
-        "OLLIE_LLM_BASE_URL and the key in OPENAI_API_KEY or ANTHROPIC_API_KEY, or use --proposer-cmd CMD; or leave "
-        "llm out of --proposers",
-        e.what()));
+    throw UserError(
+        fmt::format("the llm proposer has no model: {}. Configure one with --llm-model / "
+                    "OLLIE_LLM_MODEL, --llm-base-url / "
+                    "OLLIE_LLM_BASE_URL and the key in OPENAI_API_KEY or ANTHROPIC_API_KEY, or use "
+                    "--proposer-cmd CMD; or leave "
+                    "llm out of --proposers",
+                    e.what()));
   }
   if (s.contains("max_tokens")) c.max_tokens = s["max_tokens"].get<int>();
-  if (s.contains("temperature") && !s["temperature"].is_null()) c.temperature = s["temperature"].get<double>();
+  if (s.contains("temperature") && !s["temperature"].is_null())
+    c.temperature = s["temperature"].get<double>();
   c.price_in_per_token = s.value("price_in_per_mtok", 0.0) / 1e6;
   c.price_out_per_token = s.value("price_out_per_mtok", 0.0) / 1e6;
   c.token_budget = s.value("token_budget", int64_t{0});
   c.cost_budget = s.value("cost_budget", 0.0);
   if (s.contains("timeout")) {
     c.total_timeout_seconds = s["timeout"].get<double>();
-    c.low_speed_seconds = std::max(1, std::min(c.low_speed_seconds, static_cast<int>(c.total_timeout_seconds)));
+    c.low_speed_seconds =
+        std::max(1, std::min(c.low_speed_seconds, static_cast<int>(c.total_timeout_seconds)));
   }
   return c;
 }
@@ -101,13 +106,16 @@ std::vector<std::pair<std::string, double>> parse_proposers(const std::string& t
       try {
         weight = std::stod(item.substr(colon + 1));
       } catch (const std::exception&) {
-        throw UserError("--proposers: bad weight in '" + item + "'; write NAME or NAME:WEIGHT, e.g. mutate:1");
+        throw UserError("--proposers: bad weight in '" + item +
+                        "'; write NAME or NAME:WEIGHT, e.g. mutate:1");
       }
       item = item.substr(0, colon);
     }
     if (item != "mutate" && item != "rewrite" && item != "llm")
-      throw UserError("--proposers: unknown proposer '" + item + "'; available: mutate, rewrite, llm");
-    if (!(weight > 0)) throw UserError("--proposers: the weight of '" + item + "' must be positive");
+      throw UserError("--proposers: unknown proposer '" + item +
+                      "'; available: mutate, rewrite, llm");
+    if (!(weight > 0))
+      throw UserError("--proposers: the weight of '" + item + "' must be positive");
     out.emplace_back(item, weight);
     at = comma + 1;
   }
@@ -124,8 +132,9 @@ nlohmann::json llm_options_for_new_run(const OptimizeFlags& f, std::string& prop
   if (!f.proposer_cmd.empty() && !names_llm(proposers)) proposers += ",llm:1";
   if (!names_llm(proposers)) {
     if (!f.llm_model.empty() || !f.llm_base_url.empty())
-      std::cerr << "note: --llm-* flags given, but --proposers has no llm; add it, e.g. --proposers "
-                   "mutate:3,rewrite:1,llm:1\n";
+      std::cerr
+          << "note: --llm-* flags given, but --proposers has no llm; add it, e.g. --proposers "
+             "mutate:3,rewrite:1,llm:1\n";
     return nullptr;
   }
   nlohmann::json settings = flag_settings(f);
@@ -141,7 +150,8 @@ nlohmann::json llm_options_for_new_run(const OptimizeFlags& f, std::string& prop
   return stored_http(c, settings);
 }
 
-SessionModel make_session_model(const nlohmann::json& stored, const OptimizeFlags& f, const store::Store& db) {
+SessionModel make_session_model(const nlohmann::json& stored, const OptimizeFlags& f,
+                                const store::Store& db) {
   nlohmann::json s = stored.is_object() ? stored : nlohmann::json::object();
   s.update(flag_settings(f));  // this session's flags win
   SessionModel out;
@@ -151,7 +161,8 @@ SessionModel make_session_model(const nlohmann::json& stored, const OptimizeFlag
     cc.command = s.value("command", std::string());
     cc.timeout_seconds = s.value("command_timeout", 600.0);
     out.model = std::make_unique<llm::CommandModel>(cc);
-    out.describe = fmt::format("the command '{}' (time limit {} s)", cc.command, cc.timeout_seconds);
+    out.describe =
+        fmt::format("the command '{}' (time limit {} s)", cc.command, cc.timeout_seconds);
     return out;
   }
   llm::ModelConfig c = http_config(s, f);
@@ -160,20 +171,25 @@ SessionModel make_session_model(const nlohmann::json& stored, const OptimizeFlag
   if (c.token_budget > 0) {
     const int64_t left = c.token_budget - spent.tokens_in - spent.tokens_out;
     if (left <= 0)
-      out.stopped = fmt::format("the run's token budget ({}) was spent in earlier sessions; give a larger "
-                                "--llm-token-budget to go on",
-                                c.token_budget);
-    else c.token_budget = left;
+      out.stopped = fmt::format(
+          "the run's token budget ({}) was spent in earlier sessions; give a larger "
+          "--llm-token-budget to go on",
+          c.token_budget);
+    else
+      c.token_budget = left;
   }
   if (c.cost_budget > 0) {
     const double left = c.cost_budget - spent.cost;
     if (left <= 0)
-      out.stopped = fmt::format("the run's cost budget ({}) was spent in earlier sessions; give a larger "
-                                "--llm-cost-budget to go on",
-                                c.cost_budget);
-    else c.cost_budget = left;
+      out.stopped = fmt::format(
+          "the run's cost budget ({}) was spent in earlier sessions; give a larger "
+          "--llm-cost-budget to go on",
+          c.cost_budget);
+    else
+      c.cost_budget = left;
   }
-  out.describe = fmt::format("{} model {} at {}", llm::protocol_name(c.protocol), c.model, c.base_url);
+  out.describe =
+      fmt::format("{} model {} at {}", llm::protocol_name(c.protocol), c.model, c.base_url);
   out.model = std::make_unique<llm::Client>(c);
   return out;
 }
@@ -186,15 +202,18 @@ SessionModel make_replay_model(const nlohmann::json& stored, const std::string& 
   std::optional<llm::Protocol> protocol;
   if (s.value("source", std::string()) != "command") {
     protocol = llm::parse_protocol(s.value("protocol", std::string("openai")));
-    if (!protocol) throw UserError(fmt::format("{}: the recorded run names an unknown model protocol", recorded_path));
+    if (!protocol)
+      throw UserError(
+          fmt::format("{}: the recorded run names an unknown model protocol", recorded_path));
   }
   // A resumed replay goes on after the answers it has used.
   const int64_t used = static_cast<int64_t>(db.model_calls("llm").size());
   std::vector<store::ModelCall> calls = recorded.model_calls("llm");
   const size_t total = calls.size();
-  calls.erase(calls.begin(), calls.begin() + std::min<int64_t>(used, static_cast<int64_t>(calls.size())));
-  out.describe = fmt::format("a replay of the {} model answers recorded in {}{}", total, recorded_path,
-                             used > 0 ? fmt::format(" ({} used before)", used) : "");
+  calls.erase(calls.begin(),
+              calls.begin() + std::min<int64_t>(used, static_cast<int64_t>(calls.size())));
+  out.describe = fmt::format("a replay of the {} model answers recorded in {}{}", total,
+                             recorded_path, used > 0 ? fmt::format(" ({} used before)", used) : "");
   out.model = search::make_replay_model(std::move(calls), protocol, recorded_path);
   return out;
 }

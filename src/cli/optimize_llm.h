@@ -31,15 +31,16 @@ nlohmann::json llm_options_for_new_run(const OptimizeFlags& f, std::string& prop
 
 struct SessionModel {
   std::unique_ptr<llm::Model> model;
-  std::string describe;      // for the log line: what answers (never the key)
-  std::string stopped;       // non-empty: the proposer starts stopped (a budget spent before)
+  std::string describe;  // for the log line: what answers (never the key)
+  std::string stopped;   // non-empty: the proposer starts stopped (a budget spent before)
   llm::PromptTemplate prompt = llm::default_prompt_template();
 };
 
 // The model of this session: the run's stored "llm" options, with the llm flags given now
 // on top (a resumed run may get a new budget, timeout or key), the key from --llm-key or
 // the environment, and budgets less what the run's earlier sessions spent (`db`).
-SessionModel make_session_model(const nlohmann::json& stored, const OptimizeFlags& f, const store::Store& db);
+SessionModel make_session_model(const nlohmann::json& stored, const OptimizeFlags& f,
+                                const store::Store& db);
 
 // The model of a replay: the recorded run's answers in order, after those this run's
 // database already holds (a resumed replay).

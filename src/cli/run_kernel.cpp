@@ -36,7 +36,8 @@ std::string head_lines(const std::string& text, int lines) {
     if (pos != std::string::npos) ++pos;
   }
   if (pos == std::string::npos || pos >= text.size()) return text;
-  return text.substr(0, pos) + "... (" + std::to_string(std::count(text.begin() + static_cast<long>(pos), text.end(), '\n')) +
+  return text.substr(0, pos) + "... (" +
+         std::to_string(std::count(text.begin() + static_cast<long>(pos), text.end(), '\n')) +
          " more lines)\n";
 }
 
@@ -53,12 +54,13 @@ int run_kernel(const SpecFlags& flags, const RunKernelFlags& run) {
   build::Driver driver;
   build::Result built = driver.compile(request);
   if (!built.ok) {
-    std::cerr << fmt::format("error: {} does not compile ({}):\n{}", run.kernel_path, built.compiler_version,
-                             head_lines(built.log, 30));
+    std::cerr << fmt::format("error: {} does not compile ({}):\n{}", run.kernel_path,
+                             built.compiler_version, head_lines(built.log, 30));
     return 1;
   }
   std::cout << fmt::format("built {} ({}{})\n", run.kernel_path,
-                           built.cache_hit ? "cached" : fmt::format("{:.2f} s", built.seconds), ", key " + built.key.substr(0, 12));
+                           built.cache_hit ? "cached" : fmt::format("{:.2f} s", built.seconds),
+                           ", key " + built.key.substr(0, 12));
 
   std::vector<interp::Tensor> inputs = obtain_inputs(graph, run.inputs, run.seed);
   runner::Options options;
@@ -66,7 +68,8 @@ int run_kernel(const SpecFlags& flags, const RunKernelFlags& run) {
   options.threads = run.threads;
   runner::Outcome outcome = runner::run(built.so_path, graph, inputs, options);
   if (outcome.status != runner::Status::Ok) {
-    std::cerr << fmt::format("error: the kernel failed: {}: {}\n", runner::status_name(outcome.status), outcome.message);
+    std::cerr << fmt::format("error: the kernel failed: {}: {}\n",
+                             runner::status_name(outcome.status), outcome.message);
     return 1;
   }
   std::cout << fmt::format("ran in {:.3f} ms\n", outcome.seconds * 1e3);
@@ -81,26 +84,31 @@ int run_kernel(const SpecFlags& flags, const RunKernelFlags& run) {
     size_t outside = 0, first = 0;
     double worst = 0;
     for (size_t k = 0; k < got.size(); ++k) {
-      const bool same_special = !std::isfinite(want[k]) && (got[k] == want[k] || (std::isnan(got[k]) && std::isnan(want[k])));
+      const bool same_special = !std::isfinite(want[k]) &&
+                                (got[k] == want[k] || (std::isnan(got[k]) && std::isnan(want[k])));
       const double err = same_special ? 0.0 : std::fabs(got[k] - want[k]);
       const bool ok = same_special || err <= bound[k];
       if (!ok && outside++ == 0) first = k;
       if (ok && bound[k] > 0) worst = std::max(worst, err / bound[k]);
     }
     if (outside == 0) {
-      std::cout << fmt::format("out{}: agrees with the reference on all {} elements (largest error {:.3g} of its bound)\n",
-                               i, got.size(), worst);
+      std::cout << fmt::format(
+          "out{}: agrees with the reference on all {} elements (largest error {:.3g} of its "
+          "bound)\n",
+          i, got.size(), worst);
     } else {
       agrees = false;
-      std::cout << fmt::format("out{}: DIFFERS from the reference on {} of {} elements; first at flat index {}: "
-                               "got {:.9g}, expected {:.9g}, bound {:.3g}\n",
-                               i, outside, got.size(), first, got[first], want[first], bound[first]);
+      std::cout << fmt::format(
+          "out{}: DIFFERS from the reference on {} of {} elements; first at flat index {}: "
+          "got {:.9g}, expected {:.9g}, bound {:.3g}\n",
+          i, outside, got.size(), first, got[first], want[first], bound[first]);
     }
   }
   if (!run.out.empty()) {
     npy::ArrayList arrays;
     for (size_t i = 0; i < outcome.outputs.size(); ++i)
-      arrays.emplace_back("out" + std::to_string(i), to_array_as(outcome.outputs[i], graph.results[i].dtype));
+      arrays.emplace_back("out" + std::to_string(i),
+                          to_array_as(outcome.outputs[i], graph.results[i].dtype));
     write_arrays(run.out, arrays, "--out");
     std::cout << "wrote " << run.out << " (the kernel's outputs)\n";
   }

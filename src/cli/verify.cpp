@@ -22,8 +22,10 @@ int run_verify(const SpecFlags& flags, const VerifyFlags& v) {
   check_reference_fits(graph);
   const std::string source = read_text(v.kernel_path, "kernel");
   verify::Options options;
-  if (v.level == "full") options.level = verify::Level::Full;
-  else if (v.level != "quick") throw UserError(fmt::format("--level {}: write quick or full", v.level));
+  if (v.level == "full")
+    options.level = verify::Level::Full;
+  else if (v.level != "quick")
+    throw UserError(fmt::format("--level {}: write quick or full", v.level));
   options.seed = v.seed;
   options.timeout_seconds = v.timeout_seconds;
   options.threads = v.threads;
@@ -35,13 +37,15 @@ int run_verify(const SpecFlags& flags, const VerifyFlags& v) {
     return spec::load_spec(flags.spec_path, so);
   };
   const verify::Report report = verify::verify(graph, source, graph_at, options);
-  const std::string cert =
-      verify::certificate_json(graph, sha256_hex(read_text(flags.spec_path, "spec")), report, options);
+  const std::string cert = verify::certificate_json(
+      graph, sha256_hex(read_text(flags.spec_path, "spec")), report, options);
   if (!v.cert_path.empty()) {
     std::ofstream out(v.cert_path, std::ios::binary);
     out << cert;
     out.close();
-    if (!out) throw UserError(fmt::format("--cert: cannot write '{}': {}", v.cert_path, std::strerror(errno)));
+    if (!out)
+      throw UserError(
+          fmt::format("--cert: cannot write '{}': {}", v.cert_path, std::strerror(errno)));
   }
   if (v.json) {
     std::cout << cert;
@@ -50,12 +54,13 @@ int run_verify(const SpecFlags& flags, const VerifyFlags& v) {
                              verify::verdict_name(report.verdict), report.seconds, v.level,
                              report.generic ? "generic" : "specialized");
     for (const auto& s : report.suites) {
-      const std::string outcome = !s.passed ? std::string("FAILED")
-                                  : s.integer_range > 0
-                                      ? fmt::format("ok, bit for bit, inputs in [-{0}, {0}]", s.integer_range)
-                                      : fmt::format("ok, worst {:.3g} of bound", s.worst);
-      std::cout << fmt::format("  {:<15} seed {:<20} {:<40} {:>9} elements  {}\n", s.name, s.seed, s.dims, s.elements,
-                               outcome);
+      const std::string outcome =
+          !s.passed ? std::string("FAILED")
+          : s.integer_range > 0
+              ? fmt::format("ok, bit for bit, inputs in [-{0}, {0}]", s.integer_range)
+              : fmt::format("ok, worst {:.3g} of bound", s.worst);
+      std::cout << fmt::format("  {:<15} seed {:<20} {:<40} {:>9} elements  {}\n", s.name, s.seed,
+                               s.dims, s.elements, outcome);
     }
     for (const auto& s : report.not_applicable)
       std::cout << fmt::format("  {:<15} not applicable ({}): {}\n", s.suite, s.dims, s.reason);

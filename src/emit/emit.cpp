@@ -18,7 +18,6 @@ using loops::ExprKind;
 using loops::Stmt;
 using loops::StmtKind;
 
-
 // Numpy semantics that C++ operators do not give directly (NaN-propagating max/min,
 // floor division and modulo, integer powers).
 const char* kHelpers = R"(namespace {
@@ -77,7 +76,8 @@ const char* kKernelMath =
 
 // The function computing a call: ollie_math's where it has one for the type.
 std::string call_function(const std::string& fn, DType t) {
-  const bool has = fn == "exp" || fn == "exp2" || fn == "tanh" || fn == "log" || (fn == "erf" && t == DType::F32);
+  const bool has = fn == "exp" || fn == "exp2" || fn == "tanh" || fn == "log" ||
+                   (fn == "erf" && t == DType::F32);
   return (has && ir::is_float(t) ? "ollie_math::" : "std::") + fn;
 }
 
@@ -136,7 +136,8 @@ class Printer {
       }
       case ExprKind::Select:
         return "(" + expr(e->args[0]) + " ? " + expr(e->args[1]) + " : " + expr(e->args[2]) + ")";
-      case ExprKind::Cast: return std::string("static_cast<") + c_type(e->dtype) + ">(" + expr(e->args[0]) + ")";
+      case ExprKind::Cast:
+        return std::string("static_cast<") + c_type(e->dtype) + ">(" + expr(e->args[0]) + ")";
       case ExprKind::Call: {
         std::string s = call_function(e->name, e->args[0]->dtype) + "(";
         for (size_t i = 0; i < e->args.size(); ++i) s += (i ? ", " : "") + expr(e->args[i]);
@@ -150,14 +151,17 @@ class Printer {
     const std::string pad(static_cast<size_t>(depth) * 2, ' ');
     switch (s->kind) {
       case StmtKind::For: {
-        if (s->for_kind == loops::ForKind::Vectorized && s->reduction) return vector_sum(s, depth, out);
+        if (s->for_kind == loops::ForKind::Vectorized && s->reduction)
+          return vector_sum(s, depth, out);
         switch (s->for_kind) {
           case loops::ForKind::Parallel: out << pad << "#pragma omp parallel for\n"; break;
           case loops::ForKind::Vectorized: out << pad << "#pragma omp simd\n"; break;
           case loops::ForKind::Unrolled:
             // A short loop of constant trip count unrolls fully (a register tile's rows).
             out << pad << "#pragma GCC unroll "
-                << (s->extent->kind == ExprKind::IntImm && s->extent->int_value <= 16 ? s->extent->int_value : 8)
+                << (s->extent->kind == ExprKind::IntImm && s->extent->int_value <= 16
+                        ? s->extent->int_value
+                        : 8)
                 << "\n";
             break;
           case loops::ForKind::Serial: break;
@@ -165,8 +169,8 @@ class Printer {
         const bool from_zero = s->min->kind == ExprKind::IntImm && s->min->int_value == 0;
         const std::string lo = expr(s->min);
         const std::string hi = from_zero ? expr(s->extent) : lo + " + " + expr(s->extent);
-        out << pad << "for (int64_t " << s->name << " = " << lo << "; " << s->name << " < " << hi << "; ++"
-            << s->name << ") {\n";
+        out << pad << "for (int64_t " << s->name << " = " << lo << "; " << s->name << " < " << hi
+            << "; ++" << s->name << ") {\n";
         stmt(s->body[0], depth + 1, out);
         out << pad << "}\n";
         break;
@@ -182,11 +186,12 @@ class Printer {
         const auto n = s->size->kind == ExprKind::IntImm ? s->size->int_value : -1;
         if (n >= 0 && n * static_cast<int64_t>(ir::dtype_bytes(s->dtype)) <= kStackBytes) {
           // Small tiles of constant size live on the stack (private to the thread).
-          out << pad << "alignas(64) " << t << " " << s->name << "[" << std::max<int64_t>(n, 1) << "];\n";
+          out << pad << "alignas(64) " << t << " " << s->name << "[" << std::max<int64_t>(n, 1)
+              << "];\n";
         } else {
           // On the heap: intermediates grow with the dims and would overflow the stack.
-          out << pad << "std::unique_ptr<" << t << "[]> " << s->name << "_mem(new " << t << "[" << expr(s->size)
-              << "]);\n"
+          out << pad << "std::unique_ptr<" << t << "[]> " << s->name << "_mem(new " << t << "["
+              << expr(s->size) << "]);\n"
               << pad << t << "* __restrict " << s->name << " = " << s->name << "_mem.get();\n";
         }
         stmt(s->body[0], depth, out);
@@ -217,8 +222,9 @@ class Printer {
       inner.push_back(st);
       st = st->body[0];
     }
-    OLLIE_CHECK(st->kind == StmtKind::Store && st->value->kind == ExprKind::Binary && st->value->op == OpKind::Add &&
-                    st->value->args[0]->kind == ExprKind::Load && st->value->args[0]->name == st->name,
+    OLLIE_CHECK(st->kind == StmtKind::Store && st->value->kind == ExprKind::Binary &&
+                    st->value->op == OpKind::Add && st->value->args[0]->kind == ExprKind::Load &&
+                    st->value->args[0]->name == st->name,
                 "emit: a vectorized reduction loop must hold one sum update, in " + s->name);
     // Each tile loop's constant size, and the condition that a tile is whole.
     std::vector<int64_t> sizes;
@@ -230,33 +236,38 @@ class Printer {
       if (e->kind == ExprKind::IntImm) {
         sizes.push_back(e->int_value);
       } else {
-        OLLIE_CHECK(e->kind == ExprKind::Binary && e->op == OpKind::Min && e->args[0]->kind == ExprKind::IntImm,
-                    "emit: a loop inside the vectorized sum " + s->name + " must have a constant size");
+        OLLIE_CHECK(
+            e->kind == ExprKind::Binary && e->op == OpKind::Min &&
+                e->args[0]->kind == ExprKind::IntImm,
+            "emit: a loop inside the vectorized sum " + s->name + " must have a constant size");
         sizes.push_back(e->args[0]->int_value);
         whole.push_back(expr(e) + " == " + std::to_string(e->args[0]->int_value));
       }
     }
-    const std::string head = "for (int64_t " + s->name + " = " + expr(s->min) + "; " + s->name + " < " +
-                             (s->min->kind == ExprKind::IntImm && s->min->int_value == 0 ? "" : expr(s->min) + " + ") +
-                             expr(s->extent) + "; ++" + s->name + ")";
+    const std::string head =
+        "for (int64_t " + s->name + " = " + expr(s->min) + "; " + s->name + " < " +
+        (s->min->kind == ExprKind::IntImm && s->min->int_value == 0 ? "" : expr(s->min) + " + ") +
+        expr(s->extent) + "; ++" + s->name + ")";
     const std::string type = c_type(st->value->dtype);
     // One accumulator per (index, update) pair.
     auto sums = [&](const std::vector<std::pair<Expr, Expr>>& updates, const std::string& p) {
       std::string names;
-      for (size_t k = 0; k < updates.size(); ++k) names += (k ? "," : "") + acc_name(st->name, updates.size(), k);
+      for (size_t k = 0; k < updates.size(); ++k)
+        names += (k ? "," : "") + acc_name(st->name, updates.size(), k);
       out << p << "{\n";
       for (size_t k = 0; k < updates.size(); ++k)
-        out << p << "  " << type << " " << acc_name(st->name, updates.size(), k) << " = " << st->name << "["
-            << expr(updates[k].first) << "];\n";
-      out << p << "  #pragma omp simd reduction(+:" << names << ")\n" << p << "  " << head << " {\n";
+        out << p << "  " << type << " " << acc_name(st->name, updates.size(), k) << " = "
+            << st->name << "[" << expr(updates[k].first) << "];\n";
+      out << p << "  #pragma omp simd reduction(+:" << names << ")\n"
+          << p << "  " << head << " {\n";
       for (size_t k = 0; k < updates.size(); ++k) {
         const std::string a = acc_name(st->name, updates.size(), k);
         out << p << "    " << a << " = " << a << " + " << expr(updates[k].second) << ";\n";
       }
       out << p << "  }\n";
       for (size_t k = 0; k < updates.size(); ++k)
-        out << p << "  " << st->name << "[" << expr(updates[k].first) << "] = " << acc_name(st->name, updates.size(), k)
-            << ";\n";
+        out << p << "  " << st->name << "[" << expr(updates[k].first)
+            << "] = " << acc_name(st->name, updates.size(), k) << ";\n";
       out << p << "}\n";
     };
     // The whole tile: every combination of the tile loops' values, substituted.
@@ -265,7 +276,8 @@ class Printer {
     for (bool more = true; more;) {
       std::map<std::string, Expr> vars;
       for (size_t k = 0; k < inner.size(); ++k) vars[inner[k]->name] = loops::make_int(at[k]);
-      tile.emplace_back(loops::substitute(st->index, vars), loops::substitute(st->value->args[1], vars));
+      tile.emplace_back(loops::substitute(st->index, vars),
+                        loops::substitute(st->value->args[1], vars));
       more = false;
       for (size_t k = inner.size(); k-- > 0;) {
         if (++at[k] < sizes[k]) {
@@ -283,8 +295,8 @@ class Printer {
     out << pad << "} else {\n";
     std::string p = pad + "  ";
     for (const Stmt& l : inner) {
-      out << p << "for (int64_t " << l->name << " = 0; " << l->name << " < " << expr(l->extent) << "; ++" << l->name
-          << ") {\n";
+      out << p << "for (int64_t " << l->name << " = 0; " << l->name << " < " << expr(l->extent)
+          << "; ++" << l->name << ") {\n";
       p += "  ";
     }
     sums({{st->index, st->value->args[1]}}, p);
@@ -311,7 +323,8 @@ class Printer {
   static std::string float_text(double v, DType t) {
     const std::string ty = c_type(t);
     if (std::isnan(v)) return "std::numeric_limits<" + ty + ">::quiet_NaN()";
-    if (std::isinf(v)) return std::string(v < 0 ? "-" : "") + "std::numeric_limits<" + ty + ">::infinity()";
+    if (std::isinf(v))
+      return std::string(v < 0 ? "-" : "") + "std::numeric_limits<" + ty + ">::infinity()";
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.17g", v);
     std::string s = buf;
@@ -351,7 +364,8 @@ std::string bound_dims_text(const ir::Graph& g) {
   std::string s;
   for (const auto& d : g.dims) {
     auto it = g.bound_dims.find(d);
-    s += (s.empty() ? "" : ", ") + d + "=" + (it == g.bound_dims.end() ? "?" : std::to_string(it->second));
+    s += (s.empty() ? "" : ", ") + d + "=" +
+         (it == g.bound_dims.end() ? "?" : std::to_string(it->second));
   }
   return s;
 }
@@ -375,18 +389,21 @@ std::string kernel_declaration(const ir::Graph& graph) {
   out << "extern \"C\" void ollie_kernel(";
   for (size_t i = 0; i < graph.params.size(); ++i)
     out << "const " << c_type(graph.params[i].dtype) << "* " << names[i] << ", ";
-  for (size_t i = 0; i < graph.results.size(); ++i) out << c_type(graph.results[i].dtype) << "* out" << i << ", ";
+  for (size_t i = 0; i < graph.results.size(); ++i)
+    out << c_type(graph.results[i].dtype) << "* out" << i << ", ";
   out << "const int64_t* dims);";
   return out.str();
 }
 
 std::string kernel_prelude() {
-  return std::string("#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <limits>\n"
-                     "#include <memory>\n#include <type_traits>\n\n") +
+  return std::string(
+             "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <limits>\n"
+             "#include <memory>\n#include <type_traits>\n\n") +
          kHelpers + "\n" + kKernelMath + "\n";
 }
 
-std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph, const EmitOptions& options) {
+std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph,
+                        const EmitOptions& options) {
   std::ostringstream out;
   if (options.prelude) {
     out << "// Generated by ollie from the spec entry `" << graph.entry << "`.\n"
@@ -429,8 +446,8 @@ std::string emit_header(const ir::Graph& graph) {
     out << "//   " << names[i] << ": \"" << ir::dtype_name(graph.params[i].dtype)
         << ir::shape_str(graph.params[i].shape) << "\"  (input " << i << ")\n";
   for (size_t i = 0; i < graph.results.size(); ++i)
-    out << "//   out" << i << ": \"" << ir::dtype_name(graph.results[i].dtype) << ir::shape_str(graph.results[i].shape)
-        << "\"  (result " << i << ")\n";
+    out << "//   out" << i << ": \"" << ir::dtype_name(graph.results[i].dtype)
+        << ir::shape_str(graph.results[i].shape) << "\"  (result " << i << ")\n";
   out << "//   dims: the sizes, in the order below.\n"
       << kernel_declaration(graph) << "\n\n"
       << "// dims[i] order and the sizes bound for this run.\n"

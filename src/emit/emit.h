@@ -18,7 +18,8 @@ struct EmitOptions {
 // The kernel translation unit: a comment header naming the spec entry, its dims and the
 // schedule, the includes and small helpers it needs (kernel_prelude), and the definition
 // of ollie_kernel.
-std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph, const EmitOptions& options = {});
+std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph,
+                        const EmitOptions& options = {});
 // The includes and helpers every kernel needs, once per translation unit.
 std::string kernel_prelude();
 

@@ -25,7 +25,8 @@ struct Packing {
 
 // Stride of each label in a dense operand; a label repeated within one operand
 // (a diagonal) has the sum of its axes' strides, an absent one stride 0.
-int64_t label_stride(const std::vector<int>& labels, const std::vector<int64_t>& strides, int label) {
+int64_t label_stride(const std::vector<int>& labels, const std::vector<int64_t>& strides,
+                     int label) {
   int64_t s = 0;
   for (size_t i = 0; i < labels.size(); ++i)
     if (labels[i] == label) s += strides[i];
@@ -44,8 +45,8 @@ struct Packed {
 
 // Gathers `x` (with `labels`) into the dense layout of `order`; no copy when `x` is in
 // that layout already (no diagonal, no transpose).
-Packed pack(const std::vector<double>& x, const std::vector<int64_t>& x_shape, const std::vector<int>& labels,
-            const std::vector<int>& order, const Packing& p) {
+Packed pack(const std::vector<double>& x, const std::vector<int64_t>& x_shape,
+            const std::vector<int>& labels, const std::vector<int>& order, const Packing& p) {
   const auto dense = dense_strides(x_shape);
   std::vector<int64_t> shape, strides;
   for (int l : order) {
@@ -66,7 +67,8 @@ Packed pack(const std::vector<double>& x, const std::vector<int64_t>& x_shape, c
 
 bool has_inf(const double* v, size_t n) {
   int64_t infinities = 0;  // counted without branches, so that the loop vectorizes
-  for (size_t i = 0; i < n; ++i) infinities += static_cast<int64_t>(std::fabs(v[i]) == std::numeric_limits<double>::infinity());
+  for (size_t i = 0; i < n; ++i)
+    infinities += static_cast<int64_t>(std::fabs(v[i]) == std::numeric_limits<double>::infinity());
   return infinities > 0;
 }
 
@@ -121,15 +123,16 @@ inline Vec vadd_nonzero_product(Vec a, Vec b, Vec c) {
 }
 #endif
 
-constexpr int64_t kVecs = 3;                 // vectors per row of a tile
-constexpr int64_t kCols = kVecs * kLanes;    // columns of a tile
-constexpr int64_t kRows = 4;                 // rows of a full tile
-constexpr int64_t kDepth = 128;              // terms per pass: a B panel of kDepth x kCols stays in L1
+constexpr int64_t kVecs = 3;               // vectors per row of a tile
+constexpr int64_t kCols = kVecs * kLanes;  // columns of a tile
+constexpr int64_t kRows = 4;               // rows of a full tile
+constexpr int64_t kDepth = 128;  // terms per pass: a B panel of kDepth x kCols stays in L1
 
 // C[0..R) x [0..kCols) (row stride ldc) += A panel (k x R, k-major) * B panel (k x kCols),
 // the tile held in registers over the whole of k.
 template <bool Safe, int64_t R>
-inline void tile_acc(const double* __restrict ap, const double* __restrict bp, int64_t k, double* c, int64_t ldc) {
+inline void tile_acc(const double* __restrict ap, const double* __restrict bp, int64_t k, double* c,
+                     int64_t ldc) {
   Vec acc[R][kVecs];
   for (int64_t r = 0; r < R; ++r)
     for (int64_t v = 0; v < kVecs; ++v) acc[r][v] = vload(c + r * ldc + v * kLanes);
@@ -174,8 +177,10 @@ void matmul_acc(const double* a, const double* b, double* c, const Packing& p) {
     for (int64_t t = 0; t < full_tiles; ++t)
       for (int64_t kk = 0; kk < p.k; ++kk)
         for (int64_t r = 0; r < kRows; ++r)
-          apack[static_cast<size_t>((t * p.k + kk) * kRows + r)] = fa(ab[(t * kRows + r) * p.k + kk]);
-    std::transform(ab + full_tiles * kRows * p.k, ab + p.m * p.k, apack.begin() + full_tiles * kRows * p.k, fa);
+          apack[static_cast<size_t>((t * p.k + kk) * kRows + r)] =
+              fa(ab[(t * kRows + r) * p.k + kk]);
+    std::transform(ab + full_tiles * kRows * p.k, ab + p.m * p.k,
+                   apack.begin() + full_tiles * kRows * p.k, fa);
     for (int64_t j0 = 0; j0 < p.n; j0 += kCols) {
       const int64_t w = std::min(kCols, p.n - j0);
       for (int64_t k0 = 0; k0 < p.k; k0 += kDepth) {
@@ -198,10 +203,12 @@ void matmul_acc(const double* a, const double* b, double* c, const Packing& p) {
             std::fill(edge + r * kCols + w, edge + (r + 1) * kCols, 0.0);
           }
           tile_acc<Safe, R>(panel, bpack.data(), kc, edge, kCols);
-          for (int64_t r = 0; r < R; ++r) std::copy(edge + r * kCols, edge + r * kCols + w, ct + r * p.n);
+          for (int64_t r = 0; r < R; ++r)
+            std::copy(edge + r * kCols, edge + r * kCols + w, ct + r * p.n);
         };
         for (int64_t t = 0; t < full_tiles; ++t)
-          run(std::integral_constant<int64_t, kRows>{}, t * kRows, apack.data() + (t * p.k + k0) * kRows);
+          run(std::integral_constant<int64_t, kRows>{}, t * kRows,
+              apack.data() + (t * p.k + k0) * kRows);
         for (int64_t i = full_tiles * kRows; i < p.m; ++i)
           run(std::integral_constant<int64_t, 1>{}, i, apack.data() + i * p.k + k0);
       }
@@ -212,9 +219,12 @@ void matmul_acc(const double* a, const double* b, double* c, const Packing& p) {
 // bound += A * B for bounds, with |A| and |B| where asked: the 0*inf-safe form when
 // either factor holds an infinity (`inf`, known beforehand: |x| has one where x has).
 template <bool AbsA, bool AbsB>
-void bound_matmul_acc(const double* a, const double* b, bool inf, std::vector<double>& c, const Packing& p) {
-  if (inf) matmul_acc<true, AbsA, AbsB>(a, b, c.data(), p);
-  else matmul_acc<false, AbsA, AbsB>(a, b, c.data(), p);
+void bound_matmul_acc(const double* a, const double* b, bool inf, std::vector<double>& c,
+                      const Packing& p) {
+  if (inf)
+    matmul_acc<true, AbsA, AbsB>(a, b, c.data(), p);
+  else
+    matmul_acc<false, AbsA, AbsB>(a, b, c.data(), p);
 }
 
 }  // namespace
@@ -231,12 +241,17 @@ Value eval_contract(const ir::Node& node, const Value& a, const Value& b) {
   Packing p;
   for (size_t i = 0; i < node.lhs_labels.size(); ++i) p.size[node.lhs_labels[i]] = a.t.shape[i];
   for (size_t i = 0; i < node.rhs_labels.size(); ++i) p.size[node.rhs_labels[i]] = b.t.shape[i];
-  auto in = [](const std::vector<int>& v, int l) { return std::find(v.begin(), v.end(), l) != v.end(); };
+  auto in = [](const std::vector<int>& v, int l) {
+    return std::find(v.begin(), v.end(), l) != v.end();
+  };
   for (int l : node.out_labels) {
     const bool l_in = in(node.lhs_labels, l), r_in = in(node.rhs_labels, l);
-    if (l_in && r_in) p.batch_labels.push_back(l);
-    else if (l_in) p.m_labels.push_back(l);
-    else p.n_labels.push_back(l);
+    if (l_in && r_in)
+      p.batch_labels.push_back(l);
+    else if (l_in)
+      p.m_labels.push_back(l);
+    else
+      p.n_labels.push_back(l);
   }
   // Summed labels: every label not in the output, each once, in order of appearance.
   for (const auto* labels : {&node.lhs_labels, &node.rhs_labels})
@@ -274,8 +289,9 @@ Value eval_contract(const ir::Node& node, const Value& a, const Value& b) {
     if (rounds) {
       bound_matmul_acc<true, true>(pa.data, pb.data, inf_a || inf_b, bound, p);
       const double scale = u * growth(2.0 * static_cast<double>(p.k) - 1.0);
-      const double eta = 2.0 * static_cast<double>(p.k) * underflow_unit(node.dtype);  // products and sums
-      for (double& x : bound) x = x > 0 ? mul0(x, scale) + eta : 0.0;  // all-zero terms: exactly 0
+      const double eta =
+          2.0 * static_cast<double>(p.k) * underflow_unit(node.dtype);  // products and sums
+      for (double& x : bound) x = x > 0 ? mul0(x, scale) + eta : 0.0;   // all-zero terms: exactly 0
     }
     Packed ea;
     if (!a.exact()) {
@@ -292,7 +308,8 @@ Value eval_contract(const ir::Node& node, const Value& a, const Value& b) {
         if (ea.copy.empty()) ea.copy.assign(ea.begin(), ea.end());
         for (size_t i = 0; i < ea.size; ++i) ea.copy[i] += std::fabs(pa.data[i]);
         ea.data = ea.copy.data();
-        bound_matmul_acc<false, false>(ea.data, eb.data, has_inf(ea.data, ea.size) || inf_eb, bound, p);
+        bound_matmul_acc<false, false>(ea.data, eb.data, has_inf(ea.data, ea.size) || inf_eb, bound,
+                                       p);
       }
     }
   }
@@ -301,7 +318,8 @@ Value eval_contract(const ir::Node& node, const Value& a, const Value& b) {
   // NaN), leaves nothing known about the terms it enters: those outputs are unbounded.
   if (!a.lo.empty() || !b.lo.empty()) {
     constexpr double inf = std::numeric_limits<double>::infinity();
-    std::vector<uint8_t> row(static_cast<size_t>(p.batch * p.m), 0), col(static_cast<size_t>(p.batch * p.n), 0);
+    std::vector<uint8_t> row(static_cast<size_t>(p.batch * p.m), 0),
+        col(static_cast<size_t>(p.batch * p.n), 0);
     if (!a.lo.empty()) {
       const auto la = pack(a.lo, a.t.shape, node.lhs_labels, a_order, p);  // [batch, M, K]
       for (size_t i = 0; i < row.size(); ++i)
@@ -313,7 +331,8 @@ Value eval_contract(const ir::Node& node, const Value& a, const Value& b) {
       for (int64_t bt = 0; bt < p.batch; ++bt)
         for (int64_t kk = 0; kk < p.k; ++kk)
           for (int64_t j = 0; j < p.n; ++j)
-            if (lb.data[static_cast<size_t>((bt * p.k + kk) * p.n + j)] > 0) col[static_cast<size_t>(bt * p.n + j)] = 1;
+            if (lb.data[static_cast<size_t>((bt * p.k + kk) * p.n + j)] > 0)
+              col[static_cast<size_t>(bt * p.n + j)] = 1;
     }
     for (int64_t bt = 0; bt < p.batch; ++bt)
       for (int64_t i = 0; i < p.m; ++i)

@@ -18,7 +18,8 @@ double round_to(ir::DType t, double x) {
   switch (t) {
     case ir::DType::F32: return static_cast<double>(static_cast<float>(x));
     case ir::DType::F64: return x;
-    case ir::DType::I32: case ir::DType::I64: return std::trunc(x);
+    case ir::DType::I32:
+    case ir::DType::I64: return std::trunc(x);
     case ir::DType::Bool: return x != 0.0 ? 1.0 : 0.0;
   }
   return x;
@@ -36,7 +37,8 @@ int64_t clean_bounds(const double* __restrict r, double* __restrict e, int64_t n
   for (int64_t i = 0; i < n; ++i) {
     uint64_t x = std::bit_cast<uint64_t>(e[i]);
     x = (x & magnitude) > exponent ? inf : x;  // NaN -> inf
-    if constexpr (FloatRule) x = (std::bit_cast<uint64_t>(r[i]) & exponent) == exponent ? 0 : x;  // r not finite -> 0
+    if constexpr (FloatRule)
+      x = (std::bit_cast<uint64_t>(r[i]) & exponent) == exponent ? 0 : x;  // r not finite -> 0
     e[i] = std::bit_cast<double>(x);
     nonzero += static_cast<int64_t>((x & magnitude) != 0);
   }
@@ -48,7 +50,7 @@ void finalize(Value& v) {
   if (v.exact()) return;
   constexpr double inf = std::numeric_limits<double>::infinity();
   const double max_finite = v.t.dtype == ir::DType::F32 ? static_cast<double>(FLT_MAX)
-                                                         : std::numeric_limits<double>::max();
+                                                        : std::numeric_limits<double>::max();
   const bool is_float = ir::is_float(v.t.dtype);
   const double* r = v.t.data.data();
   double* e = v.e.data();
@@ -64,7 +66,8 @@ void finalize(Value& v) {
         saturating += static_cast<int64_t>(std::fabs(r[i]) <= dbl_max) &
                       static_cast<int64_t>(std::fabs(r[i]) + e[i] > max_finite);
     if (saturating == 0) {
-      const int64_t nonzero = is_float ? clean_bounds<true>(r, e, size) : clean_bounds<false>(r, e, size);
+      const int64_t nonzero =
+          is_float ? clean_bounds<true>(r, e, size) : clean_bounds<false>(r, e, size);
       if (nonzero == 0) v.e.clear();
       return;
     }
@@ -75,9 +78,14 @@ void finalize(Value& v) {
     if (v.saturated(k)) {
       // Sign unknown (should not happen) or the exact infinity certainly reached:
       // leave the saturated state.
-      if (std::isnan(r[i])) { v.lo[k] = 0.0; e[i] = inf; }
-      else if (std::isinf(r[i]) && std::isinf(v.lo[k])) { v.lo[k] = 0.0; e[i] = 0.0; }
-      else e[i] = inf;
+      if (std::isnan(r[i])) {
+        v.lo[k] = 0.0;
+        e[i] = inf;
+      } else if (std::isinf(r[i]) && std::isinf(v.lo[k])) {
+        v.lo[k] = 0.0;
+        e[i] = 0.0;
+      } else
+        e[i] = inf;
     } else if (is_float) {
       if (!std::isfinite(r[i])) {
         e[i] = 0.0;
@@ -101,8 +109,8 @@ std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape) {
   return s;
 }
 
-void gather(const double* src, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
-            int64_t offset, double* dst) {
+void gather(const double* src, const std::vector<int64_t>& shape,
+            const std::vector<int64_t>& strides, int64_t offset, double* dst) {
   const int64_t total = ir::element_count(shape);
   if (total == 0) return;
   const size_t rank = shape.size();
@@ -206,7 +214,8 @@ Value eval_leaf(const ir::Graph& g, const ir::Node& n, const std::vector<int64_t
   return v;
 }
 
-Value eval_concat(const ir::Node& n, const std::vector<const Value*>& xs, const std::vector<int64_t>& shape) {
+Value eval_concat(const ir::Node& n, const std::vector<const Value*>& xs,
+                  const std::vector<int64_t>& shape) {
   Value out;
   out.t = make_tensor(n.dtype, shape);
   bool any_bound = false, any_sat = false;
@@ -227,7 +236,8 @@ Value eval_concat(const ir::Node& n, const std::vector<const Value*>& xs, const 
     for (int64_t o = 0; o < outer; ++o) {
       std::copy_n(x->t.data.begin() + o * row, row, out.t.data.begin() + o * out_row + col);
       if (!x->exact()) std::copy_n(x->e.begin() + o * row, row, out.e.begin() + o * out_row + col);
-      if (!x->lo.empty()) std::copy_n(x->lo.begin() + o * row, row, out.lo.begin() + o * out_row + col);
+      if (!x->lo.empty())
+        std::copy_n(x->lo.begin() + o * row, row, out.lo.begin() + o * out_row + col);
     }
     col += row;
   }
@@ -239,16 +249,20 @@ Value eval_concat(const ir::Node& n, const std::vector<const Value*>& xs, const 
 // sum is at least what the same order gives on the smallest magnitudes in the
 // saturated direction (lo for saturated terms, sign*x - e for the others), which is
 // within the usual rounding term of their exact sum. Max/min: the interval rule.
-detail::SatResult reduce_saturated(ir::ReduceKind kind, const double* v, const double* e, const double* lo,
-                                   int64_t len, double r, double rounding, double eta) {
+detail::SatResult reduce_saturated(ir::ReduceKind kind, const double* v, const double* e,
+                                   const double* lo, int64_t len, double r, double rounding,
+                                   double eta) {
   if (kind != ir::ReduceKind::Sum) {
     const bool is_max = kind == ir::ReduceKind::Max;
     detail::Interval iv{0, 0};
     for (int64_t k = 0; k < len; ++k) {
       const auto x = detail::interval_of(v[k], e ? e[k] : 0.0, lo[k]);
-      if (k == 0) iv = x;
-      else if (is_max) iv = {std::max(iv.lo, x.lo), std::max(iv.hi, x.hi)};
-      else iv = {std::min(iv.lo, x.lo), std::min(iv.hi, x.hi)};
+      if (k == 0)
+        iv = x;
+      else if (is_max)
+        iv = {std::max(iv.lo, x.lo), std::max(iv.hi, x.hi)};
+      else
+        iv = {std::min(iv.lo, x.lo), std::min(iv.hi, x.hi)};
     }
     return detail::from_interval(r, iv);
   }
@@ -258,7 +272,8 @@ detail::SatResult reduce_saturated(ir::ReduceKind kind, const double* v, const d
     const double s = v[k] > 0 ? 1.0 : -1.0;
     if (sign != 0.0 && s != sign) return detail::unbounded();  // inf - inf may be NaN
     sign = s;
-    if (std::isinf(lo[k])) return detail::saturated(lo[k]);  // an infinity absorbs every finite term
+    if (std::isinf(lo[k]))
+      return detail::saturated(lo[k]);  // an infinity absorbs every finite term
   }
   double least = 0.0, magnitude = 0.0;
   for (int64_t k = 0; k < len; ++k) {
@@ -280,7 +295,8 @@ Value eval_reduce(const ir::Node& n, const Value& x, const std::vector<int64_t>&
   std::vector<int> order;
   std::vector<bool> reduced(in_shape.size(), false);
   for (int a : n.axes) reduced[static_cast<size_t>(a)] = true;
-  for (size_t d = 0; d < in_shape.size(); ++d) if (!reduced[d]) order.push_back(static_cast<int>(d));
+  for (size_t d = 0; d < in_shape.size(); ++d)
+    if (!reduced[d]) order.push_back(static_cast<int>(d));
   for (int a : n.axes) order.push_back(a);
   int64_t len = 1;
   for (int a : n.axes) len *= in_shape[static_cast<size_t>(a)];
@@ -307,7 +323,9 @@ Value eval_reduce(const ir::Node& n, const Value& x, const std::vector<int64_t>&
   const bool need_e = !src->exact() || (n.reduce == ir::ReduceKind::Sum && u > 0 && len > 1);
   if (need_e) out.e.assign(static_cast<size_t>(rows), 0.0);
   const double gm = u * detail::growth(static_cast<double>(len - 1));
-  const double eta = n.reduce == ir::ReduceKind::Sum ? static_cast<double>(len) * detail::underflow_unit(n.dtype) : 0.0;
+  const double eta = n.reduce == ir::ReduceKind::Sum
+                         ? static_cast<double>(len) * detail::underflow_unit(n.dtype)
+                         : 0.0;
   for (int64_t r = 0; r < rows; ++r) {
     const double* v = src->t.data.data() + r * len;
     const double* e = src->exact() ? nullptr : src->e.data() + r * len;
@@ -315,18 +333,25 @@ Value eval_reduce(const ir::Node& n, const Value& x, const std::vector<int64_t>&
     if (n.reduce == ir::ReduceKind::Sum) {
       double abs_sum = 0.0;
       acc = 0.0;
-      for (int64_t k = 0; k < len; ++k) { acc += v[k]; abs_sum += std::fabs(v[k]); }
-      if (e) for (int64_t k = 0; k < len; ++k) bound += e[k];
+      for (int64_t k = 0; k < len; ++k) {
+        acc += v[k];
+        abs_sum += std::fabs(v[k]);
+      }
+      if (e)
+        for (int64_t k = 0; k < len; ++k) bound += e[k];
       // Partial sums may cancel into the subnormal range and be flushed: one eta per
       // addition, unless every term is exactly zero.
       bound += gm * abs_sum + (len > 1 && abs_sum > 0 ? eta : 0.0);
     } else {
       const bool is_max = n.reduce == ir::ReduceKind::Max;
-      acc = is_max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+      acc = is_max ? -std::numeric_limits<double>::infinity()
+                   : std::numeric_limits<double>::infinity();
       for (int64_t k = 0; k < len; ++k) {
         // NaN propagates, as numpy's max/min do.
-        if (std::isnan(v[k]) || std::isnan(acc)) acc = std::numeric_limits<double>::quiet_NaN();
-        else acc = is_max ? std::max(acc, v[k]) : std::min(acc, v[k]);
+        if (std::isnan(v[k]) || std::isnan(acc))
+          acc = std::numeric_limits<double>::quiet_NaN();
+        else
+          acc = is_max ? std::max(acc, v[k]) : std::min(acc, v[k]);
       }
       if (e && std::isfinite(acc)) {
         // The implementation's result lies in [max_k(v-e), max_k(v+e)] (for max; mirrored
@@ -348,7 +373,8 @@ Value eval_reduce(const ir::Node& n, const Value& x, const std::vector<int64_t>&
     if (!src->lo.empty()) {
       const double* lo = src->lo.data() + r * len;
       if (std::any_of(lo, lo + len, [](double l) { return l > 0; }))
-        detail::set_state(out, static_cast<size_t>(r), reduce_saturated(n.reduce, v, e, lo, len, acc, gm, eta));
+        detail::set_state(out, static_cast<size_t>(r),
+                          reduce_saturated(n.reduce, v, e, lo, len, acc, gm, eta));
     }
   }
   detail::finalize(out);
@@ -365,21 +391,23 @@ Value eval_layout(const ir::Node& n, const Value& x, const std::vector<int64_t>&
       for (size_t d = 0; d < shape.size(); ++d) strides[d] = x.t.shape[d] == 1 ? 0 : in_strides[d];
       break;
     case ir::OpKind::Transpose:
-      for (size_t d = 0; d < shape.size(); ++d) strides[d] = in_strides[static_cast<size_t>(n.axes[d])];
+      for (size_t d = 0; d < shape.size(); ++d)
+        strides[d] = in_strides[static_cast<size_t>(n.axes[d])];
       break;
     case ir::OpKind::Slice:
       for (size_t d = 0; d < shape.size(); ++d) {
         const int64_t start = n.slices[d].start.evaluate(dims);
         offset += start * in_strides[d];
         strides[d] = n.slices[d].step * in_strides[d];
-        if (shape[d] > 0 && (start < 0 || start + (shape[d] - 1) * n.slices[d].step >= x.t.shape[d]))
-          throw UserError("slice [" + n.slices[d].start.str() + ":" + n.slices[d].stop.str() + "] of axis " +
-                          std::to_string(d) + " runs past its size " + std::to_string(x.t.shape[d]) +
+        if (shape[d] > 0 &&
+            (start < 0 || start + (shape[d] - 1) * n.slices[d].step >= x.t.shape[d]))
+          throw UserError("slice [" + n.slices[d].start.str() + ":" + n.slices[d].stop.str() +
+                          "] of axis " + std::to_string(d) + " runs past its size " +
+                          std::to_string(x.t.shape[d]) +
                           " at the bound dims; choose dims for which the slice fits");
       }
       break;
-    default:
-      OLLIE_CHECK(false, std::string("eval_layout with ") + ir::op_name(n.kind));
+    default: OLLIE_CHECK(false, std::string("eval_layout with ") + ir::op_name(n.kind));
   }
   return gather_value(x, n.dtype, shape, strides, offset);
 }
@@ -391,13 +419,14 @@ Value round_input(const ir::Param& p, const Tensor& in, const std::vector<int64_
     return t + "]";
   };
   if (in.shape != expected)
-    throw UserError("input '" + p.name + "' has shape " + shape_text(in.shape) + " but the kernel expects " +
-                    ir::shape_str(p.shape) + " = " + shape_text(expected) +
-                    " at the bound dims; pass an array of shape " + shape_text(expected) +
-                    " or bind the dims to match");
+    throw UserError("input '" + p.name + "' has shape " + shape_text(in.shape) +
+                    " but the kernel expects " + ir::shape_str(p.shape) + " = " +
+                    shape_text(expected) + " at the bound dims; pass an array of shape " +
+                    shape_text(expected) + " or bind the dims to match");
   if (in.size() != ir::element_count(expected))
-    throw UserError("input '" + p.name + "' holds " + std::to_string(in.size()) + " values but its shape " +
-                    shape_text(expected) + " needs " + std::to_string(ir::element_count(expected)));
+    throw UserError("input '" + p.name + "' holds " + std::to_string(in.size()) +
+                    " values but its shape " + shape_text(expected) + " needs " +
+                    std::to_string(ir::element_count(expected)));
   Value v;
   v.t.dtype = p.dtype;
   v.t.shape = expected;
@@ -418,9 +447,12 @@ Value round_input(const ir::Param& p, const Tensor& in, const std::vector<int64_
     any_subnormal = subnormals > 0;
   };
   switch (p.dtype) {
-    case ir::DType::F32: round_all([](double a) { return static_cast<double>(static_cast<float>(a)); }); break;
+    case ir::DType::F32:
+      round_all([](double a) { return static_cast<double>(static_cast<float>(a)); });
+      break;
     case ir::DType::F64: round_all([](double a) { return a; }); break;
-    case ir::DType::I32: case ir::DType::I64: round_all([](double a) { return std::trunc(a); }); break;
+    case ir::DType::I32:
+    case ir::DType::I64: round_all([](double a) { return std::trunc(a); }); break;
     case ir::DType::Bool: round_all([](double a) { return a != 0.0 ? 1.0 : 0.0; }); break;
   }
   if (any_subnormal) {
@@ -442,7 +474,8 @@ Value round_input(const ir::Param& p, const Tensor& in, const std::vector<int64_
 Value eval_exp_contract(const ir::Node& n, const Value& s, const Value* x) {
   std::vector<int> summed;
   for (size_t i = 0; i < n.lhs_labels.size(); ++i)
-    if (std::count(n.out_labels.begin(), n.out_labels.end(), n.lhs_labels[i]) == 0) summed.push_back(static_cast<int>(i));
+    if (std::count(n.out_labels.begin(), n.out_labels.end(), n.lhs_labels[i]) == 0)
+      summed.push_back(static_cast<int>(i));
   ir::Node max_node;
   max_node.kind = ir::OpKind::Reduce;
   max_node.reduce = ir::ReduceKind::Max;
@@ -451,11 +484,13 @@ Value eval_exp_contract(const ir::Node& n, const Value& s, const Value* x) {
   std::vector<int64_t> kept_shape = s.t.shape, max_shape;
   for (int a : summed) kept_shape[static_cast<size_t>(a)] = 1;
   for (size_t d = 0; d < s.t.shape.size(); ++d)
-    if (std::count(summed.begin(), summed.end(), static_cast<int>(d)) == 0) max_shape.push_back(s.t.shape[d]);
+    if (std::count(summed.begin(), summed.end(), static_cast<int>(d)) == 0)
+      max_shape.push_back(s.t.shape[d]);
   Value m = eval_reduce(max_node, s, max_shape);
   // An all -inf max shifts by 0 instead (exact: the shift cancels in a softmax).
   for (size_t i = 0; i < m.t.data.size(); ++i)
-    if (m.t.data[i] == -std::numeric_limits<double>::infinity() && (m.e.empty() || m.e[i] == 0.0)) m.t.data[i] = 0.0;
+    if (m.t.data[i] == -std::numeric_limits<double>::infinity() && (m.e.empty() || m.e[i] == 0.0))
+      m.t.data[i] = 0.0;
   m.t.shape = kept_shape;
   ir::Node bcast;
   bcast.kind = ir::OpKind::Broadcast;
@@ -492,7 +527,8 @@ Value eval_exp_contract(const ir::Node& n, const Value& s, const Value* x) {
 
 }  // namespace
 
-Result evaluate(const ir::Graph& graph, const std::vector<Tensor>& inputs, const std::atomic<bool>* cancel) {
+Result evaluate(const ir::Graph& graph, const std::vector<Tensor>& inputs,
+                const std::atomic<bool>* cancel) {
   ir::verify(graph);
   if (inputs.size() != graph.params.size())
     throw UserError("kernel '" + graph.entry + "' takes " + std::to_string(graph.params.size()) +
@@ -518,16 +554,17 @@ Result evaluate(const ir::Graph& graph, const std::vector<Tensor>& inputs, const
         v = round_input(p, inputs[static_cast<size_t>(n.input_index)], shape);
         break;
       }
-      case ir::OpKind::Const: case ir::OpKind::Iota:
-        v = eval_leaf(graph, n, shape);
-        break;
-      case ir::OpKind::Broadcast: case ir::OpKind::Transpose: case ir::OpKind::Slice:
-        v = eval_layout(n, arg(0), shape, graph.bound_dims);
-        break;
+      case ir::OpKind::Const:
+      case ir::OpKind::Iota: v = eval_leaf(graph, n, shape); break;
+      case ir::OpKind::Broadcast:
+      case ir::OpKind::Transpose:
+      case ir::OpKind::Slice: v = eval_layout(n, arg(0), shape, graph.bound_dims); break;
       case ir::OpKind::Reshape:
         // Row-major order is kept, so only the shape changes.
-        if (last_use[static_cast<size_t>(n.operands[0])] == i) v = std::move(values[static_cast<size_t>(n.operands[0])]);
-        else v = arg(0);
+        if (last_use[static_cast<size_t>(n.operands[0])] == i)
+          v = std::move(values[static_cast<size_t>(n.operands[0])]);
+        else
+          v = arg(0);
         v.t.shape = shape;
         break;
       case ir::OpKind::Concat: {
@@ -536,21 +573,17 @@ Result evaluate(const ir::Graph& graph, const std::vector<Tensor>& inputs, const
         v = eval_concat(n, xs, shape);
         break;
       }
-      case ir::OpKind::Reduce:
-        v = eval_reduce(n, arg(0), shape);
-        break;
-      case ir::OpKind::Contract:
-        v = detail::eval_contract(n, arg(0), arg(1));
-        break;
+      case ir::OpKind::Reduce: v = eval_reduce(n, arg(0), shape); break;
+      case ir::OpKind::Contract: v = detail::eval_contract(n, arg(0), arg(1)); break;
       case ir::OpKind::ExpContract:
         v = eval_exp_contract(n, arg(0), n.operands.size() == 2 ? &arg(1) : nullptr);
         break;
-      case ir::OpKind::Select:
-        v = detail::eval_select(arg(0), arg(1), arg(2), n.dtype);
-        break;
+      case ir::OpKind::Select: v = detail::eval_select(arg(0), arg(1), arg(2), n.dtype); break;
       default:
-        if (ir::is_elementwise_unary(n.kind)) v = detail::eval_unary(n, arg(0));
-        else v = detail::eval_binary(n, arg(0), arg(1));
+        if (ir::is_elementwise_unary(n.kind))
+          v = detail::eval_unary(n, arg(0));
+        else
+          v = detail::eval_binary(n, arg(0), arg(1));
         break;
     }
     OLLIE_CHECK(v.t.shape == shape && v.t.size() == ir::element_count(shape),
@@ -570,8 +603,10 @@ Result evaluate(const ir::Graph& graph, const std::vector<Tensor>& inputs, const
     Tensor bound;
     bound.dtype = ir::DType::F64;  // a bound is a real magnitude whatever the value's dtype
     bound.shape = v.t.shape;
-    if (v.exact()) bound.data.assign(v.t.data.size(), 0.0);
-    else bound.data = std::move(v.e);
+    if (v.exact())
+      bound.data.assign(v.t.data.size(), 0.0);
+    else
+      bound.data = std::move(v.e);
     result.values.push_back(std::move(v.t));
     result.bounds.push_back(std::move(bound));
   }

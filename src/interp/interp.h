@@ -24,8 +24,8 @@ struct Tensor {
 };
 
 struct Result {
-  std::vector<Tensor> values;   // the reference value of each output (exact semantics, in double)
-  std::vector<Tensor> bounds;   // per element: |correct implementation - value| <= bound
+  std::vector<Tensor> values;  // the reference value of each output (exact semantics, in double)
+  std::vector<Tensor> bounds;  // per element: |correct implementation - value| <= bound
 };
 
 // Thrown by evaluate when its `cancel` flag was set: the caller no longer needs the result.

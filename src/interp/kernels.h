@@ -37,7 +37,9 @@ struct SatResult {
 };
 inline SatResult unbounded() { return {}; }
 // A NaN or non-positive lower bound proves nothing: unbounded then.
-inline SatResult saturated(double lo) { return lo > 0 ? SatResult{lo, std::numeric_limits<double>::infinity()} : SatResult{}; }
+inline SatResult saturated(double lo) {
+  return lo > 0 ? SatResult{lo, std::numeric_limits<double>::infinity()} : SatResult{};
+}
 inline SatResult bounded(double e) { return {0.0, e}; }
 
 // Where an implementation's value may lie: [r - e, r + e], or a half-line for a
@@ -79,7 +81,9 @@ constexpr double kLibraryUlps = 8.0;
 // dtype) plus the reference's own, since the reference is itself computed in double and
 // rounds too (2^-53 per op: negligible next to f32's 2^-24, but it doubles an f64 bound, so
 // an f64 kernel that fuses a multiply-add rounds differently from the reference and passes).
-inline double rounding_unit(ir::DType t) { return ir::is_float(t) ? ir::unit_roundoff(t) + 0x1p-53 : 0.0; }
+inline double rounding_unit(ir::DType t) {
+  return ir::is_float(t) ? ir::unit_roundoff(t) + 0x1p-53 : 0.0;
+}
 
 // Absolute error one rounding may add near zero: an implementation may flush subnormal
 // results and operands to zero (FTZ/DAZ, as GPU and fast-math code does), so each
@@ -117,13 +121,13 @@ void finalize(Value& v);
 
 // Copies a strided view of `src` (shape `shape`, element strides `strides`, starting
 // at `offset`) into the dense row-major `dst`.
-void gather(const double* src, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
-            int64_t offset, double* dst);
+void gather(const double* src, const std::vector<int64_t>& shape,
+            const std::vector<int64_t>& strides, int64_t offset, double* dst);
 
 // Row-major strides of a dense tensor of `shape`.
 std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape);
 
-Value eval_unary(const ir::Node& node, const Value& a);    // incl. PowI, Convert, Not
+Value eval_unary(const ir::Node& node, const Value& a);  // incl. PowI, Convert, Not
 Value eval_binary(const ir::Node& node, const Value& a, const Value& b);
 Value eval_select(const Value& c, const Value& x, const Value& y, ir::DType dtype);
 Value eval_contract(const ir::Node& node, const Value& a, const Value& b);

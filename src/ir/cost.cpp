@@ -12,22 +12,28 @@ Cost cost(const Graph& g) {
   auto count = [&](const Shape& s) { return element_count(evaluate_shape(s, g.bound_dims)); };
   for (const Node& n : g.nodes) {
     switch (n.kind) {
-      case OpKind::Input: case OpKind::Const: case OpKind::Iota: case OpKind::Convert:
-      case OpKind::Broadcast: case OpKind::Reshape: case OpKind::Transpose: case OpKind::Slice:
-      case OpKind::Concat:
-        break;
-      case OpKind::Reduce:
-        c.flops += count(g.node(n.operands[0]).shape) - count(n.shape);
-        break;
-      case OpKind::Contract: case OpKind::ExpContract: {
+      case OpKind::Input:
+      case OpKind::Const:
+      case OpKind::Iota:
+      case OpKind::Convert:
+      case OpKind::Broadcast:
+      case OpKind::Reshape:
+      case OpKind::Transpose:
+      case OpKind::Slice:
+      case OpKind::Concat: break;
+      case OpKind::Reduce: c.flops += count(g.node(n.operands[0]).shape) - count(n.shape); break;
+      case OpKind::Contract:
+      case OpKind::ExpContract: {
         // Every label appears in the output or is summed: the iteration space is
         // the product of all distinct labels' sizes.
         std::map<int, int64_t> size;
         const Node& a = g.node(n.operands[0]);
-        for (size_t i = 0; i < n.lhs_labels.size(); ++i) size[n.lhs_labels[i]] = a.shape[i].evaluate(g.bound_dims);
+        for (size_t i = 0; i < n.lhs_labels.size(); ++i)
+          size[n.lhs_labels[i]] = a.shape[i].evaluate(g.bound_dims);
         if (n.operands.size() == 2) {
           const Node& b = g.node(n.operands[1]);
-          for (size_t i = 0; i < n.rhs_labels.size(); ++i) size[n.rhs_labels[i]] = b.shape[i].evaluate(g.bound_dims);
+          for (size_t i = 0; i < n.rhs_labels.size(); ++i)
+            size[n.rhs_labels[i]] = b.shape[i].evaluate(g.bound_dims);
         }
         int64_t space = 1;
         for (auto& [l, s] : size) space *= s;
@@ -41,9 +47,7 @@ Cost cost(const Graph& g) {
         c.flops += count(n.shape) * (e > 1 ? e - 1 : 1) + (n.exponent < 0 ? count(n.shape) : 0);
         break;
       }
-      default:
-        c.flops += count(n.shape);
-        break;
+      default: c.flops += count(n.shape); break;
     }
   }
   for (const auto& p : g.params) c.compulsory_bytes += count(p.shape) * dtype_bytes(p.dtype);

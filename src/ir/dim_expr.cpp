@@ -74,8 +74,10 @@ DimExpr DimExpr::floordiv(int64_t divisor) const {
   // coefficients are multiples of c, keep the rest R as one floordiv atom.
   DimExpr exact, rest;
   for (const auto& [key, coeff] : terms_) {
-    if (coeff % divisor == 0) exact.terms_[key] = coeff / divisor;
-    else rest.terms_[key] = coeff;
+    if (coeff % divisor == 0)
+      exact.terms_[key] = coeff / divisor;
+    else
+      rest.terms_[key] = coeff;
   }
   exact.floordivs_ = floordivs_;
   rest.floordivs_ = floordivs_;
@@ -86,7 +88,8 @@ DimExpr DimExpr::floordiv(int64_t divisor) const {
   clean.terms_ = rest.terms_;
   for (const auto& [key, coeff] : rest.terms_)
     for (const auto& atom : key)
-      if (auto it = rest.floordivs_.find(atom); it != rest.floordivs_.end()) clean.floordivs_.insert(*it);
+      if (auto it = rest.floordivs_.find(atom); it != rest.floordivs_.end())
+        clean.floordivs_.insert(*it);
   std::string numerator = clean.terms_.size() == 1 ? clean.str() : "(" + clean.str() + ")";
   std::string name = "(" + numerator + "//" + std::to_string(divisor) + ")";
   DimExpr atom;
@@ -108,8 +111,10 @@ std::optional<DimExpr> DimExpr::exact_div(const DimExpr& divisor) const {
     std::multiset<std::string> need(dkey.begin(), dkey.end());
     for (const auto& atom : key) {
       auto it = need.find(atom);
-      if (it != need.end()) need.erase(it);
-      else rest.push_back(atom);
+      if (it != need.end())
+        need.erase(it);
+      else
+        rest.push_back(atom);
     }
     if (!need.empty()) return std::nullopt;
     quotient.terms_[rest] = coeff;
@@ -156,7 +161,8 @@ int64_t DimExpr::evaluate(const DimBindings& dims) const {
       }
       auto it = dims.find(atom);
       if (it == dims.end())
-        throw UserError("dim '" + atom + "' has no value: give it one in DIMS or with --dims " + atom + "=N");
+        throw UserError("dim '" + atom + "' has no value: give it one in DIMS or with --dims " +
+                        atom + "=N");
       term *= it->second;
     }
     total += term;

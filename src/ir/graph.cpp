@@ -26,8 +26,10 @@ std::optional<DType> dtype_from_name(const std::string& name) {
 
 int dtype_bytes(DType t) {
   switch (t) {
-    case DType::F32: case DType::I32: return 4;
-    case DType::F64: case DType::I64: return 8;
+    case DType::F32:
+    case DType::I32: return 4;
+    case DType::F64:
+    case DType::I64: return 8;
     case DType::Bool: return 1;
   }
   return 0;
@@ -91,9 +93,7 @@ const char* op_name(OpKind kind) {
   return "?";
 }
 
-bool is_elementwise_unary(OpKind k) {
-  return k >= OpKind::Neg && k <= OpKind::Convert;
-}
+bool is_elementwise_unary(OpKind k) { return k >= OpKind::Neg && k <= OpKind::Convert; }
 bool is_elementwise_binary(OpKind k) { return k >= OpKind::Add && k <= OpKind::Or; }
 bool is_comparison(OpKind k) { return k >= OpKind::Lt && k <= OpKind::Ne; }
 
@@ -109,8 +109,8 @@ const char* reduce_name(ReduceKind kind) {
 namespace {
 
 bool is_transcendental(OpKind k) {
-  return k == OpKind::Exp || k == OpKind::Exp2 || k == OpKind::Log || k == OpKind::Sqrt || k == OpKind::Tanh ||
-         k == OpKind::Erf || k == OpKind::Sin || k == OpKind::Cos;
+  return k == OpKind::Exp || k == OpKind::Exp2 || k == OpKind::Log || k == OpKind::Sqrt ||
+         k == OpKind::Tanh || k == OpKind::Erf || k == OpKind::Sin || k == OpKind::Cos;
 }
 
 // Element counts equal: symbolically, or at the bound dims when floordivs hide it.
@@ -140,7 +140,8 @@ void check_node(const Graph& g, ValueId id, const Node& n, std::vector<std::stri
   auto opnd = [&](size_t i) -> const Node& { return g.nodes[static_cast<size_t>(n.operands[i])]; };
   auto expect_operands = [&](size_t count) {
     if (n.operands.size() != count) {
-      fail("expects " + std::to_string(count) + " operands, has " + std::to_string(n.operands.size()));
+      fail("expects " + std::to_string(count) + " operands, has " +
+           std::to_string(n.operands.size()));
       return false;
     }
     return true;
@@ -149,7 +150,8 @@ void check_node(const Graph& g, ValueId id, const Node& n, std::vector<std::stri
     if (n.shape != s) fail("shape " + shape_str(n.shape) + " should be " + shape_str(s));
   };
   auto expect_dtype = [&](DType t) {
-    if (n.dtype != t) fail(std::string("dtype ") + dtype_name(n.dtype) + " should be " + dtype_name(t));
+    if (n.dtype != t)
+      fail(std::string("dtype ") + dtype_name(n.dtype) + " should be " + dtype_name(t));
   };
   const int rank = static_cast<int>(n.shape.size());
 
@@ -179,21 +181,33 @@ void check_node(const Graph& g, ValueId id, const Node& n, std::vector<std::stri
     case OpKind::Convert:
       if (!expect_operands(1)) return;
       expect_shape(opnd(0).shape);
-      if (n.weak && (!is_float(n.dtype) || n.shape.size() != 0)) fail("a weak convert makes a float scalar");
+      if (n.weak && (!is_float(n.dtype) || n.shape.size() != 0))
+        fail("a weak convert makes a float scalar");
       break;
-    case OpKind::Neg: case OpKind::Abs: case OpKind::Exp: case OpKind::Exp2: case OpKind::Log: case OpKind::Sqrt:
-    case OpKind::Tanh: case OpKind::Erf: case OpKind::Sin: case OpKind::Cos: case OpKind::PowI:
+    case OpKind::Neg:
+    case OpKind::Abs:
+    case OpKind::Exp:
+    case OpKind::Exp2:
+    case OpKind::Log:
+    case OpKind::Sqrt:
+    case OpKind::Tanh:
+    case OpKind::Erf:
+    case OpKind::Sin:
+    case OpKind::Cos:
+    case OpKind::PowI:
       if (!expect_operands(1)) return;
       expect_shape(opnd(0).shape);
       expect_dtype(opnd(0).dtype);
       if (n.dtype == DType::Bool) fail("arithmetic on bool");
       if (is_transcendental(n.kind) && !is_float(n.dtype)) fail("transcendental of a non-float");
-      if (n.kind == OpKind::PowI && n.exponent < 0 && !is_float(n.dtype)) fail("negative power of an integer");
+      if (n.kind == OpKind::PowI && n.exponent < 0 && !is_float(n.dtype))
+        fail("negative power of an integer");
       break;
     case OpKind::Select:
       if (!expect_operands(3)) return;
       if (opnd(0).dtype != DType::Bool) fail("select condition is not bool");
-      if (opnd(0).shape != opnd(1).shape || opnd(1).shape != opnd(2).shape) fail("select operand shapes differ");
+      if (opnd(0).shape != opnd(1).shape || opnd(1).shape != opnd(2).shape)
+        fail("select operand shapes differ");
       if (opnd(1).dtype != opnd(2).dtype) fail("select branch dtypes differ");
       expect_shape(opnd(1).shape);
       expect_dtype(opnd(1).dtype);
@@ -202,17 +216,22 @@ void check_node(const Graph& g, ValueId id, const Node& n, std::vector<std::stri
       if (!expect_operands(1)) return;
       const Node& x = opnd(0);
       expect_dtype(x.dtype);
-      if (x.shape.size() != n.shape.size()) { fail("broadcast changes rank"); break; }
+      if (x.shape.size() != n.shape.size()) {
+        fail("broadcast changes rank");
+        break;
+      }
       for (size_t i = 0; i < x.shape.size(); ++i)
         if (x.shape[i] != n.shape[i] && x.shape[i] != DimExpr::constant(1))
-          fail("broadcast dim " + std::to_string(i) + " " + x.shape[i].str() + " -> " + n.shape[i].str());
+          fail("broadcast dim " + std::to_string(i) + " " + x.shape[i].str() + " -> " +
+               n.shape[i].str());
       break;
     }
     case OpKind::Reshape:
       if (!expect_operands(1)) return;
       expect_dtype(opnd(0).dtype);
       if (!same_count(g, opnd(0).shape, n.shape))
-        fail("reshape " + shape_str(opnd(0).shape) + " -> " + shape_str(n.shape) + " changes the element count");
+        fail("reshape " + shape_str(opnd(0).shape) + " -> " + shape_str(n.shape) +
+             " changes the element count");
       break;
     case OpKind::Transpose: {
       if (!expect_operands(1)) return;
@@ -221,8 +240,12 @@ void check_node(const Graph& g, ValueId id, const Node& n, std::vector<std::stri
       std::vector<int> sorted = n.axes;
       std::sort(sorted.begin(), sorted.end());
       bool perm_ok = sorted.size() == x.shape.size();
-      for (size_t i = 0; perm_ok && i < sorted.size(); ++i) perm_ok = sorted[i] == static_cast<int>(i);
-      if (!perm_ok) { fail("not a permutation"); break; }
+      for (size_t i = 0; perm_ok && i < sorted.size(); ++i)
+        perm_ok = sorted[i] == static_cast<int>(i);
+      if (!perm_ok) {
+        fail("not a permutation");
+        break;
+      }
       Shape s;
       for (int a : n.axes) s.push_back(x.shape[static_cast<size_t>(a)]);
       expect_shape(s);
@@ -232,7 +255,10 @@ void check_node(const Graph& g, ValueId id, const Node& n, std::vector<std::stri
       if (!expect_operands(1)) return;
       const Node& x = opnd(0);
       expect_dtype(x.dtype);
-      if (n.slices.size() != x.shape.size()) { fail("one slice per axis needed"); break; }
+      if (n.slices.size() != x.shape.size()) {
+        fail("one slice per axis needed");
+        break;
+      }
       Shape s;
       for (auto& sl : n.slices) {
         if (sl.step < 1) fail("slice step < 1");
@@ -242,18 +268,29 @@ void check_node(const Graph& g, ValueId id, const Node& n, std::vector<std::stri
       break;
     }
     case OpKind::Concat: {
-      if (n.operands.empty()) { fail("concat of nothing"); break; }
+      if (n.operands.empty()) {
+        fail("concat of nothing");
+        break;
+      }
       const Node& x = opnd(0);
-      if (n.axis < 0 || n.axis >= static_cast<int>(x.shape.size())) { fail("concat axis out of range"); break; }
+      if (n.axis < 0 || n.axis >= static_cast<int>(x.shape.size())) {
+        fail("concat axis out of range");
+        break;
+      }
       Shape s = x.shape;
       s[static_cast<size_t>(n.axis)] = DimExpr();
       for (size_t i = 0; i < n.operands.size(); ++i) {
         const Node& y = opnd(i);
         if (y.dtype != x.dtype) fail("concat dtypes differ");
-        if (y.shape.size() != x.shape.size()) { fail("concat ranks differ"); return; }
+        if (y.shape.size() != x.shape.size()) {
+          fail("concat ranks differ");
+          return;
+        }
         for (size_t d = 0; d < y.shape.size(); ++d)
-          if (static_cast<int>(d) != n.axis && y.shape[d] != x.shape[d]) fail("concat dims differ off the axis");
-        s[static_cast<size_t>(n.axis)] = s[static_cast<size_t>(n.axis)] + y.shape[static_cast<size_t>(n.axis)];
+          if (static_cast<int>(d) != n.axis && y.shape[d] != x.shape[d])
+            fail("concat dims differ off the axis");
+        s[static_cast<size_t>(n.axis)] =
+            s[static_cast<size_t>(n.axis)] + y.shape[static_cast<size_t>(n.axis)];
       }
       expect_shape(s);
       expect_dtype(x.dtype);
@@ -267,7 +304,10 @@ void check_node(const Graph& g, ValueId id, const Node& n, std::vector<std::stri
       std::set<int> seen;
       for (size_t i = 0; i < n.axes.size(); ++i) {
         int a = n.axes[i];
-        if (a < 0 || a >= static_cast<int>(x.shape.size())) { fail("reduce axis out of range"); return; }
+        if (a < 0 || a >= static_cast<int>(x.shape.size())) {
+          fail("reduce axis out of range");
+          return;
+        }
         if (i && n.axes[i - 1] >= a) fail("reduce axes not sorted and unique");
         seen.insert(a);
       }
@@ -277,7 +317,8 @@ void check_node(const Graph& g, ValueId id, const Node& n, std::vector<std::stri
       expect_shape(s);
       break;
     }
-    case OpKind::Contract: case OpKind::ExpContract: {
+    case OpKind::Contract:
+    case OpKind::ExpContract: {
       const bool weighted = n.kind == OpKind::ExpContract;
       if (weighted && n.operands.size() == 1) {
         if (!n.rhs_labels.empty()) fail("exp_contract without rhs has rhs labels");
@@ -304,7 +345,8 @@ void check_node(const Graph& g, ValueId id, const Node& n, std::vector<std::stri
       auto bind = [&](const std::vector<int>& labels, const Shape& shape) {
         for (size_t i = 0; i < labels.size(); ++i) {
           auto [it, fresh] = size.emplace(labels[i], shape[i]);
-          if (!fresh && it->second != shape[i]) fail("label " + std::to_string(labels[i]) + " has two sizes");
+          if (!fresh && it->second != shape[i])
+            fail("label " + std::to_string(labels[i]) + " has two sizes");
         }
       };
       bind(n.lhs_labels, a.shape);
@@ -312,7 +354,10 @@ void check_node(const Graph& g, ValueId id, const Node& n, std::vector<std::stri
       Shape s;
       std::set<int> out_seen;
       for (int l : n.out_labels) {
-        if (!size.count(l)) { fail("output label not in an operand"); return; }
+        if (!size.count(l)) {
+          fail("output label not in an operand");
+          return;
+        }
         if (!out_seen.insert(l).second) fail("output label repeated");
         s.push_back(size[l]);
       }
@@ -324,12 +369,16 @@ void check_node(const Graph& g, ValueId id, const Node& n, std::vector<std::stri
       if (!expect_operands(2)) return;
       const Node& a = opnd(0);
       const Node& b = opnd(1);
-      if (a.shape != b.shape) fail("operand shapes differ: " + shape_str(a.shape) + " vs " + shape_str(b.shape));
-      if (a.dtype != b.dtype) fail(std::string("operand dtypes differ: ") + dtype_name(a.dtype) + " vs " + dtype_name(b.dtype));
+      if (a.shape != b.shape)
+        fail("operand shapes differ: " + shape_str(a.shape) + " vs " + shape_str(b.shape));
+      if (a.dtype != b.dtype)
+        fail(std::string("operand dtypes differ: ") + dtype_name(a.dtype) + " vs " +
+             dtype_name(b.dtype));
       expect_shape(a.shape);
       if (is_comparison(n.kind) || n.kind == OpKind::And || n.kind == OpKind::Or) {
         expect_dtype(DType::Bool);
-        if ((n.kind == OpKind::And || n.kind == OpKind::Or) && a.dtype != DType::Bool) fail("logical op on non-bool");
+        if ((n.kind == OpKind::And || n.kind == OpKind::Or) && a.dtype != DType::Bool)
+          fail("logical op on non-bool");
       } else {
         expect_dtype(a.dtype);
         if (a.dtype == DType::Bool) fail("arithmetic on bool");
@@ -347,20 +396,29 @@ void check_node(const Graph& g, ValueId id, const Node& n, std::vector<std::stri
 
 std::vector<std::string> check_invariants(const Graph& g) {
   std::vector<std::string> problems;
-  for (size_t i = 0; i < g.nodes.size(); ++i) check_node(g, static_cast<ValueId>(i), g.nodes[i], problems);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    check_node(g, static_cast<ValueId>(i), g.nodes[i], problems);
   if (g.inputs.size() != g.params.size()) problems.push_back("one Input node per param needed");
   for (size_t i = 0; i < g.inputs.size() && i < g.params.size(); ++i) {
     ValueId id = g.inputs[i];
-    if (id < 0 || id >= static_cast<ValueId>(g.nodes.size())) { problems.push_back("input id out of range"); continue; }
+    if (id < 0 || id >= static_cast<ValueId>(g.nodes.size())) {
+      problems.push_back("input id out of range");
+      continue;
+    }
     const Node& n = g.node(id);
-    if (n.kind != OpKind::Input || n.input_index != static_cast<int>(i) || n.shape != g.params[i].shape ||
-        n.dtype != g.params[i].dtype)
-      problems.push_back("input " + std::to_string(i) + " does not match param " + g.params[i].name);
+    if (n.kind != OpKind::Input || n.input_index != static_cast<int>(i) ||
+        n.shape != g.params[i].shape || n.dtype != g.params[i].dtype)
+      problems.push_back("input " + std::to_string(i) + " does not match param " +
+                         g.params[i].name);
   }
-  if (g.outputs.size() != g.results.size()) problems.push_back("one output value per result needed");
+  if (g.outputs.size() != g.results.size())
+    problems.push_back("one output value per result needed");
   for (size_t i = 0; i < g.outputs.size() && i < g.results.size(); ++i) {
     ValueId id = g.outputs[i];
-    if (id < 0 || id >= static_cast<ValueId>(g.nodes.size())) { problems.push_back("output id out of range"); continue; }
+    if (id < 0 || id >= static_cast<ValueId>(g.nodes.size())) {
+      problems.push_back("output id out of range");
+      continue;
+    }
     const Node& n = g.node(id);
     if (n.shape != g.results[i].shape || n.dtype != g.results[i].dtype)
       problems.push_back("output " + std::to_string(i) + " does not match its result annotation");
@@ -384,7 +442,8 @@ void verify(const Graph& g) {
 namespace {
 
 // The fields every node has; op-specific attributes are set by the caller.
-Node make_node(OpKind kind, std::vector<ValueId> operands, Shape shape, DType dtype, SourceLoc loc) {
+Node make_node(OpKind kind, std::vector<ValueId> operands, Shape shape, DType dtype,
+               SourceLoc loc) {
   Node n;
   n.kind = kind;
   n.operands = std::move(operands);
@@ -409,7 +468,8 @@ ValueId Builder::push(Node node) {
   return id;
 }
 
-ValueId Builder::input(int index, const std::string& name, DType dtype, const Shape& shape, SourceLoc loc) {
+ValueId Builder::input(int index, const std::string& name, DType dtype, const Shape& shape,
+                       SourceLoc loc) {
   Node n = make_node(OpKind::Input, {}, shape, dtype, loc);
   n.input_index = index;
   n.name = name;
@@ -456,7 +516,8 @@ ValueId Builder::convert(ValueId x, DType to, SourceLoc loc, bool weak) {
 
 ValueId Builder::binary(OpKind kind, ValueId a, ValueId b, SourceLoc loc) {
   OLLIE_CHECK(is_elementwise_binary(kind), std::string("Builder::binary with ") + op_name(kind));
-  DType t = (is_comparison(kind) || kind == OpKind::And || kind == OpKind::Or) ? DType::Bool : node(a).dtype;
+  DType t = (is_comparison(kind) || kind == OpKind::And || kind == OpKind::Or) ? DType::Bool
+                                                                               : node(a).dtype;
   return push(make_node(kind, {a, b}, node(a).shape, t, loc));
 }
 
@@ -480,7 +541,8 @@ ValueId Builder::transpose(ValueId x, const std::vector<int>& perm, SourceLoc lo
   if (identity && perm.size() == node(x).shape.size()) return x;
   Shape shape;
   for (int a : perm) {
-    OLLIE_CHECK(a >= 0 && a < static_cast<int>(node(x).shape.size()), "transpose axis out of range");
+    OLLIE_CHECK(a >= 0 && a < static_cast<int>(node(x).shape.size()),
+                "transpose axis out of range");
     shape.push_back(node(x).shape[static_cast<size_t>(a)]);
   }
   Node n = make_node(OpKind::Transpose, {x}, shape, node(x).dtype, loc);
@@ -529,8 +591,10 @@ ValueId Builder::contract(ValueId lhs, ValueId rhs, const std::vector<int>& lhs_
                           const std::vector<int>& rhs_labels, const std::vector<int>& out_labels,
                           SourceLoc loc) {
   std::map<int, DimExpr> size;
-  for (size_t i = 0; i < lhs_labels.size() && i < node(lhs).shape.size(); ++i) size[lhs_labels[i]] = node(lhs).shape[i];
-  for (size_t i = 0; i < rhs_labels.size() && i < node(rhs).shape.size(); ++i) size[rhs_labels[i]] = node(rhs).shape[i];
+  for (size_t i = 0; i < lhs_labels.size() && i < node(lhs).shape.size(); ++i)
+    size[lhs_labels[i]] = node(lhs).shape[i];
+  for (size_t i = 0; i < rhs_labels.size() && i < node(rhs).shape.size(); ++i)
+    size[rhs_labels[i]] = node(rhs).shape[i];
   Shape shape;
   for (int l : out_labels) shape.push_back(size[l]);
   Node n = make_node(OpKind::Contract, {lhs, rhs}, shape, node(lhs).dtype, loc);
@@ -541,12 +605,14 @@ ValueId Builder::contract(ValueId lhs, ValueId rhs, const std::vector<int>& lhs_
 }
 
 ValueId Builder::exp_contract(ValueId lhs, ValueId rhs, const std::vector<int>& lhs_labels,
-                              const std::vector<int>& rhs_labels, const std::vector<int>& out_labels, bool base2,
-                              SourceLoc loc) {
+                              const std::vector<int>& rhs_labels,
+                              const std::vector<int>& out_labels, bool base2, SourceLoc loc) {
   std::map<int, DimExpr> size;
-  for (size_t i = 0; i < lhs_labels.size() && i < node(lhs).shape.size(); ++i) size[lhs_labels[i]] = node(lhs).shape[i];
+  for (size_t i = 0; i < lhs_labels.size() && i < node(lhs).shape.size(); ++i)
+    size[lhs_labels[i]] = node(lhs).shape[i];
   if (rhs >= 0)
-    for (size_t i = 0; i < rhs_labels.size() && i < node(rhs).shape.size(); ++i) size[rhs_labels[i]] = node(rhs).shape[i];
+    for (size_t i = 0; i < rhs_labels.size() && i < node(rhs).shape.size(); ++i)
+      size[rhs_labels[i]] = node(rhs).shape[i];
   Shape shape;
   for (int l : out_labels) shape.push_back(size[l]);
   std::vector<ValueId> operands{lhs};

@@ -45,9 +45,9 @@ namespace ollie::ir {
 
 enum class DType { F32, F64, I32, I64, Bool };
 
-const char* dtype_name(DType t);                 // "f32", "f64", "i32", "i64", "bool"
+const char* dtype_name(DType t);  // "f32", "f64", "i32", "i64", "bool"
 std::optional<DType> dtype_from_name(const std::string& name);
-int dtype_bytes(DType t);                       // 4, 8, 4, 8, 1
+int dtype_bytes(DType t);  // 4, 8, 4, 8, 1
 bool is_float(DType t);
 // Unit roundoff: 2^-24 for f32, 2^-53 for f64, 0 for exact dtypes.
 double unit_roundoff(DType t);
@@ -64,7 +64,7 @@ using DimBindings = std::map<std::string, int64_t>;
 // canonical forms are equal, so `M*K == K*M` and `(2*D)//2 == D`.
 class DimExpr {
  public:
-  DimExpr();                                   // the constant 0
+  DimExpr();  // the constant 0
   static DimExpr constant(int64_t value);
   static DimExpr symbol(const std::string& name);
 
@@ -79,7 +79,7 @@ class DimExpr {
 
   bool operator==(const DimExpr& other) const;
   bool operator!=(const DimExpr& other) const { return !(*this == other); }
-  bool operator<(const DimExpr& other) const;   // an arbitrary total order
+  bool operator<(const DimExpr& other) const;  // an arbitrary total order
 
   std::optional<int64_t> as_constant() const;
   bool is_constant() const { return as_constant().has_value(); }
@@ -99,7 +99,7 @@ class DimExpr {
 };
 
 using Shape = std::vector<DimExpr>;
-std::string shape_str(const Shape& shape);       // "[M, K]", "[]" for a scalar
+std::string shape_str(const Shape& shape);  // "[M, K]", "[]" for a scalar
 std::vector<int64_t> evaluate_shape(const Shape& shape, const DimBindings& dims);
 int64_t element_count(const std::vector<int64_t>& shape);
 
@@ -108,19 +108,41 @@ int64_t element_count(const std::vector<int64_t>& shape);
 
 enum class OpKind {
   // Leaves.
-  Input,      // the entry's parameter `input_index`
-  Const,      // a scalar (shape []) literal or dim-valued constant
-  Iota,       // index along `axis` of a tensor of `shape`: out[i...] = i[axis]
+  Input,  // the entry's parameter `input_index`
+  Const,  // a scalar (shape []) literal or dim-valued constant
+  Iota,   // index along `axis` of a tensor of `shape`: out[i...] = i[axis]
   // Elementwise, one operand.
-  Neg, Abs, Exp, Exp2, Log, Sqrt, Tanh, Erf, Sin, Cos,   // Exp2: 2^x
-  PowI,       // x ** exponent, integer exponent (may be negative)
-  Not,        // logical not of a bool
-  Convert,    // to the node's dtype; rounds (float) or truncates toward zero (int)
+  Neg,
+  Abs,
+  Exp,
+  Exp2,
+  Log,
+  Sqrt,
+  Tanh,
+  Erf,
+  Sin,
+  Cos,      // Exp2: 2^x
+  PowI,     // x ** exponent, integer exponent (may be negative)
+  Not,      // logical not of a bool
+  Convert,  // to the node's dtype; rounds (float) or truncates toward zero (int)
   // Elementwise, two operands of the same shape.
-  Add, Sub, Mul, Div, Pow, Max, Min,
-  FloorDiv, Mod,  // numpy // and % (floor semantics), any numeric dtype
-  Lt, Le, Gt, Ge, Eq, Ne,   // result bool
-  And, Or,                  // bool operands, result bool
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Pow,
+  Max,
+  Min,
+  FloorDiv,
+  Mod,  // numpy // and % (floor semantics), any numeric dtype
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Eq,
+  Ne,  // result bool
+  And,
+  Or,  // bool operands, result bool
   // Elementwise, three operands of the same shape: cond ? a : b.
   Select,
   // Layout.
@@ -130,8 +152,8 @@ enum class OpKind {
   Slice,      // per axis: start, stop (DimExprs, 0 <= start <= stop <= dim), step >= 1
   Concat,     // along `axis`; all other dims equal
   // Reductions and contractions.
-  Reduce,     // kind over `axes` (sorted, unique); those axes are removed
-  Contract,   // out[out_labels] = sum over labels not in out of lhs[lhs_labels] * rhs[rhs_labels]
+  Reduce,    // kind over `axes` (sorted, unique); those axes are removed
+  Contract,  // out[out_labels] = sum over labels not in out of lhs[lhs_labels] * rhs[rhs_labels]
   // The exp-weighted contraction of a softmax, computable in one pass (an online softmax):
   // out[out_labels] = sum over the summed labels of exp(lhs - M) * rhs, where M is the
   // max of lhs over the summed labels (at each output index), replaced by 0 when it is
@@ -144,7 +166,7 @@ enum class OpKind {
 const char* op_name(OpKind kind);
 bool is_elementwise_unary(OpKind kind);
 bool is_elementwise_binary(OpKind kind);
-bool is_comparison(OpKind kind);   // Lt..Ne
+bool is_comparison(OpKind kind);  // Lt..Ne
 
 enum class ReduceKind { Sum, Max, Min };
 const char* reduce_name(ReduceKind kind);
@@ -168,7 +190,7 @@ struct Node {
 
   // Input
   int input_index = -1;
-  std::string name;            // Input: parameter name; otherwise optional spec variable name
+  std::string name;  // Input: parameter name; otherwise optional spec variable name
   // Const: literal value, or (if const_dim is set) the value of a dim expression.
   double const_value = 0.0;
   std::optional<DimExpr> const_dim;
@@ -189,7 +211,7 @@ struct Node {
   // ExpContract: exp2 instead of exp.
   bool base2 = false;
 
-  SourceLoc loc;               // where in the spec this value was made
+  SourceLoc loc;  // where in the spec this value was made
 };
 
 struct Param {
@@ -200,14 +222,14 @@ struct Param {
 
 // A whole kernel: the entry's parameters, its results, and the graph between them.
 struct Graph {
-  std::string entry;                 // entry function name
-  std::vector<Param> params;         // inputs, signature order
-  std::vector<Param> results;        // outputs, return order (names "out0", "out1", ...)
-  std::vector<std::string> dims;     // symbolic dims in first-appearance order (the ABI's dims array)
-  DimBindings bound_dims;            // the sizes bound for this run (DIMS + --dims)
+  std::string entry;              // entry function name
+  std::vector<Param> params;      // inputs, signature order
+  std::vector<Param> results;     // outputs, return order (names "out0", "out1", ...)
+  std::vector<std::string> dims;  // symbolic dims in first-appearance order (the ABI's dims array)
+  DimBindings bound_dims;         // the sizes bound for this run (DIMS + --dims)
   std::vector<Node> nodes;
-  std::vector<ValueId> inputs;       // the Input node of each param
-  std::vector<ValueId> outputs;      // the value of each result
+  std::vector<ValueId> inputs;   // the Input node of each param
+  std::vector<ValueId> outputs;  // the value of each result
 
   const Node& node(ValueId id) const { return nodes.at(static_cast<size_t>(id)); }
 };
@@ -220,7 +242,8 @@ class Builder {
  public:
   explicit Builder(Graph& graph) : graph_(graph) {}
 
-  ValueId input(int index, const std::string& name, DType dtype, const Shape& shape, SourceLoc loc = {});
+  ValueId input(int index, const std::string& name, DType dtype, const Shape& shape,
+                SourceLoc loc = {});
   ValueId constant(double value, DType dtype, SourceLoc loc = {});
   ValueId dim_constant(const DimExpr& value, DType dtype, SourceLoc loc = {});
   ValueId iota(const Shape& shape, int axis, DType dtype, SourceLoc loc = {});
@@ -242,8 +265,8 @@ class Builder {
                    SourceLoc loc = {});
   // rhs = -1 (and no rhs_labels): the sum of exp(lhs - M) alone.
   ValueId exp_contract(ValueId lhs, ValueId rhs, const std::vector<int>& lhs_labels,
-                       const std::vector<int>& rhs_labels, const std::vector<int>& out_labels, bool base2,
-                       SourceLoc loc = {});
+                       const std::vector<int>& rhs_labels, const std::vector<int>& out_labels,
+                       bool base2, SourceLoc loc = {});
 
   const Node& node(ValueId id) const { return graph_.node(id); }
 

@@ -36,7 +36,8 @@ std::string int_list(const std::vector<int>& xs) {
 
 std::string operands_str(const Node& n) {
   std::string s;
-  for (size_t i = 0; i < n.operands.size(); ++i) s += (i ? ", %" : " %") + std::to_string(n.operands[i]);
+  for (size_t i = 0; i < n.operands.size(); ++i)
+    s += (i ? ", %" : " %") + std::to_string(n.operands[i]);
   return s;
 }
 
@@ -46,7 +47,8 @@ std::string to_text(const Graph& g) {
   std::ostringstream out;
   out << "entry " << g.entry << "(";
   for (size_t i = 0; i < g.params.size(); ++i)
-    out << (i ? ", " : "") << g.params[i].name << ": " << type_str(g.params[i].dtype, g.params[i].shape);
+    out << (i ? ", " : "") << g.params[i].name << ": "
+        << type_str(g.params[i].dtype, g.params[i].shape);
   out << ") -> (";
   for (size_t i = 0; i < g.results.size(); ++i)
     out << (i ? ", " : "") << type_str(g.results[i].dtype, g.results[i].shape);
@@ -84,12 +86,13 @@ std::string to_text(const Graph& g) {
         break;
       }
       case OpKind::Contract:
-        out << operands_str(n) << " (" << labels_str(n.lhs_labels) << "," << labels_str(n.rhs_labels) << "->"
-            << labels_str(n.out_labels) << ")";
+        out << operands_str(n) << " (" << labels_str(n.lhs_labels) << ","
+            << labels_str(n.rhs_labels) << "->" << labels_str(n.out_labels) << ")";
         break;
       case OpKind::ExpContract:
-        out << operands_str(n) << " (" << labels_str(n.lhs_labels) << "," << labels_str(n.rhs_labels) << "->"
-            << labels_str(n.out_labels) << ")" << (n.base2 ? " base=2" : "");
+        out << operands_str(n) << " (" << labels_str(n.lhs_labels) << ","
+            << labels_str(n.rhs_labels) << "->" << labels_str(n.out_labels) << ")"
+            << (n.base2 ? " base=2" : "");
         break;
       default: out << operands_str(n); break;
     }

@@ -22,12 +22,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
-constexpr size_t kMaxAnswerBytes = 64u << 20;  // an answer larger than this is cut (and then malformed)
+constexpr size_t kMaxAnswerBytes = 64u
+                                   << 20;  // an answer larger than this is cut (and then malformed)
 
 void global_init() {
   static std::once_flag once;
   std::call_once(once, [] {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) throw InternalError("curl_global_init failed");
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+      throw InternalError("curl_global_init failed");
   });
 }
 
@@ -43,7 +45,9 @@ int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   return static_cast<std::atomic<bool>*>(user)->load() ? 1 : 0;  // nonzero: abort (cancel)
 }
 
-std::string cut(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n) + " ..."; }
+std::string cut(const std::string& s, size_t n) {
+  return s.size() <= n ? s : s.substr(0, n) + " ...";
+}
 
 // The server's own explanation in an error body: {"error": {"message": ...}} (both
 // protocols), else the body's start.
@@ -51,7 +55,8 @@ std::string server_message(const std::string& body) {
   json j = json::parse(body, nullptr, false);
   if (!j.is_discarded() && j.is_object() && j.contains("error")) {
     const json& e = j["error"];
-    if (e.is_object() && e.contains("message") && e["message"].is_string()) return cut(e["message"].get<std::string>(), 400);
+    if (e.is_object() && e.contains("message") && e["message"].is_string())
+      return cut(e["message"].get<std::string>(), 400);
     if (e.is_string()) return cut(e.get<std::string>(), 400);
   }
   std::string s = cut(body, 300);
@@ -59,7 +64,9 @@ std::string server_message(const std::string& body) {
   return s;
 }
 
-bool retryable_http(int status) { return status == 408 || status == 409 || status == 429 || status >= 500; }
+bool retryable_http(int status) {
+  return status == 408 || status == 409 || status == 429 || status >= 500;
+}
 
 // One HTTP attempt's outcome.
 struct Attempt {
@@ -89,7 +96,8 @@ const char* status_name(Status s) {
 std::string redact(std::string text, const std::string& secret) {
   if (secret.size() < 4) return text;
   static const std::string replacement = "[redacted]";
-  for (size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at + replacement.size()))
+  for (size_t at = text.find(secret); at != std::string::npos;
+       at = text.find(secret, at + replacement.size()))
     text.replace(at, secret.size(), replacement);
   return text;
 }
@@ -97,19 +105,23 @@ std::string redact(std::string text, const std::string& secret) {
 namespace {
 
 int64_t usage_count(const json& usage, const char* field) {
-  return usage.is_object() && usage.contains(field) && usage[field].is_number_integer() ? usage[field].get<int64_t>() : 0;
+  return usage.is_object() && usage.contains(field) && usage[field].is_number_integer()
+             ? usage[field].get<int64_t>()
+             : 0;
 }
 
 bool is_event_stream(const std::string& body) {
   size_t first = body.find_first_not_of(" \t\r\n");
   return first != std::string::npos &&
-         (body.compare(first, 5, "data:") == 0 || body.compare(first, 6, "event:") == 0 || body.compare(first, 1, ":") == 0);
+         (body.compare(first, 5, "data:") == 0 || body.compare(first, 6, "event:") == 0 ||
+          body.compare(first, 1, ":") == 0);
 }
 
 // A stream of server-sent events: the "data:" lines, each one JSON chunk (OpenAI: the
 // choices' deltas, usage in the last chunk; Anthropic: message_start, content_block_delta,
 // message_delta, error).
-std::optional<ParsedAnswer> parse_event_stream(Protocol protocol, const std::string& body, std::string* why) {
+std::optional<ParsedAnswer> parse_event_stream(Protocol protocol, const std::string& body,
+                                               std::string* why) {
   auto fail = [&](const std::string& reason) -> std::optional<ParsedAnswer> {
     if (why) *why = reason;
     return std::nullopt;
@@ -131,11 +143,14 @@ std::optional<ParsedAnswer> parse_event_stream(Protocol protocol, const std::str
       continue;
     }
     json j = json::parse(data, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return fail("an event of the answer's stream is not JSON");
+    if (j.is_discarded() || !j.is_object())
+      return fail("an event of the answer's stream is not JSON");
     ++chunks;
     if (protocol == Protocol::OpenAI) {
-      if (j.contains("error")) return fail("the answer's stream reports an error: " + j["error"].dump());
-      if (j.contains("choices") && j["choices"].is_array() && !j["choices"].empty() && j["choices"][0].is_object()) {
+      if (j.contains("error"))
+        return fail("the answer's stream reports an error: " + j["error"].dump());
+      if (j.contains("choices") && j["choices"].is_array() && !j["choices"].empty() &&
+          j["choices"][0].is_object()) {
         const json& choice = j["choices"][0];
         const json& delta = choice.value("delta", json());
         if (delta.is_object() && delta.contains("content") && delta["content"].is_string())
@@ -151,15 +166,18 @@ std::optional<ParsedAnswer> parse_event_stream(Protocol protocol, const std::str
       }
     } else {
       const std::string type = j.value("type", "");
-      if (type == "error") return fail("the answer's stream reports an error: " + j.value("error", json()).dump());
+      if (type == "error")
+        return fail("the answer's stream reports an error: " + j.value("error", json()).dump());
       if (type == "message_start" && j.contains("message") && j["message"].is_object()) {
         const json& usage = j["message"].value("usage", json());
-        out.tokens_in = usage_count(usage, "input_tokens") + usage_count(usage, "cache_creation_input_tokens") +
+        out.tokens_in = usage_count(usage, "input_tokens") +
+                        usage_count(usage, "cache_creation_input_tokens") +
                         usage_count(usage, "cache_read_input_tokens");
         out.tokens_out = usage_count(usage, "output_tokens");
       } else if (type == "content_block_delta") {
         const json& delta = j.value("delta", json());
-        if (delta.is_object() && delta.value("type", "") == "text_delta" && delta.contains("text") && delta["text"].is_string())
+        if (delta.is_object() && delta.value("type", "") == "text_delta" &&
+            delta.contains("text") && delta["text"].is_string())
           out.text += delta["text"].get<std::string>();
       } else if (type == "message_delta") {
         const json& delta = j.value("delta", json());
@@ -179,7 +197,8 @@ std::optional<ParsedAnswer> parse_event_stream(Protocol protocol, const std::str
 
 }  // namespace
 
-std::optional<ParsedAnswer> parse_answer(Protocol protocol, const std::string& body, std::string* why) {
+std::optional<ParsedAnswer> parse_answer(Protocol protocol, const std::string& body,
+                                         std::string* why) {
   auto fail = [&](const std::string& reason) -> std::optional<ParsedAnswer> {
     if (why) *why = reason;
     return std::nullopt;
@@ -201,7 +220,8 @@ std::optional<ParsedAnswer> parse_answer(Protocol protocol, const std::string& b
       out.text = content.get<std::string>();
     } else if (content.is_array()) {  // content parts
       for (const json& part : content)
-        if (part.is_object() && part.value("type", "") == "text" && part.contains("text") && part["text"].is_string())
+        if (part.is_object() && part.value("type", "") == "text" && part.contains("text") &&
+            part["text"].is_string())
           out.text += part["text"].get<std::string>();
     } else {
       return fail("the answer's message has no text content");
@@ -212,15 +232,18 @@ std::optional<ParsedAnswer> parse_answer(Protocol protocol, const std::string& b
     out.tokens_in = count(usage, "prompt_tokens");
     out.tokens_out = count(usage, "completion_tokens");
   } else {
-    if (!j.contains("content") || !j["content"].is_array()) return fail("the answer has no content list");
+    if (!j.contains("content") || !j["content"].is_array())
+      return fail("the answer has no content list");
     bool any_text = false;
     for (const json& block : j["content"])
-      if (block.is_object() && block.value("type", "") == "text" && block.contains("text") && block["text"].is_string()) {
+      if (block.is_object() && block.value("type", "") == "text" && block.contains("text") &&
+          block["text"].is_string()) {
         out.text += block["text"].get<std::string>();
         any_text = true;
       }
     if (!any_text && !j["content"].empty()) return fail("the answer's content has no text block");
-    if (j.contains("stop_reason") && j["stop_reason"].is_string()) out.stop_reason = j["stop_reason"].get<std::string>();
+    if (j.contains("stop_reason") && j["stop_reason"].is_string())
+      out.stop_reason = j["stop_reason"].get<std::string>();
     const json& usage = j.value("usage", json());
     out.tokens_in = count(usage, "input_tokens") + count(usage, "cache_creation_input_tokens") +
                     count(usage, "cache_read_input_tokens");
@@ -268,22 +291,26 @@ bool Client::budget_spent() const {
 }
 
 std::string Client::endpoint() const {
-  return config_.base_url + (config_.protocol == Protocol::OpenAI ? "/chat/completions" : "/v1/messages");
+  return config_.base_url +
+         (config_.protocol == Protocol::OpenAI ? "/chat/completions" : "/v1/messages");
 }
 
 std::string Client::request_body(const ModelRequest& request) const {
   json body;
   body["model"] = config_.model;
-  const bool completion_field = config_.protocol == Protocol::OpenAI && config_.max_completion_tokens;
+  const bool completion_field =
+      config_.protocol == Protocol::OpenAI && config_.max_completion_tokens;
   body[completion_field ? "max_completion_tokens" : "max_tokens"] = config_.max_tokens;
   if (config_.temperature) body["temperature"] = *config_.temperature;
   if (config_.stream) {
     body["stream"] = true;
-    if (config_.protocol == Protocol::OpenAI) body["stream_options"] = {{"include_usage", true}};  // tokens in the last event
+    if (config_.protocol == Protocol::OpenAI)
+      body["stream_options"] = {{"include_usage", true}};  // tokens in the last event
   }
   if (config_.protocol == Protocol::OpenAI) {
     json messages = json::array();
-    if (!request.system.empty()) messages.push_back({{"role", "system"}, {"content", request.system}});
+    if (!request.system.empty())
+      messages.push_back({{"role", "system"}, {"content", request.system}});
     messages.push_back({{"role", "user"}, {"content", request.user}});
     body["messages"] = std::move(messages);
   } else {
@@ -433,9 +460,7 @@ struct Client::Call {
   ModelAnswer finish();
 };
 
-ModelAnswer Client::complete(const ModelRequest& request) {
-  return Call(*this).run(request);
-}
+ModelAnswer Client::complete(const ModelRequest& request) { return Call(*this).run(request); }
 
 ModelAnswer Client::Call::run(const ModelRequest& request) {
   answer.request = redact(client.request_body(request), key);
@@ -489,11 +514,11 @@ Next Client::Call::after_transport_failure(const Attempt& a, int attempt, bool l
     return done(Status::Cancelled, kCancelledText);
   if (a.code == CURLE_OPERATION_TIMEDOUT) {
     // Not retried: a call that used its whole time limit would likely do so again.
-    return done(Status::Timeout,
-                "the model server did not answer in time" + where() + ": " + a.curl_error +
-                    " (limits: connect " + std::to_string(config.connect_timeout_seconds) +
-                    " s, total " + std::to_string(config.total_timeout_seconds) + " s, stalled " +
-                    std::to_string(config.low_speed_seconds) + " s)");
+    return done(Status::Timeout, "the model server did not answer in time" + where() + ": " +
+                                     a.curl_error + " (limits: connect " +
+                                     std::to_string(config.connect_timeout_seconds) + " s, total " +
+                                     std::to_string(config.total_timeout_seconds) + " s, stalled " +
+                                     std::to_string(config.low_speed_seconds) + " s)");
   }
   const size_t received = answer.raw_answer.size();
   if (a.code == CURLE_WRITE_ERROR && received + CURL_MAX_WRITE_SIZE > kMaxAnswerBytes) {
@@ -503,11 +528,11 @@ Next Client::Call::after_transport_failure(const Attempt& a, int attempt, bool l
   }
   if (!last && wait(backoff_seconds(config, attempt))) return Next::Retry;
   if (client.state_->cancelled) return done(Status::Cancelled, kCancelledText);
-  return done(Status::TransportError,
-              "could not reach the model server" + where() + " after " +
-                  std::to_string(answer.attempts) + " attempts: " + a.curl_error +
-                  "; check the base URL (" + config.base_url_source +
-                  ") and that the server is running");
+  return done(Status::TransportError, "could not reach the model server" + where() + " after " +
+                                          std::to_string(answer.attempts) +
+                                          " attempts: " + a.curl_error + "; check the base URL (" +
+                                          config.base_url_source +
+                                          ") and that the server is running");
 }
 
 // A 2xx answer: its text, stop reason, tokens and cost, or BadAnswer when it does not parse.

@@ -68,7 +68,8 @@ std::string stderr_tail(const std::string& err) {
   while (!t.empty() && (t.back() == '\n' || t.back() == ' ' || t.back() == '\r')) t.pop_back();
   if (t.empty()) return "(nothing on stderr)";
   size_t at = t.size();
-  for (int lines = 0; lines < kLines && at != std::string::npos && at > 0; ++lines) at = t.rfind('\n', at - 1);
+  for (int lines = 0; lines < kLines && at != std::string::npos && at > 0; ++lines)
+    at = t.rfind('\n', at - 1);
   size_t from = at == std::string::npos ? 0 : at + 1;
   if (t.size() - from > kChars) from = t.size() - kChars;
   return (from > 0 ? "...\n" : "") + strings::printable(t.substr(from));
@@ -84,7 +85,9 @@ std::string format_seconds(double s) {
 
 CommandModel::CommandModel(CommandConfig config) : config_(std::move(config)) {
   if (config_.command.find_first_not_of(" \t\n") == std::string::npos)
-    throw UserError("--proposer-cmd is empty: give the command that reads a prompt on stdin and prints a kernel");
+    throw UserError(
+        "--proposer-cmd is empty: give the command that reads a prompt on stdin and prints a "
+        "kernel");
   if (!(config_.timeout_seconds > 0))
     throw UserError("--proposer-timeout must be a positive number of seconds (got " +
                     format_seconds(config_.timeout_seconds) + ")");
@@ -98,13 +101,14 @@ ModelAnswer CommandModel::complete(const ModelRequest& request) {
   const process::RunResult o = run(config_.command, a.request, config_.timeout_seconds);
   a.seconds = std::chrono::duration<double>(Clock::now() - start).count();
 
-  std::string shown = config_.command.size() > 200 ? config_.command.substr(0, 200) + "..." : config_.command;
+  std::string shown =
+      config_.command.size() > 200 ? config_.command.substr(0, 200) + "..." : config_.command;
   const std::string who = "--proposer-cmd '" + strings::printable(shown) + "'";
   const std::string tail = stderr_tail(o.err);
   if (o.failure) {
     a.status = Status::CommandFailed;
-    a.error = "cannot start /bin/sh for " + who + ": " + o.failure.call + " failed: " +
-              std::strerror(o.failure.error);
+    a.error = "cannot start /bin/sh for " + who + ": " + o.failure.call +
+              " failed: " + std::strerror(o.failure.error);
   } else if (o.overflowed) {
     a.status = Status::BadAnswer;
     a.error = who + " printed more than " + std::to_string(kMaxStdout >> 20) +
@@ -112,7 +116,9 @@ ModelAnswer CommandModel::complete(const ModelRequest& request) {
   } else if (o.timed_out) {
     a.status = Status::Timeout;
     a.error = who + " did not finish within " + format_seconds(config_.timeout_seconds) +
-              " s and was stopped with its process group (raise --proposer-timeout if it needs longer): " + tail;
+              " s and was stopped with its process group (raise --proposer-timeout if it needs "
+              "longer): " +
+              tail;
   } else if (o.status.exited && o.status.exit_code == 0) {
     a.status = Status::Ok;
     a.text = o.out;

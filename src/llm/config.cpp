@@ -26,9 +26,12 @@ std::string url_host(const std::string& url) {
   size_t start = url.find("://");
   start = start == std::string::npos ? 0 : start + 3;
   size_t end = url.find_first_of("/?#", start);
-  std::string authority = url.substr(start, end == std::string::npos ? std::string::npos : end - start);
-  if (size_t at = authority.rfind('@'); at != std::string::npos) authority = authority.substr(at + 1);
-  if (size_t colon = authority.rfind(':'); colon != std::string::npos && authority.find(']') == std::string::npos)
+  std::string authority =
+      url.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  if (size_t at = authority.rfind('@'); at != std::string::npos)
+    authority = authority.substr(at + 1);
+  if (size_t colon = authority.rfind(':');
+      colon != std::string::npos && authority.find(']') == std::string::npos)
     authority = authority.substr(0, colon);
   return lower(authority);
 }
@@ -42,7 +45,8 @@ struct Sourced {
   std::string value;
   std::string source;
 };
-Sourced pick(const std::string& flag_value, const char* flag, const Environment& env, const char* variable) {
+Sourced pick(const std::string& flag_value, const char* flag, const Environment& env,
+             const char* variable) {
   if (!flag_value.empty()) return {flag_value, flag};
   if (auto v = env(variable); v && !v->empty()) return {*v, variable};
   return {"", ""};
@@ -80,7 +84,8 @@ ModelConfig resolve_config(const ConfigValues& values, const Environment& env) {
   Sourced openai_key = pick("", "", env, kOpenAIKey);
   Sourced anthropic_key = pick("", "", env, kAnthropicKey);
 
-  if (!base.value.empty() && !base.value.starts_with("http://") && !base.value.starts_with("https://"))
+  if (!base.value.empty() && !base.value.starts_with("http://") &&
+      !base.value.starts_with("https://"))
     throw UserError("the model base URL '" + base.value + "' (" + base.source +
                     ") must start with http:// or https://");
   std::string host = url_host(base.value);
@@ -89,8 +94,9 @@ ModelConfig resolve_config(const ConfigValues& values, const Environment& env) {
   if (!protocol_text.value.empty()) {
     auto p = parse_protocol(protocol_text.value);
     if (!p)
-      throw UserError("unknown model protocol '" + protocol_text.value + "' (" + protocol_text.source +
-                      "): use openai (Chat Completions: OpenAI, vLLM, llama.cpp, Ollama, ...) or anthropic");
+      throw UserError(
+          "unknown model protocol '" + protocol_text.value + "' (" + protocol_text.source +
+          "): use openai (Chat Completions: OpenAI, vLLM, llama.cpp, Ollama, ...) or anthropic");
     protocol = *p;
   } else if (host_is(host, "anthropic.com")) {
     protocol = Protocol::Anthropic;
@@ -106,13 +112,15 @@ ModelConfig resolve_config(const ConfigValues& values, const Environment& env) {
     if (base.value.empty())
       throw UserError(
           "no language model is configured: set OLLIE_LLM_BASE_URL (or --llm-base-url) to an "
-          "OpenAI-compatible server, or OPENAI_API_KEY or ANTHROPIC_API_KEY for a hosted model, and "
+          "OpenAI-compatible server, or OPENAI_API_KEY or ANTHROPIC_API_KEY for a hosted model, "
+          "and "
           "OLLIE_LLM_MODEL (or --llm-model)");
     protocol = Protocol::OpenAI;  // a server without a key: a local OpenAI-compatible one
   } else {
     throw UserError(
         "both OPENAI_API_KEY and ANTHROPIC_API_KEY are set and the base URL does not say which "
-        "protocol to speak: choose one with --llm-protocol or OLLIE_LLM_PROTOCOL (openai or anthropic)");
+        "protocol to speak: choose one with --llm-protocol or OLLIE_LLM_PROTOCOL (openai or "
+        "anthropic)");
   }
 
   ModelConfig config;
@@ -128,20 +136,24 @@ ModelConfig resolve_config(const ConfigValues& values, const Environment& env) {
 
   if (base.value.empty()) {
     config.base_url = protocol == Protocol::OpenAI ? kOpenAIDefaultBase : kAnthropicDefaultBase;
-    config.base_url_source = "the default endpoint; set OLLIE_LLM_BASE_URL or --llm-base-url for another";
+    config.base_url_source =
+        "the default endpoint; set OLLIE_LLM_BASE_URL or --llm-base-url for another";
   } else {
     config.base_url = base.value;
     config.base_url_source = base.source;
   }
   while (config.base_url.ends_with("/")) config.base_url.pop_back();
   // The Anthropic path is /v1/messages: a base given as ".../v1" would double it.
-  if (protocol == Protocol::Anthropic && config.base_url.ends_with("/v1")) config.base_url.resize(config.base_url.size() - 3);
+  if (protocol == Protocol::Anthropic && config.base_url.ends_with("/v1"))
+    config.base_url.resize(config.base_url.size() - 3);
   host = url_host(config.base_url);
 
   if (model.value.empty())
     throw UserError(std::string("no model is named: set OLLIE_LLM_MODEL or --llm-model (the ") +
                     protocol_name(protocol) + " protocol's model name, e.g. " +
-                    (protocol == Protocol::OpenAI ? "gpt-4.1 or the name a local server lists" : "claude-sonnet-4-5") + ")");
+                    (protocol == Protocol::OpenAI ? "gpt-4.1 or the name a local server lists"
+                                                  : "claude-sonnet-4-5") +
+                    ")");
   config.model = model.value;
   config.model_source = model.source;
 

@@ -69,7 +69,8 @@ struct Definition {
 std::optional<Definition> last_kernel_definition(const std::string& code) {
   static const std::regex name(R"(\bollie_kernel\s*\()");
   std::optional<Definition> found;
-  for (auto it = std::sregex_iterator(code.begin(), code.end(), name); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(code.begin(), code.end(), name); it != std::sregex_iterator();
+       ++it) {
     size_t at = static_cast<size_t>(it->position(0));
     size_t paren = code.find('(', at);
     size_t after = matching_close(code, paren);
@@ -84,11 +85,13 @@ std::optional<Definition> last_kernel_definition(const std::string& code) {
 
 bool looks_like_cpp(const std::string& code) {
   bool has_braces = code.find('{') != std::string::npos && code.find('}') != std::string::npos;
-  return code.find("#include") != std::string::npos || (has_braces && code.find(';') != std::string::npos);
+  return code.find("#include") != std::string::npos ||
+         (has_braces && code.find(';') != std::string::npos);
 }
 
 bool cpp_language(const std::string& info) {
-  static const char* const names[] = {"", "cpp", "c++", "cxx", "cc", "c", "h", "hpp", "hxx", "cplusplus"};
+  static const char* const names[] = {"",  "cpp", "c++", "cxx", "cc",
+                                      "c", "h",   "hpp", "hxx", "cplusplus"};
   std::string first = lower(info.substr(0, info.find_first_of(" \t{")));
   return std::find(std::begin(names), std::end(names), first) != std::end(names);
 }
@@ -113,7 +116,8 @@ std::vector<Block> fenced_blocks(const std::vector<std::string>& lines) {
     if (run < 3) continue;
     Block block;
     block.language = strings::trim(t.substr(run), strings::kLineBlanks);
-    if (fence == '`' && block.language.find('`') != std::string::npos) continue;  // inline code, not a fence
+    if (fence == '`' && block.language.find('`') != std::string::npos)
+      continue;  // inline code, not a fence
     size_t j = i + 1;
     for (; j < lines.size(); ++j) {
       std::string u = strings::trim(lines[j], strings::kLineBlanks);
@@ -145,7 +149,9 @@ std::optional<std::string> unfenced_kernel(std::string_view answer) {
   auto def = last_kernel_definition(text);
   if (!def) return std::nullopt;
   std::vector<std::string> lines = strings::split_lines(text, strings::LineEnd::CrLf);
-  auto line_of = [&](size_t offset) { return static_cast<size_t>(std::count(text.begin(), text.begin() + offset, '\n')); };
+  auto line_of = [&](size_t offset) {
+    return static_cast<size_t>(std::count(text.begin(), text.begin() + offset, '\n'));
+  };
   size_t first = line_of(def->name);
   size_t last = line_of(def->body_end > 0 ? def->body_end - 1 : 0);
   // The brace depth at the start of each line (braces in comments and literals skipped).
@@ -184,7 +190,8 @@ ExtractedCode extract_code(std::string_view answer) {
     bool defines = last_kernel_definition(b.code).has_value();
     if (!cpp_language(b.language) && !defines) continue;
     if (defines) defining = static_cast<int>(i);
-    if (looks_like_cpp(b.code) && (longest < 0 || b.code.size() > blocks[static_cast<size_t>(longest)].code.size()))
+    if (looks_like_cpp(b.code) &&
+        (longest < 0 || b.code.size() > blocks[static_cast<size_t>(longest)].code.size()))
       longest = static_cast<int>(i);
   }
   if (defining >= 0) {
@@ -198,19 +205,22 @@ ExtractedCode extract_code(std::string_view answer) {
   if (longest >= 0) {
     out.found = true;
     out.code = blocks[static_cast<size_t>(longest)].code;
-    out.how = "fenced block " + std::to_string(longest + 1) + of + " (the longest C++ block; none defines ollie_kernel)";
+    out.how = "fenced block " + std::to_string(longest + 1) + of +
+              " (the longest C++ block; none defines ollie_kernel)";
     return out;
   }
   if (auto code = unfenced_kernel(answer)) {
     out.found = true;
     out.code = *code;
-    out.how = blocks.empty() ? "unfenced code around the ollie_kernel definition"
-                             : "unfenced code around the ollie_kernel definition (no fenced block is C++)";
+    out.how = blocks.empty()
+                  ? "unfenced code around the ollie_kernel definition"
+                  : "unfenced code around the ollie_kernel definition (no fenced block is C++)";
     return out;
   }
-  out.how = blocks.empty() ? "no code: the answer has no fenced block and no ollie_kernel definition"
-                           : "no code: none of the " + std::to_string(blocks.size()) +
-                                 " fenced blocks is C++ and the answer has no ollie_kernel definition";
+  out.how = blocks.empty()
+                ? "no code: the answer has no fenced block and no ollie_kernel definition"
+                : "no code: none of the " + std::to_string(blocks.size()) +
+                      " fenced blocks is C++ and the answer has no ollie_kernel definition";
   return out;
 }
 

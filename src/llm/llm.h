@@ -34,7 +34,7 @@ namespace ollie::llm {
 // ---------------------------------------------------------------- configuration
 
 enum class Protocol {
-  OpenAI,     // POST {base}/chat/completions, Authorization: Bearer KEY (vLLM, llama.cpp, Ollama, ...)
+  OpenAI,  // POST {base}/chat/completions, Authorization: Bearer KEY (vLLM, llama.cpp, Ollama, ...)
   Anthropic,  // POST {base}/v1/messages, x-api-key: KEY, anthropic-version: 2023-06-01
 };
 const char* protocol_name(Protocol p);  // "openai", "anthropic"
@@ -43,13 +43,14 @@ std::optional<Protocol> parse_protocol(std::string_view name);
 
 struct ModelConfig {
   Protocol protocol = Protocol::OpenAI;
-  std::string base_url;          // without the trailing path, e.g. "https://api.openai.com/v1"
+  std::string base_url;  // without the trailing path, e.g. "https://api.openai.com/v1"
   std::string model;
-  std::string api_key;           // may be empty for a local OpenAI-compatible server
-  std::string key_source;        // where the key came from ("OPENAI_API_KEY", "--llm-key"): named in errors
-  std::string model_source = "OLLIE_LLM_MODEL";       // named in 404 errors
+  std::string api_key;  // may be empty for a local OpenAI-compatible server
+  std::string
+      key_source;  // where the key came from ("OPENAI_API_KEY", "--llm-key"): named in errors
+  std::string model_source = "OLLIE_LLM_MODEL";        // named in 404 errors
   std::string base_url_source = "OLLIE_LLM_BASE_URL";  // named in 404 / connection errors
-  int max_tokens = 8192;         // the answer's length limit (Anthropic requires one)
+  int max_tokens = 8192;  // the answer's length limit (Anthropic requires one)
   // OpenAI protocol: send the limit as max_completion_tokens (api.openai.com, whose
   // reasoning models reject max_tokens) rather than max_tokens (vLLM, llama.cpp, Ollama).
   // resolve_config sets it for api.openai.com.
@@ -64,22 +65,24 @@ struct ModelConfig {
   // An attempt that receives < 1 byte/s for this long ends (a stalled connection).
   // Without `stream` this must exceed the longest generation.
   int low_speed_seconds = 300;
-  int max_retries = 4;           // retries after the first attempt (429, 5xx, transport errors)
-  double backoff_initial_seconds = 2;  // the wait before retry k is initial * 2^k, at most backoff_max
+  int max_retries = 4;  // retries after the first attempt (429, 5xx, transport errors)
+  double backoff_initial_seconds =
+      2;  // the wait before retry k is initial * 2^k, at most backoff_max
   double backoff_max_seconds = 60;
   double retry_after_max_seconds = 120;  // a 429's Retry-After is honoured up to this
-  double price_in_per_token = 0;   // cost of a prompt token (e.g. USD); 0: unknown
-  double price_out_per_token = 0;  // cost of an answer token
-  int64_t token_budget = 0;        // tokens in + out over the client's life; 0: no limit
-  double cost_budget = 0;          // cost over the client's life; 0: no limit
+  double price_in_per_token = 0;         // cost of a prompt token (e.g. USD); 0: unknown
+  double price_out_per_token = 0;        // cost of an answer token
+  int64_t token_budget = 0;              // tokens in + out over the client's life; 0: no limit
+  double cost_budget = 0;                // cost over the client's life; 0: no limit
 };
 
 // Values given on the command line; an empty field falls back to the environment.
 struct ConfigValues {
-  std::string protocol;   // --llm-protocol / OLLIE_LLM_PROTOCOL
-  std::string base_url;   // --llm-base-url / OLLIE_LLM_BASE_URL
-  std::string model;      // --llm-model / OLLIE_LLM_MODEL
-  std::string api_key;    // --llm-key (discouraged: visible in `ps`); else OPENAI_API_KEY / ANTHROPIC_API_KEY
+  std::string protocol;  // --llm-protocol / OLLIE_LLM_PROTOCOL
+  std::string base_url;  // --llm-base-url / OLLIE_LLM_BASE_URL
+  std::string model;     // --llm-model / OLLIE_LLM_MODEL
+  std::string
+      api_key;  // --llm-key (discouraged: visible in `ps`); else OPENAI_API_KEY / ANTHROPIC_API_KEY
 };
 
 // Looks up an environment variable (a test passes a map).
@@ -93,7 +96,8 @@ Environment process_environment();  // getenv
 // Without a base URL, the protocol's public endpoint. UserError, naming the flag and the
 // variable to set, when the model is missing, the protocol is ambiguous (both keys set,
 // no base URL naming a provider) or unknown, or a hosted provider has no key.
-ModelConfig resolve_config(const ConfigValues& values, const Environment& env = process_environment());
+ModelConfig resolve_config(const ConfigValues& values,
+                           const Environment& env = process_environment());
 
 // ---------------------------------------------------------------- the client
 
@@ -105,7 +109,8 @@ enum class Status {
   BadAnswer,       // HTTP 200 but not the protocol's JSON (malformed, no text)
   Budget,          // refused without sending: the client's token or cost budget is spent
   Cancelled,       // Client::cancel() was called
-  CommandFailed,   // CommandModel: the command exited non-zero, was killed by a signal, or could not start
+  CommandFailed,  // CommandModel: the command exited non-zero, was killed by a signal, or could not
+                  // start
 };
 // "ok", "http_error", "timeout", "transport_error", "bad_answer", "budget", "cancelled",
 // "command_failed"
@@ -118,27 +123,28 @@ struct ModelRequest {
 
 struct ModelAnswer {
   Status status = Status::Ok;
-  int http_status = 0;       // of the last attempt; 0 when none
-  std::string text;          // the model's text (Ok only)
-  std::string stop_reason;   // finish_reason / stop_reason as the server said ("stop", "length", "end_turn", ...)
-  int64_t tokens_in = 0;     // from the answer's usage (0 when the server gives none)
+  int http_status = 0;      // of the last attempt; 0 when none
+  std::string text;         // the model's text (Ok only)
+  std::string stop_reason;  // finish_reason / stop_reason as the server said ("stop", "length",
+                            // "end_turn", ...)
+  int64_t tokens_in = 0;    // from the answer's usage (0 when the server gives none)
   int64_t tokens_out = 0;
-  double cost = 0;           // tokens priced with the config's prices
-  double seconds = 0;        // wall time of the whole call, waits included
-  int attempts = 0;          // HTTP attempts made (0 for Budget)
-  std::vector<double> waits; // the backoff waits before each retry, in seconds
-  std::string request;       // the JSON body as sent (never headers)
-  std::string raw_answer;    // the last attempt's body, as received (redacted)
-  std::string error;         // for a person, when status != Ok: what happened and what to fix
+  double cost = 0;            // tokens priced with the config's prices
+  double seconds = 0;         // wall time of the whole call, waits included
+  int attempts = 0;           // HTTP attempts made (0 for Budget)
+  std::vector<double> waits;  // the backoff waits before each retry, in seconds
+  std::string request;        // the JSON body as sent (never headers)
+  std::string raw_answer;     // the last attempt's body, as received (redacted)
+  std::string error;          // for a person, when status != Ok: what happened and what to fix
   bool ok() const { return status == Status::Ok; }
 };
 
 // Totals over a client's life.
 struct Usage {
-  int64_t requests = 0;   // complete() calls, refused ones included
-  int64_t attempts = 0;   // HTTP attempts
+  int64_t requests = 0;  // complete() calls, refused ones included
+  int64_t attempts = 0;  // HTTP attempts
   int64_t retries = 0;
-  int64_t refused = 0;    // Budget answers
+  int64_t refused = 0;  // Budget answers
   int64_t tokens_in = 0;
   int64_t tokens_out = 0;
   double cost = 0;
@@ -242,7 +248,8 @@ struct ParsedAnswer {
   std::string text, stop_reason;
   int64_t tokens_in = 0, tokens_out = 0;
 };
-std::optional<ParsedAnswer> parse_answer(Protocol protocol, const std::string& body, std::string* why = nullptr);
+std::optional<ParsedAnswer> parse_answer(Protocol protocol, const std::string& body,
+                                         std::string* why = nullptr);
 
 // ---------------------------------------------------------------- prompts
 
@@ -258,8 +265,12 @@ struct Failure {
 // `max_lines` lines; every diagnostic to at most `max_chars`.
 class FailureLog {
  public:
-  explicit FailureLog(size_t keep = 3, int max_compile_errors = 3, int max_lines = 6, size_t max_chars = 2000)
-      : keep_(keep), max_compile_errors_(max_compile_errors), max_lines_(max_lines), max_chars_(max_chars) {}
+  explicit FailureLog(size_t keep = 3, int max_compile_errors = 3, int max_lines = 6,
+                      size_t max_chars = 2000)
+      : keep_(keep),
+        max_compile_errors_(max_compile_errors),
+        max_lines_(max_lines),
+        max_chars_(max_chars) {}
   void add(const std::string& verdict, const std::string& diagnostic);
   const std::deque<Failure>& recent() const { return recent_; }
 
@@ -276,13 +287,13 @@ std::string trim_compile_errors(const std::string& log, int max_errors);
 
 // What a prompt is made of. Empty fields render as "(none yet)" / "(unknown)".
 struct PromptInputs {
-  std::string spec;              // the spec's source
-  std::string header;            // the kernel header (emit::emit_header): the ABI
-  std::string hardware;          // ISA flags, cores, caches, calibrated peaks (text)
-  std::string best_kernel;       // the current best kernel's source
-  double best_seconds = 0;       // its median time; 0: not timed
-  double roofline_fraction = 0;  // its fraction of the roofline bound; 0: unknown
-  std::vector<Failure> failures; // recent failures, oldest first (FailureLog::recent)
+  std::string spec;               // the spec's source
+  std::string header;             // the kernel header (emit::emit_header): the ABI
+  std::string hardware;           // ISA flags, cores, caches, calibrated peaks (text)
+  std::string best_kernel;        // the current best kernel's source
+  double best_seconds = 0;        // its median time; 0: not timed
+  double roofline_fraction = 0;   // its fraction of the roofline bound; 0: unknown
+  std::vector<Failure> failures;  // recent failures, oldest first (FailureLog::recent)
 };
 
 // The placeholders a template may use, without braces.
@@ -292,7 +303,7 @@ const std::vector<std::string>& placeholder_names();
 // `<!-- system -->` starts the system prompt and a line `<!-- user -->` starts the user
 // message (without markers the whole file is the user message).
 struct PromptTemplate {
-  std::string name;    // the file it came from (for errors)
+  std::string name;  // the file it came from (for errors)
   std::string system;
   std::string user;
 };
@@ -309,8 +320,9 @@ ModelRequest render_prompt(const PromptTemplate& tmpl, const PromptInputs& input
 
 struct ExtractedCode {
   bool found = false;
-  std::string code;     // the kernel source (found only)
-  std::string how;      // "fenced block 2 of 3 (defines ollie_kernel)", "unfenced", or why there is none
+  std::string code;  // the kernel source (found only)
+  std::string
+      how;  // "fenced block 2 of 3 (defines ollie_kernel)", "unfenced", or why there is none
   int fenced_blocks = 0;
 };
 // The kernel in a model's answer. Fenced blocks (``` or ~~~, language cpp/c++/c/cc/cxx/

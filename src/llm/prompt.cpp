@@ -32,9 +32,12 @@ std::string strip_blank_edges(std::string s) {
 
 std::string format_seconds(double s) {
   char buf[64];
-  if (s >= 1) std::snprintf(buf, sizeof buf, "%.3f s", s);
-  else if (s >= 1e-3) std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
-  else std::snprintf(buf, sizeof buf, "%.3f us", s * 1e6);
+  if (s >= 1)
+    std::snprintf(buf, sizeof buf, "%.3f s", s);
+  else if (s >= 1e-3)
+    std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.3f us", s * 1e6);
   return buf;
 }
 
@@ -47,8 +50,8 @@ std::string render_failures(const std::vector<Failure>& failures) {
   std::string out;
   for (size_t i = 0; i < failures.size(); ++i) {
     if (i) out += "\n";
-    out += "Attempt " + std::to_string(i + 1) + " of the last " + std::to_string(failures.size()) + ": " +
-           failures[i].verdict + "\n```\n" + failures[i].diagnostic;
+    out += "Attempt " + std::to_string(i + 1) + " of the last " + std::to_string(failures.size()) +
+           ": " + failures[i].verdict + "\n```\n" + failures[i].diagnostic;
     if (!failures[i].diagnostic.ends_with("\n")) out += "\n";
     out += "```\n";
   }
@@ -64,11 +67,16 @@ std::string substitute(const std::string& text, const PromptInputs& in) {
     out.append(text, last, static_cast<size_t>(m.position(0)) - last);
     last = static_cast<size_t>(m.position(0) + m.length(0));
     const std::string name = m[1].str();
-    if (name == "spec") out += or_default(in.spec, "(unknown)");
-    else if (name == "header") out += or_default(in.header, "(unknown)");
-    else if (name == "hardware") out += or_default(in.hardware, "(unknown)");
-    else if (name == "best_kernel") out += or_default(in.best_kernel, "(none yet)");
-    else if (name == "best_time") out += in.best_seconds > 0 ? format_seconds(in.best_seconds) : "(not timed yet)";
+    if (name == "spec")
+      out += or_default(in.spec, "(unknown)");
+    else if (name == "header")
+      out += or_default(in.header, "(unknown)");
+    else if (name == "hardware")
+      out += or_default(in.hardware, "(unknown)");
+    else if (name == "best_kernel")
+      out += or_default(in.best_kernel, "(none yet)");
+    else if (name == "best_time")
+      out += in.best_seconds > 0 ? format_seconds(in.best_seconds) : "(not timed yet)";
     else if (name == "roofline_fraction") {
       if (in.roofline_fraction > 0) {
         char buf[32];
@@ -77,8 +85,11 @@ std::string substitute(const std::string& text, const PromptInputs& in) {
       } else {
         out += "(unknown)";
       }
-    } else if (name == "failures") out += render_failures(in.failures);
-    else throw InternalError("placeholder {{" + name + "}} passed the template check but has no value");
+    } else if (name == "failures")
+      out += render_failures(in.failures);
+    else
+      throw InternalError("placeholder {{" + name +
+                          "}} passed the template check but has no value");
   }
   out.append(text, last);
   return out;
@@ -87,8 +98,8 @@ std::string substitute(const std::string& text, const PromptInputs& in) {
 }  // namespace
 
 const std::vector<std::string>& placeholder_names() {
-  static const std::vector<std::string> names = {"spec", "header", "hardware", "best_kernel",
-                                                 "best_time", "roofline_fraction", "failures"};
+  static const std::vector<std::string> names = {
+      "spec", "header", "hardware", "best_kernel", "best_time", "roofline_fraction", "failures"};
   return names;
 }
 
@@ -108,13 +119,14 @@ PromptTemplate parse_prompt_template(const std::string& text, const std::string&
       part = marker == "<!-- system -->" ? &t.system : &t.user;
       continue;
     }
-    for (auto it = std::sregex_iterator(line.begin(), line.end(), placeholder_pattern()); it != std::sregex_iterator(); ++it) {
+    for (auto it = std::sregex_iterator(line.begin(), line.end(), placeholder_pattern());
+         it != std::sregex_iterator(); ++it) {
       std::string placeholder = (*it)[1].str();
       if (std::find(known.begin(), known.end(), placeholder) == known.end()) {
         std::string list;
         for (const auto& k : known) list += (list.empty() ? "" : ", ") + ("{{" + k + "}}");
-        throw UserError(name + ":" + std::to_string(i + 1) + ": unknown placeholder {{" + placeholder +
-                        "}} in the prompt template (known: " + list + ")");
+        throw UserError(name + ":" + std::to_string(i + 1) + ": unknown placeholder {{" +
+                        placeholder + "}} in the prompt template (known: " + list + ")");
       }
     }
     *part += line + "\n";
@@ -123,8 +135,9 @@ PromptTemplate parse_prompt_template(const std::string& text, const std::string&
   t.system = strip_blank_edges(t.system);
   t.user = strip_blank_edges(t.user);
   if (t.user.empty())
-    throw UserError(name + ": the prompt template has no user message (text after a `<!-- user -->` line, "
-                           "or the whole file without markers)");
+    throw UserError(name +
+                    ": the prompt template has no user message (text after a `<!-- user -->` line, "
+                    "or the whole file without markers)");
   return t;
 }
 
@@ -167,9 +180,11 @@ void FailureLog::add(const std::string& verdict, const std::string& diagnostic) 
     text = trim_compile_errors(diagnostic, max_compile_errors_);
   } else {
     std::vector<std::string> lines = strings::split_lines(diagnostic);
-    for (size_t i = 0; i < lines.size() && i < static_cast<size_t>(max_lines_); ++i) text += lines[i] + "\n";
+    for (size_t i = 0; i < lines.size() && i < static_cast<size_t>(max_lines_); ++i)
+      text += lines[i] + "\n";
     if (lines.size() > static_cast<size_t>(max_lines_))
-      text += "... (" + std::to_string(lines.size() - static_cast<size_t>(max_lines_)) + " more lines)\n";
+      text += "... (" + std::to_string(lines.size() - static_cast<size_t>(max_lines_)) +
+              " more lines)\n";
   }
   if (text.size() > max_chars_) text = text.substr(0, max_chars_) + "\n... (cut)\n";
   recent_.push_back(Failure{verdict, text});

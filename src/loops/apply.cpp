@@ -33,7 +33,8 @@ namespace {
 using ir::DimExpr;
 using ir::OpKind;
 
-[[noreturn]] void reject(const Directive& d, const std::string& reason, const std::string& detail = "") {
+[[noreturn]] void reject(const Directive& d, const std::string& reason,
+                         const std::string& detail = "") {
   throw ScheduleError(d, reason, detail);
 }
 
@@ -48,8 +49,9 @@ Stage& stage_named(Stages& st, const Directive& d, const std::string& name) {
   if (i < 0) {
     std::string all;
     for (const auto& s : st.stages) all += (all.empty() ? "" : ", ") + s.name;
-    reject(d, "there is no stage " + name, "the stages are: " + all +
-                                               " (elementwise values read once are inlined into their reader)");
+    reject(
+        d, "there is no stage " + name,
+        "the stages are: " + all + " (elementwise values read once are inlined into their reader)");
   }
   return st.stages[static_cast<size_t>(i)];
 }
@@ -74,11 +76,14 @@ std::vector<const Stage*> children_inside(const Stages& st, const Stage& host, i
 void require_own_loop(const Stages& st, const Stage& s, const Directive& d, int x) {
   const auto& name = s.loops[static_cast<size_t>(x)].name;
   if (x < s.shared)
-    reject(d, "loop " + name + " of " + s.name + " is shared with its host " + st.stages[static_cast<size_t>(s.host)].name,
+    reject(d,
+           "loop " + name + " of " + s.name + " is shared with its host " +
+               st.stages[static_cast<size_t>(s.host)].name,
            "compute_at made the host's loop serve both stages; schedule that loop on the host");
   for (const Stage* c : children_inside(st, s, x + 1))
     reject(d, c->name + " is computed inside loop " + name + " of " + s.name,
-           "changing the loop would change the loops it shares; schedule " + s.name + " before compute_at");
+           "changing the loop would change the loops it shares; schedule " + s.name +
+               " before compute_at");
   for (const auto& p : s.packs)
     if (p.depth > x)
       reject(d, "a tile of " + p.source + " is packed inside loop " + name,
@@ -88,8 +93,11 @@ void require_own_loop(const Stages& st, const Stage& s, const Directive& d, int 
 // Rejects reshaping the loops of `s` (split, reorder) once its accumulator tile is fixed.
 void require_no_accumulator(const Stage& s, const Directive& d) {
   if (s.accumulate_depth)
-    reject(d, s.name + " accumulates in registers inside loop " + s.loops[static_cast<size_t>(s.accumulate_depth - 1)].name,
-           "the tile is fixed by the loops it was made with: accumulate after the loops are split and ordered");
+    reject(d,
+           s.name + " accumulates in registers inside loop " +
+               s.loops[static_cast<size_t>(s.accumulate_depth - 1)].name,
+           "the tile is fixed by the loops it was made with: accumulate after the loops are split "
+           "and ordered");
 }
 
 std::string fresh_loop_name(const Stages& st, const Stage& s, const std::string& base) {
@@ -124,7 +132,8 @@ std::string loop_label(const Stages& st, const Canonical& c) {
 // enclosing stage's own continuation (1).
 std::vector<std::pair<int, int>> order_path(const Stages& st, int s, int c, int owner) {
   std::vector<int> chain;  // s, its host, ..., up to (not including) owner
-  for (int cur = s; cur != owner && cur >= 0; cur = st.stages[static_cast<size_t>(cur)].host) chain.push_back(cur);
+  for (int cur = s; cur != owner && cur >= 0; cur = st.stages[static_cast<size_t>(cur)].host)
+    chain.push_back(cur);
   std::vector<std::pair<int, int>> path;
   for (size_t i = chain.size(); i-- > 0;) {
     const Stage& x = st.stages[static_cast<size_t>(chain[i])];
@@ -155,9 +164,10 @@ std::optional<Violation> check_dependences(const Stages& st) {
       bool found = false;
       for (const auto& i : idx) found = found || mentions(i, loop);
       if (!found)
-        return Violation{W.name + " would be recomputed at every iteration of " +
-                             loop_label(st, canonical(st, w, t)) + ", which does not index its elements",
-                         "a stage can only be computed inside loops that select the elements it writes"};
+        return Violation{
+            W.name + " would be recomputed at every iteration of " +
+                loop_label(st, canonical(st, w, t)) + ", which does not index its elements",
+            "a stage can only be computed inside loops that select the elements it writes"};
     }
   }
   for (int w = 0; w < n; ++w) {
@@ -177,13 +187,15 @@ std::optional<Violation> check_dependences(const Stages& st) {
         ++c;
       const int owner = c ? canonical(st, w, c - 1).owner : -1;
       if (order_path(st, w, c, owner) >= order_path(st, r, c, owner))
-        return Violation{R.name + " reads " + W.buffer + " before " + W.name + " writes it",
-                         c ? "inside " + loop_label(st, canonical(st, w, c - 1)) + " the reader runs first"
-                           : "the reader's nest runs first"};
+        return Violation{
+            R.name + " reads " + W.buffer + " before " + W.name + " writes it",
+            c ? "inside " + loop_label(st, canonical(st, w, c - 1)) + " the reader runs first"
+              : "the reader's nest runs first"};
       if (c == 0) continue;
       if (packs_it)
         return Violation{R.name + " packs a tile of " + W.buffer + ", which " + W.name +
-                             " writes one slice at a time inside " + loop_label(st, canonical(st, w, c - 1)),
+                             " writes one slice at a time inside " +
+                             loop_label(st, canonical(st, w, c - 1)),
                          "pack only inputs and buffers completed before the reader's nest"};
       for (int t = 0; t < c; ++t)
         if (W.loops[static_cast<size_t>(t)].reduction)
@@ -210,10 +222,11 @@ std::optional<Violation> check_dependences(const Stages& st) {
             ok = only_common && mentions(widx[d], loop) && equal(widx[d], load->args[d + 1]);
           }
           if (!ok)
-            return Violation{R.name + " reads elements of " + W.buffer + " that " + W.name +
-                                 " writes at other iterations of " + loop_label(st, canonical(st, w, t)),
-                             "at one iteration of a shared loop a reader may only read the slice written at "
-                             "that iteration"};
+            return Violation{
+                R.name + " reads elements of " + W.buffer + " that " + W.name +
+                    " writes at other iterations of " + loop_label(st, canonical(st, w, t)),
+                "at one iteration of a shared loop a reader may only read the slice written at "
+                "that iteration"};
         }
       }
     }
@@ -237,7 +250,8 @@ bool vector_sum_loop(const Stage& s, const std::vector<StageLoop>& loops, size_t
   int64_t tile = 1;
   for (size_t t = x + 1; t < loops.size(); ++t) {
     const auto size = loops[t].nominal.as_constant();
-    if (loops[t].reduction || !size || loops[t].kind == ForKind::Vectorized || loops[t].kind == ForKind::Parallel)
+    if (loops[t].reduction || !size || loops[t].kind == ForKind::Vectorized ||
+        loops[t].kind == ForKind::Parallel)
       return false;
     tile *= *size;
     if (tile > kMaxDotTile) return false;
@@ -266,15 +280,17 @@ void split(Stages& st, Stage& s, const Directive& d) {
     if (auto c = old.nominal.as_constant()) divides = *c % f == 0;
   Expr inner_extent = fe;
   if (!divides)
-    inner_extent = make_binary(OpKind::Min, fe,
-                               make_binary(OpKind::Sub, old.extent, make_binary(OpKind::Mul, make_var(outer), fe)));
+    inner_extent = make_binary(
+        OpKind::Min, fe,
+        make_binary(OpKind::Sub, old.extent, make_binary(OpKind::Mul, make_var(outer), fe)));
   StageLoop o{outer, outer_extent, outer_nominal, old.reduction, ForKind::Serial};
   StageLoop i{inner, inner_extent, DimExpr::constant(f), old.reduction, ForKind::Serial};
   if (auto c = old.nominal.as_constant(); c && *c < f) i.nominal = DimExpr::constant(*c);
   s.loops[static_cast<size_t>(x)] = o;
   s.loops.insert(s.loops.begin() + x + 1, i);
   const std::map<std::string, Expr> by{
-      {old.name, make_binary(OpKind::Add, make_binary(OpKind::Mul, make_var(outer), fe), make_var(inner))}};
+      {old.name,
+       make_binary(OpKind::Add, make_binary(OpKind::Mul, make_var(outer), fe), make_var(inner))}};
   for (auto& [v, e] : s.subst) e = substitute(e, by);
   // The guarded tail of an earlier split of this loop now depends on both new loops.
   for (auto& lp : s.loops) lp.extent = substitute(lp.extent, by);
@@ -284,7 +300,8 @@ void reorder(Stages& st, Stage& s, const Directive& d) {
   std::vector<int> pos;
   for (const auto& l : d.args) {
     const int x = loop_index(st, s, d, l);
-    if (std::find(pos.begin(), pos.end(), x) != pos.end()) reject(d, "loop " + l + " is named twice");
+    if (std::find(pos.begin(), pos.end(), x) != pos.end())
+      reject(d, "loop " + l + " is named twice");
     pos.push_back(x);
   }
   std::vector<int> slots = pos;
@@ -292,15 +309,19 @@ void reorder(Stages& st, Stage& s, const Directive& d) {
   require_own_loop(st, s, d, slots[0]);
   require_no_accumulator(s, d);
   std::vector<StageLoop> loops = s.loops;
-  for (size_t i = 0; i < pos.size(); ++i) loops[static_cast<size_t>(slots[i])] = s.loops[static_cast<size_t>(pos[i])];
+  for (size_t i = 0; i < pos.size(); ++i)
+    loops[static_cast<size_t>(slots[i])] = s.loops[static_cast<size_t>(pos[i])];
   for (size_t i = 0; i < loops.size(); ++i) {
     for (size_t j = i + 1; j < loops.size(); ++j)
       if (mentions(loops[i].extent, loops[j].name))
         reject(d, "the extent of loop " + loops[i].name + " depends on loop " + loops[j].name,
-               loops[i].name + " is the guarded tail of a split of " + loops[j].name + "; it must stay inside it");
-    if (loops[i].kind == ForKind::Vectorized && i + 1 != loops.size() && !vector_sum_loop(s, loops, i))
+               loops[i].name + " is the guarded tail of a split of " + loops[j].name +
+                   "; it must stay inside it");
+    if (loops[i].kind == ForKind::Vectorized && i + 1 != loops.size() &&
+        !vector_sum_loop(s, loops, i))
       reject(d, "loop " + loops[i].name + " is vectorized and must stay innermost",
-             "only a vectorized sum keeps pure loops inside it: constant sizes (split factors), at most " +
+             "only a vectorized sum keeps pure loops inside it: constant sizes (split factors), at "
+             "most " +
                  std::to_string(kMaxDotTile) + " accumulators");
   }
   s.loops = std::move(loops);
@@ -311,28 +332,38 @@ void set_kind(Stages& st, Stage& s, const Directive& d, ForKind kind) {
   if (kind == ForKind::Vectorized) {
     require_own_loop(st, s, d, x);
   } else if (x < s.shared) {
-    reject(d, "loop " + d.args[0] + " of " + s.name + " is shared with its host " +
-                  st.stages[static_cast<size_t>(s.host)].name, "schedule that loop on the host");
+    reject(d,
+           "loop " + d.args[0] + " of " + s.name + " is shared with its host " +
+               st.stages[static_cast<size_t>(s.host)].name,
+           "schedule that loop on the host");
   }
   for (int t = 0; t < x; ++t)
     if (s.loops[static_cast<size_t>(t)].kind == ForKind::Vectorized && kind != ForKind::Unrolled)
-      reject(d, "loop " + d.args[0] + " is inside the vectorized loop " + s.loops[static_cast<size_t>(t)].name,
-             "only a serial or unrolled loop of a dot-product tile can run inside a vectorized sum");
+      reject(
+          d,
+          "loop " + d.args[0] + " is inside the vectorized loop " +
+              s.loops[static_cast<size_t>(t)].name,
+          "only a serial or unrolled loop of a dot-product tile can run inside a vectorized sum");
   StageLoop& l = s.loops[static_cast<size_t>(x)];
   // A sum may be vectorized along its last reduction loop: the emitter accumulates in a
   // scalar that OpenMP splits over lanes (reassociation is exact in the IR's reals), one
   // per iteration of the small pure loops inside it (vector_sum_loop).
-  const bool vector_sum = kind == ForKind::Vectorized && vector_sum_loop(s, s.loops, static_cast<size_t>(x));
+  const bool vector_sum =
+      kind == ForKind::Vectorized && vector_sum_loop(s, s.loops, static_cast<size_t>(x));
   if (kind != ForKind::Unrolled && l.reduction && !vector_sum) {
     std::string at;
-    for (size_t i = 0; i < s.store_index.size(); ++i) at += (i ? ", " : "") + to_text(s.store_index[i]);
+    for (size_t i = 0; i < s.store_index.size(); ++i)
+      at += (i ? ", " : "") + to_text(s.store_index[i]);
     reject(d, "loop " + l.name + " carries the reduction into " + s.buffer + "[" + at + "]",
-           "every iteration of " + l.name + " updates the same element; rfactor " + s.name + " " + l.name +
-               " first to get a loop of independent partial results (only a sum's innermost loop vectorizes as is)");
+           "every iteration of " + l.name + " updates the same element; rfactor " + s.name + " " +
+               l.name +
+               " first to get a loop of independent partial results (only a sum's innermost loop "
+               "vectorizes as is)");
   }
   if (kind == ForKind::Vectorized && x + 1 != static_cast<int>(s.loops.size()) && !vector_sum)
     reject(d, "loop " + l.name + " is not innermost (" + s.loops.back().name + " is inside it)",
-           "reorder it innermost first (a sum's last reduction loop may keep small constant pure loops inside)");
+           "reorder it innermost first (a sum's last reduction loop may keep small constant pure "
+           "loops inside)");
   l.kind = kind;
 }
 
@@ -340,38 +371,46 @@ void compute_at(Stages& st, Stage& p, const Directive& d) {
   Stage& h = stage_named(st, d, d.args[0]);
   const int pi = index_of(st, p), hi = index_of(st, h);
   if (pi == hi) reject(d, p.name + " cannot be computed inside itself");
-  if (p.host >= 0) reject(d, p.name + " is already computed at " + st.stages[static_cast<size_t>(p.host)].name);
-  if (hi < pi) reject(d, h.name + " runs before " + p.name, "a stage can only move into a later stage");
+  if (p.host >= 0)
+    reject(d, p.name + " is already computed at " + st.stages[static_cast<size_t>(p.host)].name);
+  if (hi < pi)
+    reject(d, h.name + " runs before " + p.name, "a stage can only move into a later stage");
   for (const auto& o : st.stages)
     if (&o != &p && o.buffer == p.buffer)
-      reject(d, p.name + " writes " + p.buffer + " together with " + o.name, "the parts of a concatenation stay at the root");
+      reject(d, p.name + " writes " + p.buffer + " together with " + o.name,
+             "the parts of a concatenation stay at the root");
   const int j = loop_index(st, h, d, d.args[1]);
   const int k = j + 1;
   if (j < h.shared)
-    reject(d, "loop " + d.args[1] + " of " + h.name + " is shared with its host " +
-                  st.stages[static_cast<size_t>(h.host)].name,
+    reject(d,
+           "loop " + d.args[1] + " of " + h.name + " is shared with its host " +
+               st.stages[static_cast<size_t>(h.host)].name,
            "compute " + p.name + " at " + st.stages[static_cast<size_t>(h.host)].name + " instead");
   for (int t = 0; t <= j; ++t)
     if (h.loops[static_cast<size_t>(t)].kind == ForKind::Vectorized)
       reject(d, "loop " + h.loops[static_cast<size_t>(t)].name + " of " + h.name +
                     " is vectorized; nothing can be computed inside it");
   if (static_cast<int>(p.loops.size()) < k)
-    reject(d, p.name + " has " + std::to_string(p.loops.size()) + " loops; it cannot share " + std::to_string(k) +
-                  " loops of " + h.name);
+    reject(d, p.name + " has " + std::to_string(p.loops.size()) + " loops; it cannot share " +
+                  std::to_string(k) + " loops of " + h.name);
   std::map<std::string, Expr> rename;
   for (int t = 0; t < k; ++t) {
     const StageLoop& pl = p.loops[static_cast<size_t>(t)];
     const StageLoop& hl = h.loops[static_cast<size_t>(t)];
     if (pl.reduction)
-      reject(d, "loop " + pl.name + " of " + p.name + " is a reduction loop; only pure loops can be shared");
+      reject(d, "loop " + pl.name + " of " + p.name +
+                    " is a reduction loop; only pure loops can be shared");
     if (!equal(substitute(pl.extent, rename), hl.extent))
-      reject(d, "loop " + pl.name + " of " + p.name + " walks [0, " + to_text(pl.extent) + ") but loop " + hl.name +
-                    " of " + h.name + " walks [0, " + to_text(hl.extent) + ")",
+      reject(d,
+             "loop " + pl.name + " of " + p.name + " walks [0, " + to_text(pl.extent) +
+                 ") but loop " + hl.name + " of " + h.name + " walks [0, " + to_text(hl.extent) +
+                 ")",
              "shared loops must have the same extents: split both stages alike first");
     rename[pl.name] = make_var(hl.name);
   }
   for (const auto& pk : p.packs)
-    if (pk.depth < k) reject(d, p.name + " packs a tile of " + pk.source + " outside the loops it would share");
+    if (pk.depth < k)
+      reject(d, p.name + " packs a tile of " + pk.source + " outside the loops it would share");
   if (p.accumulate_depth && p.accumulate_depth < k)
     reject(d, p.name + " accumulates in registers outside the loops it would share");
   const Stages before = st;
@@ -387,27 +426,35 @@ void compute_at(Stages& st, Stage& p, const Directive& d) {
 void rfactor(Stages& st, Stage& s, const Directive& d) {
   const int x = loop_index(st, s, d, d.args[0]);
   const StageLoop l = s.loops[static_cast<size_t>(x)];
-  if (!s.reduce || !l.reduction) reject(d, "loop " + l.name + " of " + s.name + " is not a reduction loop");
+  if (!s.reduce || !l.reduction)
+    reject(d, "loop " + l.name + " of " + s.name + " is not a reduction loop");
   if (!s.running_max.empty())
-    reject(d, s.name + " is an exp-weighted sum", "its partial sums would each need their own running max");
+    reject(d, s.name + " is an exp-weighted sum",
+           "its partial sums would each need their own running max");
   if (s.host >= 0) reject(d, s.name + " is computed at a host", "rfactor before compute_at");
   for (const auto& c : st.stages)
-    if (c.host == index_of(st, s)) reject(d, c.name + " is computed inside " + s.name, "rfactor before compute_at");
+    if (c.host == index_of(st, s))
+      reject(d, c.name + " is computed inside " + s.name, "rfactor before compute_at");
   if (!s.packs.empty()) reject(d, s.name + " packs tiles", "rfactor before pack");
-  if (s.accumulate_depth) reject(d, s.name + " accumulates in registers", "rfactor before accumulate");
+  if (s.accumulate_depth)
+    reject(d, s.name + " accumulates in registers", "rfactor before accumulate");
   // The reduction loops go innermost in the reduced stage: a pure loop whose extent (a
   // split tail) depends on one of them would be walked outside it.
   for (const auto& p : s.loops)
     for (const auto& r : s.loops)
       if (!p.reduction && r.reduction && mentions(p.extent, r.name))
-        reject(d, "the extent of loop " + p.name + " of " + s.name + " depends on the reduction loop " + r.name,
+        reject(d,
+               "the extent of loop " + p.name + " of " + s.name +
+                   " depends on the reduction loop " + r.name,
                "it is the guarded tail of a split of " + r.name + " and could not stay inside it");
   const std::string rf_name = s.name + "_rf";
   if (st.find(rf_name) >= 0) reject(d, s.name + " is already factored (" + rf_name + " exists)");
   std::string buffer = s.buffer + "_rf";
-  for (int i = 2; st.buffer(buffer) || st.reserved.count(buffer); ++i) buffer = s.buffer + "_rf" + std::to_string(i);
+  for (int i = 2; st.buffer(buffer) || st.reserved.count(buffer); ++i)
+    buffer = s.buffer + "_rf" + std::to_string(i);
   std::string var = l.name;
-  for (int i = 2; std::find(s.vars.begin(), s.vars.end(), var) != s.vars.end(); ++i) var = l.name + std::to_string(i);
+  for (int i = 2; std::find(s.vars.begin(), s.vars.end(), var) != s.vars.end(); ++i)
+    var = l.name + std::to_string(i);
 
   // The factored stage: the same loops and value, with `l` pure and one partial result
   // per value of it. The partial results are the buffer's last dim when `l` is the
@@ -416,8 +463,10 @@ void rfactor(Stages& st, Stage& s, const Directive& d) {
   // split key axis: one contiguous [H, L] accumulator per part, not L strided ones).
   const bool partials_last = x + 1 == static_cast<int>(s.loops.size());
   auto with_partial = [&](auto list, auto item) {
-    if (partials_last) list.push_back(item);
-    else list.insert(list.begin(), item);
+    if (partials_last)
+      list.push_back(item);
+    else
+      list.insert(list.begin(), item);
     return list;
   };
   Stage rf = s;
@@ -478,10 +527,12 @@ void pack(Stages& st, Stage& s, const Directive& d) {
   const std::string& source = d.args[0];
   const Buffer* b = st.buffer(source);
   if (!b) reject(d, "there is no buffer " + source);
-  if (source == s.buffer) reject(d, s.name + " writes " + source + "; only buffers it reads can be packed");
+  if (source == s.buffer)
+    reject(d, s.name + " writes " + source + "; only buffers it reads can be packed");
   const int x = loop_index(st, s, d, d.args[1]);
   const int depth = x + 1;
-  if (depth < s.shared) reject(d, "loop " + d.args[1] + " is shared with the host; pack inside the stage's own loops");
+  if (depth < s.shared)
+    reject(d, "loop " + d.args[1] + " is shared with the host; pack inside the stage's own loops");
   for (const auto& p : s.packs)
     if (p.source == source) reject(d, source + " is already packed in " + s.name);
   if (depth == static_cast<int>(s.loops.size()))
@@ -491,14 +542,17 @@ void pack(Stages& st, Stage& s, const Directive& d) {
   if (loads.empty()) reject(d, s.name + " does not read " + source);
   // Loop extents and inner loop names.
   std::map<std::string, DimExpr> inner;
-  for (size_t t = static_cast<size_t>(depth); t < s.loops.size(); ++t) inner[s.loops[t].name] = s.loops[t].nominal;
-  if (s.loops[static_cast<size_t>(x)].kind == ForKind::Vectorized) reject(d, "loop " + d.args[1] + " is vectorized");
+  for (size_t t = static_cast<size_t>(depth); t < s.loops.size(); ++t)
+    inner[s.loops[t].name] = s.loops[t].nominal;
+  if (s.loops[static_cast<size_t>(x)].kind == ForKind::Vectorized)
+    reject(d, "loop " + d.args[1] + " is vectorized");
   PackedTile tile;
   tile.source = source;
   tile.depth = depth;
   std::string local = source + "_" + s.name + "_pack";
   for (char& c : local) c = c == '.' ? '_' : c;
-  for (int i = 2; st.buffer(local) || st.reserved.count(local); ++i) local = source + "_pack" + std::to_string(i);
+  for (int i = 2; st.buffer(local) || st.reserved.count(local); ++i)
+    local = source + "_pack" + std::to_string(i);
   tile.local = local;
   // Affine decomposition of each dim of the first load; all loads must agree on the start.
   std::vector<Expr> first_start;
@@ -518,10 +572,12 @@ void pack(Stages& st, Stage& s, const Directive& d) {
         }
         if (e->kind == ExprKind::Binary && e->op == OpKind::Add)
           return make_binary(OpKind::Add, walk(e->args[0], scale), walk(e->args[1], scale));
-        if (e->kind == ExprKind::Binary && e->op == OpKind::Mul && e->args[1]->kind == ExprKind::IntImm)
+        if (e->kind == ExprKind::Binary && e->op == OpKind::Mul &&
+            e->args[1]->kind == ExprKind::IntImm)
           return walk(e->args[0], scale * e->args[1]->int_value);
         for (const auto& [n, _] : inner)
-          if (mentions(e, n)) reject(d, "the index of " + source + " in " + s.name + " is not affine in loop " + n);
+          if (mentions(e, n))
+            reject(d, "the index of " + source + " in " + s.name + " is not affine in loop " + n);
         return scale == 1 ? e : make_binary(OpKind::Mul, e, make_int(scale));
       };
       const Expr outer = walk(load->args[dim + 1], 1);
@@ -560,20 +616,26 @@ void pack(Stages& st, Stage& s, const Directive& d) {
 void accumulate(Stages& st, Stage& s, const Directive& d) {
   const int x = loop_index(st, s, d, d.args[0]);
   const StageLoop& l = s.loops[static_cast<size_t>(x)];
-  if (!s.reduce) reject(d, s.name + " is not a reduction", "only a reduction's output has accumulators");
+  if (!s.reduce)
+    reject(d, s.name + " is not a reduction", "only a reduction's output has accumulators");
   if (!s.running_max.empty())
-    reject(d, s.name + " is an exp-weighted sum", "its running max lives beside its output, not in accumulators");
+    reject(d, s.name + " is an exp-weighted sum",
+           "its running max lives beside its output, not in accumulators");
   if (s.accumulate_depth) reject(d, s.name + " already accumulates in registers");
   if (l.reduction)
     reject(d, "loop " + l.name + " of " + s.name + " is a reduction loop",
            "accumulate at a pure loop outside every reduction loop");
-  if (x < s.shared) reject(d, "loop " + l.name + " is shared with the host; accumulate inside the stage's own loops");
+  if (x < s.shared)
+    reject(d,
+           "loop " + l.name + " is shared with the host; accumulate inside the stage's own loops");
   if (l.kind == ForKind::Vectorized) reject(d, "loop " + l.name + " is vectorized");
   for (int t = 0; t < x; ++t)
     if (s.loops[static_cast<size_t>(t)].reduction)
-      reject(d, "the reduction loop " + s.loops[static_cast<size_t>(t)].name + " of " + s.name + " is outside loop " +
-                    l.name,
-             "every reduction loop must run inside the tile: reorder them inside " + l.name + " first");
+      reject(d,
+             "the reduction loop " + s.loops[static_cast<size_t>(t)].name + " of " + s.name +
+                 " is outside loop " + l.name,
+             "every reduction loop must run inside the tile: reorder them inside " + l.name +
+                 " first");
   int64_t elements = 1;
   bool any_reduction = false;
   for (size_t t = static_cast<size_t>(x) + 1; t < s.loops.size(); ++t) {
@@ -584,20 +646,28 @@ void accumulate(Stages& st, Stage& s, const Directive& d) {
     }
     const auto n = in.nominal.as_constant();
     if (!n)
-      reject(d, "loop " + in.name + " inside " + l.name + " walks [0, " + to_text(in.extent) + "), not a constant",
-             "the tile's loops need constant extents: split " + in.name + " by a small factor first");
+      reject(
+          d,
+          "loop " + in.name + " inside " + l.name + " walks [0, " + to_text(in.extent) +
+              "), not a constant",
+          "the tile's loops need constant extents: split " + in.name + " by a small factor first");
     for (const auto& other : s.loops)
       if (other.reduction && mentions(in.extent, other.name))
-        reject(d, "the extent of loop " + in.name + " of " + s.name + " depends on the reduction loop " + other.name,
+        reject(d,
+               "the extent of loop " + in.name + " of " + s.name +
+                   " depends on the reduction loop " + other.name,
                "the tile's loops must not change size along the reduction");
     elements *= std::max<int64_t>(1, *n);
   }
   if (!any_reduction) reject(d, "no reduction loop of " + s.name + " runs inside loop " + l.name);
   const int64_t bytes = elements * static_cast<int64_t>(ir::dtype_bytes(s.dtype));
   if (bytes > kMaxAccumulatorBytes)
-    reject(d, "the tile inside loop " + l.name + " is " + std::to_string(bytes) + " bytes of accumulators",
-           "at most " + std::to_string(kMaxAccumulatorBytes) + " bytes stay in registers: split the loops inside " +
-               l.name + " by smaller factors");
+    reject(d,
+           "the tile inside loop " + l.name + " is " + std::to_string(bytes) +
+               " bytes of accumulators",
+           "at most " + std::to_string(kMaxAccumulatorBytes) +
+               " bytes stay in registers: split the loops inside " + l.name +
+               " by smaller factors");
   std::string name = s.name + "_acc";
   for (char& c : name) c = c == '.' ? '_' : c;
   const std::string base = name;

@@ -20,28 +20,53 @@ using ir::OpKind;
 using ir::ValueId;
 
 const std::set<std::string>& cpp_keywords() {
-  static const std::set<std::string> words = {
-      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break",
-      "case", "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept",
-      "const", "consteval", "constexpr", "constinit", "const_cast", "continue", "co_await",
-      "co_return", "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast",
-      "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto",
-      "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
-      "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register",
-      "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static",
-      "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local",
-      "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using",
-      "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
-      "int32_t", "int64_t", "ollie_kernel", "ollie_entry", "buffers", "std", "dims"};
+  static const std::set<std::string> words = {"alignas",       "alignof",      "and",
+                                              "and_eq",        "asm",          "auto",
+                                              "bitand",        "bitor",        "bool",
+                                              "break",         "case",         "catch",
+                                              "char",          "char8_t",      "char16_t",
+                                              "char32_t",      "class",        "compl",
+                                              "concept",       "const",        "consteval",
+                                              "constexpr",     "constinit",    "const_cast",
+                                              "continue",      "co_await",     "co_return",
+                                              "co_yield",      "decltype",     "default",
+                                              "delete",        "do",           "double",
+                                              "dynamic_cast",  "else",         "enum",
+                                              "explicit",      "export",       "extern",
+                                              "false",         "float",        "for",
+                                              "friend",        "goto",         "if",
+                                              "inline",        "int",          "long",
+                                              "mutable",       "namespace",    "new",
+                                              "noexcept",      "not",          "not_eq",
+                                              "nullptr",       "operator",     "or",
+                                              "or_eq",         "private",      "protected",
+                                              "public",        "register",     "reinterpret_cast",
+                                              "requires",      "return",       "short",
+                                              "signed",        "sizeof",       "static",
+                                              "static_assert", "static_cast",  "struct",
+                                              "switch",        "template",     "this",
+                                              "thread_local",  "throw",        "true",
+                                              "try",           "typedef",      "typeid",
+                                              "typename",      "union",        "unsigned",
+                                              "using",         "virtual",      "void",
+                                              "volatile",      "wchar_t",      "while",
+                                              "xor",           "xor_eq",       "int32_t",
+                                              "int64_t",       "ollie_kernel", "ollie_entry",
+                                              "buffers",       "std",          "dims"};
   return words;
 }
 
 // Whether a node gets a buffer of its own (the rest are folded into their users' loads).
 bool materialized(OpKind k) {
   switch (k) {
-    case OpKind::Input: case OpKind::Const: case OpKind::Iota: case OpKind::Convert:
-    case OpKind::Broadcast: case OpKind::Reshape: case OpKind::Transpose: case OpKind::Slice:
-      return false;
+    case OpKind::Input:
+    case OpKind::Const:
+    case OpKind::Iota:
+    case OpKind::Convert:
+    case OpKind::Broadcast:
+    case OpKind::Reshape:
+    case OpKind::Transpose:
+    case OpKind::Slice: return false;
     default: return true;
   }
 }
@@ -49,9 +74,15 @@ bool materialized(OpKind k) {
 // The library function computing an op, which has the op's own name (exp, log, ...).
 const char* call_name(OpKind k) {
   switch (k) {
-    case OpKind::Exp: case OpKind::Exp2: case OpKind::Log: case OpKind::Sqrt: case OpKind::Tanh:
-    case OpKind::Erf: case OpKind::Sin: case OpKind::Cos: case OpKind::Pow:
-      return ir::op_name(k);
+    case OpKind::Exp:
+    case OpKind::Exp2:
+    case OpKind::Log:
+    case OpKind::Sqrt:
+    case OpKind::Tanh:
+    case OpKind::Erf:
+    case OpKind::Sin:
+    case OpKind::Cos:
+    case OpKind::Pow: return ir::op_name(k);
     default: return nullptr;
   }
 }
@@ -69,7 +100,8 @@ bool is_elementwise(OpKind k) {
 std::set<ValueId> compute_inline_set(const ir::Graph& g) {
   std::vector<std::vector<ValueId>> users(g.nodes.size());
   for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (ValueId o : g.nodes[i].operands) users[static_cast<size_t>(o)].push_back(static_cast<ValueId>(i));
+    for (ValueId o : g.nodes[i].operands)
+      users[static_cast<size_t>(o)].push_back(static_cast<ValueId>(i));
   std::vector<int> output_refs(g.nodes.size(), 0);
   for (ValueId o : g.outputs) ++output_refs[static_cast<size_t>(o)];
   const int kMany = 1 << 20;
@@ -78,7 +110,8 @@ std::set<ValueId> compute_inline_set(const ir::Graph& g) {
     int n = output_refs[static_cast<size_t>(v)];
     for (ValueId u : users[static_cast<size_t>(v)]) {
       const OpKind k = g.node(u).kind;
-      if (k == OpKind::Reshape || k == OpKind::Transpose || k == OpKind::Slice || k == OpKind::Convert)
+      if (k == OpKind::Reshape || k == OpKind::Transpose || k == OpKind::Slice ||
+          k == OpKind::Convert)
         n += reads(u);
       else if (is_elementwise(k) || k == OpKind::Reduce || k == OpKind::Concat)
         n += 1;
@@ -91,7 +124,8 @@ std::set<ValueId> compute_inline_set(const ir::Graph& g) {
   std::set<ValueId> out;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const auto v = static_cast<ValueId>(i);
-    if (is_elementwise(g.node(v).kind) && g.node(v).kind != OpKind::Convert && output_refs[i] == 0 && reads(v) == 1)
+    if (is_elementwise(g.node(v).kind) && g.node(v).kind != OpKind::Convert &&
+        output_refs[i] == 0 && reads(v) == 1)
       out.insert(v);
   }
   return out;
@@ -185,7 +219,8 @@ class Lowerer {
       Expr q = make_binary(OpKind::Div, flat, make_dim(stride));
       idx[i] = i == 0 ? q
                       : make_binary(OpKind::Sub, q,
-                                    make_binary(OpKind::Mul, make_binary(OpKind::Div, q, make_dim(shape[i])),
+                                    make_binary(OpKind::Mul,
+                                                make_binary(OpKind::Div, q, make_dim(shape[i])),
                                                 make_dim(shape[i])));
       stride = stride * shape[i];
     }
@@ -203,7 +238,8 @@ class Lowerer {
 
   // Groups of consecutive dims with equal products in `from` and `to` (a reshape merges
   // or splits within groups), as [begin, end) pairs per side; empty when none is found.
-  static std::vector<std::array<size_t, 4>> reshape_groups(const ir::Shape& from, const ir::Shape& to) {
+  static std::vector<std::array<size_t, 4>> reshape_groups(const ir::Shape& from,
+                                                           const ir::Shape& to) {
     std::vector<std::array<size_t, 4>> groups;
     size_t i = 0, j = 0;
     while (i < from.size() && j < to.size()) {
@@ -247,8 +283,9 @@ class Lowerer {
 
   // A new stage writing `buffer` with one loop per `loops` entry (outermost first), each
   // walking its own variable; the caller fills in the store.
-  Stage& new_stage(const std::string& name, const std::string& buffer, DType dtype, const ir::Shape& shape,
-                   const std::vector<Loop>& loops, const std::string& what) {
+  Stage& new_stage(const std::string& name, const std::string& buffer, DType dtype,
+                   const ir::Shape& shape, const std::vector<Loop>& loops,
+                   const std::string& what) {
     Stage s;
     s.name = name;
     s.buffer = buffer;
@@ -273,7 +310,8 @@ class Lowerer {
   // The element of value `v` at flat index `flat` (row-major in v's shape).
   Expr access_flat(ValueId v, const Expr& flat) {
     const Node& n = g_.node(v);
-    if (auto b = buf_.at_or(v); !b.empty()) return make_load(b, n.dtype, flat, unflatten(flat, n.shape));
+    if (auto b = buf_.at_or(v); !b.empty())
+      return make_load(b, n.dtype, flat, unflatten(flat, n.shape));
     if (n.kind == OpKind::Reshape) return access_flat(n.operands[0], flat);
     return access(v, unflatten(flat, n.shape));
   }
@@ -306,16 +344,20 @@ class Lowerer {
         for (size_t i = 0; i < from.size(); ++i)
           if (from[i] != one) kept_from.push_back(i);
         bool same = kept_to.size() == kept_from.size();
-        for (size_t i = 0; same && i < kept_to.size(); ++i) same = n.shape[kept_to[i]] == from[kept_from[i]];
+        for (size_t i = 0; same && i < kept_to.size(); ++i)
+          same = n.shape[kept_to[i]] == from[kept_from[i]];
         if (!same) {
           // Merging or splitting groups of dims: each group maps on its own.
           const auto groups = reshape_groups(from, n.shape);
           if (groups.empty()) return access_flat(n.operands[0], flatten(idx, n.shape));
           std::vector<Expr> sub;
           for (const auto& [i0, i1, j0, j1] : groups) {
-            const ir::Shape to_part(n.shape.begin() + static_cast<long>(j0), n.shape.begin() + static_cast<long>(j1));
-            const ir::Shape from_part(from.begin() + static_cast<long>(i0), from.begin() + static_cast<long>(i1));
-            const std::vector<Expr> part(idx.begin() + static_cast<long>(j0), idx.begin() + static_cast<long>(j1));
+            const ir::Shape to_part(n.shape.begin() + static_cast<long>(j0),
+                                    n.shape.begin() + static_cast<long>(j1));
+            const ir::Shape from_part(from.begin() + static_cast<long>(i0),
+                                      from.begin() + static_cast<long>(i1));
+            const std::vector<Expr> part(idx.begin() + static_cast<long>(j0),
+                                         idx.begin() + static_cast<long>(j1));
             for (const auto& e : unflatten(flatten(part, to_part), from_part)) sub.push_back(e);
           }
           // A buffer is read at the reshaped flat index (the same element, linear in the
@@ -364,13 +406,15 @@ class Lowerer {
     const std::string out = buf_.at(v);
     switch (n.kind) {
       case OpKind::Reduce: return lower_reduce(v, out);
-      case OpKind::Contract: case OpKind::ExpContract: return lower_contract(v, out);
+      case OpKind::Contract:
+      case OpKind::ExpContract: return lower_contract(v, out);
       case OpKind::Concat: {
         DimExpr offset;
         for (size_t part = 0; part < n.operands.size(); ++part) {
           const ValueId o = n.operands[part];
           const auto& shape = g_.node(o).shape;
-          Stage& s = new_stage(out + "." + std::to_string(part), out, n.dtype, n.shape, loops_of(shape), "concat part");
+          Stage& s = new_stage(out + "." + std::to_string(part), out, n.dtype, n.shape,
+                               loops_of(shape), "concat part");
           std::vector<Expr> idx = vars_of(s), at = idx;
           const auto ax = static_cast<size_t>(n.axis);
           at[ax] = make_binary(OpKind::Add, make_dim(offset), idx[ax]);
@@ -393,11 +437,14 @@ class Lowerer {
     const bool is_max = kind == ir::ReduceKind::Max;
     const double inf = std::numeric_limits<double>::infinity();
     switch (t) {
-      case DType::F32: case DType::F64: return make_float(is_max ? -inf : inf, t);
+      case DType::F32:
+      case DType::F64: return make_float(is_max ? -inf : inf, t);
       case DType::I32:
-        return make_int(is_max ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max(), t);
+        return make_int(
+            is_max ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max(), t);
       case DType::I64:
-        return make_int(is_max ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max(), t);
+        return make_int(
+            is_max ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max(), t);
       case DType::Bool: return make_int(is_max ? 0 : 1, t);
     }
     throw InternalError("loops: bad dtype");
@@ -412,10 +459,18 @@ class Lowerer {
     std::vector<size_t> order;
     std::set<int> red(n.axes.begin(), n.axes.end());
     for (size_t i = 0; i < in_shape.size(); ++i)
-      if (!red.count(static_cast<int>(i))) { loops.push_back({in_shape[i], false}); order.push_back(i); }
+      if (!red.count(static_cast<int>(i))) {
+        loops.push_back({in_shape[i], false});
+        order.push_back(i);
+      }
     for (size_t i = 0; i < in_shape.size(); ++i)
-      if (red.count(static_cast<int>(i))) { loops.push_back({in_shape[i], true}); order.push_back(i); }
-    const char* kind = n.reduce == ir::ReduceKind::Sum ? "sum" : n.reduce == ir::ReduceKind::Max ? "max" : "min";
+      if (red.count(static_cast<int>(i))) {
+        loops.push_back({in_shape[i], true});
+        order.push_back(i);
+      }
+    const char* kind = n.reduce == ir::ReduceKind::Sum   ? "sum"
+                       : n.reduce == ir::ReduceKind::Max ? "max"
+                                                         : "min";
     Stage& s = new_stage(out, out, n.dtype, n.shape, loops, std::string("Reduce ") + kind);
     std::vector<Expr> vars = vars_of(s), in_idx(in_shape.size()), out_idx;
     for (size_t j = 0; j < order.size(); ++j) in_idx[order[j]] = vars[j];
@@ -424,7 +479,9 @@ class Lowerer {
     s.store_index = out_idx;
     s.value = access(src, in_idx);
     s.reduce = true;
-    s.combine = n.reduce == ir::ReduceKind::Sum ? OpKind::Add : n.reduce == ir::ReduceKind::Max ? OpKind::Max : OpKind::Min;
+    s.combine = n.reduce == ir::ReduceKind::Sum   ? OpKind::Add
+                : n.reduce == ir::ReduceKind::Max ? OpKind::Max
+                                                  : OpKind::Min;
     s.init = reduce_init(n.reduce, n.dtype);
   }
 
@@ -449,9 +506,16 @@ class Lowerer {
     if (rhs >= 0) note(n.rhs_labels, g_.node(rhs).shape);
     std::vector<Loop> loops;
     std::vector<int> labels;
-    for (size_t i = 0; i < n.out_labels.size(); ++i) { loops.push_back({n.shape[i], false}); labels.push_back(n.out_labels[i]); }
-    for (int l : summed) { loops.push_back({extent.at(l), true}); labels.push_back(l); }
-    Stage& s = new_stage(out, out, n.dtype, n.shape, loops, weighted ? (n.base2 ? "ExpContract base 2" : "ExpContract") : "Contract");
+    for (size_t i = 0; i < n.out_labels.size(); ++i) {
+      loops.push_back({n.shape[i], false});
+      labels.push_back(n.out_labels[i]);
+    }
+    for (int l : summed) {
+      loops.push_back({extent.at(l), true});
+      labels.push_back(l);
+    }
+    Stage& s = new_stage(out, out, n.dtype, n.shape, loops,
+                         weighted ? (n.base2 ? "ExpContract base 2" : "ExpContract") : "Contract");
     const std::vector<Expr> vars = vars_of(s);
     std::map<int, Expr> var_of;
     for (size_t j = 0; j < labels.size(); ++j) var_of[labels[j]] = vars[j];
@@ -464,7 +528,8 @@ class Lowerer {
     s.reduce = true;
     s.init = zero(n.dtype);
     if (!weighted) {
-      s.value = make_binary(OpKind::Mul, access(lhs, pick(n.lhs_labels)), access(rhs, pick(n.rhs_labels)));
+      s.value = make_binary(OpKind::Mul, access(lhs, pick(n.lhs_labels)),
+                            access(rhs, pick(n.rhs_labels)));
       s.combine = OpKind::Add;
       s.contract = true;
       return;

@@ -28,13 +28,16 @@ bool into_sibling(const ir::Graph& g, Stages& st, Schedule& out, int i, int host
     const Stage& q = st.stages[j];
     const size_t k = static_cast<size_t>(q.shared);
     if (q.host != host || k >= q.loops.size() || k >= p.loops.size()) continue;
-    if (q.loops[k].reduction || p.loops[k].reduction || q.loops[k].nominal != p.loops[k].nominal) continue;
+    if (q.loops[k].reduction || p.loops[k].reduction || q.loops[k].nominal != p.loops[k].nominal)
+      continue;
     std::vector<std::string> loops;  // deepest first
     for (size_t m = q.loops.size(); m-- > k;)
-      if (!q.loops[m].reduction && q.loops[m].kind != ForKind::Vectorized) loops.push_back(q.loops[m].name);
+      if (!q.loops[m].reduction && q.loops[m].kind != ForKind::Vectorized)
+        loops.push_back(q.loops[m].name);
     const std::string qname = q.name;
     for (const auto& loop : loops)
-      if (try_apply(g, st, out, make_directive(DirectiveKind::ComputeAt, pname, {qname, loop}))) return true;
+      if (try_apply(g, st, out, make_directive(DirectiveKind::ComputeAt, pname, {qname, loop})))
+        return true;
   }
   return false;
 }
@@ -113,9 +116,12 @@ void order_online_sum(const ir::Graph& graph, Stages& st, Schedule& out, const s
   std::vector<std::string> order, reduced;
   std::string last_pure;
   for (const auto& l : s.loops) {
-    if (l.reduction) reduced.push_back(l.name);
-    else if (!last_pure.empty()) order.push_back(std::exchange(last_pure, l.name));
-    else last_pure = l.name;
+    if (l.reduction)
+      reduced.push_back(l.name);
+    else if (!last_pure.empty())
+      order.push_back(std::exchange(last_pure, l.name));
+    else
+      last_pure = l.name;
   }
   if (last_pure.empty() || mentions(s.value->args[0], last_pure)) return;
   order.insert(order.end(), reduced.begin(), reduced.end());
@@ -129,8 +135,10 @@ std::pair<std::string, std::vector<std::string>> last_pure_and_reduced(const Sta
   std::string last_pure;
   std::vector<std::string> reduced;
   for (const auto& l : s.loops) {
-    if (l.reduction) reduced.push_back(l.name);
-    else last_pure = l.name;
+    if (l.reduction)
+      reduced.push_back(l.name);
+    else
+      last_pure = l.name;
   }
   return {last_pure, reduced};
 }
@@ -150,7 +158,8 @@ bool contraction_tile(const ir::Graph& graph, const Target& target, Stages& st, 
   for (const auto& l : s.loops)
     if (!l.reduction && l.name != last_pure) row = l.name;
   for (const auto& l : s.loops) {
-    if (l.name == row) rows = std::min<int64_t>(rows, std::max<int64_t>(1, bound_size(graph, l.nominal)));
+    if (l.name == row)
+      rows = std::min<int64_t>(rows, std::max<int64_t>(1, bound_size(graph, l.nominal)));
     if (l.name == last_pure) cols = bound_size(graph, l.nominal);
   }
   int64_t steps = 1;
@@ -177,15 +186,18 @@ bool order_contraction(const ir::Graph& graph, const Target& target, Stages& st,
   const std::set<std::string> big = big_operand_loops(graph, st, s);
   int64_t inner_bytes = ir::dtype_bytes(s.dtype);
   for (const auto& l : s.loops)
-    if (!l.reduction && (l.name == last_pure || !big.count(l.name))) inner_bytes *= bound_size(graph, l.nominal);
+    if (!l.reduction && (l.name == last_pure || !big.count(l.name)))
+      inner_bytes *= bound_size(graph, l.nominal);
   const bool sink = !big.empty() && inner_bytes <= kAccumulatorBytes;
   std::vector<std::string> order, inner_pure;
   for (const auto& l : s.loops)
-    if (!l.reduction && l.name != last_pure) (!sink || big.count(l.name) ? order : inner_pure).push_back(l.name);
+    if (!l.reduction && l.name != last_pure)
+      (!sink || big.count(l.name) ? order : inner_pure).push_back(l.name);
   order.insert(order.end(), reduced.begin(), reduced.end());
   order.insert(order.end(), inner_pure.begin(), inner_pure.end());
   order.push_back(last_pure);
-  if (tile && inner_pure.empty() && contraction_tile(graph, target, st, out, name, last_pure)) return true;
+  if (tile && inner_pure.empty() && contraction_tile(graph, target, st, out, name, last_pure))
+    return true;
   reorder_to(graph, st, out, name, order);
   try_apply(graph, st, out, make_directive(DirectiveKind::Vectorize, name, {last_pure}));
   return true;
@@ -229,8 +241,8 @@ void order_row_reduction(const ir::Graph& graph, const Target& target, Stages& s
 // contiguously and keeps accumulators in registers. It runs before fusion so that each
 // producer is later nested into its reader's final loop order. Contractions get register
 // tiles when `tiles`, except those named in `untiled`.
-void order_loops(const ir::Graph& graph, const Target& target, Stages& st, Schedule& out, bool tiles,
-                 const std::set<std::string>& untiled) {
+void order_loops(const ir::Graph& graph, const Target& target, Stages& st, Schedule& out,
+                 bool tiles, const std::set<std::string>& untiled) {
   std::vector<std::string> names;
   for (const auto& s : st.stages) names.push_back(s.name);
   for (const auto& name : names) {
@@ -238,7 +250,8 @@ void order_loops(const ir::Graph& graph, const Target& target, Stages& st, Sched
     const Stage& s = st.stages[static_cast<size_t>(st.find(name))];
     if (s.loops.empty()) continue;
     if (!s.loops.back().reduction)
-      try_apply(graph, st, out, make_directive(DirectiveKind::Vectorize, name, {s.loops.back().name}));
+      try_apply(graph, st, out,
+                make_directive(DirectiveKind::Vectorize, name, {s.loops.back().name}));
     else if (!s.running_max.empty())
       order_online_sum(graph, st, out, name);
     else if (!order_contraction(graph, target, st, out, name, tiles && !untiled.count(name)))
@@ -277,7 +290,8 @@ bool compute_at_deepest(const ir::Graph& graph, Stages& st, Schedule& out, int i
   const std::string pname = st.stages[static_cast<size_t>(i)].name, hname = h.name;
   for (size_t k = h.loops.size(); k-- > from_depth;) {
     if (h.loops[k].reduction || h.loops[k].kind == ForKind::Vectorized) continue;
-    if (try_apply(graph, st, out, make_directive(DirectiveKind::ComputeAt, pname, {hname, h.loops[k].name})))
+    if (try_apply(graph, st, out,
+                  make_directive(DirectiveKind::ComputeAt, pname, {hname, h.loops[k].name})))
       return true;
   }
   return false;
@@ -312,7 +326,9 @@ int parallel_outermost(const ir::Graph& graph, Stages& st, Schedule& out, const 
     if (l.reduction || l.kind == ForKind::Vectorized) return -1;
     if (l.kind == ForKind::Parallel) return depth;
     if (bound_size(graph, l.nominal) >= 2)
-      return try_apply(graph, st, out, make_directive(DirectiveKind::Parallel, s.name, {l.name})) ? depth : -1;
+      return try_apply(graph, st, out, make_directive(DirectiveKind::Parallel, s.name, {l.name}))
+                 ? depth
+                 : -1;
     ++depth;
   }
   return -1;
@@ -327,8 +343,10 @@ void parallelize_roots(const ir::Graph& graph, Stages& st, Schedule& out) {
   for (const auto& s : std::vector<Stage>(st.stages)) {
     if (s.host >= 0) continue;
     const int depth = parallel_outermost(graph, st, out, s);
-    if (depth < 0) parallel_inside(graph, st, out, s.name);
-    else if (depth > 0) parallel_inside(graph, st, out, s.name, depth);
+    if (depth < 0)
+      parallel_inside(graph, st, out, s.name);
+    else if (depth > 0)
+      parallel_inside(graph, st, out, s.name, depth);
   }
 }
 
@@ -375,7 +393,8 @@ std::set<std::string> untiled_hosts(const ir::Graph& graph, const Schedule& plai
     int64_t largest = 0;
     if (s && s->contract && !fused_reductions.count(h))
       for (const Expr& load : operand_loads(*s))
-        if (const Buffer* b = st.buffer(load->name)) largest = std::max(largest, buffer_bytes(graph, *b));
+        if (const Buffer* b = st.buffer(load->name))
+          largest = std::max(largest, buffer_bytes(graph, *b));
     if (largest < kTileOverFusionBytes) untiled.insert(h);
   }
   return untiled;

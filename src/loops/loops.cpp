@@ -98,7 +98,9 @@ Expr make_load(const std::string& buffer, DType dtype, Expr index, std::vector<E
 
 Expr substitute(const Expr& e, const std::map<std::string, Expr>& vars) {
   switch (e->kind) {
-    case ExprKind::IntImm: case ExprKind::FloatImm: case ExprKind::Dim: return e;
+    case ExprKind::IntImm:
+    case ExprKind::FloatImm:
+    case ExprKind::Dim: return e;
     case ExprKind::Var: {
       auto it = vars.find(e->name);
       return it == vars.end() ? e : it->second;
@@ -122,7 +124,8 @@ Expr rebuild(const Expr& e, std::vector<Expr> a) {
       a.erase(a.begin());
       return make_load(e->name, e->dtype, flat, a);
     }
-    case ExprKind::Unary: return e->op == OpKind::PowI ? make_powi(a[0], e->int_value) : make_unary(e->op, a[0]);
+    case ExprKind::Unary:
+      return e->op == OpKind::PowI ? make_powi(a[0], e->int_value) : make_unary(e->op, a[0]);
     case ExprKind::Binary: return make_binary(e->op, a[0], a[1]);
     case ExprKind::Select: return make_select(a[0], a[1], a[2]);
     case ExprKind::Cast: return make_cast(e->dtype, a[0]);
@@ -137,7 +140,8 @@ bool equal(const Expr& a, const Expr& b) {
   switch (a->kind) {
     case ExprKind::IntImm: return a->int_value == b->int_value;
     case ExprKind::FloatImm:
-      return a->float_value == b->float_value || (std::isnan(a->float_value) && std::isnan(b->float_value));
+      return a->float_value == b->float_value ||
+             (std::isnan(a->float_value) && std::isnan(b->float_value));
     case ExprKind::Var: return a->name == b->name;
     case ExprKind::Dim: return a->dim == b->dim;
     default: break;
@@ -192,8 +196,9 @@ Expr make_powi(Expr a, int64_t exponent) {
 
 Expr make_binary(OpKind op, Expr a, Expr b) {
   require(a && b, "Binary needs two operands");
-  require(a->dtype == b->dtype, std::string("Binary ") + ir::op_name(op) + " operands differ in dtype: " +
-                                    ir::dtype_name(a->dtype) + " vs " + ir::dtype_name(b->dtype));
+  require(a->dtype == b->dtype, std::string("Binary ") + ir::op_name(op) +
+                                    " operands differ in dtype: " + ir::dtype_name(a->dtype) +
+                                    " vs " + ir::dtype_name(b->dtype));
   DType out = a->dtype;
   if (ir::is_comparison(op)) {
     out = DType::Bool;
@@ -201,8 +206,14 @@ Expr make_binary(OpKind op, Expr a, Expr b) {
     require(a->dtype == DType::Bool, "And/Or need bool operands");
   } else {
     switch (op) {
-      case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Max:
-      case OpKind::Min: case OpKind::FloorDiv: case OpKind::Mod:
+      case OpKind::Add:
+      case OpKind::Sub:
+      case OpKind::Mul:
+      case OpKind::Div:
+      case OpKind::Max:
+      case OpKind::Min:
+      case OpKind::FloorDiv:
+      case OpKind::Mod:
         require(a->dtype != DType::Bool, std::string(ir::op_name(op)) + " of bools");
         break;
       default: require(false, std::string("not a binary op: ") + ir::op_name(op));
@@ -252,7 +263,8 @@ Expr make_cast(DType to, Expr a) {
 }
 
 Expr make_call(const std::string& fn, std::vector<Expr> args) {
-  static const std::vector<std::string> unary = {"exp", "exp2", "log", "sqrt", "tanh", "erf", "sin", "cos"};
+  static const std::vector<std::string> unary = {"exp",  "exp2", "log", "sqrt",
+                                                 "tanh", "erf",  "sin", "cos"};
   bool known_unary = false;
   for (const auto& u : unary) known_unary = known_unary || u == fn;
   // online / online2 (score, x): the step of an exp-weighted contraction stage, only in a
@@ -278,9 +290,11 @@ const char* for_kind_name(ForKind kind) {
   return "?";
 }
 
-Stmt make_for(const std::string& var, Expr min, Expr extent, ForKind kind, Stmt body, bool reduction) {
+Stmt make_for(const std::string& var, Expr min, Expr extent, ForKind kind, Stmt body,
+              bool reduction) {
   require(!var.empty() && body, "For needs a var and a body");
-  require(min && min->dtype == DType::I64 && extent && extent->dtype == DType::I64, "For bounds must be i64");
+  require(min && min->dtype == DType::I64 && extent && extent->dtype == DType::I64,
+          "For bounds must be i64");
   require(!(reduction && kind == ForKind::Parallel), "a reduction loop cannot be parallel: " + var);
   auto n = std::make_shared<StmtNode>();
   n->kind = StmtKind::For;
@@ -340,22 +354,27 @@ std::string to_text(const Expr& e) {
     case ExprKind::IntImm:
       if (e->dtype == DType::I64) return std::to_string(e->int_value);
       return std::string(ir::dtype_name(e->dtype)) + "(" + std::to_string(e->int_value) + ")";
-    case ExprKind::FloatImm: return std::string(ir::dtype_name(e->dtype)) + "(" + float_text(e->float_value) + ")";
+    case ExprKind::FloatImm:
+      return std::string(ir::dtype_name(e->dtype)) + "(" + float_text(e->float_value) + ")";
     case ExprKind::Var: return e->name;
     case ExprKind::Dim: return e->dim.str();
     case ExprKind::Load: return e->name + "[" + to_text(e->args[0]) + "]";
     case ExprKind::Unary:
-      if (e->op == OpKind::PowI) return "powi(" + to_text(e->args[0]) + ", " + std::to_string(e->int_value) + ")";
+      if (e->op == OpKind::PowI)
+        return "powi(" + to_text(e->args[0]) + ", " + std::to_string(e->int_value) + ")";
       if (e->op == OpKind::Neg) return "-" + to_text(e->args[0]);
       if (e->op == OpKind::Not) return "!" + to_text(e->args[0]);
       return "abs(" + to_text(e->args[0]) + ")";
     case ExprKind::Binary:
       if (const char* sym = binary_symbol(e->op))
         return "(" + to_text(e->args[0]) + " " + sym + " " + to_text(e->args[1]) + ")";
-      return std::string(ir::op_name(e->op)) + "(" + to_text(e->args[0]) + ", " + to_text(e->args[1]) + ")";
+      return std::string(ir::op_name(e->op)) + "(" + to_text(e->args[0]) + ", " +
+             to_text(e->args[1]) + ")";
     case ExprKind::Select:
-      return "select(" + to_text(e->args[0]) + ", " + to_text(e->args[1]) + ", " + to_text(e->args[2]) + ")";
-    case ExprKind::Cast: return std::string(ir::dtype_name(e->dtype)) + "(" + to_text(e->args[0]) + ")";
+      return "select(" + to_text(e->args[0]) + ", " + to_text(e->args[1]) + ", " +
+             to_text(e->args[2]) + ")";
+    case ExprKind::Cast:
+      return std::string(ir::dtype_name(e->dtype)) + "(" + to_text(e->args[0]) + ")";
     case ExprKind::Call: {
       std::string s = e->name + "(";
       for (size_t i = 0; i < e->args.size(); ++i) s += (i ? ", " : "") + to_text(e->args[i]);
@@ -370,7 +389,8 @@ std::string to_text(const Stmt& s, int indent) {
   std::ostringstream out;
   switch (s->kind) {
     case StmtKind::For:
-      out << pad << (s->for_kind == ForKind::Serial ? "" : std::string(for_kind_name(s->for_kind)) + " ")
+      out << pad
+          << (s->for_kind == ForKind::Serial ? "" : std::string(for_kind_name(s->for_kind)) + " ")
           << "for " << s->name << " in [" << to_text(s->min) << ", " << to_text(s->extent) << ")"
           << (s->reduction ? " reduce" : "") << ":\n"
           << to_text(s->body[0], indent + 1);
@@ -382,12 +402,14 @@ std::string to_text(const Stmt& s, int indent) {
       out << pad << s->name << "[" << to_text(s->index) << "] = " << to_text(s->value) << "\n";
       break;
     case StmtKind::Allocate:
-      out << pad << "allocate " << s->name << ": " << ir::dtype_name(s->dtype) << "[" << to_text(s->size) << "]\n"
+      out << pad << "allocate " << s->name << ": " << ir::dtype_name(s->dtype) << "["
+          << to_text(s->size) << "]\n"
           << to_text(s->body[0], indent);
       break;
     case StmtKind::If:
       out << pad << "if " << to_text(s->cond) << ":\n"
-          << to_text(s->body[0], indent + 1) << pad << "else:\n" << to_text(s->body[1], indent + 1);
+          << to_text(s->body[0], indent + 1) << pad << "else:\n"
+          << to_text(s->body[1], indent + 1);
       break;
   }
   return out.str();

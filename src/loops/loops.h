@@ -37,27 +37,28 @@ using Expr = std::shared_ptr<const ExprNode>;
 struct ExprNode {
   ExprKind kind;
   ir::DType dtype;
-  int64_t int_value = 0;        // IntImm; PowI exponent
-  double float_value = 0;       // FloatImm
-  std::string name;             // Var / Load buffer / Call function
-  ir::DimExpr dim;              // Dim: a symbolic size over the kernel's dims
+  int64_t int_value = 0;            // IntImm; PowI exponent
+  double float_value = 0;           // FloatImm
+  std::string name;                 // Var / Load buffer / Call function
+  ir::DimExpr dim;                  // Dim: a symbolic size over the kernel's dims
   ir::OpKind op = ir::OpKind::Add;  // Unary / Binary
-  std::vector<Expr> args;       // operands; Load: {flat index, then the multi-index when
-                                //   known}; Select: {cond, a, b}
+  std::vector<Expr> args;           // operands; Load: {flat index, then the multi-index when
+                                    //   known}; Select: {cond, a, b}
 };
 
 Expr make_int(int64_t value, ir::DType dtype = ir::DType::I64);
 Expr make_float(double value, ir::DType dtype);
-Expr make_var(const std::string& name);               // a loop index, i64
-Expr make_dim(const ir::DimExpr& dim);                 // folds to IntImm when constant
+Expr make_var(const std::string& name);  // a loop index, i64
+Expr make_dim(const ir::DimExpr& dim);   // folds to IntImm when constant
 // A load of buffer[index]; `multi`, when given, is the same element as a row-major
 // multi-index (schedules use it to reason about dependences and to pack tiles).
-Expr make_load(const std::string& buffer, ir::DType dtype, Expr index, std::vector<Expr> multi = {});
+Expr make_load(const std::string& buffer, ir::DType dtype, Expr index,
+               std::vector<Expr> multi = {});
 Expr make_unary(ir::OpKind op, Expr a);
 Expr make_powi(Expr a, int64_t exponent);
-Expr make_binary(ir::OpKind op, Expr a, Expr b);      // folds i64 +0, *1, *0 and constants
+Expr make_binary(ir::OpKind op, Expr a, Expr b);  // folds i64 +0, *1, *0 and constants
 Expr make_select(Expr cond, Expr a, Expr b);
-Expr make_cast(ir::DType to, Expr a);                  // returns `a` if already `to`
+Expr make_cast(ir::DType to, Expr a);                           // returns `a` if already `to`
 Expr make_call(const std::string& fn, std::vector<Expr> args);  // dtype of args[0]
 
 // Expression utilities: simultaneous substitution of Vars by name (rebuilt through the
@@ -96,15 +97,15 @@ using Stmt = std::shared_ptr<const StmtNode>;
 
 struct StmtNode {
   StmtKind kind;
-  std::string name;             // For: loop var; Store / Allocate: buffer
-  Expr min, extent;             // For
+  std::string name;  // For: loop var; Store / Allocate: buffer
+  Expr min, extent;  // For
   ForKind for_kind = ForKind::Serial;
-  bool reduction = false;       // For: iterations accumulate into the same elements
-  Expr index, value;            // Store
+  bool reduction = false;            // For: iterations accumulate into the same elements
+  Expr index, value;                 // Store
   ir::DType dtype = ir::DType::F32;  // Allocate
-  Expr size;                    // Allocate: element count
-  Expr cond;                    // If: a Bool condition
-  std::vector<Stmt> body;       // For / Allocate: one stmt; Block: many; If: {then, else}
+  Expr size;                         // Allocate: element count
+  Expr cond;                         // If: a Bool condition
+  std::vector<Stmt> body;            // For / Allocate: one stmt; Block: many; If: {then, else}
 };
 
 Stmt make_for(const std::string& var, Expr min, Expr extent, ForKind kind, Stmt body,
@@ -119,7 +120,7 @@ Stmt make_if(Expr cond, Stmt then_body, Stmt else_body);
 enum class BufferRole { Input, Output, Local };
 
 struct Buffer {
-  std::string name;             // C++ name in the kernel (inputs sanitized like the ABI)
+  std::string name;  // C++ name in the kernel (inputs sanitized like the ABI)
   BufferRole role;
   ir::DType dtype;
   ir::Shape shape;
@@ -173,15 +174,27 @@ struct Kernel {
 //                               constant extents (split factors; at most 4 KiB of them); a
 //                               tile cut by a split tail runs a general copy of the loops,
 //                               full tiles a copy with constant trip counts
-enum class DirectiveKind { Split, Reorder, Parallel, Vectorize, Unroll, ComputeAt, Inline, Pack, Rfactor, Accumulate };
+enum class DirectiveKind {
+  Split,
+  Reorder,
+  Parallel,
+  Vectorize,
+  Unroll,
+  ComputeAt,
+  Inline,
+  Pack,
+  Rfactor,
+  Accumulate
+};
 const char* directive_name(DirectiveKind kind);
 
 struct Directive {
   DirectiveKind kind;
   std::string stage;
-  std::vector<std::string> args;  // loops (Split: {loop}; Reorder: the order), or {HOST, LOOP}, {BUFFER, LOOP}
-  int64_t factor = 0;             // Split
-  int line = 0;                   // 1-based line in the parsed text; 0 when built in code
+  std::vector<std::string>
+      args;            // loops (Split: {loop}; Reorder: the order), or {HOST, LOOP}, {BUFFER, LOOP}
+  int64_t factor = 0;  // Split
+  int line = 0;        // 1-based line in the parsed text; 0 when built in code
 };
 
 struct Schedule {

@@ -11,7 +11,9 @@ namespace ollie::loops {
 Target host_target() {
   Target t;
   __builtin_cpu_init();
-  t.vector_bytes = __builtin_cpu_supports("avx512f") ? 64 : __builtin_cpu_supports("avx2") ? 32 : 16;
+  t.vector_bytes = __builtin_cpu_supports("avx512f") ? 64
+                   : __builtin_cpu_supports("avx2")  ? 32
+                                                     : 16;
   t.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return t;
 }
@@ -30,7 +32,8 @@ ir::ValueId inline_target(const ir::Graph& graph, const Stages& st, const Direct
   if (s.buffer.rfind("out", 0) == 0 && st.buffer(s.buffer)->role == BufferRole::Output)
     throw ScheduleError(d, s.name + " is a result of the kernel; it must be stored", "");
   if (s.reduce || s.what == "concat part" || s.what == "copy" || s.buffer[0] != 't')
-    throw ScheduleError(d, s.name + " is a " + s.what + ", not an elementwise value", "only elementwise stages inline");
+    throw ScheduleError(d, s.name + " is a " + s.what + ", not an elementwise value",
+                        "only elementwise stages inline");
   const auto v = static_cast<ir::ValueId>(std::stoll(s.buffer.substr(1)));
   OLLIE_CHECK(static_cast<size_t>(v) < graph.nodes.size(), "inline: bad stage buffer " + s.buffer);
   return v;
@@ -38,7 +41,9 @@ ir::ValueId inline_target(const ir::Graph& graph, const Stages& st, const Direct
 
 }  // namespace
 
-Kernel lower(const ir::Graph& graph, const Schedule& schedule) { return lower(graph, schedule, {}); }
+Kernel lower(const ir::Graph& graph, const Schedule& schedule) {
+  return lower(graph, schedule, {});
+}
 
 Kernel lower(const ir::Graph& graph, const Schedule& schedule, const LowerStep& step) {
   std::set<ir::ValueId> inlined;
@@ -60,7 +65,8 @@ Kernel lower(const ir::Graph& graph, const Schedule& schedule, const LowerStep& 
       try {
         apply_directive(graph, rebuilt, *p);
       } catch (const ScheduleError& e) {
-        throw ScheduleError(d, "an earlier directive (" + to_text(*p) + ") no longer applies", e.reason());
+        throw ScheduleError(d, "an earlier directive (" + to_text(*p) + ") no longer applies",
+                            e.reason());
       }
     }
     st = std::move(rebuilt);
@@ -76,8 +82,8 @@ std::string describe_stages(const ir::Graph& graph) {
   for (const auto& s : st.stages) {
     out += s.name + ":";
     for (size_t i = 0; i < s.loops.size(); ++i)
-      out += std::string(i ? "," : "") + " for " + s.loops[i].name + " in [0, " + to_text(s.loops[i].extent) + ")" +
-             (s.loops[i].reduction ? " reduce" : "");
+      out += std::string(i ? "," : "") + " for " + s.loops[i].name + " in [0, " +
+             to_text(s.loops[i].extent) + ")" + (s.loops[i].reduction ? " reduce" : "");
     out += "  (" + s.what + ")\n";
   }
   return out;

@@ -21,8 +21,10 @@ std::optional<int64_t> coefficient(const Expr& e, const std::string& var) {
       if (!a || !b) return std::nullopt;
       if (e->op == OpKind::Add) return *a + *b;
       if (e->op == OpKind::Sub) return *a - *b;
-      if (e->op == OpKind::Mul && e->args[1]->kind == ExprKind::IntImm) return *a * e->args[1]->int_value;
-      if (e->op == OpKind::Mul && e->args[0]->kind == ExprKind::IntImm) return *b * e->args[0]->int_value;
+      if (e->op == OpKind::Mul && e->args[1]->kind == ExprKind::IntImm)
+        return *a * e->args[1]->int_value;
+      if (e->op == OpKind::Mul && e->args[0]->kind == ExprKind::IntImm)
+        return *b * e->args[0]->int_value;
       return std::nullopt;
     }
     default: return std::nullopt;
@@ -31,7 +33,8 @@ std::optional<int64_t> coefficient(const Expr& e, const std::string& var) {
 
 }  // namespace
 
-bool try_apply(const ir::Graph& g, Stages& st, Schedule& out, const Directive& d, std::string* reason) {
+bool try_apply(const ir::Graph& g, Stages& st, Schedule& out, const Directive& d,
+               std::string* reason) {
   Stages copy = st;
   try {
     apply_directive(g, copy, d);
@@ -50,7 +53,8 @@ bool reads(const Expr& e, const std::string& buffer) {
   return !loads.empty();
 }
 
-Directive make_directive(DirectiveKind k, const std::string& stage, std::vector<std::string> args, int64_t factor) {
+Directive make_directive(DirectiveKind k, const std::string& stage, std::vector<std::string> args,
+                         int64_t factor) {
   return Directive{k, stage, std::move(args), factor, 0};
 }
 
@@ -62,7 +66,8 @@ void reorder_to(const ir::Graph& g, Stages& st, Schedule& out, const std::string
   if (now != order) try_apply(g, st, out, make_directive(DirectiveKind::Reorder, stage, order));
 }
 
-void move_innermost(const ir::Graph& g, Stages& st, Schedule& out, const std::string& stage, const std::string& loop) {
+void move_innermost(const ir::Graph& g, Stages& st, Schedule& out, const std::string& stage,
+                    const std::string& loop) {
   std::vector<std::string> order;
   for (const auto& l : st.stages[static_cast<size_t>(st.find(stage))].loops)
     if (l.name != loop) order.push_back(l.name);
@@ -73,7 +78,8 @@ void move_innermost(const ir::Graph& g, Stages& st, Schedule& out, const std::st
 bool walks_contiguously(const Stage& s, const std::string& loop) {
   bool found = false;
   for_each_load(s.value, [&](const Expr& load) {
-    if (coefficient(substitute(load->args[0], s.subst), loop) == std::optional<int64_t>(1)) found = true;
+    if (coefficient(substitute(load->args[0], s.subst), loop) == std::optional<int64_t>(1))
+      found = true;
   });
   return found;
 }

@@ -13,13 +13,17 @@ namespace {
 // One random directive against the stages as they are (nullopt when the draw made no
 // sense, e.g. a reorder of a one-loop stage). Not necessarily legal.
 std::optional<Directive> random_directive(const Stages& st, std::mt19937_64& rng) {
-  auto pick = [&](size_t n) { return static_cast<size_t>(std::uniform_int_distribution<size_t>(0, n - 1)(rng)); };
+  auto pick = [&](size_t n) {
+    return static_cast<size_t>(std::uniform_int_distribution<size_t>(0, n - 1)(rng));
+  };
   const int64_t factors[] = {2, 3, 4, 5, 8, 16};
   const Stage& s = st.stages[pick(st.stages.size())];
   if (s.loops.empty()) return std::nullopt;
   auto loop = [&](const Stage& x) { return x.loops[pick(x.loops.size())].name; };
   switch (pick(9)) {
-    case 0: return make_directive(DirectiveKind::Split, s.name, {loop(s)}, factors[pick(std::size(factors))]);
+    case 0:
+      return make_directive(DirectiveKind::Split, s.name, {loop(s)},
+                            factors[pick(std::size(factors))]);
     case 1: {
       std::vector<std::string> ls;
       for (const auto& l : s.loops) ls.push_back(l.name);
@@ -40,7 +44,8 @@ std::optional<Directive> random_directive(const Stages& st, std::mt19937_64& rng
         hosts.push_back(&r);
         if (r.host >= 0) hosts.push_back(&st.stages[static_cast<size_t>(r.host)]);
       }
-      const Stage& h = !hosts.empty() && pick(4) != 0 ? *hosts[pick(hosts.size())] : st.stages[pick(st.stages.size())];
+      const Stage& h = !hosts.empty() && pick(4) != 0 ? *hosts[pick(hosts.size())]
+                                                      : st.stages[pick(st.stages.size())];
       if (h.loops.empty()) return std::nullopt;
       return make_directive(DirectiveKind::ComputeAt, s.name, {h.name, loop(h)});
     }
@@ -56,13 +61,16 @@ std::optional<Directive> random_directive(const Stages& st, std::mt19937_64& rng
 }
 
 // A register tile of a random shape for a random reduction stage (see register_tile).
-std::optional<std::vector<Directive>> random_register_tile(const ir::Graph& g, Stages& st, std::mt19937_64& rng,
+std::optional<std::vector<Directive>> random_register_tile(const ir::Graph& g, Stages& st,
+                                                           std::mt19937_64& rng,
                                                            const Target& target) {
   std::vector<std::string> reductions;
   for (const auto& s : st.stages)
     if (s.reduce && !s.accumulate_depth) reductions.push_back(s.name);
   if (reductions.empty()) return std::nullopt;
-  auto pick = [&](size_t n) { return static_cast<size_t>(std::uniform_int_distribution<size_t>(0, n - 1)(rng)); };
+  auto pick = [&](size_t n) {
+    return static_cast<size_t>(std::uniform_int_distribution<size_t>(0, n - 1)(rng));
+  };
   const std::string stage = reductions[pick(reductions.size())];
   const auto [rows, vectors] = kRegisterTiles[pick(std::size(kRegisterTiles))];
   return register_tile(g, st, stage, rows, vectors, target);
@@ -72,7 +80,8 @@ std::optional<std::vector<Directive>> random_register_tile(const ir::Graph& g, S
 constexpr int kRegisterTileOdds = 8;
 
 // Applies the directives of `schedule` in order, keeping the legal ones.
-Schedule replay_legal(const ir::Graph& graph, Stages& st, const std::vector<Directive>& directives) {
+Schedule replay_legal(const ir::Graph& graph, Stages& st,
+                      const std::vector<Directive>& directives) {
   Schedule out;
   for (const auto& d : directives) try_apply(graph, st, out, d);
   return out;
@@ -80,8 +89,8 @@ Schedule replay_legal(const ir::Graph& graph, Stages& st, const std::vector<Dire
 
 }  // namespace
 
-Schedule random_schedule(const ir::Graph& graph, uint64_t seed, int moves, std::vector<RejectedDirective>* rejected,
-                         const Target& target) {
+Schedule random_schedule(const ir::Graph& graph, uint64_t seed, int moves,
+                         std::vector<RejectedDirective>* rejected, const Target& target) {
   std::mt19937_64 rng(seed);
   Schedule out;
   Stages st = build_stages(graph, {});
@@ -97,14 +106,18 @@ Schedule random_schedule(const ir::Graph& graph, uint64_t seed, int moves, std::
     if (!d) continue;
     std::string reason;
     const Schedule before = out;
-    if (!try_apply(graph, st, out, *d, &reason) && rejected) rejected->push_back({before, *d, reason});
+    if (!try_apply(graph, st, out, *d, &reason) && rejected)
+      rejected->push_back({before, *d, reason});
   }
   return out;
 }
 
-std::optional<Mutation> mutate_schedule(const ir::Graph& graph, const Schedule& base, uint64_t seed, int attempts) {
+std::optional<Mutation> mutate_schedule(const ir::Graph& graph, const Schedule& base, uint64_t seed,
+                                        int attempts) {
   std::mt19937_64 rng(seed);
-  auto pick = [&](size_t n) { return static_cast<size_t>(std::uniform_int_distribution<size_t>(0, n - 1)(rng)); };
+  auto pick = [&](size_t n) {
+    return static_cast<size_t>(std::uniform_int_distribution<size_t>(0, n - 1)(rng));
+  };
   const std::string base_text = to_text(base);
   for (int attempt = 0; attempt < attempts; ++attempt) {
     Stages st = build_stages(graph, {});
@@ -141,7 +154,8 @@ std::optional<Mutation> mutate_schedule(const ir::Graph& graph, const Schedule& 
       d.factor = factors[pick(std::size(factors))];
       if (d.factor == old) continue;
       m.schedule = replay_legal(graph, st, changed);
-      m.move = "split factor " + std::to_string(old) + " -> " + std::to_string(d.factor) + " in " + to_text(d);
+      m.move = "split factor " + std::to_string(old) + " -> " + std::to_string(d.factor) + " in " +
+               to_text(d);
     } else {  // move one directive elsewhere in the order
       const size_t from = pick(n), to = pick(n);
       if (from == to) continue;
@@ -150,7 +164,8 @@ std::optional<Mutation> mutate_schedule(const ir::Graph& graph, const Schedule& 
       moved.erase(moved.begin() + static_cast<std::ptrdiff_t>(from));
       moved.insert(moved.begin() + static_cast<std::ptrdiff_t>(to), d);
       m.schedule = replay_legal(graph, st, moved);
-      m.move = "move " + to_text(d) + " from position " + std::to_string(from + 1) + " to " + std::to_string(to + 1);
+      m.move = "move " + to_text(d) + " from position " + std::to_string(from + 1) + " to " +
+               std::to_string(to + 1);
     }
     if (to_text(m.schedule) == base_text) continue;  // no change after all
     return m;

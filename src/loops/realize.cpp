@@ -36,9 +36,9 @@ class Realizer {
   // read only inside those same loops, needs just the slice of one iteration. It is then
   // allocated inside the innermost shared loop, without the dims the shared loops index.
   struct Fold {
-    Canonical at;               // allocated in the body of this loop
-    std::vector<bool> keep;     // the dims that remain
-    ir::Shape shape;            // the folded shape
+    Canonical at;            // allocated in the body of this loop
+    std::vector<bool> keep;  // the dims that remain
+    ir::Shape shape;         // the folded shape
   };
 
   void find_fold(int pi) {
@@ -68,7 +68,8 @@ class Realizer {
       collect_loads(r.value, p.buffer, loads);
       if (loads.empty() || static_cast<int>(ri) == pi) continue;
       for (int t = 0; t < p.shared; ++t)
-        if (static_cast<int>(r.loops.size()) <= t || !(canonical(st_, static_cast<int>(ri), t) == canonical(st_, pi, t)))
+        if (static_cast<int>(r.loops.size()) <= t ||
+            !(canonical(st_, static_cast<int>(ri), t) == canonical(st_, pi, t)))
           return;  // read outside the shared loops
       for (const auto& l : loads) {
         const Expr c = in_canonical(st_, static_cast<int>(ri), l);
@@ -81,13 +82,15 @@ class Realizer {
     for (const auto& d : f.shape) size = size * d;
     const auto n = size.as_constant();
     const bool small = n && *n * ir::dtype_bytes(b->dtype) <= 64 * 1024;
-    if (!small && !(f.at.index == 0 && st_.stages[static_cast<size_t>(f.at.owner)].host < 0)) return;
+    if (!small && !(f.at.index == 0 && st_.stages[static_cast<size_t>(f.at.owner)].host < 0))
+      return;
     folds_[p.buffer] = f;
     if (!p.running_max.empty()) folds_[p.running_max] = f;
   }
 
   // The flat index of `idx` in `buffer` (of shape `shape`), folded when it is.
-  Expr flat_index(const std::string& buffer, const std::vector<Expr>& idx, const ir::Shape& shape) const {
+  Expr flat_index(const std::string& buffer, const std::vector<Expr>& idx,
+                  const ir::Shape& shape) const {
     auto it = folds_.find(buffer);
     if (it == folds_.end()) return flatten(idx, shape);
     std::vector<Expr> kept;
@@ -109,7 +112,8 @@ class Realizer {
       auto it = folds_.find(e->name);
       if (it != folds_.end()) {
         const std::vector<Expr> multi(a.begin() + 1, a.end());
-        OLLIE_CHECK(multi.size() == it->second.keep.size(), "refold: load of " + e->name + " without its multi-index");
+        OLLIE_CHECK(multi.size() == it->second.keep.size(),
+                    "refold: load of " + e->name + " without its multi-index");
         return make_load(e->name, e->dtype, flat_index(e->name, multi, {}), multi);
       }
     }
@@ -124,7 +128,8 @@ class Realizer {
 
   std::string fresh(const std::string& base, const std::set<std::string>& scope) const {
     std::string name = base;
-    for (int i = 2; scope.count(name) || st_.reserved.count(name); ++i) name = base + "_" + std::to_string(i);
+    for (int i = 2; scope.count(name) || st_.reserved.count(name); ++i)
+      name = base + "_" + std::to_string(i);
     return name;
   }
 
@@ -139,7 +144,8 @@ class Realizer {
         if (child.shared != t) continue;
         std::map<std::string, Expr> cnames;
         for (int i = 0; i < t; ++i)
-          cnames[child.loops[static_cast<size_t>(i)].name] = names.at(s.loops[static_cast<size_t>(i)].name);
+          cnames[child.loops[static_cast<size_t>(i)].name] =
+              names.at(s.loops[static_cast<size_t>(i)].name);
         out.push_back(body_at(c, t, cnames, scope));
       }
     for (const auto& p : s.packs)
@@ -149,7 +155,8 @@ class Realizer {
       int r = 0;
       while (r < n && !s.loops[static_cast<size_t>(r)].reduction) ++r;
       bool innermost = true;
-      for (int i = r; i < n; ++i) innermost = innermost && s.loops[static_cast<size_t>(i)].reduction;
+      for (int i = r; i < n; ++i)
+        innermost = innermost && s.loops[static_cast<size_t>(i)].reduction;
       if (innermost && r == t) out.push_back(init_at(s, element(s, names)));
       if (!innermost && t == r) out.push_back(init_nest(s, t, names, scope));
     }
@@ -165,11 +172,13 @@ class Realizer {
     Stmt body = out.size() == 1 ? out[0] : make_block(out);
     // A packed tile lives from its copy to the end of the loop body it was copied in.
     for (const auto& p : s.packs)
-      if (p.depth == t) body = make_allocate(p.local, st_.buffer(p.source)->dtype, size_of(p.extent), body);
+      if (p.depth == t)
+        body = make_allocate(p.local, st_.buffer(p.source)->dtype, size_of(p.extent), body);
     // So does a folded buffer, in the body of its innermost shared loop.
     if (t > 0 && t > s.shared)
       for (const auto& [name, f] : folds_)
-        if (f.at == Canonical{si, t - 1}) body = make_allocate(name, st_.buffer(name)->dtype, size_of(f.shape), body);
+        if (f.at == Canonical{si, t - 1})
+          body = make_allocate(name, st_.buffer(name)->dtype, size_of(f.shape), body);
     return body;
   }
 
@@ -183,7 +192,8 @@ class Realizer {
     if (full_tile_stage_ == si && t >= s.accumulate_depth && !l.reduction)
       extent = make_int(*l.nominal.as_constant());
     // The copy for tiles cut by a tail runs rarely: it is not worth the code of unrolling.
-    const ForKind kind = cut_tile_stage_ == si && l.kind == ForKind::Unrolled ? ForKind::Serial : l.kind;
+    const ForKind kind =
+        cut_tile_stage_ == si && l.kind == ForKind::Unrolled ? ForKind::Serial : l.kind;
     names[l.name] = make_var(name);
     scope.insert(name);
     return make_for(name, make_int(0), extent, kind, body_at(si, t + 1, names, scope), l.reduction);
@@ -214,7 +224,8 @@ class Realizer {
   // tile that the split tails may cut short runs a general copy; full ones (the usual
   // case) a copy whose tile loops have constant trip counts, so that the compiler keeps
   // the accumulators in registers.
-  Stmt accumulator_tile(int si, int t, const std::map<std::string, Expr>& names, const std::set<std::string>& scope) {
+  Stmt accumulator_tile(int si, int t, const std::map<std::string, Expr>& names,
+                        const std::set<std::string>& scope) {
     const Stage& s = st_.stages[static_cast<size_t>(si)];
     const std::vector<const StageLoop*> tile = tile_loops(s);
     int64_t size = 1;
@@ -227,7 +238,8 @@ class Realizer {
       if (l->extent->kind == ExprKind::IntImm) continue;
       for (size_t i = static_cast<size_t>(t); i < s.loops.size(); ++i)
         versionable = versionable && !mentions(l->extent, s.loops[i].name);
-      const Expr is_full = make_binary(OpKind::Eq, substitute(l->extent, names), make_int(*l->nominal.as_constant()));
+      const Expr is_full = make_binary(OpKind::Eq, substitute(l->extent, names),
+                                       make_int(*l->nominal.as_constant()));
       full = full ? make_binary(OpKind::And, full, is_full) : is_full;
     }
     auto version = [&](bool full_tile) {
@@ -243,7 +255,8 @@ class Realizer {
       std::map<std::string, Expr> wnames = names;
       std::vector<std::pair<std::string, Expr>> opened;
       for (const StageLoop* l : tile) {
-        const Expr extent = full_tile ? make_int(*l->nominal.as_constant()) : substitute(l->extent, wnames);
+        const Expr extent =
+            full_tile ? make_int(*l->nominal.as_constant()) : substitute(l->extent, wnames);
         const std::string name = fresh(l->name, inner_scope);
         inner_scope.insert(name);
         wnames[l->name] = make_var(name);
@@ -286,7 +299,8 @@ class Realizer {
     Stmt init = make_store(s.buffer, flat_index(s.buffer, idx, s.buffer_shape), s.init);
     if (s.running_max.empty()) return init;
     const Expr ninf = make_float(-std::numeric_limits<double>::infinity(), s.dtype);
-    return make_block({init, make_store(s.running_max, flat_index(s.running_max, idx, s.buffer_shape), ninf)});
+    return make_block(
+        {init, make_store(s.running_max, flat_index(s.running_max, idx, s.buffer_shape), ninf)});
   }
 
   // Where an exp-weighted contraction computes its step's weights once for the loops
@@ -316,7 +330,8 @@ class Realizer {
   // At the hoist depth: the step's two weights, exp(m - c) for the sum so far and
   // exp(score - c) for this step (c the grown max, 0 while it is -inf), in a local pair
   // that the loops inside read; then the grown max.
-  Stmt online_weights(int si, int t, const std::map<std::string, Expr>& names, const std::set<std::string>& scope) {
+  Stmt online_weights(int si, int t, const std::map<std::string, Expr>& names,
+                      const std::set<std::string>& scope) {
     const Stage& s = st_.stages[static_cast<size_t>(si)];
     std::map<std::string, Expr> at = names;
     for (const auto& l : s.loops)
@@ -329,11 +344,13 @@ class Realizer {
     const Expr m = make_load(s.running_max, s.dtype, mat, idx);
     const Expr grown = make_binary(OpKind::Max, m, score);
     const Expr ninf = make_float(-std::numeric_limits<double>::infinity(), s.dtype);
-    const Expr shift = make_select(make_binary(OpKind::Eq, grown, ninf), make_float(0, s.dtype), grown);
+    const Expr shift =
+        make_select(make_binary(OpKind::Eq, grown, ninf), make_float(0, s.dtype), grown);
     const std::string w = s.running_max + "_w";
-    Stmt body = make_block({make_store(w, make_int(0), make_call(fn, {make_binary(OpKind::Sub, m, shift)})),
-                            make_store(w, make_int(1), make_call(fn, {make_binary(OpKind::Sub, score, shift)})),
-                            loop_at(si, t, names, scope), make_store(s.running_max, mat, grown)});
+    Stmt body = make_block(
+        {make_store(w, make_int(0), make_call(fn, {make_binary(OpKind::Sub, m, shift)})),
+         make_store(w, make_int(1), make_call(fn, {make_binary(OpKind::Sub, score, shift)})),
+         loop_at(si, t, names, scope), make_store(s.running_max, mat, grown)});
     return make_allocate(w, s.dtype, make_int(2), body);
   }
 
@@ -350,10 +367,12 @@ class Realizer {
     const Expr m = make_load(s.running_max, s.dtype, mat, idx);
     const Expr grown = make_binary(OpKind::Max, m, score);
     const Expr ninf = make_float(-std::numeric_limits<double>::infinity(), s.dtype);
-    const Expr shift = make_select(make_binary(OpKind::Eq, grown, ninf), make_float(0, s.dtype), grown);
+    const Expr shift =
+        make_select(make_binary(OpKind::Eq, grown, ninf), make_float(0, s.dtype), grown);
     const Expr acc = make_binary(
         OpKind::Add,
-        make_binary(OpKind::Mul, make_load(s.buffer, s.dtype, at, idx), make_call(fn, {make_binary(OpKind::Sub, m, shift)})),
+        make_binary(OpKind::Mul, make_load(s.buffer, s.dtype, at, idx),
+                    make_call(fn, {make_binary(OpKind::Sub, m, shift)})),
         make_binary(OpKind::Mul, make_call(fn, {make_binary(OpKind::Sub, score, shift)}), x));
     return make_block({make_store(s.buffer, at, acc), make_store(s.running_max, mat, grown)});
   }
@@ -386,14 +405,18 @@ class Realizer {
     Expr value = refold(repack(s, substitute(s.value, vars(s, names)), names));
     if (s.accumulate_depth) {
       const Expr acc = accumulator_index(s, names);
-      return make_store(s.accumulator, acc, make_binary(s.combine, make_load(s.accumulator, s.dtype, acc), value));
+      return make_store(s.accumulator, acc,
+                        make_binary(s.combine, make_load(s.accumulator, s.dtype, acc), value));
     }
     if (!s.running_max.empty() && hoist_depth(s) >= 0) {
       // acc = acc * exp(m - c) + exp(score - c) * x with the weights of this step.
       const std::string w = s.running_max + "_w";
       return make_store(s.buffer, at,
-                        make_binary(OpKind::Add, make_binary(OpKind::Mul, make_load(s.buffer, s.dtype, at), make_load(w, s.dtype, make_int(0))),
-                                    make_binary(OpKind::Mul, make_load(w, s.dtype, make_int(1)), value->args[1])));
+                        make_binary(OpKind::Add,
+                                    make_binary(OpKind::Mul, make_load(s.buffer, s.dtype, at),
+                                                make_load(w, s.dtype, make_int(0))),
+                                    make_binary(OpKind::Mul, make_load(w, s.dtype, make_int(1)),
+                                                value->args[1])));
     }
     if (!s.running_max.empty()) return online_step(s, element(s, names), value);
     if (s.reduce) value = make_binary(s.combine, make_load(s.buffer, s.dtype, at), value);
@@ -403,7 +426,8 @@ class Realizer {
   // The initialisation of a reduction whose pure loops are not all outside its reduction
   // loops: a nest over the pure loops inside the first reduction loop (depth t), just
   // before it.
-  Stmt init_nest(const Stage& s, int t, std::map<std::string, Expr> names, std::set<std::string> scope) const {
+  Stmt init_nest(const Stage& s, int t, std::map<std::string, Expr> names,
+                 std::set<std::string> scope) const {
     std::vector<const StageLoop*> loops;
     for (size_t i = static_cast<size_t>(t); i < s.loops.size(); ++i)
       if (!s.loops[i].reduction) loops.push_back(&s.loops[i]);
@@ -411,7 +435,8 @@ class Realizer {
     // reduction) cannot be walked here; then walk the buffer's own dims instead.
     for (const StageLoop* l : loops)
       for (const auto& other : s.loops)
-        if (other.reduction && mentions(l->extent, other.name)) return init_by_dims(s, names, scope);
+        if (other.reduction && mentions(l->extent, other.name))
+          return init_by_dims(s, names, scope);
     std::vector<std::pair<std::string, Expr>> opened;
     for (const StageLoop* l : loops) {
       const Expr extent = substitute(l->extent, names);
@@ -428,7 +453,8 @@ class Realizer {
   }
 
   // The initialisation over every buffer dim not fixed by the open loops (`names`).
-  Stmt init_by_dims(const Stage& s, const std::map<std::string, Expr>& names, std::set<std::string> scope) const {
+  Stmt init_by_dims(const Stage& s, const std::map<std::string, Expr>& names,
+                    std::set<std::string> scope) const {
     const auto v = vars(s, names);
     std::vector<Expr> idx;
     std::vector<std::pair<std::string, Expr>> opened;
@@ -440,7 +466,8 @@ class Realizer {
         idx.push_back(e);
         continue;
       }
-      OLLIE_CHECK(s.store_index[d]->kind == ExprKind::Var, "init of " + s.name + ": a free dim is not a plain var");
+      OLLIE_CHECK(s.store_index[d]->kind == ExprKind::Var,
+                  "init of " + s.name + ": a free dim is not a plain var");
       const std::string name = fresh(s.store_index[d]->name, scope);
       scope.insert(name);
       idx.push_back(make_var(name));
@@ -454,7 +481,8 @@ class Realizer {
   }
 
   // Copies the tile of p.source into p.local (zeros past the source's edges).
-  Stmt pack_copy(const PackedTile& p, const std::map<std::string, Expr>& names, std::set<std::string> scope) const {
+  Stmt pack_copy(const PackedTile& p, const std::map<std::string, Expr>& names,
+                 std::set<std::string> scope) const {
     const Buffer* src = st_.buffer(p.source);
     std::vector<Expr> idx, at;
     std::vector<std::string> loop_names;
@@ -469,7 +497,8 @@ class Realizer {
       const Expr ok = make_binary(OpKind::Lt, at.back(), make_dim(src->shape[d]));
       inside = inside ? make_binary(OpKind::And, inside, ok) : ok;
     }
-    const Expr zero = ir::is_float(src->dtype) ? make_float(0, src->dtype) : make_int(0, src->dtype);
+    const Expr zero =
+        ir::is_float(src->dtype) ? make_float(0, src->dtype) : make_int(0, src->dtype);
     Expr value = make_load(p.source, src->dtype, flatten(at, src->shape), at);
     if (inside) value = make_select(inside, value, zero);
     Stmt body = make_store(p.local, flatten(idx, p.extent), value);
@@ -483,8 +512,8 @@ class Realizer {
   std::map<int, std::vector<int>> children_;
   std::set<std::string> packed_;
   std::map<std::string, Fold> folds_;
-  int full_tile_stage_ = -1;   // the stage whose full accumulator tile is being realized
-  int cut_tile_stage_ = -1;    // the stage whose cut (general) accumulator tile is
+  int full_tile_stage_ = -1;  // the stage whose full accumulator tile is being realized
+  int cut_tile_stage_ = -1;   // the stage whose cut (general) accumulator tile is
 };
 
 }  // namespace

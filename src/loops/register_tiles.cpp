@@ -11,8 +11,9 @@ namespace ollie::loops {
 
 using ir::OpKind;
 
-std::optional<std::vector<Directive>> register_tile(const ir::Graph& g, Stages& st, const std::string& stage,
-                                                    int64_t rows, int64_t vectors, const Target& target,
+std::optional<std::vector<Directive>> register_tile(const ir::Graph& g, Stages& st,
+                                                    const std::string& stage, int64_t rows,
+                                                    int64_t vectors, const Target& target,
                                                     bool parallel) {
   Stages work = st;
   Schedule out;
@@ -23,11 +24,13 @@ std::optional<std::vector<Directive>> register_tile(const ir::Graph& g, Stages& 
   const Stage& s0 = work.stages[static_cast<size_t>(work.find(stage))];
   const int64_t cols = vectors * lanes(target, s0.dtype);
   // Splits `loop` by `factor`; returns the outer and inner loop names.
-  auto split = [&](const std::string& loop, int64_t factor) -> std::optional<std::pair<std::string, std::string>> {
+  auto split = [&](const std::string& loop,
+                   int64_t factor) -> std::optional<std::pair<std::string, std::string>> {
     const auto before = loops_now();
     size_t x = 0;
     while (x < before.size() && before[x].name != loop) ++x;
-    if (!try_apply(g, work, out, make_directive(DirectiveKind::Split, stage, {loop}, factor))) return std::nullopt;
+    if (!try_apply(g, work, out, make_directive(DirectiveKind::Split, stage, {loop}, factor)))
+      return std::nullopt;
     const auto after = loops_now();
     return std::make_pair(after[x].name, after[x + 1].name);
   };
@@ -51,13 +54,18 @@ std::optional<std::vector<Directive>> register_tile(const ir::Graph& g, Stages& 
   order.insert(order.end(), inner.begin(), inner.end());
   std::vector<std::string> now;
   for (const auto& l : loops_now()) now.push_back(l.name);
-  if (now != order && !try_apply(g, work, out, make_directive(DirectiveKind::Reorder, stage, order))) return std::nullopt;
-  if (!try_apply(g, work, out, make_directive(DirectiveKind::Accumulate, stage, {c->first}))) return std::nullopt;
+  if (now != order &&
+      !try_apply(g, work, out, make_directive(DirectiveKind::Reorder, stage, order)))
+    return std::nullopt;
+  if (!try_apply(g, work, out, make_directive(DirectiveKind::Accumulate, stage, {c->first})))
+    return std::nullopt;
   try_apply(g, work, out, make_directive(DirectiveKind::Vectorize, stage, {c->second}));
-  if (!row.empty()) try_apply(g, work, out, make_directive(DirectiveKind::Unroll, stage, {inner[0]}));
+  if (!row.empty())
+    try_apply(g, work, out, make_directive(DirectiveKind::Unroll, stage, {inner[0]}));
   const Stage& s = work.stages[static_cast<size_t>(work.find(stage))];
-  if (parallel && target.cores > 1 && s.host < 0 && !s.loops.empty() && s.loops[0].kind != ForKind::Parallel &&
-      !s.loops[0].reduction && bound_size(g, s.loops[0].nominal) >= 2)
+  if (parallel && target.cores > 1 && s.host < 0 && !s.loops.empty() &&
+      s.loops[0].kind != ForKind::Parallel && !s.loops[0].reduction &&
+      bound_size(g, s.loops[0].nominal) >= 2)
     try_apply(g, work, out, make_directive(DirectiveKind::Parallel, stage, {s.loops[0].name}));
   st = std::move(work);
   return out.directives;
@@ -67,14 +75,17 @@ std::optional<std::vector<Directive>> register_tile(const ir::Graph& g, Stages& 
 constexpr int64_t kDotTile = 4;
 constexpr int64_t kDotTileMinVectors = 8;
 
-bool dot_tile(const ir::Graph& g, Stages& st, Schedule& out, const std::string& name, const Target& target) {
+bool dot_tile(const ir::Graph& g, Stages& st, Schedule& out, const std::string& name,
+              const Target& target) {
   Stages work = st;
   Schedule done;
   const Stage& s = work.stages[static_cast<size_t>(work.find(name))];
-  if (!s.contract || s.loops.empty() || !s.loops.back().reduction || s.combine != OpKind::Add) return false;
+  if (!s.contract || s.loops.empty() || !s.loops.back().reduction || s.combine != OpKind::Add)
+    return false;
   // Short sums (attention_causal's 64-long head dim: 4 vectors) gain nothing: the
   // horizontal sum at the end of each costs as much as the sum.
-  if (bound_size(g, s.loops.back().nominal) < kDotTileMinVectors * lanes(target, s.dtype)) return false;
+  if (bound_size(g, s.loops.back().nominal) < kDotTileMinVectors * lanes(target, s.dtype))
+    return false;
   std::vector<Expr> loads;
   for (const Expr& load : operand_loads(s)) loads.push_back(substitute(load->args[0], s.subst));
   std::string pick;
@@ -90,12 +101,15 @@ bool dot_tile(const ir::Graph& g, Stages& st, Schedule& out, const std::string& 
   const std::string red = s.loops.back().name;
   size_t x = 0;
   while (s.loops[x].name != pick) ++x;
-  if (!try_apply(g, work, done, make_directive(DirectiveKind::Split, name, {pick}, kDotTile))) return false;
+  if (!try_apply(g, work, done, make_directive(DirectiveKind::Split, name, {pick}, kDotTile)))
+    return false;
   const Stage& split = work.stages[static_cast<size_t>(work.find(name))];
-  const std::string inner = split.loops[x + 1].name;  // split puts the inner part right after the outer
+  const std::string inner =
+      split.loops[x + 1].name;  // split puts the inner part right after the outer
   move_innermost(g, work, done, name, inner);
   try_apply(g, work, done, make_directive(DirectiveKind::Unroll, name, {inner}));
-  if (!try_apply(g, work, done, make_directive(DirectiveKind::Vectorize, name, {red}))) return false;
+  if (!try_apply(g, work, done, make_directive(DirectiveKind::Vectorize, name, {red})))
+    return false;
   st = std::move(work);
   out.directives.insert(out.directives.end(), done.directives.begin(), done.directives.end());
   return true;
@@ -107,8 +121,8 @@ constexpr int64_t kSplitKMin = 1024;
 constexpr int64_t kSplitKOutputsPerKey = 4;
 constexpr int64_t kSplitKBlock = 64;
 
-bool split_k(const ir::Graph& g, Stages& st, Schedule& out, const std::string& name, const Target& target,
-             bool tiles) {
+bool split_k(const ir::Graph& g, Stages& st, Schedule& out, const std::string& name,
+             const Target& target, bool tiles) {
   const Stage& s = st.stages[static_cast<size_t>(st.find(name))];
   if (!s.contract || s.loops.size() < 2 || !s.loops.back().reduction) return false;
   int64_t outputs = 1;
@@ -119,12 +133,17 @@ bool split_k(const ir::Graph& g, Stages& st, Schedule& out, const std::string& n
   const std::string red = s.loops.back().name;
   const std::string last_pure = s.loops[s.loops.size() - 2].name;
   const int64_t keys = bound_size(g, s.loops.back().nominal);
-  if (keys < kSplitKMin || outputs > kSplitKOutputsPerKey * keys || !walks_contiguously(s, last_pure)) return false;
+  if (keys < kSplitKMin || outputs > kSplitKOutputsPerKey * keys ||
+      !walks_contiguously(s, last_pure))
+    return false;
   Stages work = st;
   Schedule done;
-  if (!try_apply(g, work, done, make_directive(DirectiveKind::Split, name, {red}, kSplitKBlock))) return false;
+  if (!try_apply(g, work, done, make_directive(DirectiveKind::Split, name, {red}, kSplitKBlock)))
+    return false;
   const std::string outer = red + "_o", rf = name + "_rf";
-  if (!try_apply(g, work, done, make_directive(DirectiveKind::Rfactor, name, {outer})) || work.find(rf) < 0) return false;
+  if (!try_apply(g, work, done, make_directive(DirectiveKind::Rfactor, name, {outer})) ||
+      work.find(rf) < 0)
+    return false;
   // The partials: the slice loop outermost (parallel), the output's loops, the slice.
   {
     const Stage& r = work.stages[static_cast<size_t>(work.find(rf))];
@@ -140,18 +159,22 @@ bool split_k(const ir::Graph& g, Stages& st, Schedule& out, const std::string& n
     int64_t rows = 1, cols = 0;
     for (const auto& l : now.loops) {
       if (l.reduction) continue;
-      if (l.name == last_pure) cols = bound_size(g, l.nominal);
-      else if (l.name != outer) rows = std::min<int64_t>(6, std::max<int64_t>(1, bound_size(g, l.nominal)));
+      if (l.name == last_pure)
+        cols = bound_size(g, l.nominal);
+      else if (l.name != outer)
+        rows = std::min<int64_t>(6, std::max<int64_t>(1, bound_size(g, l.nominal)));
     }
     std::optional<std::vector<Directive>> tile;
-    if (tiles && cols >= w) tile = register_tile(g, work, rf, rows, cols >= 2 * w ? 2 : 1, target, true);
+    if (tiles && cols >= w)
+      tile = register_tile(g, work, rf, rows, cols >= 2 * w ? 2 : 1, target, true);
     if (tile) {
       done.directives.insert(done.directives.end(), tile->begin(), tile->end());
     } else {
       // Without a tile: the output's last loop innermost, vectorized, inside the slice.
       move_innermost(g, work, done, rf, last_pure);
       try_apply(g, work, done, make_directive(DirectiveKind::Vectorize, rf, {last_pure}));
-      if (target.cores > 1) try_apply(g, work, done, make_directive(DirectiveKind::Parallel, rf, {outer}));
+      if (target.cores > 1)
+        try_apply(g, work, done, make_directive(DirectiveKind::Parallel, rf, {outer}));
     }
   }
   // The sum of the partials: the slice loop inside the output's, the last loop vectorized.

@@ -74,7 +74,10 @@ Schedule parse_schedule(const std::string& text, const std::string& file) {
       // Tokens with their columns.
       std::vector<std::pair<std::string, int>> tokens;
       for (size_t i = stmt_start; i < stmt_end;) {
-        if (std::isspace(static_cast<unsigned char>(code[i]))) { ++i; continue; }
+        if (std::isspace(static_cast<unsigned char>(code[i]))) {
+          ++i;
+          continue;
+        }
         size_t j = i;
         while (j < stmt_end && !std::isspace(static_cast<unsigned char>(code[j]))) ++j;
         tokens.push_back({code.substr(i, j - i), static_cast<int>(i) + 1});
@@ -95,9 +98,12 @@ Schedule parse_schedule(const std::string& text, const std::string& file) {
         fail(0, "unknown schedule directive '" + tokens[0].first + "'", "directives are: " + all);
       }
       const int nargs = static_cast<int>(tokens.size()) - 2;
-      if (tokens.size() < 2 || nargs < syn->min_args || (syn->max_args >= 0 && nargs > syn->max_args))
-        fail(tokens.size() < 2 ? 1 : std::min(tokens.size(), static_cast<size_t>(2 + syn->min_args)),
-             std::string("wrong number of arguments to ") + syn->name, std::string("write: ") + syn->usage);
+      if (tokens.size() < 2 || nargs < syn->min_args ||
+          (syn->max_args >= 0 && nargs > syn->max_args))
+        fail(
+            tokens.size() < 2 ? 1 : std::min(tokens.size(), static_cast<size_t>(2 + syn->min_args)),
+            std::string("wrong number of arguments to ") + syn->name,
+            std::string("write: ") + syn->usage);
       Directive d{syn->kind, tokens[1].first, {}, 0, line_no};
       for (size_t t = 1; t < tokens.size(); ++t) {
         const bool is_factor = syn->kind == DirectiveKind::Split && t == 3;
@@ -107,7 +113,8 @@ Schedule parse_schedule(const std::string& text, const std::string& file) {
           bool ok = !f.empty() && f.size() < 10;
           for (char c : f) ok = ok && std::isdigit(static_cast<unsigned char>(c));
           if (ok) v = std::stoll(f);
-          if (!ok || v < 2) fail(t, "split factor must be an integer >= 2, got '" + f + "'", "e.g. split t3 n 16");
+          if (!ok || v < 2)
+            fail(t, "split factor must be an integer >= 2, got '" + f + "'", "e.g. split t3 n 16");
           d.factor = v;
         } else {
           if (!is_name(tokens[t].first))
@@ -122,9 +129,14 @@ Schedule parse_schedule(const std::string& text, const std::string& file) {
   return out;
 }
 
-ScheduleError::ScheduleError(const Directive& directive, const std::string& reason, const std::string& detail)
-    : UserError((directive.line ? "schedule line " + std::to_string(directive.line) + ": " : std::string()) +
-                "cannot " + to_text(directive) + ": " + reason + (detail.empty() ? "" : "\n  " + detail)),
-      directive_(directive), reason_(reason), detail_(detail) {}
+ScheduleError::ScheduleError(const Directive& directive, const std::string& reason,
+                             const std::string& detail)
+    : UserError((directive.line ? "schedule line " + std::to_string(directive.line) + ": "
+                                : std::string()) +
+                "cannot " + to_text(directive) + ": " + reason +
+                (detail.empty() ? "" : "\n  " + detail)),
+      directive_(directive),
+      reason_(reason),
+      detail_(detail) {}
 
 }  // namespace ollie::loops

@@ -22,11 +22,11 @@ struct StageLoop {
 
 // A local buffer whose tile a stage copies at the start of one of its loops.
 struct PackedTile {
-  std::string source;          // the buffer read
-  std::string local;           // the packed copy
-  int depth = 0;               // copied inside the first `depth` loops of the stage
-  std::vector<Expr> start;     // per dim of `source`, over those outer loops
-  ir::Shape extent;            // per dim: the tile's size (a dims-only bound)
+  std::string source;       // the buffer read
+  std::string local;        // the packed copy
+  int depth = 0;            // copied inside the first `depth` loops of the stage
+  std::vector<Expr> start;  // per dim of `source`, over those outer loops
+  ir::Shape extent;         // per dim: the tile's size (a dims-only bound)
 };
 
 // A perfect loop nest around one store: buffer[store_index] = value, or for a reduction
@@ -44,7 +44,7 @@ struct Stage {
   bool reduce = false;
   ir::OpKind combine = ir::OpKind::Add;
   Expr init;
-  std::string what;            // "Reduce max", "Contract", "exp", ...: for describe_stages
+  std::string what;  // "Reduce max", "Contract", "exp", ...: for describe_stages
   bool contract = false;
   // An exp-weighted contraction (combine ExpContract, value online(score, x) or
   // online2(...)): buffer accumulates sum exp(score - M) x online, with the running max M of
@@ -54,8 +54,8 @@ struct Stage {
   // Scheduled state.
   std::vector<StageLoop> loops;
   std::map<std::string, Expr> subst;
-  int host = -1;               // compute_at: index of the host stage, -1 at the root
-  int shared = 0;              // loops shared with the host (its first `shared` loops)
+  int host = -1;   // compute_at: index of the host stage, -1 at the root
+  int shared = 0;  // loops shared with the host (its first `shared` loops)
   std::vector<PackedTile> packs;
   // accumulate: the elements the stage writes inside its first `accumulate_depth` loops
   // are reduced in the local array `accumulator` (0: straight into the buffer).
@@ -70,7 +70,7 @@ constexpr int64_t kMaxAccumulatorBytes = 4096;
 // Everything lowering produced: the kernel's ABI buffers and dims, the local buffers,
 // and the stages in execution order.
 struct Stages {
-  Kernel kernel;               // entry, buffers, dims, dim_names (body unset)
+  Kernel kernel;  // entry, buffers, dims, dim_names (body unset)
   std::vector<Buffer> locals;
   std::vector<Stage> stages;
   std::set<std::string> reserved;  // C++ names taken (keywords, buffers, dims)

@@ -96,21 +96,25 @@ const char* bench_status_name(BenchStatus s) {
   return "unknown";
 }
 
-
 bool contended(const BenchReport& report) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return report.others_cpus >= kBusyOthers + std::max(0, cores - std::max(1, report.threads));
 }
 
-BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernels, const BenchOptions& options) {
+BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernels,
+                  const BenchOptions& options) {
   BenchReport report;
   report.load_average = load_average();
-  report.threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  report.threads = options.threads > 0
+                       ? options.threads
+                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   report.cold = options.cold;
-  report.seed = options.seed ? options.seed : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  report.seed = options.seed ? options.seed
+                             : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
 
   // Compile every kernel first: nothing is timed unless all of them build.
-  build::Driver driver = options.cache_dir.empty() ? build::Driver() : build::Driver(options.cache_dir);
+  build::Driver driver =
+      options.cache_dir.empty() ? build::Driver() : build::Driver(options.cache_dir);
   std::vector<runner::Kernel> built;
   for (const BenchKernel& k : kernels) {
     build::Request request;
@@ -145,8 +149,11 @@ BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernel
   timing.budget_seconds = options.budget_seconds;
   timing.cold = options.cold;
   if (options.cold)
-    timing.flush_bytes = options.flush_bytes ? options.flush_bytes
-                                             : std::max<uint64_t>(uint64_t{64} << 20, 2 * static_cast<uint64_t>(std::max<int64_t>(0, llc_bytes())));
+    timing.flush_bytes =
+        options.flush_bytes
+            ? options.flush_bytes
+            : std::max<uint64_t>(uint64_t{64} << 20,
+                                 2 * static_cast<uint64_t>(std::max<int64_t>(0, llc_bytes())));
   report.flush_bytes = timing.flush_bytes;
 
   // The same timing environment for every kernel (docs/measurement.md, "Rounds"): each
@@ -158,10 +165,12 @@ BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernel
   const double own_before = own_cpu();
   const auto wall_before = std::chrono::steady_clock::now();
   const runner::TimedOutcome timed = runner::time_kernels(built, graph, sets, run_options, timing);
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_before).count();
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_before).count();
   const MachineCpu cpu_after = machine_cpu();
   if (cpu_before.ok && cpu_after.ok && wall > 0)
-    report.others_cpus = std::max(0.0, (cpu_after.busy - cpu_before.busy - (own_cpu() - own_before)) / wall);
+    report.others_cpus =
+        std::max(0.0, (cpu_after.busy - cpu_before.busy - (own_cpu() - own_before)) / wall);
   if (timed.status != runner::Status::Ok) {
     report.status = BenchStatus::RunFailed;
     report.message = std::string(runner::status_name(timed.status)) + ": " + timed.message;
@@ -180,8 +189,8 @@ BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernel
       const verify::Comparison c = verify::compare_outputs(timed.set_outputs[k][s], references[s]);
       if (!c.agrees) {
         kt.outputs_agree = false;
-        kt.output_problem = "input set " + std::to_string(s + 1) + " of 2 (seed " + std::to_string(report.seed + s) +
-                            "): " + c.text;
+        kt.output_problem = "input set " + std::to_string(s + 1) + " of 2 (seed " +
+                            std::to_string(report.seed + s) + "): " + c.text;
       }
     }
     if (!kt.outputs_agree && report.status == BenchStatus::Ok) {
@@ -189,26 +198,32 @@ BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernel
       report.message = kt.name + " computed wrong outputs while being timed: " + kt.output_problem;
     }
     if (kt.stats.spread() > 0.05)
-      report.noise.push_back(kt.name + ": the times vary by " + std::to_string(static_cast<int>(kt.stats.spread() * 100)) +
+      report.noise.push_back(kt.name + ": the times vary by " +
+                             std::to_string(static_cast<int>(kt.stats.spread() * 100)) +
                              "% (MAD / median)");
     if (kt.stats.outliers > std::max(1, kt.stats.n / 20))
-      report.noise.push_back(kt.name + ": " + std::to_string(kt.stats.outliers) + " of " + std::to_string(kt.stats.n) +
+      report.noise.push_back(kt.name + ": " + std::to_string(kt.stats.outliers) + " of " +
+                             std::to_string(kt.stats.n) +
                              " times are outliers (far above the median)");
   }
   if (report.kernels.size() == 2) {
     std::vector<double> ratios;
     for (size_t r = 0; r < timed.rep_seconds[0].size(); ++r)
-      if (timed.rep_seconds[1][r] > 0) ratios.push_back(timed.rep_seconds[0][r] / timed.rep_seconds[1][r]);
+      if (timed.rep_seconds[1][r] > 0)
+        ratios.push_back(timed.rep_seconds[0][r] / timed.rep_seconds[1][r]);
     report.ratio = summarize(ratios);
   }
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   if (report.others_cpus >= kBusyOthers)
-    report.noise.push_back("other processes kept " + std::to_string(report.others_cpus).substr(0, 4) + " of " +
-                           std::to_string(cores) + " CPUs busy while the kernels were timed (a kernel's thread that "
+    report.noise.push_back("other processes kept " +
+                           std::to_string(report.others_cpus).substr(0, 4) + " of " +
+                           std::to_string(cores) +
+                           " CPUs busy while the kernels were timed (a kernel's thread that "
                            "has to wait for a CPU stalls the whole call)");
   if (report.load_average > 0.5 * cores)
-    report.noise.push_back("the machine was busy: load average " + std::to_string(report.load_average).substr(0, 4) +
-                           " on " + std::to_string(cores) + " cores");
+    report.noise.push_back("the machine was busy: load average " +
+                           std::to_string(report.load_average).substr(0, 4) + " on " +
+                           std::to_string(cores) + " cores");
   if (report.status == BenchStatus::Ok) report.message = "ok";
   return report;
 }

@@ -114,13 +114,15 @@ MachinePeaks calibrate(const CalibrateOptions& options) {
   double load[1] = {-1};
   if (getloadavg(load, 1) == 1) p.load_average = load[0];
 
-  build::Driver driver(options.build_cache_dir.empty() ? build::default_cache_dir() : options.build_cache_dir);
+  build::Driver driver(options.build_cache_dir.empty() ? build::default_cache_dir()
+                                                       : options.build_cache_dir);
   build::Request req;
   req.units = {{"ollie_peak_kernels.cpp", kPeakKernels}};
   say("compiling the calibration kernels");
   build::Result built = driver.compile(req);
   if (!built.ok)
-    throw UserError("the calibration kernels do not compile with " + req.toolchain.compiler + ":\n" + built.log);
+    throw UserError("the calibration kernels do not compile with " + req.toolchain.compiler +
+                    ":\n" + built.log);
   p.compiler = built.compiler_version;
   for (const auto& f : req.toolchain.flags) p.compiler += " " + f;
   Kernels k = load_kernels(built.so_path);
@@ -158,12 +160,15 @@ MachinePeaks calibrate(const CalibrateOptions& options) {
   p.triad_array_bytes = size.bytes;
   p.triad_sizing = size.why;
   p.triad_convention =
-      "STREAM: 3 x 4 bytes per element and pass (b, c read; a written once); write-allocate reads of a not "
+      "STREAM: 3 x 4 bytes per element and pass (b, c read; a written once); write-allocate reads "
+      "of a not "
       "counted (the bus carries 4/3 of this with ordinary stores)";
   const int64_t n = size.bytes / static_cast<int64_t>(sizeof(float));
   auto alloc = [&] {
     void* ptr = std::aligned_alloc(4096, static_cast<size_t>(size.bytes));
-    if (!ptr) throw UserError("cannot allocate the triad's arrays (" + std::to_string(size.bytes) + " bytes each)");
+    if (!ptr)
+      throw UserError("cannot allocate the triad's arrays (" + std::to_string(size.bytes) +
+                      " bytes each)");
     return std::unique_ptr<float, FreeDeleter>(static_cast<float*>(ptr));
   };
   say("allocating the triad's arrays (3 x " + std::to_string(size.bytes >> 20) + " MiB)");
@@ -173,7 +178,8 @@ MachinePeaks calibrate(const CalibrateOptions& options) {
   auto triad_rate = [&](int threads) {
     k.triad(a.get(), b.get(), c.get(), 3.0f, n, threads);  // warm-up (and page-table walk)
     double one_pass = time_of([&] { k.triad(a.get(), b.get(), c.get(), 3.0f, n, threads); });
-    int64_t passes = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(sample / std::max(one_pass, 1e-9))));
+    int64_t passes =
+        std::max<int64_t>(1, static_cast<int64_t>(std::ceil(sample / std::max(one_pass, 1e-9))));
     double t = best_of(reps, [&] {
       for (int64_t i = 0; i < passes; ++i) k.triad(a.get(), b.get(), c.get(), 3.0f, n, threads);
     });

@@ -115,10 +115,10 @@ MachineIdentity host_identity() {
   std::string f;
   while (fs_ >> f) flags.insert(f);
   // The vector ISA that matters for float32 kernels, widest first.
-  static const char* kOrder[] = {"avx512f",     "avx512bw",    "avx512vl",  "avx512dq", "avx512cd",
-                                 "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16",
-                                 "avx_vnni",    "fma",         "avx2",      "avx",      "f16c",
-                                 "sse4_2",      "sve2",        "sve",       "asimdhp",  "asimd"};
+  static const char* kOrder[] = {
+      "avx512f",     "avx512bw", "avx512vl", "avx512dq", "avx512cd", "avx512_vnni", "avx512_bf16",
+      "avx512_fp16", "amx_tile", "amx_bf16", "avx_vnni", "fma",      "avx2",        "avx",
+      "f16c",        "sse4_2",   "sve2",     "sve",      "asimdhp",  "asimd"};
   for (const char* name : kOrder) {
     if (flags.count(name)) id.isa += (id.isa.empty() ? "" : " ") + std::string(name);
   }
@@ -159,7 +159,8 @@ int64_t llc_bytes() {
 }
 
 int threads_per_core() {
-  return std::max(1, count_cpu_list(read_file("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list")));
+  return std::max(
+      1, count_cpu_list(read_file("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list")));
 }
 
 int64_t available_memory_bytes() {
@@ -178,7 +179,8 @@ int64_t available_memory_bytes() {
 
 TriadSize triad_array_size(int64_t llc, int64_t max_array_bytes, int64_t available) {
   TriadSize t;
-  std::string llc_text = llc > 0 ? "the last-level cache (" + mib(llc) + ")" : "an assumed 32 MiB cache (none found)";
+  std::string llc_text =
+      llc > 0 ? "the last-level cache (" + mib(llc) + ")" : "an assumed 32 MiB cache (none found)";
   int64_t cache = llc > 0 ? llc : int64_t{32} << 20;
   int64_t want = 4 * cache;
   t.bytes = want;
@@ -195,10 +197,13 @@ TriadSize triad_array_size(int64_t llc, int64_t max_array_bytes, int64_t availab
   }
   t.bytes = std::max<int64_t>(t.bytes / 4096 * 4096, int64_t{1} << 20);
   if (!cap.empty()) {
-    t.why += ", " + cap + ": " + ratio_text(static_cast<double>(t.bytes) / static_cast<double>(cache)) +
-             " x the cache per array, " + ratio_text(3.0 * static_cast<double>(t.bytes) / static_cast<double>(cache)) +
+    t.why += ", " + cap + ": " +
+             ratio_text(static_cast<double>(t.bytes) / static_cast<double>(cache)) +
+             " x the cache per array, " +
+             ratio_text(3.0 * static_cast<double>(t.bytes) / static_cast<double>(cache)) +
              " x for the three";
-    if (t.bytes < 2 * cache) t.why += " (NOT out of cache: the bandwidth is the cache's, not memory's)";
+    if (t.bytes < 2 * cache)
+      t.why += " (NOT out of cache: the bandwidth is the cache's, not memory's)";
   }
   return t;
 }
@@ -237,7 +242,8 @@ void from_json(const nlohmann::json& j, MachinePeaks& p) {
     try {
       j.at(key).get_to(field);
     } catch (const nlohmann::json::exception& e) {
-      throw UserError(std::string("machine peaks JSON: field \"") + key + "\" has the wrong type (" + e.what() + ")");
+      throw UserError(std::string("machine peaks JSON: field \"") + key +
+                      "\" has the wrong type (" + e.what() + ")");
     }
   };
   get("format", p.format);
@@ -277,18 +283,22 @@ std::string default_cache_dir() {
   if (!env("OLLIE_CACHE_DIR").empty()) return env("OLLIE_CACHE_DIR");
   if (!env("XDG_CACHE_HOME").empty()) return (fs::path(env("XDG_CACHE_HOME")) / "ollie").string();
   if (!env("HOME").empty()) return (fs::path(env("HOME")) / ".cache" / "ollie").string();
-  throw UserError("cannot place the machine cache: HOME is not set; set OLLIE_CACHE_DIR to a directory");
+  throw UserError(
+      "cannot place the machine cache: HOME is not set; set OLLIE_CACHE_DIR to a directory");
 }
 
-CachedPeaks machine_peaks(const std::string& cache_dir, bool recalibrate, const CalibrateOptions& options) {
-  if (cache_dir.empty()) throw UserError("the machine cache directory is empty; set OLLIE_CACHE_DIR");
+CachedPeaks machine_peaks(const std::string& cache_dir, bool recalibrate,
+                          const CalibrateOptions& options) {
+  if (cache_dir.empty())
+    throw UserError("the machine cache directory is empty; set OLLIE_CACHE_DIR");
   CachedPeaks out;
   MachineIdentity here = host_identity();
   // A process confined to fewer CPUs (taskset, a cpuset) keeps its own figures, so it never
   // overwrites the whole machine's.
   const long online = sysconf(_SC_NPROCESSORS_ONLN);
-  const std::string name =
-      online > 0 && here.cores < online ? "machine-" + std::to_string(here.cores) + "cpus.json" : "machine.json";
+  const std::string name = online > 0 && here.cores < online
+                               ? "machine-" + std::to_string(here.cores) + "cpus.json"
+                               : "machine.json";
   out.path = (fs::path(cache_dir) / name).string();
 
   if (recalibrate) {
@@ -299,14 +309,15 @@ CachedPeaks machine_peaks(const std::string& cache_dir, bool recalibrate, const 
     try {
       MachinePeaks cached = nlohmann::json::parse(read_file(out.path)).get<MachinePeaks>();
       if (cached.format != MachinePeaks{}.format) {
-        out.why = "the cached figures are of an older format (" + std::to_string(cached.format) + ")";
+        out.why =
+            "the cached figures are of an older format (" + std::to_string(cached.format) + ")";
       } else if (cached.cpu_model != here.cpu_model) {
         out.why = "the cached figures are for another CPU (" + cached.cpu_model + ")";
       } else if (cached.isa != here.isa) {
         out.why = "the cached figures are for another ISA (" + cached.isa + ")";
       } else if (cached.cores != here.cores) {
-        out.why = "the cached figures are for " + std::to_string(cached.cores) + " cores, this process has " +
-                  std::to_string(here.cores);
+        out.why = "the cached figures are for " + std::to_string(cached.cores) +
+                  " cores, this process has " + std::to_string(here.cores);
       } else {
         out.peaks = cached;
         out.why = "cached";
@@ -321,12 +332,14 @@ CachedPeaks machine_peaks(const std::string& cache_dir, bool recalibrate, const 
   out.measured_now = true;
   std::error_code ec;
   fs::create_directories(cache_dir, ec);
-  if (ec) throw UserError("cannot create the machine cache directory " + cache_dir + ": " + ec.message());
+  if (ec)
+    throw UserError("cannot create the machine cache directory " + cache_dir + ": " + ec.message());
   std::string tmp = out.path + ".tmp." + std::to_string(getpid());
   {
     std::ofstream f(tmp);
     f << to_json_text(out.peaks);
-    if (!f) throw UserError("cannot write " + tmp + " (set OLLIE_CACHE_DIR to a writable directory)");
+    if (!f)
+      throw UserError("cannot write " + tmp + " (set OLLIE_CACHE_DIR to a writable directory)");
   }
   fs::rename(tmp, out.path, ec);
   if (ec) throw UserError("cannot write " + out.path + ": " + ec.message());

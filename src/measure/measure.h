@@ -41,9 +41,9 @@ namespace ollie::measure {
 
 // What a cache file must match to be reused.
 struct MachineIdentity {
-  std::string cpu_model;   // /proc/cpuinfo "model name" (or "CPU implementer/part" on ARM)
-  std::string isa;         // vector ISA flags present, widest first: "avx512f avx512bw ... fma avx2 avx"
-  int cores = 0;           // hardware threads this process may run on (sched_getaffinity)
+  std::string cpu_model;  // /proc/cpuinfo "model name" (or "CPU implementer/part" on ARM)
+  std::string isa;  // vector ISA flags present, widest first: "avx512f avx512bw ... fma avx2 avx"
+  int cores = 0;    // hardware threads this process may run on (sched_getaffinity)
 };
 MachineIdentity host_identity();
 
@@ -64,18 +64,18 @@ struct TriadSize {
 TriadSize triad_array_size(int64_t llc, int64_t max_array_bytes, int64_t available);
 
 struct MachinePeaks {
-  int format = 1;                 // bump when a field's meaning changes (old files are re-measured)
+  int format = 1;  // bump when a field's meaning changes (old files are re-measured)
   std::string cpu_model;
   std::string isa;
   int cores = 0;
   int threads_per_core = 1;
-  std::string date;               // ISO 8601 UTC, when measured
-  std::string compiler;           // compiler version line and the flags of the calibration build
-  int vector_bits = 0;            // width of the FMA loop's vectors in that build
-  int fma_chains = 0;             // independent FMA accumulators per thread
-  double clock_hz = 0;            // estimate from a dependent-add chain, 1 core; 0 if unknown
-  double fma_flops_1core = 0;     // float32 FLOP/s
-  double fma_flops_all = 0;       // float32 FLOP/s with one thread per core
+  std::string date;            // ISO 8601 UTC, when measured
+  std::string compiler;        // compiler version line and the flags of the calibration build
+  int vector_bits = 0;         // width of the FMA loop's vectors in that build
+  int fma_chains = 0;          // independent FMA accumulators per thread
+  double clock_hz = 0;         // estimate from a dependent-add chain, 1 core; 0 if unknown
+  double fma_flops_1core = 0;  // float32 FLOP/s
+  double fma_flops_all = 0;    // float32 FLOP/s with one thread per core
   double triad_bytes_per_s_1core = 0;
   double triad_bytes_per_s_all = 0;
   int64_t llc_bytes = 0;
@@ -99,9 +99,9 @@ struct CalibrateOptions {
   // until it does. The defaults take 10-20 s with 1 GiB arrays (most of it the triad's
   // page faults and passes).
   double sample_seconds = 0.2;
-  int repetitions = 5;            // best of this many samples per figure
+  int repetitions = 5;  // best of this many samples per figure
   int64_t max_array_bytes = int64_t{1} << 30;
-  std::string build_cache_dir;    // empty: build::default_cache_dir()
+  std::string build_cache_dir;                       // empty: build::default_cache_dir()
   std::function<void(const std::string&)> progress;  // one line per step, if set
 };
 
@@ -115,9 +115,9 @@ std::string default_cache_dir();
 
 struct CachedPeaks {
   MachinePeaks peaks;
-  std::string path;        // <cache_dir>/machine.json, or machine-<N>cpus.json (see above)
+  std::string path;  // <cache_dir>/machine.json, or machine-<N>cpus.json (see above)
   bool measured_now = false;
-  std::string why;         // why it was (or was not) measured now
+  std::string why;  // why it was (or was not) measured now
 };
 // The peaks from the cache file when its format, cpu model, isa and cores match
 // this machine and `recalibrate` is false; otherwise calibrates and (re)writes the file
@@ -137,13 +137,13 @@ struct ThreadPeaks {
 ThreadPeaks peaks_at(const MachinePeaks& peaks, int threads);
 
 struct Roofline {
-  double flops = 0;          // ir::cost FLOPs at the bound dims
-  double bytes = 0;          // ir::cost compulsory bytes
-  double intensity = 0;      // flops / bytes (0 when bytes is 0)
-  double peak_flops = 0;     // FLOP/s at the thread count
-  double bandwidth = 0;      // bytes/s at the thread count
-  double bound_seconds = 0;  // max(flops / peak_flops, bytes / bandwidth): no kernel is faster
-  bool memory_bound = false; // bytes / bandwidth > flops / peak_flops
+  double flops = 0;           // ir::cost FLOPs at the bound dims
+  double bytes = 0;           // ir::cost compulsory bytes
+  double intensity = 0;       // flops / bytes (0 when bytes is 0)
+  double peak_flops = 0;      // FLOP/s at the thread count
+  double bandwidth = 0;       // bytes/s at the thread count
+  double bound_seconds = 0;   // max(flops / peak_flops, bytes / bandwidth): no kernel is faster
+  bool memory_bound = false;  // bytes / bandwidth > flops / peak_flops
   int threads = 0;
   // min(peak_flops, intensity * bandwidth): the attainable FLOP/s.
   double attainable_flops() const;
@@ -156,7 +156,7 @@ Roofline roofline(const ir::Graph& graph_at_bound_dims, const MachinePeaks& peak
 struct Throughput {
   double seconds = 0;
   double gflops_per_s = 0;
-  double gbytes_per_s = 0;   // compulsory bytes / seconds, 1e9 bytes
+  double gbytes_per_s = 0;  // compulsory bytes / seconds, 1e9 bytes
   double roofline_fraction = 0;
 };
 Throughput throughput(const Roofline& roof, double seconds);
@@ -173,22 +173,22 @@ std::string below_roofline(const Roofline& roof, double seconds, bool cold);
 
 // ---------------------------------------------------------------------------- timing
 
-
 // A robust summary of repeated timings (seconds).
 struct Stats {
   int n = 0;
   double median = 0, min = 0, max = 0;
-  double mad = 0;     // median absolute deviation from the median (unscaled)
-  int outliers = 0;   // samples above median + 5 x 1.4826 x MAD (a noisy machine's interruptions)
+  double mad = 0;    // median absolute deviation from the median (unscaled)
+  int outliers = 0;  // samples above median + 5 x 1.4826 x MAD (a noisy machine's interruptions)
   double spread() const { return median > 0 ? mad / median : 0; }  // MAD relative to the median
 };
 Stats summarize(std::vector<double> samples);
 
 struct BenchOptions {
-  int threads = 0;               // OMP threads for the kernels; 0 = every core
-  bool cold = false;             // flush the caches before every call
-  uint64_t flush_bytes = 0;      // cold: bytes written between calls; 0 = twice the last-level cache, at least 64 MiB
-  double budget_seconds = 1.0;   // time the rounds for this long (after min_rounds)
+  int threads = 0;    // OMP threads for the kernels; 0 = every core
+  bool cold = false;  // flush the caches before every call
+  uint64_t flush_bytes =
+      0;  // cold: bytes written between calls; 0 = twice the last-level cache, at least 64 MiB
+  double budget_seconds = 1.0;  // time the rounds for this long (after min_rounds)
   int warmup_rounds = 2;
   int min_rounds = 10;
   int max_rounds = 100000;
@@ -200,10 +200,10 @@ struct BenchOptions {
 };
 
 struct KernelTiming {
-  std::string name;              // as the caller named it (a file name)
+  std::string name;  // as the caller named it (a file name)
   Stats stats;
-  bool outputs_agree = false;    // the outputs of its timed calls, on every input set
-  std::string output_problem;    // when not: which set, which element, by how much
+  bool outputs_agree = false;  // the outputs of its timed calls, on every input set
+  std::string output_problem;  // when not: which set, which element, by how much
   double compile_seconds = 0;
 };
 
@@ -214,19 +214,19 @@ struct BenchReport {
   BenchStatus status = BenchStatus::Ok;
   std::string message;
   std::vector<KernelTiming> kernels;
-  std::optional<Stats> ratio;    // two kernels: per-round time of the first over the second
+  std::optional<Stats> ratio;  // two kernels: per-round time of the first over the second
   int rounds = 0;
   int threads = 0;
   bool cold = false;
   uint64_t flush_bytes = 0;
   uint64_t seed = 0;
   double warmup_seconds = 0;
-  double load_average = 0;       // 1-minute load average when the run started
+  double load_average = 0;  // 1-minute load average when the run started
   // CPUs' worth of work other processes did while the kernels were timed: the machine's
   // busy CPU time (/proc/stat) minus this process's and its runner child's, per second
   // of wall clock; -1 when unknown. The figure to read first on a shared machine.
   double others_cpus = -1;
-  std::vector<std::string> noise; // why the timings may not be trustworthy (empty when clean)
+  std::vector<std::string> noise;  // why the timings may not be trustworthy (empty when clean)
 };
 
 // others_cpus at or above this is reported as noise.
@@ -240,14 +240,14 @@ bool contended(const BenchReport& report);
 
 struct BenchKernel {
   std::string name;
-  std::string source;            // C++ in the kernel ABI
+  std::string source;  // C++ in the kernel ABI
 };
 
 // Compiles each kernel (one, or two side by side), times them in one runner session on
 // two input sets drawn like the verifier's normal suite (inputs at fixed addresses,
 // refilled between rounds, outputs poisoned before every call), and compares the outputs
 // of each kernel's timed calls with the reference. Never throws for what a kernel does.
-BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernels, const BenchOptions& options);
-
+BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernels,
+                  const BenchOptions& options);
 
 }  // namespace ollie::measure

@@ -11,9 +11,11 @@ ThreadPeaks peaks_at(const MachinePeaks& peaks, int threads) {
   ThreadPeaks t;
   t.threads = threads <= 0 ? cores : std::clamp(threads, 1, cores);
   // Linear from the 1-core figure at t = 1 to the all-core figure at t = cores.
-  const double w = cores > 1 ? static_cast<double>(t.threads - 1) / static_cast<double>(cores - 1) : 1.0;
+  const double w =
+      cores > 1 ? static_cast<double>(t.threads - 1) / static_cast<double>(cores - 1) : 1.0;
   t.flops_per_s = peaks.fma_flops_1core + w * (peaks.fma_flops_all - peaks.fma_flops_1core);
-  t.bytes_per_s = peaks.triad_bytes_per_s_1core + w * (peaks.triad_bytes_per_s_all - peaks.triad_bytes_per_s_1core);
+  t.bytes_per_s = peaks.triad_bytes_per_s_1core +
+                  w * (peaks.triad_bytes_per_s_all - peaks.triad_bytes_per_s_1core);
   return t;
 }
 
@@ -38,7 +40,8 @@ Roofline roofline(double flops, double bytes, const ThreadPeaks& peaks) {
 
 Roofline roofline(const ir::Graph& graph, const MachinePeaks& peaks, int threads) {
   ir::Cost c = ir::cost(graph);
-  return roofline(static_cast<double>(c.flops), static_cast<double>(c.compulsory_bytes), peaks_at(peaks, threads));
+  return roofline(static_cast<double>(c.flops), static_cast<double>(c.compulsory_bytes),
+                  peaks_at(peaks, threads));
 }
 
 Throughput throughput(const Roofline& roof, double seconds) {
@@ -58,17 +61,19 @@ std::string below_roofline(const Roofline& roof, double seconds, bool cold) {
   const double compute_s = roof.peak_flops > 0 ? roof.flops / roof.peak_flops : 0;
   if (seconds < kComputeRoofSlack * compute_s) {
     std::snprintf(text, sizeof text,
-                  "%.4g ms is faster than the compute roof allows (%.4g GFLOP at most %.4g GFLOP/s = %.4g ms): "
+                  "%.4g ms is faster than the compute roof allows (%.4g GFLOP at most %.4g GFLOP/s "
+                  "= %.4g ms): "
                   "a measurement error or a kernel that skips work",
                   seconds * 1e3, roof.flops / 1e9, roof.peak_flops / 1e9, compute_s * 1e3);
     return text;
   }
   const double memory_s = roof.bandwidth > 0 ? roof.bytes / roof.bandwidth : 0;
   if (cold && seconds < kMemoryRoofSlack * memory_s) {
-    std::snprintf(text, sizeof text,
-                  "%.4g ms with cold caches is faster than memory allows (%.4g MB at %.4g GB/s = %.4g ms): "
-                  "a measurement error or a kernel that skips work",
-                  seconds * 1e3, roof.bytes / 1e6, roof.bandwidth / 1e9, memory_s * 1e3);
+    std::snprintf(
+        text, sizeof text,
+        "%.4g ms with cold caches is faster than memory allows (%.4g MB at %.4g GB/s = %.4g ms): "
+        "a measurement error or a kernel that skips work",
+        seconds * 1e3, roof.bytes / 1e6, roof.bandwidth / 1e9, memory_s * 1e3);
     return text;
   }
   return "";

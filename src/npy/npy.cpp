@@ -67,8 +67,9 @@ class HeaderParser {
         if (have_descr) error("key 'descr' appears twice");
         have_descr = true;
         if (at('[')) {
-          fail(what_, "structured dtypes (a list 'descr') are not supported; save a plain "
-                      "numeric array instead");
+          fail(what_,
+               "structured dtypes (a list 'descr') are not supported; save a plain "
+               "numeric array instead");
         }
         header.descr = parse_string("the dtype string, e.g. '<f4'");
       } else if (key == "fortran_order") {
@@ -111,9 +112,12 @@ class HeaderParser {
     for (char c : s_.substr(0, 200)) {
       // Keep the message printable whatever bytes the file holds.
       auto u = static_cast<unsigned char>(c);
-      if (c == '\n') shown += "\\n";
-      else if (u < 0x20 || u >= 0x7f) shown += '?';
-      else shown += c;
+      if (c == '\n')
+        shown += "\\n";
+      else if (u < 0x20 || u >= 0x7f)
+        shown += '?';
+      else
+        shown += c;
     }
     if (s_.size() > 200) shown += "...";
     return "\"" + shown + "\"";
@@ -159,8 +163,8 @@ class HeaderParser {
 
   int64_t parse_dim() {
     if (at('-')) {
-      fail(what_, "shape has a negative size at offset " + std::to_string(pos_) +
-                      " of header " + quoted_header() + "; sizes must be >= 0");
+      fail(what_, "shape has a negative size at offset " + std::to_string(pos_) + " of header " +
+                      quoted_header() + "; sizes must be >= 0");
     }
     if (pos_ >= s_.size() || s_[pos_] < '0' || s_[pos_] > '9') {
       error("expected a non-negative integer size in 'shape'");
@@ -169,8 +173,7 @@ class HeaderParser {
     while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') {
       int digit = s_[pos_] - '0';
       if (value > (std::numeric_limits<int64_t>::max() - digit) / 10) {
-        fail(what_, "shape has a size too large for a 64-bit integer in header " +
-                        quoted_header());
+        fail(what_, "shape has a size too large for a 64-bit integer in header " + quoted_header());
       }
       value = value * 10 + digit;
       ++pos_;
@@ -259,12 +262,15 @@ Dtype decode_descr(const std::string& descr, const std::string& what) {
   if (code == "i8") return {ElementType::I64, 8, swap};
   if (code == "b1" || code == "?") return {ElementType::Bool, 1, false};
   if (code == "f2" || code == "e") {
-    fail(what, "dtype '" + descr + "': float16 is not supported yet; save the array with "
-               ".astype(np.float32)");
+    fail(what, "dtype '" + descr +
+                   "': float16 is not supported yet; save the array with "
+                   ".astype(np.float32)");
   }
   if (!code.empty() && code[0] == 'O') {
-    fail(what, "dtype '" + descr + "': object arrays are not supported; save a numeric "
-               "array (" + supported + ")");
+    fail(what, "dtype '" + descr +
+                   "': object arrays are not supported; save a numeric "
+                   "array (" +
+                   supported + ")");
   }
   fail(what, "unsupported dtype '" + descr + "'; " + supported);
 }
@@ -274,8 +280,10 @@ U load(const char* p, bool swap) {
   U u;
   std::memcpy(&u, p, sizeof u);
   if (swap) {
-    if constexpr (sizeof(U) == 4) u = __builtin_bswap32(u);
-    else u = __builtin_bswap64(u);
+    if constexpr (sizeof(U) == 4)
+      u = __builtin_bswap32(u);
+    else
+      u = __builtin_bswap64(u);
   }
   return u;
 }
@@ -286,15 +294,9 @@ std::vector<double> decode_values(const char* p, size_t count, const Dtype& dt,
   std::vector<double> out(count);
   for (size_t i = 0; i < count; ++i, p += dt.itemsize) {
     switch (dt.type) {
-      case ElementType::F32:
-        out[i] = std::bit_cast<float>(load<uint32_t>(p, dt.swap));
-        break;
-      case ElementType::F64:
-        out[i] = std::bit_cast<double>(load<uint64_t>(p, dt.swap));
-        break;
-      case ElementType::I32:
-        out[i] = static_cast<int32_t>(load<uint32_t>(p, dt.swap));
-        break;
+      case ElementType::F32: out[i] = std::bit_cast<float>(load<uint32_t>(p, dt.swap)); break;
+      case ElementType::F64: out[i] = std::bit_cast<double>(load<uint64_t>(p, dt.swap)); break;
+      case ElementType::I32: out[i] = static_cast<int32_t>(load<uint32_t>(p, dt.swap)); break;
       case ElementType::I64: {
         auto v = static_cast<int64_t>(load<uint64_t>(p, dt.swap));
         if (v > kMaxExactInt || v < -kMaxExactInt) {
@@ -305,9 +307,7 @@ std::vector<double> decode_values(const char* p, size_t count, const Dtype& dt,
         out[i] = static_cast<double>(v);
         break;
       }
-      case ElementType::Bool:
-        out[i] = *p != 0 ? 1.0 : 0.0;
-        break;
+      case ElementType::Bool: out[i] = *p != 0 ? 1.0 : 0.0; break;
     }
   }
   return out;
@@ -343,8 +343,10 @@ std::string type_descr(ElementType t) {
 template <typename U>
 void store_le(std::string& out, U u) {
   if constexpr (std::endian::native == std::endian::big) {
-    if constexpr (sizeof(U) == 4) u = __builtin_bswap32(u);
-    else u = __builtin_bswap64(u);
+    if constexpr (sizeof(U) == 4)
+      u = __builtin_bswap32(u);
+    else
+      u = __builtin_bswap64(u);
   }
   char buf[sizeof(U)];
   std::memcpy(buf, &u, sizeof u);
@@ -378,8 +380,9 @@ std::string read_file_bytes(const std::string& path) {
 
 Array parse_npy(const std::string& bytes, const std::string& what) {
   if (bytes.size() < kMagicLen || bytes.compare(0, kMagicLen, kMagic, kMagicLen) != 0) {
-    fail(what, "not a .npy file (it does not start with the magic bytes \\x93NUMPY); write "
-               "it with numpy.save");
+    fail(what,
+         "not a .npy file (it does not start with the magic bytes \\x93NUMPY); write "
+         "it with numpy.save");
   }
   if (bytes.size() < kMagicLen + 2) fail(what, "truncated .npy file: no format version");
   int major = static_cast<unsigned char>(bytes[6]);
@@ -397,8 +400,7 @@ Array parse_npy(const std::string& bytes, const std::string& what) {
   }
   if (header_len > bytes.size() - header_start) {
     fail(what, "truncated .npy file: the header claims " + std::to_string(header_len) +
-                   " bytes but only " + std::to_string(bytes.size() - header_start) +
-                   " follow");
+                   " bytes but only " + std::to_string(bytes.size() - header_start) + " follow");
   }
   Header header = HeaderParser(bytes.substr(header_start, header_len), what).parse();
   Dtype dt = decode_descr(header.descr, what);
@@ -407,8 +409,9 @@ Array parse_npy(const std::string& bytes, const std::string& what) {
   for (int64_t d : header.shape) {
     if (__builtin_mul_overflow(count, static_cast<uint64_t>(d), &count) ||
         count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      fail(what, "shape " + shape_repr(header.shape) + " is too large: its element count "
-                 "overflows a 64-bit integer");
+      fail(what, "shape " + shape_repr(header.shape) +
+                     " is too large: its element count "
+                     "overflows a 64-bit integer");
     }
   }
   uint64_t need = 0;
@@ -442,8 +445,9 @@ Array parse_npy(const std::string& bytes, const std::string& what) {
 std::string serialize_npy(const Array& array) {
   uint64_t count = 1;
   for (int64_t d : array.shape) {
-    if (d < 0) throw UserError("cannot write an array with negative size in shape " +
-                               shape_repr(array.shape));
+    if (d < 0)
+      throw UserError("cannot write an array with negative size in shape " +
+                      shape_repr(array.shape));
     if (__builtin_mul_overflow(count, static_cast<uint64_t>(d), &count)) {
       throw UserError("cannot write an array of shape " + shape_repr(array.shape) +
                       ": its element count overflows");
@@ -481,12 +485,8 @@ std::string serialize_npy(const Array& array) {
   for (size_t i = 0; i < array.data.size(); ++i) {
     double v = array.data[i];
     switch (array.type) {
-      case ElementType::F32:
-        store_le(out, std::bit_cast<uint32_t>(static_cast<float>(v)));
-        break;
-      case ElementType::F64:
-        store_le(out, std::bit_cast<uint64_t>(v));
-        break;
+      case ElementType::F32: store_le(out, std::bit_cast<uint32_t>(static_cast<float>(v))); break;
+      case ElementType::F64: store_le(out, std::bit_cast<uint64_t>(v)); break;
       case ElementType::I32:
         store_le(out, static_cast<uint32_t>(to_integer<int32_t>(v, i, "int32")));
         break;

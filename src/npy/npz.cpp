@@ -39,8 +39,8 @@ struct FileCloser {
 std::string read_entry(zip_t* archive, zip_uint64_t index, const std::string& what) {
   std::unique_ptr<zip_file_t, FileCloser> file(zip_fopen_index(archive, index, 0));
   if (!file) {
-    throw UserError(what + ": cannot read the entry: " +
-                    zip_error_strerror(zip_get_error(archive)));
+    throw UserError(what +
+                    ": cannot read the entry: " + zip_error_strerror(zip_get_error(archive)));
   }
   // Read in chunks rather than trusting the declared size, which a damaged archive may
   // overstate; libzip checks the CRC when the entry ends.
@@ -98,9 +98,10 @@ ArrayList read_npz(const std::string& path) {
                       zip_error_strerror(zip_get_error(archive.get())));
     }
     std::string name = raw_name;
-    if (name.size() <= kSuffixLen || name.compare(name.size() - kSuffixLen, kSuffixLen,
-                                                  kSuffix) != 0) {
-      throw UserError(path + ": entry '" + name + "' is not a .npy file; an .npz must hold "
+    if (name.size() <= kSuffixLen ||
+        name.compare(name.size() - kSuffixLen, kSuffixLen, kSuffix) != 0) {
+      throw UserError(path + ": entry '" + name +
+                      "' is not a .npy file; an .npz must hold "
                       "only '<name>.npy' entries, as numpy.savez writes");
     }
     std::string key = name.substr(0, name.size() - kSuffixLen);
@@ -160,8 +161,8 @@ void write_npz(const std::string& path, const ArrayList& arrays) {
       zip_source_free(source);
       throw zip_failure("entry '" + name + "'");
     }
-    if (zip_set_file_compression(archive.get(), static_cast<zip_uint64_t>(index),
-                                 ZIP_CM_STORE, 0) < 0) {
+    if (zip_set_file_compression(archive.get(), static_cast<zip_uint64_t>(index), ZIP_CM_STORE, 0) <
+        0) {
       throw zip_failure("entry '" + name + "'");
     }
   }

@@ -49,7 +49,8 @@ std::optional<Build> reciprocal(const Graph& g, const std::vector<int>&, ValueId
     const ir::DType t = g.node(*scalar).dtype;
     const Shape shape = n.shape;
     return [=](Context& x) {
-      return x.b.binary(OpKind::Mul, x.m(a), splat(x, x.b.constant(inverse, t, x.loc), shape), x.loc);
+      return x.b.binary(OpKind::Mul, x.m(a), splat(x, x.b.constant(inverse, t, x.loc), shape),
+                        x.loc);
     };
   }
   if (g.node(d).kind != OpKind::Broadcast) return std::nullopt;
@@ -68,7 +69,8 @@ std::optional<Build> reciprocal(const Graph& g, const std::vector<int>&, ValueId
 // constant along every summed label (each axis along which s varies survives into the
 // output); the same for e * broadcast(s). Variant: which operand of the contraction.
 
-std::optional<Build> normalize_late(const Graph& g, const std::vector<int>& uses, ValueId id, int variant) {
+std::optional<Build> normalize_late(const Graph& g, const std::vector<int>& uses, ValueId id,
+                                    int variant) {
   const Node& n = g.node(id);
   if (n.kind != OpKind::Contract || !float_value(g, id)) return std::nullopt;
   const ValueId scaled = n.operands[static_cast<size_t>(variant)];
@@ -102,8 +104,10 @@ std::optional<Build> normalize_late(const Graph& g, const std::vector<int>& uses
   const ValueId other = n.operands[static_cast<size_t>(1 - variant)];
   const Node contract = n;
   return [=](Context& x) {
-    const ValueId lhs = variant == 0 ? x.m(e) : x.m(other), rhs = variant == 0 ? x.m(other) : x.m(e);
-    const ValueId summed = x.b.contract(lhs, rhs, contract.lhs_labels, contract.rhs_labels, contract.out_labels, x.loc);
+    const ValueId lhs = variant == 0 ? x.m(e) : x.m(other),
+                  rhs = variant == 0 ? x.m(other) : x.m(e);
+    const ValueId summed = x.b.contract(lhs, rhs, contract.lhs_labels, contract.rhs_labels,
+                                        contract.out_labels, x.loc);
     // s without its unit axes, its axes put in output order, unit axes where the output
     // has axes s does not vary along, then broadcast over the output.
     Shape squeezed, placed(contract.shape.size(), DimExpr::constant(1));
@@ -129,14 +133,17 @@ std::optional<Build> normalize_late(const Graph& g, const std::vector<int>& uses
 // fold-scale: contract(a, b) * c -> contract(a * c, b) (variant 0) or contract(a, b * c)
 // (variant 1), for c one number spread over the result.
 
-std::optional<Build> fold_scale(const Graph& g, const std::vector<int>& uses, ValueId id, int variant) {
+std::optional<Build> fold_scale(const Graph& g, const std::vector<int>& uses, ValueId id,
+                                int variant) {
   const Node& n = g.node(id);
   if (n.kind != OpKind::Mul || !float_value(g, id)) return std::nullopt;
   for (int k : {0, 1}) {
     const ValueId product = n.operands[static_cast<size_t>(k)];
     const ValueId factor = n.operands[static_cast<size_t>(1 - k)];
     const std::optional<ValueId> scalar = scalar_behind(g, factor);
-    if (g.node(product).kind != OpKind::Contract || uses[static_cast<size_t>(product)] != 1 || !scalar) continue;
+    if (g.node(product).kind != OpKind::Contract || uses[static_cast<size_t>(product)] != 1 ||
+        !scalar)
+      continue;
     const Node contract = g.node(product);
     const ValueId c = *scalar;
     const Shape operand_shape = g.node(contract.operands[static_cast<size_t>(variant)]).shape;
@@ -144,7 +151,8 @@ std::optional<Build> fold_scale(const Graph& g, const std::vector<int>& uses, Va
       ValueId lhs = x.m(contract.operands[0]), rhs = x.m(contract.operands[1]);
       ValueId& scaled = variant == 0 ? lhs : rhs;
       scaled = x.b.binary(OpKind::Mul, scaled, splat(x, x.m(c), operand_shape), x.loc);
-      return x.b.contract(lhs, rhs, contract.lhs_labels, contract.rhs_labels, contract.out_labels, x.loc);
+      return x.b.contract(lhs, rhs, contract.lhs_labels, contract.rhs_labels, contract.out_labels,
+                          x.loc);
     };
   }
   return std::nullopt;
@@ -165,8 +173,8 @@ std::optional<Build> distribute(const Graph& g, const std::vector<int>& uses, Va
     const ValueId p = g.node(sum).operands[0], q = g.node(sum).operands[1];
     return [=](Context& x) {
       const ValueId f = x.m(factor);
-      return x.b.binary(kind, x.b.binary(OpKind::Mul, x.m(p), f, x.loc), x.b.binary(OpKind::Mul, x.m(q), f, x.loc),
-                        x.loc);
+      return x.b.binary(kind, x.b.binary(OpKind::Mul, x.m(p), f, x.loc),
+                        x.b.binary(OpKind::Mul, x.m(q), f, x.loc), x.loc);
     };
   }
   return std::nullopt;
@@ -181,14 +189,16 @@ std::optional<Build> distribute(const Graph& g, const std::vector<int>& uses, Va
 // How much larger than the graph's largest value a new intermediate may be.
 constexpr int64_t kMaxGrowth = 16;
 
-std::optional<Build> associate(const Graph& g, const std::vector<int>& uses, ValueId id, int variant) {
+std::optional<Build> associate(const Graph& g, const std::vector<int>& uses, ValueId id,
+                               int variant) {
   const Node& n = g.node(id);
   if (n.kind != OpKind::Contract) return std::nullopt;
   const size_t side = variant < 2 ? 0 : 1;
   const bool z_joins_y = variant % 2 == 0;
   const ValueId inner_id = n.operands[side], z = n.operands[1 - side];
   const Node& inner = g.node(inner_id);
-  if (inner.kind != OpKind::Contract || uses[static_cast<size_t>(inner_id)] != 1) return std::nullopt;
+  if (inner.kind != OpKind::Contract || uses[static_cast<size_t>(inner_id)] != 1)
+    return std::nullopt;
   const std::vector<int>& at_site = side == 0 ? n.lhs_labels : n.rhs_labels;
   const std::vector<int>& z_labels = side == 0 ? n.rhs_labels : n.lhs_labels;
   if (!distinct(at_site) || !distinct(inner.out_labels)) return std::nullopt;
@@ -233,18 +243,22 @@ std::optional<Build> associate(const Graph& g, const std::vector<int>& uses, Val
   // Not when the pair's result would dwarf every value of the graph at its bound dims
   // (e.g. mla_decode's p . w_uv, B x H x S x L x DV): such a kernel runs out of memory.
   std::map<int, int64_t> label_size;
-  for (const auto& [labels, operand] : {std::pair{&pair_lhs_labels, pair_lhs}, std::pair{&pair_rhs_labels, pair_rhs}})
+  for (const auto& [labels, operand] :
+       {std::pair{&pair_lhs_labels, pair_lhs}, std::pair{&pair_rhs_labels, pair_rhs}})
     for (size_t k = 0; k < labels->size(); ++k)
       label_size[(*labels)[k]] = g.node(operand).shape[k].evaluate(g.bound_dims);
   int64_t pair_elements = 1, largest = 1;
   for (int l : pair_out) pair_elements *= label_size[l];
-  for (const Node& v : g.nodes) largest = std::max(largest, ir::element_count(ir::evaluate_shape(v.shape, g.bound_dims)));
+  for (const Node& v : g.nodes)
+    largest = std::max(largest, ir::element_count(ir::evaluate_shape(v.shape, g.bound_dims)));
   if (pair_elements > kMaxGrowth * largest) return std::nullopt;
   const std::vector<int> out_labels = n.out_labels;
   return [=](Context& x) {
-    const ValueId pair = x.b.contract(x.m(pair_lhs), x.m(pair_rhs), pair_lhs_labels, pair_rhs_labels, pair_out, x.loc);
+    const ValueId pair = x.b.contract(x.m(pair_lhs), x.m(pair_rhs), pair_lhs_labels,
+                                      pair_rhs_labels, pair_out, x.loc);
     // X stays the lhs, Y the rhs.
-    if (z_joins_y) return x.b.contract(x.m(outside), pair, outside_labels, pair_out, out_labels, x.loc);
+    if (z_joins_y)
+      return x.b.contract(x.m(outside), pair, outside_labels, pair_out, out_labels, x.loc);
     return x.b.contract(pair, x.m(outside), pair_out, outside_labels, out_labels, x.loc);
   };
 }
@@ -301,7 +315,8 @@ std::optional<Build> exp_to_exp2(const Graph& g, const std::vector<int>& uses, V
     v = g.node(v).operands[0];
   }
   const Node& max = g.node(v);
-  if (max.kind != OpKind::Reduce || max.reduce != ir::ReduceKind::Max || max.operands[0] != a || !one_use(v))
+  if (max.kind != OpKind::Reduce || max.reduce != ir::ReduceKind::Max || max.operands[0] != a ||
+      !one_use(v))
     return std::nullopt;
   std::reverse(layout.begin(), layout.end());
   const auto [y, c] = *scaled;
@@ -326,7 +341,8 @@ std::optional<Build> exp_to_exp2(const Graph& g, const std::vector<int>& uses, V
 // [0, n//2) and [n//2, n) reduced separately and combined with add / max / min (sound for
 // every n: for n = 1 the first half is empty and contributes the identity).
 
-std::optional<Build> split_reduce(const Graph& g, const std::vector<int>&, ValueId id, int variant) {
+std::optional<Build> split_reduce(const Graph& g, const std::vector<int>&, ValueId id,
+                                  int variant) {
   const Node& n = g.node(id);
   if (n.kind != OpKind::Reduce || n.axes.empty()) return std::nullopt;
   const ValueId x = n.operands[0];
@@ -343,11 +359,14 @@ std::optional<Build> split_reduce(const Graph& g, const std::vector<int>&, Value
   const Shape shape = g.node(x).shape;
   const DimExpr size = shape[static_cast<size_t>(last)];
   if (size.as_constant() && *size.as_constant() < 2) return std::nullopt;
-  const OpKind combine = kind == ir::ReduceKind::Sum ? OpKind::Add : kind == ir::ReduceKind::Max ? OpKind::Max : OpKind::Min;
+  const OpKind combine = kind == ir::ReduceKind::Sum   ? OpKind::Add
+                         : kind == ir::ReduceKind::Max ? OpKind::Max
+                                                       : OpKind::Min;
   return [=](Context& b) {
     const DimExpr half = size.floordiv(2);
     const auto k = static_cast<size_t>(last);
-    const ValueId a = b.b.reduce(kind, slice_along(b, b.m(x), shape, k, DimExpr::constant(0), half), axes, b.loc);
+    const ValueId a =
+        b.b.reduce(kind, slice_along(b, b.m(x), shape, k, DimExpr::constant(0), half), axes, b.loc);
     const ValueId c = b.b.reduce(kind, slice_along(b, b.m(x), shape, k, half, size), axes, b.loc);
     return b.b.binary(combine, a, c, b.loc);
   };

@@ -83,7 +83,8 @@ Graph without_dead_values(const Graph& g) {
 std::string to_text(const Site& site) {
   const Rule& r = rule_named(site.rule);
   std::string text = site.rule + " %" + std::to_string(site.node);
-  if (site.variant >= 0 && static_cast<size_t>(site.variant) < r.variants.size() && !r.variants[site.variant].empty())
+  if (site.variant >= 0 && static_cast<size_t>(site.variant) < r.variants.size() &&
+      !r.variants[site.variant].empty())
     text += " " + r.variants[static_cast<size_t>(site.variant)];
   return text;
 }
@@ -92,9 +93,11 @@ Site parse_site(const std::string& line) {
   std::istringstream in(strings::trim(line, strings::kLineBlanks));
   std::string name, node, variant, extra;
   in >> name >> node >> variant >> extra;
-  const std::string expected = "write RULE %NODE [FORM], e.g. 'reciprocal %12' or 'associate %20 right'";
+  const std::string expected =
+      "write RULE %NODE [FORM], e.g. 'reciprocal %12' or 'associate %20 right'";
   if (name.empty() || node.size() < 2 || node[0] != '%' || !extra.empty())
-    throw UserError("malformed rewrite '" + strings::trim(line, strings::kLineBlanks) + "': " + expected);
+    throw UserError("malformed rewrite '" + strings::trim(line, strings::kLineBlanks) +
+                    "': " + expected);
   Site site;
   const Rule& r = rule_named(name);
   site.rule = name;
@@ -103,13 +106,16 @@ Site parse_site(const std::string& line) {
     site.node = static_cast<ValueId>(std::stol(node.substr(1), &used));
     if (used + 1 != node.size() || site.node < 0) throw std::invalid_argument("");
   } catch (const std::exception&) {
-    throw UserError("malformed rewrite '" + strings::trim(line, strings::kLineBlanks) + "': '" + node + "' is not a value number; " + expected);
+    throw UserError("malformed rewrite '" + strings::trim(line, strings::kLineBlanks) + "': '" +
+                    node + "' is not a value number; " + expected);
   }
   const auto at = std::find(r.variants.begin(), r.variants.end(), variant);
   if (at == r.variants.end()) {
     std::string forms;
-    for (const auto& v : r.variants) forms += (forms.empty() ? "" : ", ") + (v.empty() ? "(none)" : v);
-    throw UserError("malformed rewrite '" + strings::trim(line, strings::kLineBlanks) + "': " + name + " has the forms " + forms);
+    for (const auto& v : r.variants)
+      forms += (forms.empty() ? "" : ", ") + (v.empty() ? "(none)" : v);
+    throw UserError("malformed rewrite '" + strings::trim(line, strings::kLineBlanks) +
+                    "': " + name + " has the forms " + forms);
   }
   site.variant = static_cast<int>(at - r.variants.begin());
   return site;
@@ -138,14 +144,16 @@ std::vector<Site> find_sites(const Graph& graph) {
 Graph apply(const Graph& graph, const Site& site) {
   const Rule& r = rule_named(site.rule);
   if (site.node < 0 || static_cast<size_t>(site.node) >= graph.nodes.size())
-    throw UserError("rewrite '" + to_text(site) + "': the graph has no value %" + std::to_string(site.node) +
-                    " (it has %0 to %" + std::to_string(graph.nodes.size() - 1) + ")");
+    throw UserError("rewrite '" + to_text(site) + "': the graph has no value %" +
+                    std::to_string(site.node) + " (it has %0 to %" +
+                    std::to_string(graph.nodes.size() - 1) + ")");
   if (site.variant < 0 || static_cast<size_t>(site.variant) >= r.variants.size())
     throw UserError("rewrite " + site.rule + ": no form number " + std::to_string(site.variant));
   const std::optional<Build> build = r.match(graph, use_counts(graph), site.node, site.variant);
   if (!build)
-    throw UserError("rewrite '" + to_text(site) + "' does not apply: %" + std::to_string(site.node) + " is not a " +
-                    site.rule + " site (see docs/rewrites.md; `ollie check` prints the graph)");
+    throw UserError("rewrite '" + to_text(site) + "' does not apply: %" +
+                    std::to_string(site.node) + " is not a " + site.rule +
+                    " site (see docs/rewrites.md; `ollie check` prints the graph)");
   Graph out = graph;
   out.nodes.clear();
   Builder b(out);
@@ -175,11 +183,14 @@ Graph replay(const Graph& graph, const std::string& chain) {
   int number = 0;
   while (std::getline(in, line)) {
     ++number;
-    if (strings::trim(line, strings::kLineBlanks).empty() || strings::trim(line, strings::kLineBlanks)[0] == '#') continue;
+    if (strings::trim(line, strings::kLineBlanks).empty() ||
+        strings::trim(line, strings::kLineBlanks)[0] == '#')
+      continue;
     try {
       g = apply(g, parse_site(line));
     } catch (const UserError& e) {
-      throw UserError("rewrite chain line " + std::to_string(number) + " ('" + strings::trim(line, strings::kLineBlanks) + "'): " + e.what());
+      throw UserError("rewrite chain line " + std::to_string(number) + " ('" +
+                      strings::trim(line, strings::kLineBlanks) + "'): " + e.what());
     }
   }
   return g;

@@ -41,8 +41,8 @@ std::vector<Site> find_sites(const ir::Graph& graph);
 ir::Graph apply(const ir::Graph& graph, const Site& site);
 
 // Applies a chain of sites, one per line as written by to_text (node numbers refer to
-// the graph after the previous lines; blank lines and # comments are skipped). A line that is malformed
-// or does not apply is a UserError naming the line.
+// the graph after the previous lines; blank lines and # comments are skipped). A line that is
+// malformed or does not apply is a UserError naming the line.
 ir::Graph replay(const ir::Graph& graph, const std::string& chain);
 
 }  // namespace ollie::rewrite

@@ -40,8 +40,8 @@ using Build = std::function<ValueId(Context&)>;
 // A rule's matcher: the Build when the rule applies at value `id` of `g` in its form
 // `variant`, nullopt when it does not; `uses` counts the reads of each value (a result
 // counting as one).
-using Match = std::optional<Build> (*)(const Graph& g, const std::vector<int>& uses,
-                                       ValueId id, int variant);
+using Match = std::optional<Build> (*)(const Graph& g, const std::vector<int>& uses, ValueId id,
+                                       int variant);
 
 // ---------------------------------------------------------------------------------------
 // Helpers the rules of both files build with.

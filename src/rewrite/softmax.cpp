@@ -41,9 +41,12 @@ struct LayoutStep {
 
 ValueId replay_layout(Context& x, ValueId v, const std::vector<LayoutStep>& steps) {
   for (const LayoutStep& s : steps) {
-    if (s.kind == OpKind::Reshape) v = x.b.reshape(v, s.shape, x.loc);
-    else if (s.kind == OpKind::Broadcast) v = x.b.broadcast(v, s.shape, x.loc);
-    else v = x.b.transpose(v, s.perm, x.loc);
+    if (s.kind == OpKind::Reshape)
+      v = x.b.reshape(v, s.shape, x.loc);
+    else if (s.kind == OpKind::Broadcast)
+      v = x.b.broadcast(v, s.shape, x.loc);
+    else
+      v = x.b.transpose(v, s.perm, x.loc);
   }
   return v;
 }
@@ -68,7 +71,8 @@ int fresh_label(std::set<int>& used) {
 // axis a, pushing the slice into v's producer where v is read only here.
 class Blocker {
  public:
-  Blocker(const Graph& g, const std::vector<int>& uses, int64_t block) : g_(g), uses_(uses), block_(block) {}
+  Blocker(const Graph& g, const std::vector<int>& uses, int64_t block)
+      : g_(g), uses_(uses), block_(block) {}
 
   ValueId piece(Context& x, ValueId v, int a, bool blocks, int allowed_uses) {
     const auto key = std::make_tuple(v, a, blocks);
@@ -89,8 +93,9 @@ class Blocker {
 
   ValueId fallback(Context& x, ValueId v, size_t a, bool blocks) {
     const Shape& shape = g_.node(v).shape;
-    const ValueId sliced = blocks ? slice_along(x, x.m(v), shape, a, DimExpr::constant(0), full(shape[a]))
-                                  : slice_along(x, x.m(v), shape, a, full(shape[a]), shape[a]);
+    const ValueId sliced =
+        blocks ? slice_along(x, x.m(v), shape, a, DimExpr::constant(0), full(shape[a]))
+               : slice_along(x, x.m(v), shape, a, full(shape[a]), shape[a]);
     return blocks ? x.b.reshape(sliced, piece_shape(shape, a, true), x.loc) : sliced;
   }
 
@@ -115,7 +120,8 @@ class Blocker {
       const Shape& o_shape = g_.node(o).shape;
       if (o_shape[a] == n.shape[a]) return x.b.broadcast(same(o), shape, x.loc);
       // Broadcast along a: the operand stays whole (size 1 there).
-      const Shape ones = blocks ? replace_axis(o_shape, a, {DimExpr::constant(1), DimExpr::constant(1)}) : o_shape;
+      const Shape ones =
+          blocks ? replace_axis(o_shape, a, {DimExpr::constant(1), DimExpr::constant(1)}) : o_shape;
       return x.b.broadcast(blocks ? x.b.reshape(x.m(o), ones, x.loc) : x.m(o), shape, x.loc);
     }
     if (n.kind == OpKind::Transpose) {
@@ -135,16 +141,20 @@ class Blocker {
     }
     if (n.kind == OpKind::Iota) {
       const int ax = n.axis;
-      if (ax != static_cast<int>(a)) return x.b.iota(shape, blocks && ax > static_cast<int>(a) ? ax + 1 : ax, n.dtype, x.loc);
+      if (ax != static_cast<int>(a))
+        return x.b.iota(shape, blocks && ax > static_cast<int>(a) ? ax + 1 : ax, n.dtype, x.loc);
       if (blocks) {
         const ValueId outer = x.b.iota(shape, ax, n.dtype, x.loc);
-        const ValueId scaled = x.b.binary(OpKind::Mul, outer, splat(x, x.b.constant(static_cast<double>(block_), n.dtype, x.loc), shape), x.loc);
+        const ValueId scaled = x.b.binary(
+            OpKind::Mul, outer,
+            splat(x, x.b.constant(static_cast<double>(block_), n.dtype, x.loc), shape), x.loc);
         return x.b.binary(OpKind::Add, scaled, x.b.iota(shape, ax + 1, n.dtype, x.loc), x.loc);
       }
       const ValueId start = splat(x, x.b.dim_constant(full(n.shape[a]), n.dtype, x.loc), shape);
       return x.b.binary(OpKind::Add, x.b.iota(shape, ax, n.dtype, x.loc), start, x.loc);
     }
-    if (n.kind == OpKind::Contract && distinct(n.out_labels) && distinct(n.lhs_labels) && distinct(n.rhs_labels)) {
+    if (n.kind == OpKind::Contract && distinct(n.out_labels) && distinct(n.lhs_labels) &&
+        distinct(n.rhs_labels)) {
       const int lo = n.out_labels[a];
       std::set<int> used(n.lhs_labels.begin(), n.lhs_labels.end());
       used.insert(n.rhs_labels.begin(), n.rhs_labels.end());
@@ -169,7 +179,8 @@ class Blocker {
         return piece(x, n.operands[side], static_cast<int>(at - labels.begin()), blocks, 1);
       };
       const ValueId lhs = operand(0), rhs = operand(1);
-      return x.b.contract(lhs, rhs, relabel(n.lhs_labels), relabel(n.rhs_labels), relabel(n.out_labels), x.loc);
+      return x.b.contract(lhs, rhs, relabel(n.lhs_labels), relabel(n.rhs_labels),
+                          relabel(n.out_labels), x.loc);
     }
     return fallback(x, v, a, blocks);
   }
@@ -182,12 +193,15 @@ class Blocker {
 
 // The layout ops (each read only by the next) from `outer` down to the first other value;
 // returns that value and the steps from it back out to `outer`.
-std::pair<ValueId, std::vector<LayoutStep>> layout_below(const Graph& g, const std::vector<int>& uses, ValueId outer) {
+std::pair<ValueId, std::vector<LayoutStep>> layout_below(const Graph& g,
+                                                         const std::vector<int>& uses,
+                                                         ValueId outer) {
   std::vector<LayoutStep> steps;
   ValueId v = outer;
   while (true) {
     const Node& n = g.node(v);
-    if (n.kind != OpKind::Reshape && n.kind != OpKind::Broadcast && n.kind != OpKind::Transpose) break;
+    if (n.kind != OpKind::Reshape && n.kind != OpKind::Broadcast && n.kind != OpKind::Transpose)
+      break;
     if (uses[static_cast<size_t>(v)] != 1) break;
     steps.push_back({n.kind, n.shape, n.axes});
     v = n.operands[0];
@@ -219,7 +233,8 @@ std::optional<SoftmaxSite> match_softmax(const Graph& g, const std::vector<int>&
   if (divisor_steps.empty() || use(sum_id) != 1) return std::nullopt;
   m.divisor = divisor_steps;
   const Node& sum = g.node(sum_id);
-  if (sum.kind != OpKind::Reduce || sum.reduce != ir::ReduceKind::Sum || sum.axes.size() != 1) return std::nullopt;
+  if (sum.kind != OpKind::Reduce || sum.reduce != ir::ReduceKind::Sum || sum.axes.size() != 1)
+    return std::nullopt;
   const int k = m.k = sum.axes[0];
   const ValueId e = m.e = sum.operands[0];
   const Node& exp = g.node(e);
@@ -238,8 +253,8 @@ std::optional<SoftmaxSite> match_softmax(const Graph& g, const std::vector<int>&
     return std::nullopt;
   const ValueId max = g.node(kept).operands[0];
   const Node& mx = g.node(max);
-  if (mx.kind != OpKind::Reduce || mx.reduce != ir::ReduceKind::Max || mx.axes != std::vector<int>{k} ||
-      mx.operands[0] != s || use(max) != 1)
+  if (mx.kind != OpKind::Reduce || mx.reduce != ir::ReduceKind::Max ||
+      mx.axes != std::vector<int>{k} || mx.operands[0] != s || use(max) != 1)
     return std::nullopt;
   const DimExpr len = s_shape[static_cast<size_t>(k)];
   // The numerator: e itself (softmax) or contract(e, v) summing over k (attention).
@@ -247,14 +262,19 @@ std::optional<SoftmaxSite> match_softmax(const Graph& g, const std::vector<int>&
   if (num != e) {
     const Node& c = g.node(num);
     if (c.kind != OpKind::Contract || use(num) != 1) return std::nullopt;
-    if (c.operands[0] == e && c.operands[1] != e) m.side = 0;
-    else if (c.operands[1] == e && c.operands[0] != e) m.side = 1;
-    else return std::nullopt;
+    if (c.operands[0] == e && c.operands[1] != e)
+      m.side = 0;
+    else if (c.operands[1] == e && c.operands[0] != e)
+      m.side = 1;
+    else
+      return std::nullopt;
     const std::vector<int>& el = m.side == 0 ? c.lhs_labels : c.rhs_labels;
     const std::vector<int>& vl = m.side == 0 ? c.rhs_labels : c.lhs_labels;
     if (!distinct(el) || !distinct(vl) || !distinct(c.out_labels)) return std::nullopt;
     const int lk = el[static_cast<size_t>(k)];
-    auto in_out = [&](int l) { return std::count(c.out_labels.begin(), c.out_labels.end(), l) > 0; };
+    auto in_out = [&](int l) {
+      return std::count(c.out_labels.begin(), c.out_labels.end(), l) > 0;
+    };
     if (in_out(lk)) return std::nullopt;
     // Every other axis of e survives into the output: the block weights scale output elements.
     for (int l : el)
@@ -262,7 +282,8 @@ std::optional<SoftmaxSite> match_softmax(const Graph& g, const std::vector<int>&
     const auto at = std::find(vl.begin(), vl.end(), lk);
     if (at == vl.end()) return std::nullopt;
     m.kv = static_cast<int>(at - vl.begin());
-    if (g.node(c.operands[static_cast<size_t>(1 - m.side)]).shape[static_cast<size_t>(m.kv)] != len) return std::nullopt;
+    if (g.node(c.operands[static_cast<size_t>(1 - m.side)]).shape[static_cast<size_t>(m.kv)] != len)
+      return std::nullopt;
   }
   return m;
 }
@@ -280,7 +301,8 @@ std::optional<Build> flash(const Graph& g, const std::vector<int>& uses, ValueId
   const DimExpr len = s_shape[static_cast<size_t>(k)];
   // Blocks of T, not tiny, at least two at the bound dims.
   const int64_t block = kFlashBlocks.at(static_cast<size_t>(variant));
-  if (block < kFlashMinBlock || len.evaluate(g.bound_dims) / block < kFlashMinBlocks) return std::nullopt;
+  if (block < kFlashMinBlock || len.evaluate(g.bound_dims) / block < kFlashMinBlocks)
+    return std::nullopt;
   const ir::DType t = g.node(s).dtype;
   const Node contract = side >= 0 ? g.node(num) : Node{};
   const std::vector<LayoutStep> divisor = site->divisor;
@@ -299,12 +321,15 @@ std::optional<Build> flash(const Graph& g, const std::vector<int>& uses, ValueId
     const Shape blk_shape = x.b.node(sb).shape;
     const Shape stat_shape = replace_axis(s_shape, ka, {len.floordiv(block)});
     const ValueId m_b = x.b.reduce(ir::ReduceKind::Max, sb, {k + 1}, x.loc);
-    const ValueId ninf = splat(x, x.b.constant(-std::numeric_limits<double>::infinity(), t, x.loc), stat_shape);
+    const ValueId ninf =
+        splat(x, x.b.constant(-std::numeric_limits<double>::infinity(), t, x.loc), stat_shape);
     const ValueId zero = splat(x, x.b.constant(0.0, t, x.loc), stat_shape);
     const ValueId m_safe = x.b.select(x.b.binary(OpKind::Eq, m_b, ninf, x.loc), zero, m_b, x.loc);
     const Shape m_kept = replace_axis(blk_shape, ka + 1, {DimExpr::constant(1)});
     const ValueId e_b = x.b.unary(
-        exp_kind, x.b.binary(OpKind::Sub, sb, x.b.broadcast(x.b.reshape(m_safe, m_kept, x.loc), blk_shape, x.loc), x.loc),
+        exp_kind,
+        x.b.binary(OpKind::Sub, sb,
+                   x.b.broadcast(x.b.reshape(m_safe, m_kept, x.loc), blk_shape, x.loc), x.loc),
         x.loc);
     const ValueId l_b = x.b.reduce(ir::ReduceKind::Sum, e_b, {k + 1}, x.loc);
     // Attention: o_b = e_b . v_blk, the block axis next to e's other axes.
@@ -338,23 +363,34 @@ std::optional<Build> flash(const Graph& g, const std::vector<int>& uses, ValueId
     }
     const ValueId st = blocker.piece(x, s, k, false, s_uses);
     const Shape tail_shape = x.b.node(st).shape;
-    const ValueId big =
-        x.b.binary(OpKind::Max, x.b.reduce(ir::ReduceKind::Max, m_b, {k}, x.loc), x.b.reduce(ir::ReduceKind::Max, st, {k}, x.loc), x.loc);
+    const ValueId big = x.b.binary(OpKind::Max, x.b.reduce(ir::ReduceKind::Max, m_b, {k}, x.loc),
+                                   x.b.reduce(ir::ReduceKind::Max, st, {k}, x.loc), x.loc);
     const Shape row_kept = replace_axis(s_shape, ka, {DimExpr::constant(1)});
-    auto big_over = [&](const Shape& over) { return x.b.broadcast(x.b.reshape(big, row_kept, x.loc), over, x.loc); };
-    const ValueId w_b = x.b.unary(exp_kind, x.b.binary(OpKind::Sub, m_b, big_over(stat_shape), x.loc), x.loc);
-    const ValueId e_t = x.b.unary(exp_kind, x.b.binary(OpKind::Sub, st, big_over(tail_shape), x.loc), x.loc);
-    const ValueId l_new = x.b.binary(OpKind::Add, x.b.reduce(ir::ReduceKind::Sum, x.b.binary(OpKind::Mul, w_b, l_b, x.loc), {k}, x.loc),
-                                     x.b.reduce(ir::ReduceKind::Sum, e_t, {k}, x.loc), x.loc);
+    auto big_over = [&](const Shape& over) {
+      return x.b.broadcast(x.b.reshape(big, row_kept, x.loc), over, x.loc);
+    };
+    const ValueId w_b =
+        x.b.unary(exp_kind, x.b.binary(OpKind::Sub, m_b, big_over(stat_shape), x.loc), x.loc);
+    const ValueId e_t =
+        x.b.unary(exp_kind, x.b.binary(OpKind::Sub, st, big_over(tail_shape), x.loc), x.loc);
+    const ValueId l_new = x.b.binary(
+        OpKind::Add,
+        x.b.reduce(ir::ReduceKind::Sum, x.b.binary(OpKind::Mul, w_b, l_b, x.loc), {k}, x.loc),
+        x.b.reduce(ir::ReduceKind::Sum, e_t, {k}, x.loc), x.loc);
     const ValueId scale = replay_layout(x, l_new, divisor);
     if (!attention) {
-      const ValueId e_full = x.b.unary(exp_kind, x.b.binary(OpKind::Sub, x.m(s), big_over(s_shape), x.loc), x.loc);
+      const ValueId e_full =
+          x.b.unary(exp_kind, x.b.binary(OpKind::Sub, x.m(s), big_over(s_shape), x.loc), x.loc);
       return x.b.binary(OpKind::Div, e_full, scale, x.loc);
     }
     const ValueId vt = blocker.piece(x, v, kv, false, 1);
-    const ValueId o_blocks = x.b.contract(w_b, o_b, w_labels, ob_labels, contract.out_labels, x.loc);
-    const ValueId o_tail = side == 0 ? x.b.contract(e_t, vt, contract.lhs_labels, contract.rhs_labels, contract.out_labels, x.loc)
-                                     : x.b.contract(vt, e_t, contract.lhs_labels, contract.rhs_labels, contract.out_labels, x.loc);
+    const ValueId o_blocks =
+        x.b.contract(w_b, o_b, w_labels, ob_labels, contract.out_labels, x.loc);
+    const ValueId o_tail = side == 0
+                               ? x.b.contract(e_t, vt, contract.lhs_labels, contract.rhs_labels,
+                                              contract.out_labels, x.loc)
+                               : x.b.contract(vt, e_t, contract.lhs_labels, contract.rhs_labels,
+                                              contract.out_labels, x.loc);
     return x.b.binary(OpKind::Div, x.b.binary(OpKind::Add, o_blocks, o_tail, x.loc), scale, x.loc);
   };
 }

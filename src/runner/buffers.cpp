@@ -65,8 +65,8 @@ void load(const char* src, ir::DType dtype, std::vector<double>& values) {
 }  // namespace
 
 Mapping::Mapping(int fd, size_t bytes, bool populate) : bytes_(bytes) {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                 MAP_SHARED | (populate ? MAP_POPULATE : 0), fd, 0);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | (populate ? MAP_POPULATE : 0),
+                 fd, 0);
   if (p == MAP_FAILED)
     throw UserError(std::string("runner: cannot map the buffer memory: ") + std::strerror(errno));
   base_ = static_cast<char*>(p);
@@ -79,7 +79,8 @@ std::vector<int64_t> bound_dims(const ir::Graph& graph) {
   for (const auto& name : graph.dims) {
     auto it = graph.bound_dims.find(name);
     if (it == graph.bound_dims.end())
-      throw UserError("runner: dim '" + name + "' has no value; bind it in DIMS or with --dims " + name + "=...");
+      throw UserError("runner: dim '" + name + "' has no value; bind it in DIMS or with --dims " +
+                      name + "=...");
     dims.push_back(it->second);
   }
   return dims;
@@ -87,47 +88,53 @@ std::vector<int64_t> bound_dims(const ir::Graph& graph) {
 
 void check_inputs(const ir::Graph& graph, const std::vector<interp::Tensor>& inputs) {
   if (inputs.size() != graph.params.size())
-    throw UserError("runner: the kernel '" + graph.entry + "' takes " + std::to_string(graph.params.size()) +
-                    " inputs but " + std::to_string(inputs.size()) + " were given; pass one tensor per parameter");
+    throw UserError("runner: the kernel '" + graph.entry + "' takes " +
+                    std::to_string(graph.params.size()) + " inputs but " +
+                    std::to_string(inputs.size()) + " were given; pass one tensor per parameter");
   for (size_t i = 0; i < graph.params.size(); ++i) {
     auto shape = ir::evaluate_shape(graph.params[i].shape, graph.bound_dims);
     if (shape != inputs[i].shape)
-      throw UserError("runner: input '" + graph.params[i].name + "' has shape " + shape_text(inputs[i].shape) +
-                      " but the kernel expects " + shape_text(shape) + " at the bound dims");
+      throw UserError("runner: input '" + graph.params[i].name + "' has shape " +
+                      shape_text(inputs[i].shape) + " but the kernel expects " + shape_text(shape) +
+                      " at the bound dims");
     if (static_cast<int64_t>(inputs[i].data.size()) != ir::element_count(shape))
-      throw UserError("runner: input '" + graph.params[i].name + "' holds " + std::to_string(inputs[i].data.size()) +
-                      " values but its shape " + shape_text(shape) + " needs " +
-                      std::to_string(ir::element_count(shape)));
+      throw UserError("runner: input '" + graph.params[i].name + "' holds " +
+                      std::to_string(inputs[i].data.size()) + " values but its shape " +
+                      shape_text(shape) + " needs " + std::to_string(ir::element_count(shape)));
   }
 }
 
 std::vector<Slot> input_slots(const ir::Graph& graph, Role role) {
   std::vector<Slot> slots;
-  for (const auto& p : graph.params) slots.push_back({p.dtype, ir::evaluate_shape(p.shape, graph.bound_dims), role});
+  for (const auto& p : graph.params)
+    slots.push_back({p.dtype, ir::evaluate_shape(p.shape, graph.bound_dims), role});
   return slots;
 }
 
 std::vector<Slot> output_slots(const ir::Graph& graph, Role role) {
   std::vector<Slot> slots;
-  for (const auto& r : graph.results) slots.push_back({r.dtype, ir::evaluate_shape(r.shape, graph.bound_dims), role});
+  for (const auto& r : graph.results)
+    slots.push_back({r.dtype, ir::evaluate_shape(r.shape, graph.bound_dims), role});
   return slots;
 }
 
-Layout plan(const ir::Graph& graph, std::vector<Slot> slots, uint64_t header_bytes, uint64_t results_bytes,
-            Placement placement) {
+Layout plan(const ir::Graph& graph, std::vector<Slot> slots, uint64_t header_bytes,
+            uint64_t results_bytes, Placement placement) {
   Layout layout;
   layout.dims = bound_dims(graph);
   layout.slots = std::move(slots);
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  layout.header_size =
-      round_up(header_bytes + layout.slots.size() * sizeof(proto::Buffer) + layout.dims.size() * sizeof(int64_t), page);
+  layout.header_size = round_up(header_bytes + layout.slots.size() * sizeof(proto::Buffer) +
+                                    layout.dims.size() * sizeof(int64_t),
+                                page);
   uint64_t cursor = layout.header_size;
   for (const Slot& slot : layout.slots) {
     cursor += page;  // guard page before every buffer
     const uint64_t bytes = slot.bytes();
     const uint64_t span = round_up(std::max<uint64_t>(bytes, 1), page);
-    const uint64_t offset =
-        placement == Placement::End && bytes > 0 ? cursor + span - round_up(bytes, proto::kAlignment) : cursor;
+    const uint64_t offset = placement == Placement::End && bytes > 0
+                                ? cursor + span - round_up(bytes, proto::kAlignment)
+                                : cursor;
     layout.buffers.push_back({offset, bytes});
     cursor += span;
   }
@@ -171,13 +178,16 @@ std::string check_slack(const char* base, const Layout& layout, const ir::Graph&
         if (static_cast<unsigned char>(base[i]) != 0xFF) return false;
       return true;
     };
-    const std::string name = graph.results.size() > 1 ? "output " + std::to_string(output % graph.results.size())
-                                                      : "the output";
+    const std::string name = graph.results.size() > 1
+                                 ? "output " + std::to_string(output % graph.results.size())
+                                 : "the output";
     if (!intact(end, last))
-      return "the kernel wrote past the end of " + name + " (into the bytes between its last element and the "
+      return "the kernel wrote past the end of " + name +
+             " (into the bytes between its last element and the "
              "guard page after it)";
     if (!intact(first, buf.offset))
-      return "the kernel wrote before the start of " + name + " (into the bytes between the guard page and its first element)";
+      return "the kernel wrote before the start of " + name +
+             " (into the bytes between the guard page and its first element)";
     ++output;
   }
   return "";

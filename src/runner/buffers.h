@@ -40,16 +40,17 @@ struct Slot {
   std::vector<int64_t> shape;
   Role role = Role::Input;
   uint64_t bytes() const {
-    return static_cast<uint64_t>(ir::element_count(shape)) * static_cast<uint64_t>(ir::dtype_bytes(dtype));
+    return static_cast<uint64_t>(ir::element_count(shape)) *
+           static_cast<uint64_t>(ir::dtype_bytes(dtype));
   }
 };
 
 struct Layout {
-  std::vector<Slot> slots;                       // in buffer-table order
-  std::vector<protocol::Buffer> buffers;            // the same order
+  std::vector<Slot> slots;                // in buffer-table order
+  std::vector<protocol::Buffer> buffers;  // the same order
   std::vector<int64_t> dims;
   uint64_t header_size = 0;
-  uint64_t results_offset = 0;                   // timed mode
+  uint64_t results_offset = 0;  // timed mode
   uint64_t total_size = 0;
 };
 

@@ -53,7 +53,8 @@ std::string default_runner_path() {
 void check_entry_symbol(const std::string& name) {
   bool ok = !name.empty() && !(name[0] >= '0' && name[0] <= '9');
   for (char c : name)
-    ok = ok && (c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'));
+    ok = ok &&
+         (c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'));
   if (!ok)
     throw UserError("runner: the entry symbol '" + name +
                     "' is not a C identifier; name an extern \"C\" function such as ollie_entry");
@@ -69,11 +70,13 @@ struct Named {
 // the request's values into the buffers, writing every byte of each buffer of role
 // `filled`; every other byte after the header is 0xFF.
 template <typename Fill>
-Fd make_request(const std::vector<Named>& kernels, const Layout& layout, proto::RequestHeader header,
-                const Options& options, Role filled, const Fill& fill) {
+Fd make_request(const std::vector<Named>& kernels, const Layout& layout,
+                proto::RequestHeader header, const Options& options, Role filled,
+                const Fill& fill) {
   Fd fd(memfd_create("ollie-buffers", MFD_CLOEXEC));
   if (fd.get() < 0) fail_errno("memfd_create");
-  if (ftruncate(fd.get(), static_cast<off_t>(layout.total_size)) != 0) fail_errno("cannot size the buffer memory");
+  if (ftruncate(fd.get(), static_cast<off_t>(layout.total_size)) != 0)
+    fail_errno("cannot size the buffer memory");
   Mapping map(fd.get(), layout.total_size, /*populate=*/true);
   char* base = map.base();
   poison_around(base, layout, filled);
@@ -96,7 +99,8 @@ Fd make_request(const std::vector<Named>& kernels, const Layout& layout, proto::
   if (options.sandbox) {
     header.memory_bytes = options.memory_bytes;
     // CPU time of all threads: the wall limit times the threads that may run, plus slack.
-    const double threads = options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+    const double threads =
+        options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
     header.cpu_seconds = static_cast<uint64_t>(std::ceil(options.timeout_seconds * threads)) + 1;
   }
   header.parent_pid = static_cast<uint64_t>(getpid());
@@ -116,12 +120,15 @@ Fd make_request(const std::vector<Named>& kernels, const Layout& layout, proto::
   return fd;
 }
 
-bool has_prefix(const char* s, const char* prefix) { return std::strncmp(s, prefix, std::strlen(prefix)) == 0; }
+bool has_prefix(const char* s, const char* prefix) {
+  return std::strncmp(s, prefix, std::strlen(prefix)) == 0;
+}
 
 // The OpenMP settings that change how a kernel's threads wait and where they run: fixed
 // for timing (Options::steady_openmp), not inherited.
-constexpr const char* kOpenMpWaitAndPlacement[] = {"OMP_WAIT_POLICY=", "GOMP_SPINCOUNT=", "OMP_PROC_BIND=",
-                                                   "OMP_PLACES=", "GOMP_CPU_AFFINITY=", "OMP_DYNAMIC="};
+constexpr const char* kOpenMpWaitAndPlacement[] = {
+    "OMP_WAIT_POLICY=", "GOMP_SPINCOUNT=",    "OMP_PROC_BIND=",
+    "OMP_PLACES=",      "GOMP_CPU_AFFINITY=", "OMP_DYNAMIC="};
 
 // The child's environment: ours, with OMP_NUM_THREADS replaced when asked, for timing
 // the OpenMP wait policy fixed, and for a sanitizer run the runtime preloaded and its
@@ -134,8 +141,8 @@ std::vector<std::string> child_environment(const Options& options) {
         std::any_of(std::begin(kOpenMpWaitAndPlacement), std::end(kOpenMpWaitAndPlacement),
                     [&](const char* name) { return has_prefix(*e, name); }))
       continue;
-    if (options.sanitize &&
-        (has_prefix(*e, "LD_PRELOAD=") || has_prefix(*e, "ASAN_OPTIONS=") || has_prefix(*e, "UBSAN_OPTIONS=")))
+    if (options.sanitize && (has_prefix(*e, "LD_PRELOAD=") || has_prefix(*e, "ASAN_OPTIONS=") ||
+                             has_prefix(*e, "UBSAN_OPTIONS=")))
       continue;
     env.emplace_back(*e);
   }
@@ -147,9 +154,11 @@ std::vector<std::string> child_environment(const Options& options) {
     env.push_back("LD_PRELOAD=" + options.sanitizer_runtime);
     // No leak check (it stops the world with ptrace), no symbolizer (it opens files and
     // may spawn one): frames print as module+offset.
-    env.push_back("ASAN_OPTIONS=detect_leaks=0:symbolize=0:abort_on_error=0:disable_coredump=1:color=never:" +
+    env.push_back(
+        "ASAN_OPTIONS=detect_leaks=0:symbolize=0:abort_on_error=0:disable_coredump=1:color=never:" +
+        exitcode);
+    env.push_back("UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:symbolize=0:color=never:" +
                   exitcode);
-    env.push_back("UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:symbolize=0:color=never:" + exitcode);
   }
   return env;
 }
@@ -194,8 +203,8 @@ process::Pipe child_pipe() {
 // Empty when there is no report.
 std::string sanitizer_report(const std::string& text, const std::string& so_path) {
   size_t at = std::string::npos;
-  for (const char* marker :
-       {"ERROR: AddressSanitizer", "runtime error:", "AddressSanitizer", "UndefinedBehaviorSanitizer"})
+  for (const char* marker : {"ERROR: AddressSanitizer", "runtime error:", "AddressSanitizer",
+                             "UndefinedBehaviorSanitizer"})
     if ((at = text.find(marker)) != std::string::npos) break;
   if (at == std::string::npos) return "";
   at = text.rfind('\n', at);
@@ -206,7 +215,8 @@ std::string sanitizer_report(const std::string& text, const std::string& so_path
     end = text.find('\n', at);
     if (end == std::string::npos) end = text.size();
     std::string line = text.substr(at, end - at);
-    if (line.rfind("Shadow bytes around", 0) == 0 || line.rfind("SUMMARY:", 0) == 0 || line.rfind("HINT:", 0) == 0)
+    if (line.rfind("Shadow bytes around", 0) == 0 || line.rfind("SUMMARY:", 0) == 0 ||
+        line.rfind("HINT:", 0) == 0)
       break;
     if (line.size() > 2 && line[0] == '=' && line[1] == '=') {  // "==1234==ERROR: ..."
       const size_t close = line.find("==", 2);
@@ -215,7 +225,8 @@ std::string sanitizer_report(const std::string& text, const std::string& so_path
     const size_t frame = line.find_first_not_of(' ');
     if (frame == std::string::npos || line.find_first_not_of('=') == std::string::npos) continue;
     const bool in_stack = line[frame] == '#';
-    if (in_stack && line.compare(frame, 3, "#0 ") != 0 && line.find(so_path) == std::string::npos) continue;
+    if (in_stack && line.compare(frame, 3, "#0 ") != 0 && line.find(so_path) == std::string::npos)
+      continue;
     out += (out.empty() ? "" : "\n") + line;
     ++lines;
   }
@@ -226,12 +237,13 @@ std::string sanitizer_report(const std::string& text, const std::string& so_path
 // how it ended into an Outcome: Ok (with the child's `seconds`) only when it reported
 // success and exited cleanly. `what` names the kernel for load errors; `so_path` is the
 // library whose frames a sanitizer report keeps.
-Outcome execute(const std::string& runner, int memfd, const std::string& what, const std::string& so_path,
-                const Options& options) {
+Outcome execute(const std::string& runner, int memfd, const std::string& what,
+                const std::string& so_path, const Options& options) {
   process::Pipe report = child_pipe();
   const auto start = Clock::now();
-  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(std::max(0.0, options.timeout_seconds)));
+  const auto deadline =
+      start + std::chrono::duration_cast<Clock::duration>(
+                  std::chrono::duration<double>(std::max(0.0, options.timeout_seconds)));
   // What a sanitizer run's child writes to stderr: the first 64 KiB are kept, the rest
   // is read and dropped (so the child never blocks on a full pipe).
   process::Pipe stderr_pipe;
@@ -256,13 +268,14 @@ Outcome execute(const std::string& runner, int memfd, const std::string& what, c
   // What a kernel writes to stderr ends up in messages and JSON certificates, which must
   // stay valid text.
   const std::string stderr_text = strings::printable(std::move(capture.text()));
-  if (WIFEXITED(wait_status) && options.sanitize && WEXITSTATUS(wait_status) == proto::kSanitizerExitCode) {
+  if (WIFEXITED(wait_status) && options.sanitize &&
+      WEXITSTATUS(wait_status) == proto::kSanitizerExitCode) {
     outcome.status = Status::Sanitizer;
     outcome.message = sanitizer_report(stderr_text, so_path);
     if (outcome.message.empty())
       outcome.message = "the runner exited with the sanitizer's exit code " +
-                        std::to_string(proto::kSanitizerExitCode) + " but printed no report (stderr: " +
-                        stderr_text.substr(0, 500) + ")";
+                        std::to_string(proto::kSanitizerExitCode) +
+                        " but printed no report (stderr: " + stderr_text.substr(0, 500) + ")";
     return outcome;
   }
   // Whatever else ends a sanitizer run badly, what the child printed says more.
@@ -274,7 +287,8 @@ Outcome execute(const std::string& runner, int memfd, const std::string& what, c
   if (!exited) {
     outcome.status = Status::Timeout;
     char text[128];
-    std::snprintf(text, sizeof text, "the kernel did not finish within %g s and was killed", options.timeout_seconds);
+    std::snprintf(text, sizeof text, "the kernel did not finish within %g s and was killed",
+                  options.timeout_seconds);
     outcome.message = text;
     return with_stderr(outcome);
   }
@@ -295,8 +309,10 @@ Outcome execute(const std::string& runner, int memfd, const std::string& what, c
     const std::string signal_text = process::signal_name(outcome.signal);
     if (outcome.signal == SIGSYS && options.sandbox) {
       outcome.status = Status::Forbidden;
-      outcome.message = "the kernel made a forbidden system call (files, sockets, processes and exec are "
-                        "closed to kernels) and was killed by " + signal_text;
+      outcome.message =
+          "the kernel made a forbidden system call (files, sockets, processes and exec are "
+          "closed to kernels) and was killed by " +
+          signal_text;
     } else if (outcome.signal == SIGXCPU && options.sandbox) {
       outcome.status = Status::Timeout;
       outcome.message = "the kernel used up its CPU time and was killed by " + signal_text;
@@ -309,7 +325,8 @@ Outcome execute(const std::string& runner, int memfd, const std::string& what, c
   const int code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
   if (!has_report || header.magic != proto::kReportMagic) {
     outcome.status = code != 0 ? Status::Crash : Status::ProtocolError;
-    outcome.message = "the runner exited with status " + std::to_string(code) + " without reporting" +
+    outcome.message = "the runner exited with status " + std::to_string(code) +
+                      " without reporting" +
                       (code != 0 ? " (the kernel called exit?)" : " (the kernel called exit(0)?)");
     return with_stderr(outcome);
   }
@@ -326,8 +343,7 @@ Outcome execute(const std::string& runner, int memfd, const std::string& what, c
       outcome.status = Status::OutOfMemory;
       outcome.message = message;
       return with_stderr(outcome);
-    case proto::ReportStatus::Ok:
-      break;
+    case proto::ReportStatus::Ok: break;
     default:
       outcome.status = Status::ProtocolError;
       outcome.message = "the runner sent an unknown report status " + std::to_string(header.status);
@@ -335,7 +351,8 @@ Outcome execute(const std::string& runner, int memfd, const std::string& what, c
   }
   if (code != 0) {
     outcome.status = Status::Crash;
-    outcome.message = "the runner exited with status " + std::to_string(code) + " after the kernel returned";
+    outcome.message =
+        "the runner exited with status " + std::to_string(code) + " after the kernel returned";
     return with_stderr(outcome);
   }
   outcome.status = Status::Ok;
@@ -344,15 +361,17 @@ Outcome execute(const std::string& runner, int memfd, const std::string& what, c
   return outcome;
 }
 
-
 std::string find_runner(const Options& options) {
-  const std::string runner = options.runner_path.empty() ? default_runner_path() : options.runner_path;
+  const std::string runner =
+      options.runner_path.empty() ? default_runner_path() : options.runner_path;
   if (access(runner.c_str(), X_OK) != 0)
     throw UserError("runner: no runner executable at '" + runner +
                     "'; build the ollie-runner target next to ollie, or set the runner path");
-  if (options.sanitize && (options.sanitizer_runtime.empty() || access(options.sanitizer_runtime.c_str(), R_OK) != 0))
+  if (options.sanitize &&
+      (options.sanitizer_runtime.empty() || access(options.sanitizer_runtime.c_str(), R_OK) != 0))
     throw UserError("runner: a sanitizer run needs the AddressSanitizer runtime to preload, and '" +
-                    options.sanitizer_runtime + "' is not a readable file; install libasan for the compiler " +
+                    options.sanitizer_runtime +
+                    "' is not a readable file; install libasan for the compiler " +
                     "(its path is `g++ -print-file-name=libasan.so`)");
   return runner;
 }
@@ -373,9 +392,10 @@ const char* status_name(Status s) {
   return "unknown";
 }
 
-Outcome run(const std::string& so_path, const ir::Graph& graph, const std::vector<interp::Tensor>& inputs,
-            const Options& options) {
-  Outcome outcome = run_calls(so_path, graph, std::vector<const std::vector<interp::Tensor>*>{&inputs}, options);
+Outcome run(const std::string& so_path, const ir::Graph& graph,
+            const std::vector<interp::Tensor>& inputs, const Options& options) {
+  Outcome outcome =
+      run_calls(so_path, graph, std::vector<const std::vector<interp::Tensor>*>{&inputs}, options);
   if (outcome.status == Status::Ok) outcome.outputs = std::move(outcome.call_outputs[0]);
   outcome.call_outputs.clear();
   return outcome;
@@ -389,7 +409,8 @@ Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
 }
 
 Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
-                  const std::vector<const std::vector<interp::Tensor>*>& calls, const Options& options) {
+                  const std::vector<const std::vector<interp::Tensor>*>& calls,
+                  const Options& options) {
   const std::string runner = find_runner(options);
   check_entry_symbol(options.entry_symbol);
   if (calls.empty()) throw UserError("runner: no calls to make");
@@ -402,8 +423,10 @@ Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
   }
   std::vector<Named> kernels;
   kernels.push_back({so_path, options.entry_symbol});
-  const Layout layout = plan(graph, std::move(slots), sizeof(proto::RequestHeader) + so_path.size() +
-                                                          options.entry_symbol.size(), 0, options.placement);
+  const Layout layout =
+      plan(graph, std::move(slots),
+           sizeof(proto::RequestHeader) + so_path.size() + options.entry_symbol.size(), 0,
+           options.placement);
   proto::RequestHeader header{};
   header.n_inputs = static_cast<uint32_t>(n_in);
   header.n_outputs = static_cast<uint32_t>(n_out);
@@ -411,7 +434,8 @@ Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
   Fd memfd = make_request(kernels, layout, header, options, Role::Input, [&](char* base) {
     for (size_t c = 0; c < calls.size(); ++c)
       for (size_t i = 0; i < n_in; ++i)
-        store(base + layout.buffers[c * per_call + i].offset, layout.slots[i].dtype, (*calls[c])[i].data);
+        store(base + layout.buffers[c * per_call + i].offset, layout.slots[i].dtype,
+              (*calls[c])[i].data);
     if (options.plausible_outputs) {
       // Finite, ordinary-looking values instead of the poison: a kernel that skips work
       // when its outputs already look written returns these, and fails.
@@ -420,7 +444,8 @@ Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
         for (size_t i = n_in; i < per_call; ++i) {
           std::vector<double> values(static_cast<size_t>(ir::element_count(layout.slots[i].shape)));
           for (double& x : values)
-            x = layout.slots[i].dtype == ir::DType::Bool ? 1.0 : std::round(random::normal(rng) * 4) / 4;
+            x = layout.slots[i].dtype == ir::DType::Bool ? 1.0
+                                                         : std::round(random::normal(rng) * 4) / 4;
           store(base + layout.buffers[c * per_call + i].offset, layout.slots[i].dtype, values);
         }
     }
@@ -436,20 +461,23 @@ Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
   }
   for (size_t c = 0; c < calls.size(); ++c) {
     std::vector<interp::Tensor> outputs;
-    for (size_t r = 0; r < n_out; ++r) outputs.push_back(read_tensor(map.base(), layout, c * per_call + n_in + r));
+    for (size_t r = 0; r < n_out; ++r)
+      outputs.push_back(read_tensor(map.base(), layout, c * per_call + n_in + r));
     outcome.call_outputs.push_back(std::move(outputs));
   }
   return outcome;
 }
 
 TimedOutcome time_kernels(const std::vector<Kernel>& kernels, const ir::Graph& graph,
-                          const std::vector<std::vector<interp::Tensor>>& input_sets, const Options& options,
-                          const TimingOptions& timing) {
+                          const std::vector<std::vector<interp::Tensor>>& input_sets,
+                          const Options& options, const TimingOptions& timing) {
   const std::string runner = find_runner(options);
   if (kernels.empty() || kernels.size() > 2)
-    throw UserError("runner: time one kernel, or two side by side (" + std::to_string(kernels.size()) + " given)");
+    throw UserError("runner: time one kernel, or two side by side (" +
+                    std::to_string(kernels.size()) + " given)");
   if (input_sets.empty()) throw UserError("runner: timing needs at least one set of inputs");
-  if (timing.max_rounds < 1 || timing.min_rounds < 1 || timing.min_rounds > timing.max_rounds || timing.warmup_rounds < 0)
+  if (timing.max_rounds < 1 || timing.min_rounds < 1 || timing.min_rounds > timing.max_rounds ||
+      timing.warmup_rounds < 0)
     throw UserError("runner: timing needs 1 <= min rounds <= max rounds and warm-up rounds >= 0");
   std::vector<Named> named;
   uint64_t header_bytes = sizeof(proto::RequestHeader);
@@ -468,8 +496,10 @@ TimedOutcome time_kernels(const std::vector<Kernel>& kernels, const ir::Graph& g
     for (size_t s = 0; s < n_sets; ++s)
       for (Slot& slot : output_slots(graph, Role::Check)) slots.push_back(std::move(slot));
   const uint64_t results_bytes =
-      sizeof(proto::TimedResults) + kernels.size() * static_cast<uint64_t>(timing.max_rounds) * sizeof(double);
-  const Layout layout = plan(graph, std::move(slots), header_bytes, results_bytes, options.placement);
+      sizeof(proto::TimedResults) +
+      kernels.size() * static_cast<uint64_t>(timing.max_rounds) * sizeof(double);
+  const Layout layout =
+      plan(graph, std::move(slots), header_bytes, results_bytes, options.placement);
 
   proto::RequestHeader header{};
   header.n_inputs = static_cast<uint32_t>(n_in);
@@ -493,7 +523,8 @@ TimedOutcome time_kernels(const std::vector<Kernel>& kernels, const ir::Graph& g
   });
 
   std::string what;
-  for (const Kernel& k : kernels) what += (what.empty() ? "'" : " or '") + k.so_path + "' (" + k.entry_symbol + ")";
+  for (const Kernel& k : kernels)
+    what += (what.empty() ? "'" : " or '") + k.so_path + "' (" + k.entry_symbol + ")";
   TimedOutcome timed;
   static_cast<Outcome&>(timed) = execute(runner, memfd.get(), what, kernels[0].so_path, child);
   if (timed.status != Status::Ok) return timed;
@@ -521,7 +552,8 @@ TimedOutcome time_kernels(const std::vector<Kernel>& kernels, const ir::Graph& g
     for (size_t s = 0; s < n_sets; ++s) {
       std::vector<interp::Tensor> outputs;
       for (size_t r = 0; r < n_out; ++r)
-        outputs.push_back(read_tensor(map.base(), layout, n_in + n_out + n_sets * n_in + (k * n_sets + s) * n_out + r));
+        outputs.push_back(read_tensor(map.base(), layout,
+                                      n_in + n_out + n_sets * n_in + (k * n_sets + s) * n_out + r));
       per_set.push_back(std::move(outputs));
     }
     timed.set_outputs.push_back(std::move(per_set));

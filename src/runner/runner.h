@@ -22,10 +22,12 @@ namespace ollie::runner {
 enum class Placement { Start, End };
 
 struct Options {
-  double timeout_seconds = 60;      // wall-clock limit of one run; the child is killed after it
-  std::string runner_path;          // default: "ollie-runner" next to the running executable (/proc/self/exe)
-  int threads = 0;                  // OMP_NUM_THREADS for the child; 0 = leave as is
-  std::string entry_symbol = "ollie_entry";  // the adapter entry to call (build::AdapterNames::entry)
+  double timeout_seconds = 60;  // wall-clock limit of one run; the child is killed after it
+  std::string
+      runner_path;  // default: "ollie-runner" next to the running executable (/proc/self/exe)
+  int threads = 0;  // OMP_NUM_THREADS for the child; 0 = leave as is
+  std::string entry_symbol =
+      "ollie_entry";  // the adapter entry to call (build::AdapterNames::entry)
   // The sandbox: a seccomp filter (no files, sockets, processes or exec once the kernel
   // is loaded; threads allowed), an address-space limit of `memory_bytes` beyond the
   // buffers, and a CPU-time limit of the timeout times the threads. Off only for tests
@@ -59,19 +61,28 @@ struct Options {
   bool steady_openmp = false;
 };
 
-enum class Status { Ok, LoadError, Crash, Timeout, ProtocolError, Forbidden, OutOfMemory, Sanitizer };
+enum class Status {
+  Ok,
+  LoadError,
+  Crash,
+  Timeout,
+  ProtocolError,
+  Forbidden,
+  OutOfMemory,
+  Sanitizer
+};
 // "ok", "load-error", "crash", "timeout", "protocol-error", "forbidden-syscall", "out-of-memory",
 // "sanitizer"
 const char* status_name(Status s);
 
 struct Outcome {
   Status status = Status::ProtocolError;
-  std::string message;              // what happened, for a person (signal name, dlerror text, the
-                                    // first lines of a sanitizer report, ...)
-  int signal = 0;                   // for Crash
+  std::string message;  // what happened, for a person (signal name, dlerror text, the
+                        // first lines of a sanitizer report, ...)
+  int signal = 0;       // for Crash
   std::vector<interp::Tensor> outputs;  // for Ok: one per graph result, values widened to double
   std::vector<std::vector<interp::Tensor>> call_outputs;  // run_calls: the outputs of each call
-  double seconds = 0;               // wall time of the kernel call itself, measured in the child
+  double seconds = 0;  // wall time of the kernel call itself, measured in the child
 };
 
 // Calls options.entry_symbol of `so_path` once per element of `calls`, in order, in ONE
@@ -82,7 +93,8 @@ Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
                   const std::vector<std::vector<interp::Tensor>>& calls, const Options& options);
 // The same, on input sets held elsewhere (one may be named twice; nothing is copied).
 Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
-                  const std::vector<const std::vector<interp::Tensor>*>& calls, const Options& options);
+                  const std::vector<const std::vector<interp::Tensor>*>& calls,
+                  const Options& options);
 
 // Runs options.entry_symbol of `so_path` once on `inputs` (one per graph param, shapes at
 // graph.bound_dims) in a fresh child process; never throws for anything the kernel does.
@@ -106,12 +118,14 @@ struct Kernel {
 
 // How a timed run repeats (see protocol.h for the exact order of events).
 struct TimingOptions {
-  int warmup_rounds = 2;        // untimed rounds first
-  int min_rounds = 5;           // timed rounds at least...
-  int max_rounds = 2000;        // ...and at most
-  double budget_seconds = 1.0;  // keep timing rounds until this much time has passed (after min_rounds)
-  bool cold = false;            // write flush_bytes of memory before each call: caches hold none of its data
-  uint64_t flush_bytes = 0;     // with cold: the flush buffer's size (the caller sizes it from the last-level cache)
+  int warmup_rounds = 2;  // untimed rounds first
+  int min_rounds = 5;     // timed rounds at least...
+  int max_rounds = 2000;  // ...and at most
+  double budget_seconds =
+      1.0;            // keep timing rounds until this much time has passed (after min_rounds)
+  bool cold = false;  // write flush_bytes of memory before each call: caches hold none of its data
+  uint64_t flush_bytes =
+      0;  // with cold: the flush buffer's size (the caller sizes it from the last-level cache)
   // An untimed call of the same kernel right before each timed call, on the next input
   // set (so consecutive calls of a kernel still see different inputs whenever there are
   // two sets; outputs poisoned again before the timed one), so the timed call never pays
@@ -122,7 +136,8 @@ struct TimingOptions {
 };
 
 struct TimedOutcome : Outcome {
-  std::vector<std::vector<double>> rep_seconds;  // [kernel][round]: the wall time of each timed call
+  std::vector<std::vector<double>>
+      rep_seconds;  // [kernel][round]: the wall time of each timed call
   // [kernel][set][result]: each kernel's outputs from its last call on each input set
   std::vector<std::vector<std::vector<interp::Tensor>>> set_outputs;
   double warmup_seconds = 0;
@@ -138,7 +153,7 @@ struct TimedOutcome : Outcome {
 // when it is right on fresh buffers. options.entry_symbol is not used. The same errors
 // and statuses as run(); the timeout covers the whole timed run.
 TimedOutcome time_kernels(const std::vector<Kernel>& kernels, const ir::Graph& graph,
-                          const std::vector<std::vector<interp::Tensor>>& input_sets, const Options& options,
-                          const TimingOptions& timing);
+                          const std::vector<std::vector<interp::Tensor>>& input_sets,
+                          const Options& options, const TimingOptions& timing);
 
 }  // namespace ollie::runner

@@ -31,24 +31,34 @@ class Chains {
  public:
   Chains(const ir::Graph& graph, store::Store& store, Evaluator& evaluator,
          std::vector<std::unique_ptr<Proposer>>& proposers, const SearchOptions& options)
-      : graph_(graph), store_(store), evaluator_(evaluator), proposers_(proposers), options_(options) {
-    for (int c = 0; c < options.chains; ++c) temperatures_.push_back(options.base_temperature * std::pow(2.0, c));
+      : graph_(graph),
+        store_(store),
+        evaluator_(evaluator),
+        proposers_(proposers),
+        options_(options) {
+    for (int c = 0; c < options.chains; ++c)
+      temperatures_.push_back(options.base_temperature * std::pow(2.0, c));
     weights_.assign(proposers_.size(), 0.0);
     for (size_t p = 0; p < proposers_.size(); ++p)
       for (const auto& [name, weight] : options.proposer_weights)
         if (name == proposers_[p]->name()) weights_[p] = weight;
   }
 
-  StopReason run(const std::function<bool()>& interrupted, const std::function<void(const Progress&)>& progress) {
+  StopReason run(const std::function<bool()>& interrupted,
+                 const std::function<void(const Progress&)>& progress) {
     const auto start = std::chrono::steady_clock::now();
-    auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+    auto elapsed = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
     start_chains();
     int64_t step = store_.next_step();
     int64_t idle = 0;
     while (true) {
       if (interrupted()) return StopReason::Interrupted;
-      if (options_.max_evals > 0 && evaluated_candidates() >= options_.max_evals) return StopReason::EvalBudget;
-      if (options_.time_budget_seconds > 0 && elapsed() >= options_.time_budget_seconds) return StopReason::TimeBudget;
+      if (options_.max_evals > 0 && evaluated_candidates() >= options_.max_evals)
+        return StopReason::EvalBudget;
+      if (options_.time_budget_seconds > 0 && elapsed() >= options_.time_budget_seconds)
+        return StopReason::TimeBudget;
       const int chain = static_cast<int>(step % static_cast<int64_t>(current_.size()));
       // Idle: no proposal, or only candidates evaluated before (a proposer with few moves,
       // e.g. rewrite on a graph with one site, proposes the same candidates again and again).
@@ -79,14 +89,16 @@ class Chains {
 
   double cost_of(const Evaluation& e, double parent_seconds) const {
     if (e.verdict == Verdict::Pass && e.median_seconds > 0) return std::log(seconds_of(e));
-    return std::log(std::max(parent_seconds, 1e-9)) + options_.penalty_weight * std::max(e.penalty, 1e-3);
+    return std::log(std::max(parent_seconds, 1e-9)) +
+           options_.penalty_weight * std::max(e.penalty, 1e-3);
   }
 
   // The candidate's time on the baseline's clock: the baseline's own median times the
   // side-by-side ratio (less noisy than the candidate's median alone).
   double seconds_of(const Evaluation& e) const {
-    return e.ratio_vs_baseline > 0 && baseline_seconds_ > 0 ? baseline_seconds_ * e.ratio_vs_baseline
-                                                            : e.median_seconds;
+    return e.ratio_vs_baseline > 0 && baseline_seconds_ > 0
+               ? baseline_seconds_ * e.ratio_vs_baseline
+               : e.median_seconds;
   }
 
   // The candidate in the run database (added if new) and its evaluation: stored if it
@@ -95,7 +107,8 @@ class Chains {
   std::pair<int64_t, Evaluation> evaluated(const Candidate& c, int64_t parent, bool may_confirm) {
     const std::string hash = sha256_hex(c.source);
     if (auto existing = store_.candidate_by_hash(hash))
-      if (auto row = store_.evaluation_of(existing->id)) return {existing->id, evaluation_from_row(*row)};
+      if (auto row = store_.evaluation_of(existing->id))
+        return {existing->id, evaluation_from_row(*row)};
     store::Candidate row;
     row.hash = hash;
     row.source = c.source;
@@ -120,7 +133,8 @@ class Chains {
   static std::string contention(const Comparison& c) {
     if (!c.contended) return "";
     char text[160];
-    std::snprintf(text, sizeof text, "; other processes kept %.2f CPUs busy in each of %d attempts, so at most x1",
+    std::snprintf(text, sizeof text,
+                  "; other processes kept %.2f CPUs busy in each of %d attempts, so at most x1",
                   c.others_cpus, c.attempts);
     return text;
   }
@@ -143,7 +157,8 @@ class Chains {
       e.verdict = cmp->verdict;
       e.penalty = 1;
       e.median_seconds = e.min_seconds = e.mad_seconds = e.ratio_vs_baseline = 0;
-      e.message = "while confirmed against the best (candidate " + std::to_string(best_.id) + "): " + cmp->message;
+      e.message = "while confirmed against the best (candidate " + std::to_string(best_.id) +
+                  "): " + cmp->message;
       std::snprintf(text, sizeof text, "candidate %lld, first timed at %.4g ms: %s while confirmed",
                     static_cast<long long>(id), claimed * 1e3, verify::verdict_name(cmp->verdict));
     } else {
@@ -152,23 +167,28 @@ class Chains {
       // kernel stalled in most rounds still shows its true speed in its fastest calls).
       // A comparison that other processes disturbed in every attempt cannot make a new
       // best: its ratio counts as 1 at most (as fast as the best, not faster).
-      const double ratio = std::max(std::max(cmp->ratio, cmp->min_ratio), cmp->contended ? 1.0 : 0.0);
+      const double ratio =
+          std::max(std::max(cmp->ratio, cmp->min_ratio), cmp->contended ? 1.0 : 0.0);
       held = ratio < 1;
       e.median_seconds = cmp->median_seconds;
       e.min_seconds = cmp->min_seconds;
       e.mad_seconds = cmp->mad_seconds;
       e.ratio_vs_baseline = best_.seconds / baseline_seconds_ * ratio;
       std::snprintf(text, sizeof text,
-                    "candidate %lld, first timed at %.4g ms (x%.3f of the baseline), side by side with the best "
-                    "(candidate %lld, %.4g ms) over %d rounds: x%.3f (per-round median x%.3f, fastest calls x%.3f%s) "
+                    "candidate %lld, first timed at %.4g ms (x%.3f of the baseline), side by side "
+                    "with the best "
+                    "(candidate %lld, %.4g ms) over %d rounds: x%.3f (per-round median x%.3f, "
+                    "fastest calls x%.3f%s) "
                     "= %.4g ms; %s",
                     static_cast<long long>(id), claimed * 1e3, first.ratio_vs_baseline,
-                    static_cast<long long>(best_.id), best_.seconds * 1e3, cmp->rounds, ratio, cmp->ratio,
-                    cmp->min_ratio, contention(*cmp).c_str(), best_.seconds * ratio * 1e3,
-                    held ? "the new best"
-                         : cmp->contended ? "not trusted as a new best (the machine was busy)"
-                                          : "not faster than the best (the first timing was noise)");
-      e.message = std::string("confirmed: ") + text + (cmp->message == "ok" ? "" : " " + cmp->message);
+                    static_cast<long long>(best_.id), best_.seconds * 1e3, cmp->rounds, ratio,
+                    cmp->ratio, cmp->min_ratio, contention(*cmp).c_str(),
+                    best_.seconds * ratio * 1e3,
+                    held             ? "the new best"
+                    : cmp->contended ? "not trusted as a new best (the machine was busy)"
+                                     : "not faster than the best (the first timing was noise)");
+      e.message =
+          std::string("confirmed: ") + text + (cmp->message == "ok" ? "" : " " + cmp->message);
     }
     auto tx = store_.transaction();
     store_.add_evaluation(to_row(id, first, 0));
@@ -195,7 +215,9 @@ class Chains {
     const Candidate baseline = baseline_candidate(graph_);
     auto [base_id, base_eval] = evaluated(baseline, 0, false);
     if (base_eval.verdict != Verdict::Pass)
-      throw InternalError("the baseline kernel (the default schedule) does not pass the verifier: " + base_eval.message);
+      throw InternalError(
+          "the baseline kernel (the default schedule) does not pass the verifier: " +
+          base_eval.message);
     baseline_seconds_ = base_eval.median_seconds;
     const State base = state_of(base_id, baseline, base_eval, baseline_seconds_);
     baseline_state_ = base;
@@ -203,7 +225,8 @@ class Chains {
     // their own medians (as `ollie optimize` picks its result).
     best_ = {base_id, baseline, baseline_seconds_};
     for (const auto& [c, e] : store_.best(20))
-      if (const double s = seconds_of(evaluation_from_row(e)); s < best_.seconds) best_ = {c.id, from_row(c), s};
+      if (const double s = seconds_of(evaluation_from_row(e)); s < best_.seconds)
+        best_ = {c.id, from_row(c), s};
     for (int chain = 0; chain < options_.chains; ++chain) {
       State s = base;
       if (auto last = store_.last_step(chain)) {
@@ -214,7 +237,8 @@ class Chains {
           // a failing state's time is the parent's, recovered from that cost.
           const double held = last->accepted ? last->cost_proposed : last->cost_current;
           const Evaluation ev = evaluation_from_row(*e);
-          const double parent = std::exp(held - options_.penalty_weight * std::max(ev.penalty, 1e-3));
+          const double parent =
+              std::exp(held - options_.penalty_weight * std::max(ev.penalty, 1e-3));
           const double parent_seconds = ev.verdict == Verdict::Pass ? baseline_seconds_ : parent;
           s = state_of(c->id, from_row(*c), ev, parent_seconds);
         }
@@ -240,8 +264,9 @@ class Chains {
       } catch (const std::exception& e) {
         // A bug in a proposer (an InternalError from a rule or a schedule move) costs this
         // proposal, not a run of many hours; the event says what to report.
-        store_.add_event("proposer-error", proposers_[p]->name() + ": internal error (a bug in ollie, please report it): " +
-                                               e.what());
+        store_.add_event("proposer-error",
+                         proposers_[p]->name() +
+                             ": internal error (a bug in ollie, please report it): " + e.what());
       }
     };
     for (int tries = 0; tries < 4 && !proposal; ++tries) ask(which(rng));
@@ -293,8 +318,10 @@ class Chains {
     const auto best = store_.best(5);
     if (best.empty()) return;
     const auto& [c, e] = best[std::uniform_int_distribution<size_t>(0, best.size() - 1)(rng)];
-    current_[static_cast<size_t>(chain)] = state_of(c.id, from_row(c), evaluation_from_row(e), baseline_seconds_);
-    store_.add_event("restart", "chain " + std::to_string(chain) + " restarts from candidate " + std::to_string(c.id));
+    current_[static_cast<size_t>(chain)] =
+        state_of(c.id, from_row(c), evaluation_from_row(e), baseline_seconds_);
+    store_.add_event("restart", "chain " + std::to_string(chain) + " restarts from candidate " +
+                                    std::to_string(c.id));
   }
 
   // From a random one of the best few candidates that carry a schedule (the baseline
@@ -304,9 +331,12 @@ class Chains {
     for (const auto& [c, e] : store_.best(50))
       if (const Candidate candidate = from_row(c); !is_free_form(candidate) && options.size() < 5)
         options.push_back(state_of(c.id, candidate, evaluation_from_row(e), baseline_seconds_));
-    const State next = options.empty() ? baseline_state_
-                                       : options[std::uniform_int_distribution<size_t>(0, options.size() - 1)(rng)];
-    store_.add_event("restart", "chain " + std::to_string(chain) + " restarts from candidate " + std::to_string(next.id) +
+    const State next =
+        options.empty()
+            ? baseline_state_
+            : options[std::uniform_int_distribution<size_t>(0, options.size() - 1)(rng)];
+    store_.add_event("restart", "chain " + std::to_string(chain) + " restarts from candidate " +
+                                    std::to_string(next.id) +
                                     ": no proposer can move its free-form kernel");
     current_[static_cast<size_t>(chain)] = next;
   }
@@ -344,9 +374,11 @@ const char* stop_reason_name(StopReason r) {
 }
 
 StopReason run_chains(const ir::Graph& graph, store::Store& store, Evaluator& evaluator,
-                      std::vector<std::unique_ptr<Proposer>>& proposers, const SearchOptions& options,
-                      const std::function<bool()>& interrupted, const std::function<void(const Progress&)>& progress) {
-  if (proposers.empty()) throw UserError("no proposers: name at least one with --proposers (e.g. mutate)");
+                      std::vector<std::unique_ptr<Proposer>>& proposers,
+                      const SearchOptions& options, const std::function<bool()>& interrupted,
+                      const std::function<void(const Progress&)>& progress) {
+  if (proposers.empty())
+    throw UserError("no proposers: name at least one with --proposers (e.g. mutate)");
   if (options.chains < 1) throw UserError("--chains must be at least 1");
   Chains chains(graph, store, evaluator, proposers, options);
   return chains.run(interrupted, progress);

@@ -15,8 +15,12 @@ namespace {
 
 class LocalEvaluator : public Evaluator {
  public:
-  LocalEvaluator(const ir::Graph& graph, verify::GraphAt graph_at, std::string baseline, EvaluatorOptions options)
-      : graph_(graph), graph_at_(std::move(graph_at)), baseline_(std::move(baseline)), options_(std::move(options)) {}
+  LocalEvaluator(const ir::Graph& graph, verify::GraphAt graph_at, std::string baseline,
+                 EvaluatorOptions options)
+      : graph_(graph),
+        graph_at_(std::move(graph_at)),
+        baseline_(std::move(baseline)),
+        options_(std::move(options)) {}
 
   Evaluation evaluate(const Candidate& candidate) override {
     const auto start = std::chrono::steady_clock::now();
@@ -33,8 +37,8 @@ class LocalEvaluator : public Evaluator {
     e.penalty = report.penalty;
     e.certificate_json = verify::certificate_json(graph_, "", report, vo);
     if (report.verdict == verify::Verdict::Pass) {
-      const measure::BenchReport bench =
-          side_by_side({"candidate", candidate.source}, {"baseline", baseline_}, options_.bench_seconds, 5);
+      const measure::BenchReport bench = side_by_side(
+          {"candidate", candidate.source}, {"baseline", baseline_}, options_.bench_seconds, 5);
       if (bench.status != measure::BenchStatus::Ok) {
         // Right when verified, wrong or crashing when timed: as wrong as any.
         e.verdict = verdict_of(bench.status);
@@ -49,7 +53,8 @@ class LocalEvaluator : public Evaluator {
         e.message += busy_note(bench);
       }
     }
-    e.eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    e.eval_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return e;
   }
 
@@ -84,8 +89,8 @@ class LocalEvaluator : public Evaluator {
 
  private:
   // `a` and `b` in one runner session, rounds A B B A.
-  measure::BenchReport side_by_side(const measure::BenchKernel& a, const measure::BenchKernel& b, double seconds,
-                                    int min_rounds) const {
+  measure::BenchReport side_by_side(const measure::BenchKernel& a, const measure::BenchKernel& b,
+                                    double seconds, int min_rounds) const {
     measure::BenchOptions bo;
     bo.threads = options_.threads;
     bo.budget_seconds = seconds;
@@ -105,7 +110,8 @@ class LocalEvaluator : public Evaluator {
   static std::string busy_note(const measure::BenchReport& bench) {
     if (bench.others_cpus < measure::kBusyOthers) return "";
     char text[160];
-    std::snprintf(text, sizeof text, " (timed while other processes kept %.2f CPUs busy)", bench.others_cpus);
+    std::snprintf(text, sizeof text, " (timed while other processes kept %.2f CPUs busy)",
+                  bench.others_cpus);
     return text;
   }
 
@@ -118,8 +124,10 @@ class LocalEvaluator : public Evaluator {
 }  // namespace
 
 std::unique_ptr<Evaluator> make_local_evaluator(const ir::Graph& graph, verify::GraphAt graph_at,
-                                                const std::string& baseline_source, EvaluatorOptions options) {
-  return std::make_unique<LocalEvaluator>(graph, std::move(graph_at), baseline_source, std::move(options));
+                                                const std::string& baseline_source,
+                                                EvaluatorOptions options) {
+  return std::make_unique<LocalEvaluator>(graph, std::move(graph_at), baseline_source,
+                                          std::move(options));
 }
 
 }  // namespace ollie::search

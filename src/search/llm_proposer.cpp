@@ -83,7 +83,8 @@ struct LlmProposer::Impl {
   int repeats_in_a_row = 0;
   bool stop_said = false;
 
-  Impl(llm::Model& m, store::Store& s, LlmProposerOptions o) : model(m), store(s), options(std::move(o)) {}
+  Impl(llm::Model& m, store::Store& s, LlmProposerOptions o)
+      : model(m), store(s), options(std::move(o)) {}
 
   void stop(const std::string& why) {
     if (usage.stopped) return;
@@ -137,7 +138,8 @@ struct LlmProposer::Impl {
     } else {
       in.best_kernel = current.candidate.source;
     }
-    if (options.roofline_seconds > 0 && in.best_seconds > 0) in.roofline_fraction = options.roofline_seconds / in.best_seconds;
+    if (options.roofline_seconds > 0 && in.best_seconds > 0)
+      in.roofline_fraction = options.roofline_seconds / in.best_seconds;
     in.failures.assign(failures.recent().begin(), failures.recent().end());
     return in;
   }
@@ -165,7 +167,8 @@ struct LlmProposer::Impl {
     if (usage.stopped) {
       if (!stop_said) {
         stop_said = true;
-        store.add_event("llm-stopped", "the llm proposer stops (the run goes on): " + usage.stop_reason);
+        store.add_event("llm-stopped",
+                        "the llm proposer stops (the run goes on): " + usage.stop_reason);
       }
       return std::nullopt;
     }
@@ -187,18 +190,22 @@ struct LlmProposer::Impl {
     if (!a.ok()) {
       ++usage.failed;
       ++failures_in_a_row;
-      store.add_event("llm-error", fmt::format("{}: {}: {}", call, llm::status_name(a.status), a.error));
+      store.add_event("llm-error",
+                      fmt::format("{}: {}: {}", call, llm::status_name(a.status), a.error));
       if (a.status == llm::Status::HttpError && permanent_http_error(a.http_status))
-        stop(fmt::format("{}: HTTP {} will not go away by retrying: {}", call, a.http_status, first_line(a.error)));
+        stop(fmt::format("{}: HTTP {} will not go away by retrying: {}", call, a.http_status,
+                         first_line(a.error)));
       else if (failures_in_a_row >= kMaxFailuresInARow)
-        stop(fmt::format("{} calls in a row failed, the last: {}", failures_in_a_row, first_line(a.error)));
+        stop(fmt::format("{} calls in a row failed, the last: {}", failures_in_a_row,
+                         first_line(a.error)));
       return std::nullopt;
     }
     failures_in_a_row = 0;
     const llm::ExtractedCode code = llm::extract_code(a.text);
     if (!code.found) {
       ++usage.without_code;
-      store.add_event("llm-no-code", fmt::format("{}: an answer without usable code ({})", call, code.how));
+      store.add_event("llm-no-code",
+                      fmt::format("{}: an answer without usable code ({})", call, code.how));
       return std::nullopt;
     }
     Candidate c;
@@ -207,11 +214,15 @@ struct LlmProposer::Impl {
     const std::string hash = sha256_hex(c.source);
     // A kernel the run has evaluated before is nothing new: proposing it would only
     // reuse its evaluation (and, on a free-form state, keep the chain where it is).
-    if (const auto before = store.candidate_by_hash(hash); before && store.evaluation_of(before->id)) {
+    if (const auto before = store.candidate_by_hash(hash);
+        before && store.evaluation_of(before->id)) {
       ++usage.repeated;
-      store.add_event("llm-repeat", fmt::format("{}: the answer's kernel is candidate {}, evaluated before", call, before->id));
+      store.add_event("llm-repeat",
+                      fmt::format("{}: the answer's kernel is candidate {}, evaluated before", call,
+                                  before->id));
       if (++repeats_in_a_row >= kMaxRepeatsInARow)
-        stop(fmt::format("{} answers in a row repeated kernels evaluated before", repeats_in_a_row));
+        stop(
+            fmt::format("{} answers in a row repeated kernels evaluated before", repeats_in_a_row));
       return std::nullopt;
     }
     repeats_in_a_row = 0;
@@ -232,7 +243,9 @@ LlmProposer::LlmProposer(llm::Model& model, store::Store& store, LlmProposerOpti
 
 LlmProposer::~LlmProposer() = default;
 
-std::optional<Candidate> LlmProposer::propose(const State& current, uint64_t) { return impl_->propose(current); }
+std::optional<Candidate> LlmProposer::propose(const State& current, uint64_t) {
+  return impl_->propose(current);
+}
 
 LlmUsage LlmProposer::usage() const { return impl_->usage; }
 
@@ -242,19 +255,22 @@ std::string describe_hardware(const measure::MachinePeaks& peaks, int threads) {
   std::string text;
   text += fmt::format("- CPU: {}\n", id.cpu_model.empty() ? "(unknown)" : id.cpu_model);
   text += fmt::format("- vector ISA flags: {}\n", id.isa.empty() ? "(none found)" : id.isa);
-  text += fmt::format("- hardware threads: {} ({} per core); the kernel runs with {} OpenMP thread{}\n", id.cores,
-                      peaks.threads_per_core > 0 ? peaks.threads_per_core : measure::threads_per_core(), threads,
-                      threads == 1 ? "" : "s");
+  text += fmt::format(
+      "- hardware threads: {} ({} per core); the kernel runs with {} OpenMP thread{}\n", id.cores,
+      peaks.threads_per_core > 0 ? peaks.threads_per_core : measure::threads_per_core(), threads,
+      threads == 1 ? "" : "s");
   if (const int64_t llc = measure::llc_bytes(); llc > 0)
     text += fmt::format("- last-level cache: {:.3g} MiB\n", static_cast<double>(llc) / (1 << 20));
   if (peaks.clock_hz > 0) text += fmt::format("- clock: about {:.2f} GHz\n", peaks.clock_hz / 1e9);
   if (peaks.fma_flops_all > 0 || peaks.triad_bytes_per_s_all > 0) {
     const measure::ThreadPeaks at = measure::peaks_at(peaks, threads);
     text += fmt::format(
-        "- calibrated peaks (float32 FMA, triad bandwidth): {:.1f} GFLOP/s and {:.1f} GB/s on one core, {:.1f} GFLOP/s "
+        "- calibrated peaks (float32 FMA, triad bandwidth): {:.1f} GFLOP/s and {:.1f} GB/s on one "
+        "core, {:.1f} GFLOP/s "
         "and {:.1f} GB/s on all cores, {:.1f} GFLOP/s and {:.1f} GB/s at {} thread{}\n",
         peaks.fma_flops_1core / 1e9, peaks.triad_bytes_per_s_1core / 1e9, peaks.fma_flops_all / 1e9,
-        peaks.triad_bytes_per_s_all / 1e9, at.flops_per_s / 1e9, at.bytes_per_s / 1e9, threads, threads == 1 ? "" : "s");
+        peaks.triad_bytes_per_s_all / 1e9, at.flops_per_s / 1e9, at.bytes_per_s / 1e9, threads,
+        threads == 1 ? "" : "s");
   }
   return text;
 }
@@ -265,7 +281,8 @@ namespace {
 
 class ReplayModel : public llm::Model {
  public:
-  ReplayModel(std::vector<store::ModelCall> calls, std::optional<llm::Protocol> protocol, std::string path)
+  ReplayModel(std::vector<store::ModelCall> calls, std::optional<llm::Protocol> protocol,
+              std::string path)
       : calls_(std::move(calls)), protocol_(protocol), path_(std::move(path)) {}
 
   llm::ModelAnswer complete(const llm::ModelRequest&) override {
@@ -273,7 +290,8 @@ class ReplayModel : public llm::Model {
     llm::ModelAnswer a;
     if (next_ >= calls_.size()) {
       a.status = llm::Status::Cancelled;
-      a.error = fmt::format("the recorded run {} has no more model answers ({} replayed)", path_, calls_.size());
+      a.error = fmt::format("the recorded run {} has no more model answers ({} replayed)", path_,
+                            calls_.size());
       return a;
     }
     const store::ModelCall& c = calls_[next_++];
@@ -322,7 +340,8 @@ class ReplayModel : public llm::Model {
 
 }  // namespace
 
-std::unique_ptr<llm::Model> make_replay_model(std::vector<store::ModelCall> calls, std::optional<llm::Protocol> protocol,
+std::unique_ptr<llm::Model> make_replay_model(std::vector<store::ModelCall> calls,
+                                              std::optional<llm::Protocol> protocol,
                                               std::string recorded_path) {
   return std::make_unique<ReplayModel>(std::move(calls), protocol, std::move(recorded_path));
 }

@@ -8,8 +8,9 @@
 
 namespace ollie::search {
 
-Candidate emitted_candidate(const ir::Graph& graph, const loops::Schedule& schedule, const std::string& rewrites,
-                            const std::string& proposer, const std::string& move) {
+Candidate emitted_candidate(const ir::Graph& graph, const loops::Schedule& schedule,
+                            const std::string& rewrites, const std::string& proposer,
+                            const std::string& move) {
   Candidate c;
   c.schedule = loops::to_text(schedule);
   c.rewrites = rewrites;
@@ -28,7 +29,8 @@ class MutateProposer : public Proposer {
   std::optional<Candidate> propose(const State& current, uint64_t seed) override {
     if (is_free_form(current.candidate)) return std::nullopt;
     const ir::Graph& graph = graphs_.at(current.candidate.rewrites);
-    const loops::Schedule base = loops::parse_schedule(current.candidate.schedule, "<candidate schedule>");
+    const loops::Schedule base =
+        loops::parse_schedule(current.candidate.schedule, "<candidate schedule>");
     const std::optional<loops::Mutation> m = loops::mutate_schedule(graph, base, seed);
     if (!m) return std::nullopt;
     return emitted_candidate(graph, m->schedule, current.candidate.rewrites, name(), m->move);
@@ -41,7 +43,8 @@ class MutateProposer : public Proposer {
 }  // namespace
 
 Candidate baseline_candidate(const ir::Graph& graph) {
-  return emitted_candidate(graph, loops::default_schedule(graph), "", "baseline", "the default schedule");
+  return emitted_candidate(graph, loops::default_schedule(graph), "", "baseline",
+                           "the default schedule");
 }
 
 std::unique_ptr<Proposer> make_mutate_proposer(const ir::Graph& graph) {

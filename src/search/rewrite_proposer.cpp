@@ -27,7 +27,8 @@ class RewriteProposer : public Proposer {
     // Free-form source has no graph to rewrite.
     if (is_free_form(current.candidate)) return std::nullopt;
     const std::string& chain = current.candidate.rewrites;
-    if (static_cast<size_t>(std::count(chain.begin(), chain.end(), '\n')) >= kMaxChainLines) return std::nullopt;
+    if (static_cast<size_t>(std::count(chain.begin(), chain.end(), '\n')) >= kMaxChainLines)
+      return std::nullopt;
     const ir::Graph& graph = graphs_.at(chain);
     const std::vector<rewrite::Site> sites = rewrite::find_sites(graph);
     if (sites.empty()) return std::nullopt;
@@ -39,17 +40,20 @@ class RewriteProposer : public Proposer {
     for (const auto& s : sites)
       if (std::find(rules.begin(), rules.end(), s.rule) == rules.end()) rules.push_back(s.rule);
     std::mt19937_64 rng(seed);
-    const std::string& rule = rules[std::uniform_int_distribution<size_t>(0, rules.size() - 1)(rng)];
+    const std::string& rule =
+        rules[std::uniform_int_distribution<size_t>(0, rules.size() - 1)(rng)];
     std::vector<const rewrite::Site*> of_rule;
     for (const auto& s : sites)
       if (s.rule == rule) of_rule.push_back(&s);
-    const rewrite::Site& site = *of_rule[std::uniform_int_distribution<size_t>(0, of_rule.size() - 1)(rng)];
+    const rewrite::Site& site =
+        *of_rule[std::uniform_int_distribution<size_t>(0, of_rule.size() - 1)(rng)];
     const ir::Graph rewritten = rewrite::apply(graph, site);
     const std::string line = rewrite::to_text(site);
     std::string next_chain = chain;
     if (!next_chain.empty() && next_chain.back() != '\n') next_chain += "\n";
     next_chain += line + "\n";
-    return emitted_candidate(rewritten, loops::default_schedule(rewritten), next_chain, name(), line);
+    return emitted_candidate(rewritten, loops::default_schedule(rewritten), next_chain, name(),
+                             line);
   }
 
  private:

@@ -15,7 +15,8 @@ namespace ollie::search {
 
 class RewrittenGraphs {
  public:
-  explicit RewrittenGraphs(const ir::Graph& spec, size_t capacity = 8) : spec_(spec), capacity_(capacity) {}
+  explicit RewrittenGraphs(const ir::Graph& spec, size_t capacity = 8)
+      : spec_(spec), capacity_(capacity) {}
   // The spec's graph after `chain` (the spec's own graph for an empty chain). Throws
   // UserError when the chain does not replay.
   const ir::Graph& at(const std::string& chain);
@@ -28,7 +29,8 @@ class RewrittenGraphs {
 
 // `graph` (the spec's graph after the chain `rewrites`) lowered with `schedule` and
 // emitted, as a candidate carrying both.
-Candidate emitted_candidate(const ir::Graph& graph, const loops::Schedule& schedule, const std::string& rewrites,
-                            const std::string& proposer, const std::string& move);
+Candidate emitted_candidate(const ir::Graph& graph, const loops::Schedule& schedule,
+                            const std::string& rewrites, const std::string& proposer,
+                            const std::string& move);
 
 }  // namespace ollie::search

@@ -21,7 +21,7 @@
 namespace ollie::store {
 class Store;
 struct ModelCall;
-}
+}  // namespace ollie::store
 
 namespace ollie::measure {
 struct MachinePeaks;
@@ -31,11 +31,11 @@ namespace ollie::search {
 
 // What a proposer returns: a complete kernel and how it was made.
 struct Candidate {
-  std::string source;          // C++ in the kernel ABI
-  std::string schedule;        // the schedule text it was emitted from; empty for free-form source
-  std::string rewrites;        // the tensor-IR rewrites applied, one per line; empty for none
-  std::string proposer;        // "baseline", "mutate", "rewrite", ...
-  std::string move;            // what changed from the parent, for a person
+  std::string source;    // C++ in the kernel ABI
+  std::string schedule;  // the schedule text it was emitted from; empty for free-form source
+  std::string rewrites;  // the tensor-IR rewrites applied, one per line; empty for none
+  std::string proposer;  // "baseline", "mutate", "rewrite", ...
+  std::string move;      // what changed from the parent, for a person
 };
 
 // Free-form source (e.g. the llm's): a candidate that carries no schedule text and is not
@@ -47,12 +47,12 @@ inline bool is_free_form(const Candidate& c) {
 
 // A candidate of the run with what its evaluation said.
 struct State {
-  int64_t id = 0;              // in the run database
+  int64_t id = 0;  // in the run database
   Candidate candidate;
   bool passed = false;
-  double seconds = 0;          // estimated kernel time (baseline median x measured ratio); 0 when unknown
-  double penalty = 1;          // verify::Report::penalty
-  double cost = 0;             // what the chain minimizes
+  double seconds = 0;  // estimated kernel time (baseline median x measured ratio); 0 when unknown
+  double penalty = 1;  // verify::Report::penalty
+  double cost = 0;     // what the chain minimizes
 };
 
 // A source of new candidates. Seeded: the same state and seed give the same proposal.
@@ -86,9 +86,10 @@ struct Evaluation {
   double penalty = 1;
   std::string certificate_json;
   double median_seconds = 0, min_seconds = 0, mad_seconds = 0;  // the candidate's timed calls
-  double ratio_vs_baseline = 0;  // median of per-round candidate / baseline times (0 when not timed)
+  double ratio_vs_baseline =
+      0;  // median of per-round candidate / baseline times (0 when not timed)
   int rounds = 0;
-  double eval_seconds = 0;     // wall time of the whole evaluation
+  double eval_seconds = 0;  // wall time of the whole evaluation
 };
 
 // Two candidates that passed timed side by side in one session (the chain's re-timing of
@@ -98,13 +99,14 @@ struct Comparison {
   verify::Verdict verdict = verify::Verdict::Pass;
   std::string message;
   double median_seconds = 0, min_seconds = 0, mad_seconds = 0;  // a's timed calls
-  double ratio = 0;              // median of per-round a / b times
-  double min_ratio = 0;          // a's fastest call over b's fastest call (0 when unknown)
+  double ratio = 0;                                             // median of per-round a / b times
+  double min_ratio = 0;  // a's fastest call over b's fastest call (0 when unknown)
   int rounds = 0;
-  double others_cpus = -1;       // measure::BenchReport::others_cpus
-  bool contended = false;        // other processes took CPUs the threads needed (measure::contended), every attempt
-  int attempts = 1;              // sessions timed (a contended one is tried again)
-  double seconds = 0;            // wall time of the comparison
+  double others_cpus = -1;  // measure::BenchReport::others_cpus
+  bool contended =
+      false;  // other processes took CPUs the threads needed (measure::contended), every attempt
+  int attempts = 1;    // sessions timed (a contended one is tried again)
+  double seconds = 0;  // wall time of the comparison
 };
 
 // Turns a candidate into an Evaluation. Implementations must be pure in the sense of
@@ -115,16 +117,18 @@ class Evaluator {
   virtual Evaluation evaluate(const Candidate& candidate) = 0;
   // Times `a` side by side with `b` (both passed `evaluate`), longer than `evaluate`
   // does. nullopt when this evaluator cannot; the chain then trusts evaluate's times.
-  virtual std::optional<Comparison> compare(const Candidate& a, const Candidate& b) { return std::nullopt; }
+  virtual std::optional<Comparison> compare(const Candidate& a, const Candidate& b) {
+    return std::nullopt;
+  }
 };
 
 struct EvaluatorOptions {
-  verify::Options verify;      // level quick, fresh seeds
-  double bench_seconds = 0.3;  // side-by-side timing budget per candidate
+  verify::Options verify;        // level quick, fresh seeds
+  double bench_seconds = 0.3;    // side-by-side timing budget per candidate
   double confirm_seconds = 1.0;  // compare(): timing budget of a confirmation...
   int confirm_min_rounds = 30;   // ...and its rounds at least...
   int confirm_attempts = 3;      // ...and sessions tried, 1 s apart, while they are contended
-  int threads = 0;             // kernel threads (0: every core)
+  int threads = 0;               // kernel threads (0: every core)
   std::string runner_path;
   std::string cache_dir;
 };
@@ -132,16 +136,19 @@ struct EvaluatorOptions {
 // (one runner session, rounds A B B A), and its time is the ratio times the baseline's.
 // compare() times two candidates the same way, for confirm_seconds.
 std::unique_ptr<Evaluator> make_local_evaluator(const ir::Graph& graph, verify::GraphAt graph_at,
-                                                const std::string& baseline_source, EvaluatorOptions options);
+                                                const std::string& baseline_source,
+                                                EvaluatorOptions options);
 
 struct SearchOptions {
   double time_budget_seconds = 0;  // this session's wall time; 0 = no limit
-  int64_t max_evals = 0;           // candidates evaluated in the whole run (confirmations not counted); 0 = no limit
+  int64_t max_evals =
+      0;  // candidates evaluated in the whole run (confirmations not counted); 0 = no limit
   uint64_t seed = 1;
   int chains = 2;
   double base_temperature = 0.02;  // chain i runs at base x 2^i (cost is in log-seconds)
   double penalty_weight = 1.0;     // cost = log(seconds) + weight x penalty
-  int restart_after = 40;          // steps without a new best in a chain before it restarts from the archive
+  int restart_after =
+      40;  // steps without a new best in a chain before it restarts from the archive
   // A candidate whose first timing makes it the run's new best is timed again side by
   // side with the current best (Evaluator::compare) before it is recorded as the best.
   bool confirm_new_best = true;
@@ -151,13 +158,13 @@ struct SearchOptions {
 // What the progress display shows, refreshed after every step.
 struct Progress {
   double elapsed_seconds = 0;
-  int64_t evaluations = 0;         // this session
-  int64_t run_evaluations = 0;     // the whole run: candidates evaluated
+  int64_t evaluations = 0;      // this session
+  int64_t run_evaluations = 0;  // the whole run: candidates evaluated
   double evals_per_minute = 0;
-  double acceptance = 0;           // accepted / steps, this session
+  double acceptance = 0;  // accepted / steps, this session
   double best_seconds = 0, baseline_seconds = 0;
   std::vector<double> temperatures;
-  std::string last;                // the last step, for a person
+  std::string last;  // the last step, for a person
 };
 
 // Why the search stopped.
@@ -171,17 +178,18 @@ const char* stop_reason_name(StopReason r);
 // confirm_new_best): its first evaluation and the confirmed one (the later, so the one
 // that counts) are written together with a `confirm` or `not-confirmed` event.
 StopReason run_chains(const ir::Graph& graph, store::Store& store, Evaluator& evaluator,
-                      std::vector<std::unique_ptr<Proposer>>& proposers, const SearchOptions& options,
-                      const std::function<bool()>& interrupted, const std::function<void(const Progress&)>& progress);
+                      std::vector<std::unique_ptr<Proposer>>& proposers,
+                      const SearchOptions& options, const std::function<bool()>& interrupted,
+                      const std::function<void(const Progress&)>& progress);
 
 // ---------------------------------------------------------------- the llm proposer
 
 // What the llm proposer puts in every prompt besides the kernel and the failures.
 struct LlmProposerOptions {
-  std::string spec_source;            // the spec file's text
-  std::string header;                 // emit::emit_header of the graph: the ABI
-  std::string hardware;               // describe_hardware(...)
-  double roofline_seconds = 0;        // the roofline bound at the kernels' threads; 0: unknown
+  std::string spec_source;      // the spec file's text
+  std::string header;           // emit::emit_header of the graph: the ABI
+  std::string hardware;         // describe_hardware(...)
+  double roofline_seconds = 0;  // the roofline bound at the kernels' threads; 0: unknown
   llm::PromptTemplate prompt = llm::default_prompt_template();
   // Set: the proposer starts stopped, and this is said once in an event (e.g. the run's
   // token budget was spent in an earlier session).
@@ -197,7 +205,7 @@ struct LlmUsage {
   int64_t failed = 0;        // calls that did not answer (http error, timeout, command failed, ...)
   int64_t tokens_in = 0, tokens_out = 0;
   double cost = 0;
-  bool stopped = false;      // the proposer proposes nothing more (budget, answers run out, errors)
+  bool stopped = false;  // the proposer proposes nothing more (budget, answers run out, errors)
   std::string stop_reason;
 };
 // Sums the "llm" rows of the run database's model_calls.
@@ -246,14 +254,16 @@ std::string describe_hardware(const measure::MachinePeaks& peaks, int threads);
 // is paid). After the last one: Status::Cancelled, with an
 // error saying the recorded answers ran out (the llm proposer stops, the run goes on).
 std::unique_ptr<llm::Model> make_replay_model(std::vector<store::ModelCall> calls,
-                                              std::optional<llm::Protocol> protocol, std::string recorded_path);
+                                              std::optional<llm::Protocol> protocol,
+                                              std::string recorded_path);
 
 // For a replay: a candidate whose source the recorded run evaluated gets that evaluation
 // (no compiling, no timing), so the same seed takes the same steps; anything else is
 // evaluated by `fallback`. `reused()` / `evaluated()` count each.
 class ReplayEvaluator : public Evaluator {
  public:
-  ReplayEvaluator(const store::Store& recorded, Evaluator& fallback) : recorded_(recorded), fallback_(fallback) {}
+  ReplayEvaluator(const store::Store& recorded, Evaluator& fallback)
+      : recorded_(recorded), fallback_(fallback) {}
   Evaluation evaluate(const Candidate& candidate) override;
   int64_t reused() const { return reused_; }
   int64_t evaluated() const { return evaluated_; }

@@ -34,52 +34,54 @@ enum class ExprKind {
   Subscript,  // value[items...]; several items when the index is a tuple `x[a, b]`
   Slice,      // lower:upper:step inside a subscript; absent parts are null
   Unary,      // op value: op is "-", "+", "~", "not"
-  Binary,     // lhs op rhs: op is "+", "-", "*", "/", "//", "%", "**", "@", "&", "|", "^", "<<", ">>"
-  Compare,    // items[0] ops[0] items[1] ops[1] items[2] ...: "<", "<=", ">", ">=", "==", "!=", "is", "is not", "in", "not in"
-  BoolOp,     // items joined by op "and" / "or"
-  IfExp,      // items[0] if items[1] else items[2]
-  Starred,    // *value (in calls and tuple displays)
+  Binary,   // lhs op rhs: op is "+", "-", "*", "/", "//", "%", "**", "@", "&", "|", "^", "<<", ">>"
+  Compare,  // items[0] ops[0] items[1] ops[1] items[2] ...: "<", "<=", ">", ">=", "==", "!=", "is",
+            // "is not", "in", "not in"
+  BoolOp,   // items joined by op "and" / "or"
+  IfExp,    // items[0] if items[1] else items[2]
+  Starred,  // *value (in calls and tuple displays)
 };
 
 struct Keyword {
-  std::string name;   // empty for **kwargs (rejected by the elaborator)
+  std::string name;  // empty for **kwargs (rejected by the elaborator)
   ExprPtr value;
   SourceLoc loc;
 };
 
 struct Expr {
   ExprKind kind = ExprKind::None;
-  SourceLoc loc;                  // first character of the expression
-  std::string name;               // Name, Attribute
-  std::string text;               // String
-  int64_t int_value = 0;          // Int
-  double float_value = 0.0;       // Float
-  bool bool_value = false;        // Bool
-  std::string op;                 // Unary, Binary, BoolOp
-  SourceLoc op_loc;               // Unary, Binary: the operator token
-  std::vector<std::string> ops;   // Compare
-  ExprPtr value;                  // Attribute / Call / Subscript base, Unary operand, Starred operand
-  ExprPtr lhs, rhs;               // Binary
-  ExprPtr lower, upper, step;     // Slice (each may be null)
-  std::vector<ExprPtr> items;     // Tuple, List, Call args, Subscript indices, Compare operands, BoolOp, IfExp, Dict values
-  std::vector<ExprPtr> keys;      // Dict keys
+  SourceLoc loc;                 // first character of the expression
+  std::string name;              // Name, Attribute
+  std::string text;              // String
+  int64_t int_value = 0;         // Int
+  double float_value = 0.0;      // Float
+  bool bool_value = false;       // Bool
+  std::string op;                // Unary, Binary, BoolOp
+  SourceLoc op_loc;              // Unary, Binary: the operator token
+  std::vector<std::string> ops;  // Compare
+  ExprPtr value;               // Attribute / Call / Subscript base, Unary operand, Starred operand
+  ExprPtr lhs, rhs;            // Binary
+  ExprPtr lower, upper, step;  // Slice (each may be null)
+  std::vector<ExprPtr> items;  // Tuple, List, Call args, Subscript indices, Compare operands,
+                               // BoolOp, IfExp, Dict values
+  std::vector<ExprPtr> keys;   // Dict keys
   std::vector<Keyword> keywords;  // Call
 };
 
 struct Param {
   std::string name;
   SourceLoc loc;
-  ExprPtr annotation;   // may be null
-  ExprPtr default_value;  // may be null
+  ExprPtr annotation;         // may be null
+  ExprPtr default_value;      // may be null
   bool keyword_only = false;  // after a bare `*`
 };
 
 struct FunctionDef {
   std::string name;
-  SourceLoc loc;        // the `def` keyword
-  SourceLoc name_loc;   // the function name
+  SourceLoc loc;       // the `def` keyword
+  SourceLoc name_loc;  // the function name
   std::vector<Param> params;
-  ExprPtr returns;      // the return annotation, may be null
+  ExprPtr returns;  // the return annotation, may be null
   std::vector<StmtPtr> body;
 };
 
@@ -93,7 +95,7 @@ enum class StmtKind {
   Import,      // import a.b as c: names[i] = ("a.b", "c" or "")
   ImportFrom,  // from module import x as y: names[i] = ("x", "y" or "")
   Pass,
-  Assert,      // value, message (may be null)
+  Assert,  // value, message (may be null)
 };
 
 struct Stmt {
@@ -101,19 +103,19 @@ struct Stmt {
   SourceLoc loc;
   std::vector<ExprPtr> targets;
   ExprPtr value;
-  ExprPtr annotation;     // AnnAssign
-  ExprPtr message;        // Assert
-  std::string op;         // AugAssign
-  std::shared_ptr<const FunctionDef> function;  // Def
-  std::string module;     // ImportFrom
+  ExprPtr annotation;                                      // AnnAssign
+  ExprPtr message;                                         // Assert
+  std::string op;                                          // AugAssign
+  std::shared_ptr<const FunctionDef> function;             // Def
+  std::string module;                                      // ImportFrom
   std::vector<std::pair<std::string, std::string>> names;  // Import, ImportFrom
 };
 
 // A parsed spec file. The module-level `if __name__ == "__main__":` block is
 // skipped by the parser (it is for running the spec under numpy, not part of it).
 struct Module {
-  std::string file;     // as given by the user, for messages
-  std::string source;   // the whole text, for carets in messages
+  std::string file;    // as given by the user, for messages
+  std::string source;  // the whole text, for carets in messages
   std::vector<StmtPtr> body;
 };
 

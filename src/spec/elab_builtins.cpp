@@ -20,8 +20,9 @@ void Elab::add_python_builtins(BuiltinTable& t) {
 }
 
 void Elab::add_math_builtins(BuiltinTable& t) {
-  add_builtins(t, {"math.sqrt", "math.log", "math.exp", "math.tanh", "math.sin", "math.cos", "math.erf", "math.fabs",
-                   "math.log2", "math.log10"},
+  add_builtins(t,
+               {"math.sqrt", "math.log", "math.exp", "math.tanh", "math.sin", "math.cos",
+                "math.erf", "math.fabs", "math.log2", "math.log10"},
                &Elab::math_func);
 }
 
@@ -34,8 +35,10 @@ ValuePtr Elab::py_print(const BuiltinCall& c) {
 ValuePtr Elab::py_len(const BuiltinCall& c) {
   SourceLoc loc = c.loc;
   auto a = c.sig({"obj"}, 1);
-  if (a[0]->kind == Kind::Tuple || a[0]->kind == Kind::List || a[0]->kind == Kind::Dict || a[0]->kind == Kind::Str)
-    return make_int(static_cast<int64_t>(a[0]->kind == Kind::Str ? a[0]->s.size() : a[0]->items.size()));
+  if (a[0]->kind == Kind::Tuple || a[0]->kind == Kind::List || a[0]->kind == Kind::Dict ||
+      a[0]->kind == Kind::Str)
+    return make_int(
+        static_cast<int64_t>(a[0]->kind == Kind::Str ? a[0]->s.size() : a[0]->items.size()));
   if (a[0]->kind == Kind::Tensor && !a[0]->weak) {
     if (shape_of(*a[0]).empty()) fail(loc, "len() of a 0-d array");
     return make_int(shape_of(*a[0])[0]);
@@ -48,12 +51,14 @@ ValuePtr Elab::py_scalar_cast(const BuiltinCall& c) {
   const std::string& name = c.name;
   SourceLoc loc = c.loc;
   auto a = c.sig({"x"}, 0);
-  if (!a[0]) return name == "float" ? make_float(0) : name == "int" ? make_int(0) : make_bool(false);
+  if (!a[0])
+    return name == "float" ? make_float(0) : name == "int" ? make_int(0) : make_bool(false);
   const Value& v = *a[0];
   if (name == "bool") return make_bool(truthy(a[0], loc));
   if (v.kind == Kind::Float) {
     if (name == "float") return a[0];
-    if (!std::isfinite(v.f) || std::fabs(v.f) > 1e15) fail(loc, "int() of a non-finite or huge float");
+    if (!std::isfinite(v.f) || std::fabs(v.f) > 1e15)
+      fail(loc, "int() of a non-finite or huge float");
     return make_int(static_cast<int64_t>(std::trunc(v.f)));
   }
   if (v.kind == Kind::Int || v.kind == Kind::Bool) {
@@ -63,7 +68,8 @@ ValuePtr Elab::py_scalar_cast(const BuiltinCall& c) {
     return make_tensor(as_tensor(a[0], loc, DType::F64), true);
   }
   if (v.kind == Kind::Tensor) {
-    if (!v.weak && !shape_of(v).empty()) fail(loc, name + "() of an array with shape " + ir::shape_str(shape_of(v)));
+    if (!v.weak && !shape_of(v).empty())
+      fail(loc, name + "() of an array with shape " + ir::shape_str(shape_of(v)));
     return make_tensor(convert(v.t, name == "float" ? DType::F64 : DType::I64, loc), true);
   }
   if (v.kind == Kind::Str) fail(loc, name + "() of a string is not supported in a spec");
@@ -74,8 +80,12 @@ ValuePtr Elab::py_range(const BuiltinCall& c) {
   SourceLoc loc = c.loc;
   auto a = c.sig({"start", "stop", "step"}, 1);
   int64_t lo = 0, hi, st = 1;
-  if (!a[1]) hi = to_const_int(a[0], loc, "range()");
-  else { lo = to_const_int(a[0], loc, "range()"); hi = to_const_int(a[1], loc, "range()"); }
+  if (!a[1])
+    hi = to_const_int(a[0], loc, "range()");
+  else {
+    lo = to_const_int(a[0], loc, "range()");
+    hi = to_const_int(a[1], loc, "range()");
+  }
   if (a[2]) st = to_const_int(a[2], loc, "range() step");
   if (st == 0) fail(loc, "range() step must not be zero");
   std::vector<ValuePtr> items;
@@ -91,12 +101,14 @@ ValuePtr Elab::py_sequence(const BuiltinCall& c) {
   const std::string& name = c.name;
   auto a = c.sig({"iterable"}, 0);
   if (!a[0]) return make_seq(name == "tuple" ? Kind::Tuple : Kind::List, {});
-  if (a[0]->kind != Kind::Tuple && a[0]->kind != Kind::List) fail(c.loc, name + "() of " + kind_name(*a[0]) + " is not supported");
+  if (a[0]->kind != Kind::Tuple && a[0]->kind != Kind::List)
+    fail(c.loc, name + "() of " + kind_name(*a[0]) + " is not supported");
   return make_seq(name == "tuple" ? Kind::Tuple : Kind::List, a[0]->items);
 }
 
 ValuePtr Elab::py_dict(const BuiltinCall& c) {
-  if (!c.args.pos.empty()) fail(c.loc, "dict() takes keyword arguments in a spec", "write dict(M=256, K=512)");
+  if (!c.args.pos.empty())
+    fail(c.loc, "dict() takes keyword arguments in a spec", "write dict(M=256, K=512)");
   auto r = std::make_shared<Value>();
   r->kind = Kind::Dict;
   for (auto& [k, v] : c.args.kw) {
@@ -111,12 +123,14 @@ ValuePtr Elab::py_min_max(const BuiltinCall& c) {
   const std::string& name = c.name;
   SourceLoc loc = c.loc;
   std::vector<ValuePtr> xs = c.args.pos;
-  if (xs.size() == 1 && (xs[0]->kind == Kind::Tuple || xs[0]->kind == Kind::List)) xs = xs[0]->items;
+  if (xs.size() == 1 && (xs[0]->kind == Kind::Tuple || xs[0]->kind == Kind::List))
+    xs = xs[0]->items;
   if (xs.empty() || !c.args.kw.empty()) fail(loc, name + "() needs values to compare");
   ValuePtr best = xs[0];
   for (size_t i = 1; i < xs.size(); ++i) {
     if (xs[i]->kind == Kind::Tensor || best->kind == Kind::Tensor)
-      fail(loc, "Python " + name + "() on arrays is not supported", "use np." + std::string(name == "min" ? "minimum" : "maximum"));
+      fail(loc, "Python " + name + "() on arrays is not supported",
+           "use np." + std::string(name == "min" ? "minimum" : "maximum"));
     ValuePtr less = compare("<", xs[i], best, loc);
     if (less->b == (name == "min")) best = xs[i];
   }
@@ -136,7 +150,8 @@ ValuePtr Elab::py_abs(const BuiltinCall& c) {
 
 // sum(), round(), pow(): Python's versions would loop over arrays; numpy's are supported.
 ValuePtr Elab::py_unsupported(const BuiltinCall& c) {
-  fail(c.loc, "Python " + c.name + "() is not supported in a spec", "use the numpy function (np." + c.name + ")");
+  fail(c.loc, "Python " + c.name + "() is not supported in a spec",
+       "use the numpy function (np." + c.name + ")");
 }
 
 // ---------------------------------------------------------------------------- math, dtype casts
@@ -149,23 +164,42 @@ ValuePtr Elab::math_func(const BuiltinCall& c) {
   auto a = c.sig({"x"}, 1);
   const Value& v = *a[0];
   std::optional<double> x;
-  if (v.kind == Kind::Float) x = v.f;
-  else if (v.kind == Kind::Bool) x = v.b;
-  else if (v.kind == Kind::Int && v.i.is_constant()) x = static_cast<double>(*v.i.as_constant());
+  if (v.kind == Kind::Float)
+    x = v.f;
+  else if (v.kind == Kind::Bool)
+    x = v.b;
+  else if (v.kind == Kind::Int && v.i.is_constant())
+    x = static_cast<double>(*v.i.as_constant());
   else if (!(v.kind == Kind::Int || (v.kind == Kind::Tensor && v.weak)))
-    fail(loc, name + "() takes a number, not " + kind_name(v), v.kind == Kind::Tensor ? "use np." + f + " on arrays" : "");
+    fail(loc, name + "() takes a number, not " + kind_name(v),
+         v.kind == Kind::Tensor ? "use np." + f + " on arrays" : "");
   if (x) {
     if ((f == "sqrt" && *x < 0) || ((f == "log" || f == "log2" || f == "log10") && *x <= 0))
       fail(loc, name + "(" + std::to_string(*x) + "): math domain error");
-    double r = f == "sqrt" ? std::sqrt(*x) : f == "log" ? std::log(*x) : f == "exp" ? std::exp(*x) : f == "tanh" ? std::tanh(*x)
-               : f == "sin" ? std::sin(*x) : f == "cos" ? std::cos(*x) : f == "erf" ? std::erf(*x) : f == "fabs" ? std::fabs(*x)
-               : f == "log2" ? std::log2(*x) : std::log10(*x);
+    double r = f == "sqrt"   ? std::sqrt(*x)
+               : f == "log"  ? std::log(*x)
+               : f == "exp"  ? std::exp(*x)
+               : f == "tanh" ? std::tanh(*x)
+               : f == "sin"  ? std::sin(*x)
+               : f == "cos"  ? std::cos(*x)
+               : f == "erf"  ? std::erf(*x)
+               : f == "fabs" ? std::fabs(*x)
+               : f == "log2" ? std::log2(*x)
+                             : std::log10(*x);
     return make_float(r);
   }
   ValueId t = as_tensor(a[0], loc, DType::F64);
-  OpKind k = f == "sqrt" ? OpKind::Sqrt : f == "log" ? OpKind::Log : f == "exp" ? OpKind::Exp : f == "tanh" ? OpKind::Tanh
-             : f == "sin" ? OpKind::Sin : f == "cos" ? OpKind::Cos : f == "erf" ? OpKind::Erf : f == "fabs" ? OpKind::Abs : OpKind::Log;
-  if (f == "log2" || f == "log10") fail(loc, name + "() of a dim is not supported", "use math.log(x) / math.log(2)");
+  OpKind k = f == "sqrt"   ? OpKind::Sqrt
+             : f == "log"  ? OpKind::Log
+             : f == "exp"  ? OpKind::Exp
+             : f == "tanh" ? OpKind::Tanh
+             : f == "sin"  ? OpKind::Sin
+             : f == "cos"  ? OpKind::Cos
+             : f == "erf"  ? OpKind::Erf
+             : f == "fabs" ? OpKind::Abs
+                           : OpKind::Log;
+  if (f == "log2" || f == "log10")
+    fail(loc, name + "() of a dim is not supported", "use math.log(x) / math.log(2)");
   return make_tensor(builder_.unary(k, t, loc), true);
 }
 
@@ -176,7 +210,8 @@ ValuePtr Elab::dtype_cast(const BuiltinCall& c) {
   DType t = c.fn.dtype;
   if (!a[0]) return make_tensor(builder_.constant(0, t, loc));
   const Value& v = *a[0];
-  if (v.kind == Kind::Float && t == DType::F32) return make_tensor(builder_.constant(static_cast<double>(static_cast<float>(v.f)), t, loc));
+  if (v.kind == Kind::Float && t == DType::F32)
+    return make_tensor(builder_.constant(static_cast<double>(static_cast<float>(v.f)), t, loc));
   if (v.kind == Kind::Tensor && !v.weak) return make_tensor(convert(v.t, t, loc));
   if (is_scalar(v)) return make_tensor(as_tensor(a[0], loc, t));
   fail(loc, std::string(ir::dtype_name(t)) + "() of " + kind_name(v));

@@ -57,8 +57,8 @@ ValueId arange_of_ints(const BuiltinCall& c, const ValuePtr& start, const ValueP
   DimExpr span = st > 0 ? hi - lo : lo - hi;
   int64_t ast = st > 0 ? st : -st;
   int64_t sv = el.eval_dim(span, loc);
-  DimExpr len = sv % ast == 0 ? span.floordiv(ast)
-                              : (span + DimExpr::constant(ast - 1)).floordiv(ast);
+  DimExpr len =
+      sv % ast == 0 ? span.floordiv(ast) : (span + DimExpr::constant(ast - 1)).floordiv(ast);
   if (el.eval_dim(len, loc) < 0) len = DimExpr();
   Shape s = {len};
   el.check_shape(s, loc);
@@ -174,7 +174,8 @@ ValuePtr Elab::np_arange(const BuiltinCall& c) {
   bool all_int = true;
   for (auto& v : {start, stop, step}) {
     if (v->kind == Kind::Tensor) to_dim(v, loc, "an np.arange bound");
-    if (v->kind == Kind::Float) all_int = false;
+    if (v->kind == Kind::Float)
+      all_int = false;
     else if (v->kind != Kind::Int && v->kind != Kind::Bool)
       fail(loc, "np.arange bounds must be numbers, not " + kind_name(*v));
   }

@@ -7,13 +7,18 @@
 namespace ollie::spec::elab {
 
 void Elab::add_elementwise_builtins(BuiltinTable& t) {
-  add_builtins(t, {"np.exp", "np.log", "np.sqrt", "np.tanh", "np.sin", "np.cos", "np.abs", "np.absolute", "np.negative"},
+  add_builtins(t,
+               {"np.exp", "np.log", "np.sqrt", "np.tanh", "np.sin", "np.cos", "np.abs",
+                "np.absolute", "np.negative"},
                &Elab::np_unary);
   add_builtins(t, {"np.square"}, &Elab::np_square);
   add_builtins(t, {"np.reciprocal"}, &Elab::np_reciprocal);
-  add_builtins(t, {"np.add", "np.subtract", "np.multiply", "np.divide", "np.true_divide", "np.power"}, &Elab::np_arith);
-  add_builtins(t, {"np.equal", "np.not_equal", "np.less", "np.less_equal", "np.greater", "np.greater_equal"},
-               &Elab::np_compare);
+  add_builtins(t,
+               {"np.add", "np.subtract", "np.multiply", "np.divide", "np.true_divide", "np.power"},
+               &Elab::np_arith);
+  add_builtins(
+      t, {"np.equal", "np.not_equal", "np.less", "np.less_equal", "np.greater", "np.greater_equal"},
+      &Elab::np_compare);
   add_builtins(t, {"np.logical_and", "np.logical_or", "np.logical_not"}, &Elab::np_logical);
   add_builtins(t, {"np.maximum", "np.minimum"}, &Elab::np_max_min);
   add_builtins(t, {"np.where"}, &Elab::np_where);
@@ -21,9 +26,11 @@ void Elab::add_elementwise_builtins(BuiltinTable& t) {
 }
 
 void Elab::add_reduction_builtins(BuiltinTable& t) {
-  add_builtins(t, {"np.sum", "np.max", "np.min", "np.amax", "np.amin", "np.mean", "np.var", "np.std", "method.sum",
-                   "method.max", "method.min", "method.mean", "method.var", "method.std"},
-               &Elab::np_reduce);
+  add_builtins(
+      t,
+      {"np.sum", "np.max", "np.min", "np.amax", "np.amin", "np.mean", "np.var", "np.std",
+       "method.sum", "method.max", "method.min", "method.mean", "method.var", "method.std"},
+      &Elab::np_reduce);
 }
 
 void Elab::add_contraction_builtins(BuiltinTable& t) {
@@ -37,8 +44,14 @@ void Elab::add_contraction_builtins(BuiltinTable& t) {
 ValuePtr Elab::np_unary(const BuiltinCall& c) {
   const std::string& base = c.base;
   auto a = c.sig({"x"}, 1);
-  OpKind k = base == "exp" ? OpKind::Exp : base == "log" ? OpKind::Log : base == "sqrt" ? OpKind::Sqrt : base == "tanh" ? OpKind::Tanh
-             : base == "sin" ? OpKind::Sin : base == "cos" ? OpKind::Cos : base == "negative" ? OpKind::Neg : OpKind::Abs;
+  OpKind k = base == "exp"        ? OpKind::Exp
+             : base == "log"      ? OpKind::Log
+             : base == "sqrt"     ? OpKind::Sqrt
+             : base == "tanh"     ? OpKind::Tanh
+             : base == "sin"      ? OpKind::Sin
+             : base == "cos"      ? OpKind::Cos
+             : base == "negative" ? OpKind::Neg
+                                  : OpKind::Abs;
   return make_tensor(checked(apply_unary(k, c.tensor_arg(a[0], "x"), c.loc), c.loc));
 }
 
@@ -52,7 +65,8 @@ ValuePtr Elab::np_square(const BuiltinCall& c) {
 ValuePtr Elab::np_reciprocal(const BuiltinCall& c) {
   auto a = c.sig({"x"}, 1);
   ValuePtr x = c.tensor_arg(a[0], "x");
-  if (!ir::is_float(dtype_of(*x))) fail(c.loc, "np.reciprocal of an integer array truncates; not supported", "write 1.0 / x");
+  if (!ir::is_float(dtype_of(*x)))
+    fail(c.loc, "np.reciprocal of an integer array truncates; not supported", "write 1.0 / x");
   return binary("/", make_float(1.0), x, c.loc);
 }
 
@@ -61,7 +75,11 @@ ValuePtr Elab::np_arith(const BuiltinCall& c) {
   const std::string& base = c.base;
   SourceLoc loc = c.loc;
   auto a = c.sig({"x1", "x2"}, 2);
-  std::string op = base == "add" ? "+" : base == "subtract" ? "-" : base == "multiply" ? "*" : base == "power" ? "**" : "/";
+  std::string op = base == "add"        ? "+"
+                   : base == "subtract" ? "-"
+                   : base == "multiply" ? "*"
+                   : base == "power"    ? "**"
+                                        : "/";
   ValuePtr r = binary(op, a[0], a[1], loc);
   return r->kind == Kind::Tensor ? make_tensor(r->t) : make_tensor(as_tensor(r, loc));
 }
@@ -70,7 +88,12 @@ ValuePtr Elab::np_compare(const BuiltinCall& c) {
   const std::string& base = c.base;
   SourceLoc loc = c.loc;
   auto a = c.sig({"x1", "x2"}, 2);
-  std::string op = base == "equal" ? "==" : base == "not_equal" ? "!=" : base == "less" ? "<" : base == "less_equal" ? "<=" : base == "greater" ? ">" : ">=";
+  std::string op = base == "equal"        ? "=="
+                   : base == "not_equal"  ? "!="
+                   : base == "less"       ? "<"
+                   : base == "less_equal" ? "<="
+                   : base == "greater"    ? ">"
+                                          : ">=";
   return make_tensor(as_tensor(compare(op, c.tensor_arg(a[0], "x1"), a[1], loc), loc));
 }
 
@@ -85,7 +108,8 @@ ValuePtr Elab::np_logical(const BuiltinCall& c) {
   };
   if (base == "logical_not") return make_tensor(builder_.unary(OpKind::Not, as_bool(a[0]), loc));
   auto ids = unify({make_tensor(as_bool(a[0])), make_tensor(as_bool(a[1]))}, loc);
-  return make_tensor(builder_.binary(base == "logical_and" ? OpKind::And : OpKind::Or, ids[0], ids[1], loc));
+  return make_tensor(
+      builder_.binary(base == "logical_and" ? OpKind::And : OpKind::Or, ids[0], ids[1], loc));
 }
 
 // np.maximum, np.minimum
@@ -96,14 +120,18 @@ ValuePtr Elab::np_max_min(const BuiltinCall& c) {
   if (!is_scalar(*a[0]) && a[0]->kind != Kind::Tensor) c.tensor_arg(a[0], "x1");
   if (!is_scalar(*a[1]) && a[1]->kind != Kind::Tensor) c.tensor_arg(a[1], "x2");
   auto ids = unify({a[0], a[1]}, loc);
-  if (node(ids[0]).dtype == DType::Bool) fail(loc, "np." + base + " of booleans is not supported", "use | or &");
-  return make_tensor(checked(builder_.binary(base == "maximum" ? OpKind::Max : OpKind::Min, ids[0], ids[1], loc), loc));
+  if (node(ids[0]).dtype == DType::Bool)
+    fail(loc, "np." + base + " of booleans is not supported", "use | or &");
+  return make_tensor(checked(
+      builder_.binary(base == "maximum" ? OpKind::Max : OpKind::Min, ids[0], ids[1], loc), loc));
 }
 
 ValuePtr Elab::np_where(const BuiltinCall& c) {
   SourceLoc loc = c.loc;
   if (c.full.pos.size() == 1 && c.full.kw.empty())
-    fail(loc, "data-dependent shape: np.where(cond) with one argument returns indices whose count depends on the values; the shape of every value must follow from the dims",
+    fail(loc,
+         "data-dependent shape: np.where(cond) with one argument returns indices whose count "
+         "depends on the values; the shape of every value must follow from the dims",
          "use np.where(mask, x, 0) to keep the shape");
   auto a = c.sig({"condition", "x", "y"}, 3);
   ValuePtr cv = c.tensor_arg(a[0], "condition");
@@ -122,8 +150,12 @@ ValuePtr Elab::np_clip(const BuiltinCall& c) {
   SourceLoc loc = c.loc;
   auto a = c.fsig({"a", "a_min", "a_max"}, 1);
   ValuePtr x = c.tensor_arg(a[0], "a");
-  if (!is_none(a[1])) x = call_builtin(*make_named(Kind::Builtin, "np.maximum"), CallArgs{{x, a[1]}, {}, {loc, loc}, {}}, loc);
-  if (!is_none(a[2])) x = call_builtin(*make_named(Kind::Builtin, "np.minimum"), CallArgs{{x, a[2]}, {}, {loc, loc}, {}}, loc);
+  if (!is_none(a[1]))
+    x = call_builtin(*make_named(Kind::Builtin, "np.maximum"),
+                     CallArgs{{x, a[1]}, {}, {loc, loc}, {}}, loc);
+  if (!is_none(a[2]))
+    x = call_builtin(*make_named(Kind::Builtin, "np.minimum"),
+                     CallArgs{{x, a[2]}, {}, {loc, loc}, {}}, loc);
   return x;
 }
 
@@ -142,7 +174,9 @@ ValuePtr Elab::np_reduce(const BuiltinCall& c) {
   if (has_ddof) names.push_back("ddof");
   names.push_back("keepdims");
   auto a = c.fsig(names, 1);
-  auto get = [&](const std::string& n) { return a[static_cast<size_t>(std::find(names.begin(), names.end(), n) - names.begin())]; };
+  auto get = [&](const std::string& n) {
+    return a[static_cast<size_t>(std::find(names.begin(), names.end(), n) - names.begin())];
+  };
   if (!is_none(get("out"))) fail(loc, "out= is not supported in a spec");
   int64_t ddof = has_ddof && get("ddof") ? to_const_int(get("ddof"), loc, "ddof") : 0;
   std::optional<DType> dt = has_dtype ? to_dtype(get("dtype"), loc) : std::nullopt;
@@ -161,7 +195,8 @@ ValuePtr Elab::np_dot(const BuiltinCall& c) {
   const std::string& base = c.base;
   SourceLoc loc = c.loc;
   auto a = c.sig({"a", "b"}, 2);
-  if (base != "outer" && (is_scalar(*a[0]) || is_scalar(*a[1]))) return binary("*", a[0], a[1], loc);
+  if (base != "outer" && (is_scalar(*a[0]) || is_scalar(*a[1])))
+    return binary("*", a[0], a[1], loc);
   ValuePtr x = c.tensor_arg(a[0], "a"), y = c.tensor_arg(a[1], "b");
   if (base == "outer") {
     ValueId fx = reshape_to(x->t, {make_int(-1)}, loc), fy = reshape_to(y->t, {make_int(-1)}, loc);
@@ -176,10 +211,12 @@ ValuePtr Elab::np_dot(const BuiltinCall& c) {
     if (shape_of(*x)[0] != shape_of(*y)[0])
       fail(loc, "np." + base + " shape mismatch: " + type_str(x->t) + " and " + type_str(y->t));
     DType t = result_dtype({x, y}, loc);
-    return make_tensor(builder_.contract(convert(x->t, t, loc), convert(y->t, t, loc), {0}, {0}, {}, loc));
+    return make_tensor(
+        builder_.contract(convert(x->t, t, loc), convert(y->t, t, loc), {0}, {0}, {}, loc));
   }
   if (base == "dot" && rx <= 2 && ry <= 2) return matmul(x, y, loc);
-  fail(loc, "np." + base + " of " + type_str(x->t) + " and " + type_str(y->t) + " is not supported", "use np.einsum or @");
+  fail(loc, "np." + base + " of " + type_str(x->t) + " and " + type_str(y->t) + " is not supported",
+       "use np.einsum or @");
 }
 
 ValuePtr Elab::np_einsum(const BuiltinCall& c) {

@@ -22,7 +22,23 @@ using ir::OpKind;
 using ir::Shape;
 using ir::ValueId;
 
-enum class Kind { None, Bool, Int, Float, Str, Tensor, Tuple, List, Dict, Slice, Ellipsis, DType, Module, Func, Builtin };
+enum class Kind {
+  None,
+  Bool,
+  Int,
+  Float,
+  Str,
+  Tensor,
+  Tuple,
+  List,
+  Dict,
+  Slice,
+  Ellipsis,
+  DType,
+  Module,
+  Func,
+  Builtin
+};
 
 struct Value;
 using ValuePtr = std::shared_ptr<const Value>;
@@ -35,15 +51,16 @@ struct Value {
   bool b = false;
   DimExpr i;
   double f = 0.0;
-  std::string s;                  // Str text; Module / Builtin / Func name
-  ValueId t = -1;                 // Tensor
-  bool weak = false;              // Tensor: a Python scalar of unknown value
-  std::vector<ValuePtr> items;    // Tuple, List, Dict values, Slice (lower, upper, step; null if absent)
-  std::vector<std::string> keys;  // Dict keys
-  DType dtype = DType::F64;       // DType
+  std::string s;      // Str text; Module / Builtin / Func name
+  ValueId t = -1;     // Tensor
+  bool weak = false;  // Tensor: a Python scalar of unknown value
+  std::vector<ValuePtr>
+      items;  // Tuple, List, Dict values, Slice (lower, upper, step; null if absent)
+  std::vector<std::string> keys;          // Dict keys
+  DType dtype = DType::F64;               // DType
   std::shared_ptr<const FunctionDef> fn;  // Func
   std::vector<ValuePtr> defaults;         // Func: one per param (null when none)
-  ValuePtr self;                  // Builtin bound to a tensor (a method)
+  ValuePtr self;                          // Builtin bound to a tensor (a method)
 };
 
 ValuePtr make_none();
@@ -69,7 +86,8 @@ struct CallArgs {
 class Elab;
 // Binds a call's arguments to a numpy-style signature; an absent argument is null.
 std::vector<ValuePtr> bind_args(Elab& el, const CallArgs& a, const std::string& fname,
-                                const std::vector<std::string>& names, size_t required, SourceLoc loc);
+                                const std::vector<std::string>& names, size_t required,
+                                SourceLoc loc);
 
 inline bool is_none(const ValuePtr& v) { return !v || v->kind == Kind::None; }
 
@@ -109,7 +127,8 @@ class Elab {
   ir::Graph run();
 
   // ---- diagnostics
-  [[noreturn]] void fail(SourceLoc loc, const std::string& message, const std::string& hint = "") const;
+  [[noreturn]] void fail(SourceLoc loc, const std::string& message,
+                         const std::string& hint = "") const;
 
   // ---- graph access
   const ir::Node& node(ValueId id) const { return graph_.node(id); }
@@ -124,7 +143,8 @@ class Elab {
 
   // ---- expressions and statements (elaborate.cpp)
   ValuePtr eval(const ExprPtr& e);
-  ValuePtr call_value(const ValuePtr& fn, const CallArgs& args, SourceLoc loc, const std::string& shown);
+  ValuePtr call_value(const ValuePtr& fn, const CallArgs& args, SourceLoc loc,
+                      const std::string& shown);
 
   // ---- operators (elab_ops.cpp)
   ValuePtr binary(const std::string& op, const ValuePtr& a, const ValuePtr& b, SourceLoc loc);
@@ -138,7 +158,8 @@ class Elab {
   // NEP 50 result dtype of several operands (tensors strong or weak, Python scalars weak).
   DType result_dtype(const std::vector<ValuePtr>& vs, SourceLoc loc);
   // Converts and broadcasts the operands to a common dtype and shape.
-  std::vector<ValueId> unify(const std::vector<ValuePtr>& vs, SourceLoc loc, std::optional<DType> dtype = std::nullopt);
+  std::vector<ValueId> unify(const std::vector<ValuePtr>& vs, SourceLoc loc,
+                             std::optional<DType> dtype = std::nullopt);
   // Two sizes that differ symbolically only through floor division but agree at the bound dims.
   bool same_at_bounds(const DimExpr& a, const DimExpr& b) const;
   Shape broadcast_shapes(const std::vector<ValueId>& ids, SourceLoc loc);
@@ -152,7 +173,8 @@ class Elab {
   ValueId reshape_to(ValueId x, const std::vector<ValuePtr>& dims, SourceLoc loc);
 
   // ---- numpy functions and methods (elab_numpy.cpp)
-  ValuePtr attribute(const ValuePtr& base, const std::string& name, SourceLoc loc, const std::string& shown);
+  ValuePtr attribute(const ValuePtr& base, const std::string& name, SourceLoc loc,
+                     const std::string& shown);
   // Dispatches on fn.s through a table of the handlers below; a name it lacks is not
   // supported in a spec.
   ValuePtr call_builtin(const Value& fn, const CallArgs& args, SourceLoc loc);
@@ -161,7 +183,8 @@ class Elab {
 
   // ---- scalar helpers
   bool is_scalar(const Value& v) const {
-    return v.kind == Kind::Bool || v.kind == Kind::Int || v.kind == Kind::Float || (v.kind == Kind::Tensor && v.weak);
+    return v.kind == Kind::Bool || v.kind == Kind::Int || v.kind == Kind::Float ||
+           (v.kind == Kind::Tensor && v.weak);
   }
   DimExpr to_dim(const ValuePtr& v, SourceLoc loc, const std::string& what);
   int64_t to_const_int(const ValuePtr& v, SourceLoc loc, const std::string& what);
@@ -173,10 +196,10 @@ class Elab {
   ir::Graph graph_;
   ir::Builder builder_;
   Scope globals_;
-  Scope* locals_ = nullptr;        // null at module level
+  Scope* locals_ = nullptr;  // null at module level
   std::vector<const FunctionDef*> call_stack_;
   int depth_ = 0;
-  bool in_entry_ = false;          // tensors may only be built inside the entry
+  bool in_entry_ = false;  // tensors may only be built inside the entry
   SourceLoc last_loc_;
 
  private:
@@ -190,7 +213,8 @@ class Elab {
 
   // ---- builtin call handlers, one per function or family of alike functions; each add_*
   // registers a family's names in call_builtin's table.
-  static void add_builtins(BuiltinTable& t, std::initializer_list<const char*> names, BuiltinHandler h);
+  static void add_builtins(BuiltinTable& t, std::initializer_list<const char*> names,
+                           BuiltinHandler h);
   // Python builtins, math.*, dtype casts (elab_builtins.cpp)
   static void add_python_builtins(BuiltinTable& t);
   static void add_math_builtins(BuiltinTable& t);

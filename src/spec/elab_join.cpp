@@ -58,8 +58,9 @@ ValuePtr split_in_sections(const BuiltinCall& c, ValueId x, int ax, const ValueP
             "split into as many sections as the axis can be divided into, "
             "e.g. np.split(x, 2, axis=-1)");
   if (dv % n != 0)
-    el.fail(loc, "np.split: " + d.str() + " = " + std::to_string(dv) + " does not divide into " +
-                     std::to_string(n) + " equal sections",
+    el.fail(loc,
+            "np.split: " + d.str() + " = " + std::to_string(dv) + " does not divide into " +
+                std::to_string(n) + " equal sections",
             "use a section count that divides the dim, or give split indices");
   std::vector<DimExpr> cuts = {DimExpr()};
   DimExpr part = d.floordiv(n);
@@ -87,8 +88,10 @@ ValuePtr split_at_indices(const BuiltinCall& c, ValueId x, int ax, const ValuePt
       cut = d + cut;
       cv += dv;
     }
-    if (cv < 0) cut = DimExpr();
-    else if (cv > dv) cut = d;
+    if (cv < 0)
+      cut = DimExpr();
+    else if (cv > dv)
+      cut = d;
     cuts.push_back(cut);
   }
   cuts.push_back(d);
@@ -133,8 +136,9 @@ ValuePtr Elab::np_concatenate(const BuiltinCall& c) {
     bool ok = s.size() == s0.size();
     for (size_t d = 0; ok && d < s.size(); ++d) ok = static_cast<int>(d) == ax || s[d] == s0[d];
     if (!ok)
-      fail(loc, "np.concatenate: " + type_str(j.ids[0]) + " and " + type_str(id) +
-                    " differ off axis " + std::to_string(ax),
+      fail(loc,
+           "np.concatenate: " + type_str(j.ids[0]) + " and " + type_str(id) + " differ off axis " +
+               std::to_string(ax),
            "all dims except the concatenation axis must be equal");
   }
   return make_tensor(checked(builder_.concat(j.ids, ax, loc), loc));
@@ -149,8 +153,8 @@ ValuePtr Elab::np_stack(const BuiltinCall& c) {
   // All shapes are checked before any is reshaped, so the message shows them as given.
   for (auto& id : j.ids)
     if (node(id).shape != s0)
-      fail(loc, "np.stack needs arrays of equal shape: " + type_str(j.ids[0]) + " and " +
-                    type_str(id));
+      fail(loc,
+           "np.stack needs arrays of equal shape: " + type_str(j.ids[0]) + " and " + type_str(id));
   for (auto& id : j.ids) {
     Shape e = s0;
     e.insert(e.begin() + ax, DimExpr::constant(1));

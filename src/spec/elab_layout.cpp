@@ -26,12 +26,15 @@ ValuePtr Elab::np_reshape(const BuiltinCall& c) {
   if (c.method) {
     x = c.fn.self;
     for (auto& [k, v] : c.args.kw)
-      if (k != "order" && k != "shape") fail(loc, ".reshape() got an unexpected keyword argument '" + k + "'");
+      if (k != "order" && k != "shape")
+        fail(loc, ".reshape() got an unexpected keyword argument '" + k + "'");
     std::vector<ValuePtr> pos = c.args.pos;
     for (auto& [k, v] : c.args.kw)
       if (k == "shape") pos.push_back(v);
-    if (pos.size() == 1) dims = c.int_seq(pos[0], "a reshape size");
-    else dims = pos;
+    if (pos.size() == 1)
+      dims = c.int_seq(pos[0], "a reshape size");
+    else
+      dims = pos;
   } else {
     auto a = c.sig({"a", "newshape", "order"}, 2);
     x = c.tensor_arg(a[0], "a");
@@ -48,8 +51,10 @@ ValuePtr Elab::np_transpose(const BuiltinCall& c) {
   if (c.method) {
     x = c.fn.self;
     if (!c.args.kw.empty()) fail(loc, ".transpose() takes no keyword arguments");
-    if (c.args.pos.size() == 1) axes = c.args.pos[0];
-    else if (c.args.pos.size() > 1) axes = make_seq(Kind::Tuple, c.args.pos);
+    if (c.args.pos.size() == 1)
+      axes = c.args.pos[0];
+    else if (c.args.pos.size() > 1)
+      axes = make_seq(Kind::Tuple, c.args.pos);
   } else {
     auto a = c.sig({"a", "axes"}, 1);
     x = c.tensor_arg(a[0], "a");
@@ -60,10 +65,13 @@ ValuePtr Elab::np_transpose(const BuiltinCall& c) {
   if (is_none(axes)) {
     for (int i = rank - 1; i >= 0; --i) perm.push_back(i);
   } else {
-    if (axes->kind != Kind::Tuple && axes->kind != Kind::List) fail(loc, "transpose axes must be a tuple of all axes");
+    if (axes->kind != Kind::Tuple && axes->kind != Kind::List)
+      fail(loc, "transpose axes must be a tuple of all axes");
     perm = axes_arg(axes, rank, loc);
     if (static_cast<int>(perm.size()) != rank)
-      fail(loc, "transpose axes " + std::to_string(perm.size()) + " don't match an array of rank " + std::to_string(rank),
+      fail(loc,
+           "transpose axes " + std::to_string(perm.size()) + " don't match an array of rank " +
+               std::to_string(rank),
            "give a permutation of all the axes");
   }
   return make_tensor(builder_.transpose(x->t, perm, loc));
@@ -74,7 +82,8 @@ ValuePtr Elab::np_swapaxes(const BuiltinCall& c) {
   auto a = c.fsig({"a", "axis1", "axis2"}, 3);
   ValuePtr x = c.tensor_arg(a[0], "a");
   int rank = static_cast<int>(shape_of(*x).size());
-  int i = norm_axis(to_const_int(a[1], loc, "axis1"), rank, loc), j = norm_axis(to_const_int(a[2], loc, "axis2"), rank, loc);
+  int i = norm_axis(to_const_int(a[1], loc, "axis1"), rank, loc),
+      j = norm_axis(to_const_int(a[2], loc, "axis2"), rank, loc);
   std::vector<int> perm;
   for (int k = 0; k < rank; ++k) perm.push_back(k);
   std::swap(perm[static_cast<size_t>(i)], perm[static_cast<size_t>(j)]);
@@ -109,8 +118,8 @@ ValuePtr Elab::np_squeeze(const BuiltinCall& c) {
     axes = axes_arg(a[1], static_cast<int>(s.size()), loc);
     for (int ax : axes)
       if (s[static_cast<size_t>(ax)] != DimExpr::constant(1))
-        fail(loc, "cannot squeeze axis " + std::to_string(ax) + " of " + type_str(x->t) + ": its size is " +
-                      s[static_cast<size_t>(ax)].str() + ", not 1");
+        fail(loc, "cannot squeeze axis " + std::to_string(ax) + " of " + type_str(x->t) +
+                      ": its size is " + s[static_cast<size_t>(ax)].str() + ", not 1");
   }
   Shape out;
   for (size_t i = 0; i < s.size(); ++i)

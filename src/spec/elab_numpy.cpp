@@ -11,21 +11,30 @@ namespace ollie::spec::elab {
 namespace {
 
 const std::set<std::string> kNumpyFuncs = {
-    "exp", "log", "sqrt", "tanh", "abs", "absolute", "sin", "cos", "square", "reciprocal", "negative",
-    "maximum", "minimum", "where", "clip", "sum", "max", "min", "amax", "amin", "mean", "var", "std",
-    "matmul", "einsum", "dot", "outer", "inner", "reshape", "transpose", "swapaxes", "expand_dims", "squeeze",
-    "concatenate", "stack", "split", "repeat", "tile", "full", "zeros", "ones", "zeros_like", "ones_like",
-    "full_like", "tri", "triu", "tril", "arange", "asarray", "array", "add", "subtract", "multiply", "divide",
-    "true_divide", "power", "logical_and", "logical_or", "logical_not", "equal", "not_equal", "less",
-    "less_equal", "greater", "greater_equal"};
-const std::set<std::string> kDataDependent = {"nonzero", "unique", "argwhere", "flatnonzero", "extract", "compress"};
-const std::set<std::string> kMethods = {"reshape", "transpose", "swapaxes", "sum", "max", "min", "mean", "var",
-                                        "std", "squeeze", "astype", "copy", "clip", "flatten", "ravel"};
-const std::set<std::string> kMathFuncs = {"sqrt", "log", "exp", "tanh", "sin", "cos", "erf", "fabs", "log2", "log10"};
+    "exp",         "log",         "sqrt",        "tanh",        "abs",          "absolute",
+    "sin",         "cos",         "square",      "reciprocal",  "negative",     "maximum",
+    "minimum",     "where",       "clip",        "sum",         "max",          "min",
+    "amax",        "amin",        "mean",        "var",         "std",          "matmul",
+    "einsum",      "dot",         "outer",       "inner",       "reshape",      "transpose",
+    "swapaxes",    "expand_dims", "squeeze",     "concatenate", "stack",        "split",
+    "repeat",      "tile",        "full",        "zeros",       "ones",         "zeros_like",
+    "ones_like",   "full_like",   "tri",         "triu",        "tril",         "arange",
+    "asarray",     "array",       "add",         "subtract",    "multiply",     "divide",
+    "true_divide", "power",       "logical_and", "logical_or",  "logical_not",  "equal",
+    "not_equal",   "less",        "less_equal",  "greater",     "greater_equal"};
+const std::set<std::string> kDataDependent = {"nonzero",     "unique",  "argwhere",
+                                              "flatnonzero", "extract", "compress"};
+const std::set<std::string> kMethods = {"reshape", "transpose", "swapaxes", "sum",     "max",
+                                        "min",     "mean",      "var",      "std",     "squeeze",
+                                        "astype",  "copy",      "clip",     "flatten", "ravel"};
+const std::set<std::string> kMathFuncs = {"sqrt", "log", "exp",  "tanh", "sin",
+                                          "cos",  "erf", "fabs", "log2", "log10"};
 
 const char* kSupportedHint =
-    "supported numpy: exp log sqrt tanh abs sin cos square maximum minimum where clip sum max min mean var std "
-    "matmul einsum dot outer reshape transpose swapaxes expand_dims squeeze concatenate stack split repeat tile "
+    "supported numpy: exp log sqrt tanh abs sin cos square maximum minimum where clip sum max min "
+    "mean var std "
+    "matmul einsum dot outer reshape transpose swapaxes expand_dims squeeze concatenate stack "
+    "split repeat tile "
     "full zeros ones *_like tri triu tril arange astype (see docs/spec-language.md)";
 
 }  // namespace
@@ -38,15 +47,17 @@ std::optional<DType> Elab::to_dtype(const ValuePtr& v, SourceLoc loc) {
   if (v->kind == Kind::Builtin && v->s == "bool") return DType::Bool;
   if (v->kind == Kind::Str) {
     static const std::map<std::string, DType> names = {
-        {"float32", DType::F32}, {"f4", DType::F32}, {"float64", DType::F64}, {"f8", DType::F64}, {"int32", DType::I32},
-        {"i4", DType::I32},      {"int64", DType::I64}, {"i8", DType::I64},   {"bool", DType::Bool}};
+        {"float32", DType::F32}, {"f4", DType::F32},    {"float64", DType::F64},
+        {"f8", DType::F64},      {"int32", DType::I32}, {"i4", DType::I32},
+        {"int64", DType::I64},   {"i8", DType::I64},    {"bool", DType::Bool}};
     if (auto it = names.find(v->s); it != names.end()) return it->second;
   }
   fail(loc, "unsupported dtype " + (v->kind == Kind::Str ? "'" + v->s + "'" : kind_name(*v)),
        "use np.float32, np.float64, np.int32, np.int64 or np.bool_");
 }
 
-ValuePtr Elab::attribute(const ValuePtr& base, const std::string& name, SourceLoc loc, const std::string& shown) {
+ValuePtr Elab::attribute(const ValuePtr& base, const std::string& name, SourceLoc loc,
+                         const std::string& shown) {
   if (base->kind == Kind::Module) {
     const std::string& m = base->s;
     if (m == "np") {
@@ -60,12 +71,17 @@ ValuePtr Elab::attribute(const ValuePtr& base, const std::string& name, SourceLo
       if (name == "int32") return make_dtype(DType::I32);
       if (name == "int64") return make_dtype(DType::I64);
       if (name == "bool_" || name == "bool") return make_dtype(DType::Bool);
-      if (name == "linalg" || name == "fft" || name == "random") return make_named(Kind::Module, "np." + name);
+      if (name == "linalg" || name == "fft" || name == "random")
+        return make_named(Kind::Module, "np." + name);
       if (name == "erf")
-        fail(loc, "np.erf is not a numpy function", "numpy has no erf; write gelu in its tanh form: "
-                                                    "0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))");
+        fail(loc, "np.erf is not a numpy function",
+             "numpy has no erf; write gelu in its tanh form: "
+             "0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))");
       if (kDataDependent.count(name))
-        fail(loc, "data-dependent shape: np." + name + " returns a size that depends on the values; the shape of every value must follow from the dims",
+        fail(loc,
+             "data-dependent shape: np." + name +
+                 " returns a size that depends on the values; the shape of every value must follow "
+                 "from the dims",
              "use np.where(mask, x, 0) to keep the shape");
       if (kNumpyFuncs.count(name)) return make_named(Kind::Builtin, "np." + name);
       fail(loc, "np." + name + " is not supported in a spec", kSupportedHint);
@@ -77,7 +93,8 @@ ValuePtr Elab::attribute(const ValuePtr& base, const std::string& name, SourceLo
       if (name == "inf") return make_float(INFINITY);
       if (name == "nan") return make_float(NAN);
       if (kMathFuncs.count(name)) return make_named(Kind::Builtin, "math." + name);
-      fail(loc, "math." + name + " is not supported in a spec", "supported: math.pi, e, inf, sqrt, log, exp, tanh, sin, cos, erf");
+      fail(loc, "math." + name + " is not supported in a spec",
+           "supported: math.pi, e, inf, sqrt, log, exp, tanh, sin, cos, erf");
     }
     fail(loc, m + "." + name + " is not supported in a spec", kSupportedHint);
   }
@@ -102,7 +119,8 @@ ValuePtr Elab::attribute(const ValuePtr& base, const std::string& name, SourceLo
     }
     if (kMethods.count(name)) return make_named(Kind::Builtin, "method." + name, base);
     fail(loc, "array attribute ." + name + " is not supported in a spec",
-         "supported: .shape .ndim .size .dtype .T and the methods reshape transpose swapaxes sum max min mean var std squeeze astype");
+         "supported: .shape .ndim .size .dtype .T and the methods reshape transpose swapaxes sum "
+         "max min mean var std squeeze astype");
   }
   if (base->kind == Kind::DType && name == "type") return base;
   fail(loc, kind_name(*base) + " has no attribute '" + name + "' in a spec (" + shown + ")");
@@ -110,11 +128,13 @@ ValuePtr Elab::attribute(const ValuePtr& base, const std::string& name, SourceLo
 
 // ---------------------------------------------------------------------------- calls
 
-std::vector<ValuePtr> bind_args(Elab& el, const CallArgs& a, const std::string& fname, const std::vector<std::string>& names,
-                           size_t required, SourceLoc loc) {
+std::vector<ValuePtr> bind_args(Elab& el, const CallArgs& a, const std::string& fname,
+                                const std::vector<std::string>& names, size_t required,
+                                SourceLoc loc) {
   std::vector<ValuePtr> out(names.size());
   if (a.pos.size() > names.size())
-    el.fail(loc, fname + "() takes at most " + std::to_string(names.size()) + " arguments (" + std::to_string(a.pos.size()) + " given)");
+    el.fail(loc, fname + "() takes at most " + std::to_string(names.size()) + " arguments (" +
+                     std::to_string(a.pos.size()) + " given)");
   for (size_t i = 0; i < a.pos.size(); ++i) out[i] = a.pos[i];
   for (size_t j = 0; j < a.kw.size(); ++j) {
     auto it = std::find(names.begin(), names.end(), a.kw[j].first);
@@ -125,7 +145,8 @@ std::vector<ValuePtr> bind_args(Elab& el, const CallArgs& a, const std::string& 
               "its arguments are " + (all.empty() ? std::string("(none)") : all));
     }
     size_t k = static_cast<size_t>(it - names.begin());
-    if (out[k]) el.fail(a.kw_loc[j], fname + "() got multiple values for argument '" + names[k] + "'");
+    if (out[k])
+      el.fail(a.kw_loc[j], fname + "() got multiple values for argument '" + names[k] + "'");
     out[k] = a.kw[j].second;
   }
   for (size_t i = 0; i < required; ++i)
@@ -135,20 +156,30 @@ std::vector<ValuePtr> bind_args(Elab& el, const CallArgs& a, const std::string& 
 
 // One call's context; the prologue the if-chain used to build for every call.
 BuiltinCall::BuiltinCall(Elab& elab, const Value& callee, const CallArgs& call_args, SourceLoc at)
-    : el(elab), fn(callee), args(call_args), loc(at), name(callee.s), method(name.rfind("method.", 0) == 0),
-      base(method ? name.substr(7) : name.rfind("np.", 0) == 0 ? name.substr(3) : name),
-      shown(method ? "." + base : name), full(call_args) {
+    : el(elab),
+      fn(callee),
+      args(call_args),
+      loc(at),
+      name(callee.s),
+      method(name.rfind("method.", 0) == 0),
+      base(method                      ? name.substr(7)
+           : name.rfind("np.", 0) == 0 ? name.substr(3)
+                                       : name),
+      shown(method ? "." + base : name),
+      full(call_args) {
   if (method) {
     full.pos.insert(full.pos.begin(), fn.self);
     full.pos_loc.insert(full.pos_loc.begin(), loc);
   }
 }
 
-std::vector<ValuePtr> BuiltinCall::sig(const std::vector<std::string>& names, size_t required) const {
+std::vector<ValuePtr> BuiltinCall::sig(const std::vector<std::string>& names,
+                                       size_t required) const {
   return bind_args(el, args, shown, names, required, loc);
 }
 
-std::vector<ValuePtr> BuiltinCall::fsig(const std::vector<std::string>& names, size_t required) const {
+std::vector<ValuePtr> BuiltinCall::fsig(const std::vector<std::string>& names,
+                                        size_t required) const {
   return bind_args(el, full, shown, names, required, loc);
 }
 
@@ -168,17 +199,21 @@ ValueId BuiltinCall::array_arg(const ValuePtr& v, const std::string& what) const
 
 std::vector<ValuePtr> BuiltinCall::int_seq(const ValuePtr& v, const std::string& what) const {
   std::vector<ValuePtr> items;
-  if (v->kind == Kind::Tuple || v->kind == Kind::List) items = v->items;
-  else items = {v};
+  if (v->kind == Kind::Tuple || v->kind == Kind::List)
+    items = v->items;
+  else
+    items = {v};
   for (auto& it : items) el.to_dim(it, loc, what);
   return items;
 }
 
 bool BuiltinCall::flag(const ValuePtr& v) const { return !is_none(v) && el.truthy(v, loc); }
 
-void Elab::add_builtins(BuiltinTable& t, std::initializer_list<const char*> names, BuiltinHandler h) {
+void Elab::add_builtins(BuiltinTable& t, std::initializer_list<const char*> names,
+                        BuiltinHandler h) {
   for (const char* n : names)
-    if (!t.emplace(n, h).second) throw InternalError(std::string("builtin '") + n + "' registered twice");
+    if (!t.emplace(n, h).second)
+      throw InternalError(std::string("builtin '") + n + "' registered twice");
 }
 
 ValuePtr Elab::call_builtin(const Value& fn, const CallArgs& args, SourceLoc loc) {

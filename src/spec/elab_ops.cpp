@@ -55,7 +55,9 @@ ValueId Elab::convert(ValueId id, DType t, SourceLoc loc) {
 }
 
 ValueId Elab::as_tensor(const ValuePtr& v, SourceLoc loc, std::optional<DType> dtype) {
-  if (!in_entry_) fail(loc, "arrays at module level are not supported in a spec", "create arrays inside the entry function");
+  if (!in_entry_)
+    fail(loc, "arrays at module level are not supported in a spec",
+         "create arrays inside the entry function");
   switch (v->kind) {
     case Kind::Tensor:
       if (dtype && v->weak && ir::is_float(*dtype) && node(v->t).dtype != *dtype)
@@ -73,14 +75,14 @@ ValueId Elab::as_tensor(const ValuePtr& v, SourceLoc loc, std::optional<DType> d
     case Kind::Float: {
       DType t = dtype.value_or(DType::F64);
       if (!ir::is_float(t)) {
-        if (!std::isfinite(v->f)) fail(loc, "cannot convert " + std::to_string(v->f) + " to an integer dtype");
+        if (!std::isfinite(v->f))
+          fail(loc, "cannot convert " + std::to_string(v->f) + " to an integer dtype");
         if (t == DType::Bool) return builder_.constant(v->f != 0 ? 1 : 0, t, loc);
         return builder_.constant(std::trunc(v->f), t, loc);
       }
       return builder_.constant(v->f, t, loc);
     }
-    default:
-      fail(loc, "expected an array or a number, got " + kind_name(*v));
+    default: fail(loc, "expected an array or a number, got " + kind_name(*v));
   }
 }
 
@@ -107,7 +109,8 @@ bool Elab::same_at_bounds(const DimExpr& a, const DimExpr& b) const {
   // counterpart wherever the spec is valid under numpy, whereas plain dims that merely
   // happen to have equal sizes in DIMS must still be reported as a mismatch.
   if (a == b) return true;
-  if (a.str().find("//") == std::string::npos && b.str().find("//") == std::string::npos) return false;
+  if (a.str().find("//") == std::string::npos && b.str().find("//") == std::string::npos)
+    return false;
   try {
     return a.evaluate(graph_.bound_dims) == b.evaluate(graph_.bound_dims);
   } catch (const UserError&) {
@@ -124,16 +127,25 @@ Shape Elab::broadcast_shapes(const std::vector<ValueId>& ids, SourceLoc loc) {
     for (size_t i = 0; i < r.size(); ++i) {
       const DimExpr* a = i + out.size() >= r.size() ? &out[i + out.size() - r.size()] : nullptr;
       const DimExpr* c = i + s.size() >= r.size() ? &s[i + s.size() - r.size()] : nullptr;
-      if (!a) r[i] = *c;
-      else if (!c) r[i] = *a;
+      if (!a)
+        r[i] = *c;
+      else if (!c)
+        r[i] = *a;
       // A literal 1 yields to the other dim before same_at_bounds is asked: 1 and Q//2
       // agree at Q = 3, but only Q//2 stays right (and matches later ops) for every Q.
-      else if (*a == *c || *c == one) r[i] = *a;
-      else if (*a == one || same_at_bounds(*a, *c)) r[i] = *a == one ? *c : *a;
+      else if (*a == *c || *c == one)
+        r[i] = *a;
+      else if (*a == one || same_at_bounds(*a, *c))
+        r[i] = *a == one ? *c : *a;
       else {
-        std::string lhs = k == 1 ? type_str(ids[0]) : std::string(ir::dtype_name(node(ids[0]).dtype)) + ir::shape_str(out);
-        fail(loc, "cannot broadcast " + lhs + " and " + type_str(ids[k]) + ": dims " + a->str() + " and " + c->str() + " differ",
-             "numpy broadcasting aligns shapes from the right; a dim must be equal or 1 (reshape or add None axes)");
+        std::string lhs =
+            k == 1 ? type_str(ids[0])
+                   : std::string(ir::dtype_name(node(ids[0]).dtype)) + ir::shape_str(out);
+        fail(loc,
+             "cannot broadcast " + lhs + " and " + type_str(ids[k]) + ": dims " + a->str() +
+                 " and " + c->str() + " differ",
+             "numpy broadcasting aligns shapes from the right; a dim must be equal or 1 (reshape "
+             "or add None axes)");
       }
     }
     out = r;
@@ -155,7 +167,8 @@ ValueId Elab::to_shape(ValueId id, const Shape& shape_ref, SourceLoc loc) {
   return checked(builder_.broadcast(id, shape, loc), loc);
 }
 
-std::vector<ValueId> Elab::unify(const std::vector<ValuePtr>& vs, SourceLoc loc, std::optional<DType> dtype) {
+std::vector<ValueId> Elab::unify(const std::vector<ValuePtr>& vs, SourceLoc loc,
+                                 std::optional<DType> dtype) {
   DType t = dtype ? *dtype : result_dtype(vs, loc);
   std::vector<ValueId> ids;
   for (auto& v : vs) ids.push_back(as_tensor(v, loc, t));
@@ -168,11 +181,13 @@ std::vector<ValueId> Elab::unify(const std::vector<ValuePtr>& vs, SourceLoc loc,
 
 namespace {
 
-ValuePtr fold_int(Elab& el, const std::string& op, const DimExpr& a, const DimExpr& b, SourceLoc loc) {
+ValuePtr fold_int(Elab& el, const std::string& op, const DimExpr& a, const DimExpr& b,
+                  SourceLoc loc) {
   auto ca = a.as_constant(), cb = b.as_constant();
   auto guard = [&](const DimExpr& r) {
     int64_t v = el.eval_dim(r, loc);
-    if (v > kMaxInt || v < -kMaxInt) el.fail(loc, "integer " + r.str() + " is too large for a spec");
+    if (v > kMaxInt || v < -kMaxInt)
+      el.fail(loc, "integer " + r.str() + " is too large for a spec");
     return make_int(r);
   };
   auto magnitude_ok = [&](const DimExpr& d) {
@@ -184,13 +199,16 @@ ValuePtr fold_int(Elab& el, const std::string& op, const DimExpr& a, const DimEx
   if (op == "+") return guard(a + b);
   if (op == "-") return guard(a - b);
   if (op == "*") {
-    long double va = static_cast<long double>(el.eval_dim(a, loc)), vb = static_cast<long double>(el.eval_dim(b, loc));
-    if (va * vb > kMaxInt || va * vb < -kMaxInt) el.fail(loc, "integer product " + a.str() + " * " + b.str() + " is too large for a spec");
+    long double va = static_cast<long double>(el.eval_dim(a, loc)),
+                vb = static_cast<long double>(el.eval_dim(b, loc));
+    if (va * vb > kMaxInt || va * vb < -kMaxInt)
+      el.fail(loc, "integer product " + a.str() + " * " + b.str() + " is too large for a spec");
     return guard(a * b);
   }
   if (op == "//" || op == "%") {
     if (cb && *cb == 0) el.fail(loc, "integer division or modulo by zero");
-    if (ca && cb) return make_int(op == "//" ? int_floordiv(*ca, *cb) : *ca - int_floordiv(*ca, *cb) * *cb);
+    if (ca && cb)
+      return make_int(op == "//" ? int_floordiv(*ca, *cb) : *ca - int_floordiv(*ca, *cb) * *cb);
     if (!cb || *cb < 0)
       el.fail(loc, "'" + op + "' of dims needs a positive constant divisor (got " + b.str() + ")",
               "divide by a constant, e.g. D // 2");
@@ -212,8 +230,10 @@ ValuePtr fold_int(Elab& el, const std::string& op, const DimExpr& a, const DimEx
     if (*cb > 64) el.fail(loc, "integer power too large for a spec");
     DimExpr r = DimExpr::constant(1);
     for (int64_t k = 0; k < *cb; ++k) {
-      long double v = static_cast<long double>(el.eval_dim(r, loc)) * static_cast<long double>(el.eval_dim(a, loc));
-      if (v > kMaxInt || v < -kMaxInt) el.fail(loc, "integer power " + a.str() + " ** " + b.str() + " is too large for a spec");
+      long double v = static_cast<long double>(el.eval_dim(r, loc)) *
+                      static_cast<long double>(el.eval_dim(a, loc));
+      if (v > kMaxInt || v < -kMaxInt)
+        el.fail(loc, "integer power " + a.str() + " ** " + b.str() + " is too large for a spec");
       r = r * a;
     }
     return make_int(r);
@@ -225,8 +245,13 @@ ValuePtr fold_int(Elab& el, const std::string& op, const DimExpr& a, const DimEx
   }
   if (op == "&" || op == "|" || op == "^" || op == "<<" || op == ">>") {
     if (!ca || !cb) el.fail(loc, "bitwise '" + op + "' on dims is not supported");
-    if ((op == "<<" || op == ">>") && (*cb < 0 || *cb > 40)) el.fail(loc, "shift count out of range");
-    int64_t r = op == "&" ? (*ca & *cb) : op == "|" ? (*ca | *cb) : op == "^" ? (*ca ^ *cb) : op == "<<" ? (*ca << *cb) : (*ca >> *cb);
+    if ((op == "<<" || op == ">>") && (*cb < 0 || *cb > 40))
+      el.fail(loc, "shift count out of range");
+    int64_t r = op == "&"    ? (*ca & *cb)
+                : op == "|"  ? (*ca | *cb)
+                : op == "^"  ? (*ca ^ *cb)
+                : op == "<<" ? (*ca << *cb)
+                             : (*ca >> *cb);
     return guard(DimExpr::constant(r));
   }
   return nullptr;
@@ -236,10 +261,12 @@ ValuePtr fold_int(Elab& el, const std::string& op, const DimExpr& a, const DimEx
 
 ValuePtr Elab::binary(const std::string& op, const ValuePtr& a, const ValuePtr& b, SourceLoc loc) {
   auto bad = [&]() -> ValuePtr {
-    fail(loc, "unsupported operand types for " + op + ": " + kind_name(*a) + " and " + kind_name(*b));
+    fail(loc,
+         "unsupported operand types for " + op + ": " + kind_name(*a) + " and " + kind_name(*b));
   };
   // Sequences: shape arithmetic like x.shape[:-1] + (-1, 2).
-  bool seq_a = a->kind == Kind::Tuple || a->kind == Kind::List, seq_b = b->kind == Kind::Tuple || b->kind == Kind::List;
+  bool seq_a = a->kind == Kind::Tuple || a->kind == Kind::List,
+       seq_b = b->kind == Kind::Tuple || b->kind == Kind::List;
   if (seq_a || seq_b) {
     if (op == "+" && seq_a && seq_b && a->kind == b->kind) {
       auto items = a->items;
@@ -269,7 +296,8 @@ ValuePtr Elab::binary(const std::string& op, const ValuePtr& a, const ValuePtr& 
   if (!ta && !tb) {
     int ra = py_rank(*this, *a), rb = py_rank(*this, *b);
     if (op == "&" || op == "|" || op == "^") {
-      if (ra == 0 && rb == 0) return make_bool(op == "&" ? (a->b && b->b) : op == "|" ? (a->b || b->b) : (a->b != b->b));
+      if (ra == 0 && rb == 0)
+        return make_bool(op == "&" ? (a->b && b->b) : op == "|" ? (a->b || b->b) : (a->b != b->b));
     }
     if (ra <= 1 && rb <= 1 && op != "@") {
       DimExpr ia = a->kind == Kind::Bool ? DimExpr::constant(a->b) : a->i;
@@ -293,25 +321,33 @@ ValuePtr Elab::binary(const std::string& op, const ValuePtr& a, const ValuePtr& 
         if (op == "%") return make_float(py_mod(*x, *y));
         if (op == "**") {
           if (*x == 0 && *y < 0) fail(loc, "0.0 cannot be raised to a negative power");
-          if (*x < 0 && *y != std::floor(*y)) fail(loc, "a negative number to a fractional power is complex", "a spec computes in real numbers");
+          if (*x < 0 && *y != std::floor(*y))
+            fail(loc, "a negative number to a fractional power is complex",
+                 "a spec computes in real numbers");
           return make_float(std::pow(*x, *y));
         }
         return bad();
       }
     }
-    if (!in_entry_) fail(loc, "this module constant depends on a dim; compute it inside the entry function");
+    if (!in_entry_)
+      fail(loc, "this module constant depends on a dim; compute it inside the entry function");
   }
   if (op == "@") {
-    if (!ta || !tb || a->weak || b->weak) fail(loc, "matmul of a scalar is not allowed", "use * to scale by a scalar");
+    if (!ta || !tb || a->weak || b->weak)
+      fail(loc, "matmul of a scalar is not allowed", "use * to scale by a scalar");
     return matmul(a, b, loc);
   }
   bool weak = !(ta && !a->weak) && !(tb && !b->weak);
   DType t = result_dtype({a, b}, loc);
   OpKind k;
-  if (op == "+") k = t == DType::Bool ? OpKind::Or : OpKind::Add;
-  else if (op == "*") k = t == DType::Bool ? OpKind::And : OpKind::Mul;
+  if (op == "+")
+    k = t == DType::Bool ? OpKind::Or : OpKind::Add;
+  else if (op == "*")
+    k = t == DType::Bool ? OpKind::And : OpKind::Mul;
   else if (op == "-") {
-    if (t == DType::Bool) fail(loc, "numpy does not subtract booleans", "use ^ (xor) or & ~ for masks, or .astype(np.int64) first");
+    if (t == DType::Bool)
+      fail(loc, "numpy does not subtract booleans",
+           "use ^ (xor) or & ~ for masks, or .astype(np.int64) first");
     k = OpKind::Sub;
   } else if (op == "/") {
     if (!ir::is_float(t)) t = DType::F64;
@@ -324,14 +360,18 @@ ValuePtr Elab::binary(const std::string& op, const ValuePtr& a, const ValuePtr& 
     if (!tb && b->kind == Kind::Int && b->i.is_constant()) {
       int64_t e = *b->i.as_constant();
       if (e < 0 && !ir::is_float(t))
-        fail(loc, "integers to negative integer powers are not allowed", "convert first: x.astype(np.float64) ** " + std::to_string(e));
-      if (e > 1024 || e < -1024) fail(loc, "exponent " + std::to_string(e) + " is too large for a spec");
+        fail(loc, "integers to negative integer powers are not allowed",
+             "convert first: x.astype(np.float64) ** " + std::to_string(e));
+      if (e > 1024 || e < -1024)
+        fail(loc, "exponent " + std::to_string(e) + " is too large for a spec");
       return make_tensor(checked(builder_.powi(as_tensor(a, loc, t), e, loc), loc), weak);
     }
     if (!tb && b->kind == Kind::Float) {
-      if (b->f == 0.5 && ir::is_float(t)) return make_tensor(builder_.unary(OpKind::Sqrt, as_tensor(a, loc, t), loc), weak);
+      if (b->f == 0.5 && ir::is_float(t))
+        return make_tensor(builder_.unary(OpKind::Sqrt, as_tensor(a, loc, t), loc), weak);
       if (b->f == std::floor(b->f) && std::fabs(b->f) <= 1024 && ir::is_float(t))
-        return make_tensor(builder_.powi(as_tensor(a, loc, t), static_cast<int64_t>(b->f), loc), weak);
+        return make_tensor(builder_.powi(as_tensor(a, loc, t), static_cast<int64_t>(b->f), loc),
+                           weak);
     }
     if (!ir::is_float(t))
       fail(loc, "integer ** integer array powers are not supported in a spec",
@@ -370,7 +410,8 @@ ValuePtr Elab::unary(const std::string& op, const ValuePtr& a, SourceLoc loc) {
   }
   if (op == "~") {
     if (t == DType::Bool) return make_tensor(builder_.unary(OpKind::Not, a->t, loc), a->weak);
-    if (ir::is_float(t)) fail(loc, "~ is not defined for float arrays", "use ~ on boolean masks, e.g. ~(x > 0)");
+    if (ir::is_float(t))
+      fail(loc, "~ is not defined for float arrays", "use ~ on boolean masks, e.g. ~(x > 0)");
     const Shape s = shape_of(*a);
     ValueId n = builder_.unary(OpKind::Neg, a->t, loc);
     ValueId one = to_shape(builder_.constant(1, t, loc), s, loc);
@@ -382,10 +423,14 @@ ValuePtr Elab::unary(const std::string& op, const ValuePtr& a, SourceLoc loc) {
 ValuePtr Elab::compare(const std::string& op, const ValuePtr& a, const ValuePtr& b, SourceLoc loc) {
   if (op == "is" || op == "is not") {
     bool same;
-    if (a->kind == Kind::None || b->kind == Kind::None) same = a->kind == b->kind;
-    else if (a->kind == Kind::DType && b->kind == Kind::DType) same = a->dtype == b->dtype;
-    else if (a->kind == Kind::Bool && b->kind == Kind::Bool) same = a->b == b->b;
-    else same = a.get() == b.get();
+    if (a->kind == Kind::None || b->kind == Kind::None)
+      same = a->kind == b->kind;
+    else if (a->kind == Kind::DType && b->kind == Kind::DType)
+      same = a->dtype == b->dtype;
+    else if (a->kind == Kind::Bool && b->kind == Kind::Bool)
+      same = a->b == b->b;
+    else
+      same = a.get() == b.get();
     return make_bool(op == "is" ? same : !same);
   }
   if (op == "in" || op == "not in") {
@@ -393,7 +438,8 @@ ValuePtr Elab::compare(const std::string& op, const ValuePtr& a, const ValuePtr&
       bool found = std::find(b->keys.begin(), b->keys.end(), a->s) != b->keys.end();
       return make_bool(op == "in" ? found : !found);
     }
-    if (b->kind != Kind::Tuple && b->kind != Kind::List) fail(loc, "'in' is only supported on tuples, lists and dicts");
+    if (b->kind != Kind::Tuple && b->kind != Kind::List)
+      fail(loc, "'in' is only supported on tuples, lists and dicts");
     bool found = false;
     for (auto& it : b->items) {
       ValuePtr r = compare("==", a, it, loc);
@@ -401,17 +447,25 @@ ValuePtr Elab::compare(const std::string& op, const ValuePtr& a, const ValuePtr&
     }
     return make_bool(op == "in" ? found : !found);
   }
-  OpKind k = op == "<" ? OpKind::Lt : op == "<=" ? OpKind::Le : op == ">" ? OpKind::Gt : op == ">=" ? OpKind::Ge
-             : op == "==" ? OpKind::Eq : OpKind::Ne;
+  OpKind k = op == "<"    ? OpKind::Lt
+             : op == "<=" ? OpKind::Le
+             : op == ">"  ? OpKind::Gt
+             : op == ">=" ? OpKind::Ge
+             : op == "==" ? OpKind::Eq
+                          : OpKind::Ne;
   bool ta = a->kind == Kind::Tensor, tb = b->kind == Kind::Tensor;
   if (!ta && !tb) {
     bool both_num = is_scalar(*a) && is_scalar(*b);
     if ((op == "==" || op == "!=") && !both_num) {
       bool eq;
-      if (a->kind == Kind::Str || b->kind == Kind::Str) eq = a->kind == b->kind && a->s == b->s;
-      else if (a->kind == Kind::DType || b->kind == Kind::DType) eq = a->kind == b->kind && a->dtype == b->dtype;
-      else if (a->kind == Kind::None || b->kind == Kind::None) eq = a->kind == b->kind;
-      else if ((a->kind == Kind::Tuple || a->kind == Kind::List) && (b->kind == Kind::Tuple || b->kind == Kind::List)) {
+      if (a->kind == Kind::Str || b->kind == Kind::Str)
+        eq = a->kind == b->kind && a->s == b->s;
+      else if (a->kind == Kind::DType || b->kind == Kind::DType)
+        eq = a->kind == b->kind && a->dtype == b->dtype;
+      else if (a->kind == Kind::None || b->kind == Kind::None)
+        eq = a->kind == b->kind;
+      else if ((a->kind == Kind::Tuple || a->kind == Kind::List) &&
+               (b->kind == Kind::Tuple || b->kind == Kind::List)) {
         eq = a->kind == b->kind && a->items.size() == b->items.size();
         for (size_t i = 0; eq && i < a->items.size(); ++i) {
           ValuePtr r = compare("==", a->items[i], b->items[i], loc);
@@ -432,21 +486,28 @@ ValuePtr Elab::compare(const std::string& op, const ValuePtr& a, const ValuePtr&
       return static_cast<double>(eval_dim(v.i, loc));
     };
     double x = num(*a), y = num(*b);
-    bool r = k == OpKind::Lt ? x < y : k == OpKind::Le ? x <= y : k == OpKind::Gt ? x > y : k == OpKind::Ge ? x >= y
-             : k == OpKind::Eq ? x == y : x != y;
+    bool r = k == OpKind::Lt   ? x < y
+             : k == OpKind::Le ? x <= y
+             : k == OpKind::Gt ? x > y
+             : k == OpKind::Ge ? x >= y
+             : k == OpKind::Eq ? x == y
+                               : x != y;
     return make_bool(r);
   }
   if ((!ta && !is_scalar(*a)) || (!tb && !is_scalar(*b)))
     fail(loc, "cannot compare " + kind_name(*a) + " and " + kind_name(*b) + " with " + op);
   auto ids = unify({a, b}, loc);
-  return make_tensor(checked(builder_.binary(k, ids[0], ids[1], loc), loc), (!ta || a->weak) && (!tb || b->weak));
+  return make_tensor(checked(builder_.binary(k, ids[0], ids[1], loc), loc),
+                     (!ta || a->weak) && (!tb || b->weak));
 }
 
 ValueId Elab::apply_unary(OpKind k, const ValuePtr& x, SourceLoc loc) {
   ValueId id = as_tensor(x, loc);
   DType t = node(id).dtype;
   if (k == OpKind::Abs || k == OpKind::Neg) {
-    if (t == DType::Bool) fail(loc, std::string(ir::op_name(k)) + " of a boolean array is not supported", "convert with .astype(...) first");
+    if (t == DType::Bool)
+      fail(loc, std::string(ir::op_name(k)) + " of a boolean array is not supported",
+           "convert with .astype(...) first");
     return builder_.unary(k, id, loc);
   }
   if (!ir::is_float(t)) id = convert(id, DType::F64, loc);
@@ -459,18 +520,23 @@ ValuePtr Elab::matmul(const ValuePtr& a, const ValuePtr& b, SourceLoc loc) {
   ValueId x = a->t, y = b->t;
   const Shape xs = node(x).shape, ys = node(y).shape;
   std::string shown = type_str(x) + " @ " + type_str(y);
-  if (xs.empty() || ys.empty()) fail(loc, "matmul of a 0-d array: " + shown, "use * to scale by a scalar");
+  if (xs.empty() || ys.empty())
+    fail(loc, "matmul of a 0-d array: " + shown, "use * to scale by a scalar");
   DType t = result_dtype({a, b}, loc);
-  if (t == DType::Bool) fail(loc, "matmul of boolean arrays is not supported", "convert with .astype(np.float32) first");
+  if (t == DType::Bool)
+    fail(loc, "matmul of boolean arrays is not supported",
+         "convert with .astype(np.float32) first");
   x = convert(x, t, loc);
   y = convert(y, t, loc);
   const DimExpr& kx = xs.back();
   const DimExpr& ky = ys.size() == 1 ? ys[0] : ys[ys.size() - 2];
-  if (kx != ky) fail(loc, "matmul shape mismatch: " + shown + ": " + kx.str() + " != " + ky.str(),
-                     "the last dim of the left operand must equal the second-to-last dim of the right one");
+  if (kx != ky)
+    fail(loc, "matmul shape mismatch: " + shown + ": " + kx.str() + " != " + ky.str(),
+         "the last dim of the left operand must equal the second-to-last dim of the right one");
   // Batch dims broadcast; an operand whose batch dims are not a suffix of the result's is
   // broadcast explicitly, otherwise it keeps its shape and shares the trailing batch labels.
-  Shape bx(xs.begin(), xs.end() - std::min<size_t>(xs.size(), 2)), by(ys.begin(), ys.end() - std::min<size_t>(ys.size(), 2));
+  Shape bx(xs.begin(), xs.end() - std::min<size_t>(xs.size(), 2)),
+      by(ys.begin(), ys.end() - std::min<size_t>(ys.size(), 2));
   if (xs.size() == 1) bx.clear();
   if (ys.size() == 1) by.clear();
   Shape batch;
@@ -480,22 +546,30 @@ ValuePtr Elab::matmul(const ValuePtr& a, const ValuePtr& b, SourceLoc loc) {
     for (size_t i = 0; i < n; ++i) {
       const DimExpr* p = i + bx.size() >= n ? &bx[i + bx.size() - n] : nullptr;
       const DimExpr* q = i + by.size() >= n ? &by[i + by.size() - n] : nullptr;
-      if (!p) batch.push_back(*q);
-      else if (!q) batch.push_back(*p);
-      else if (*p == *q || *q == one) batch.push_back(*p);
-      else if (*p == one) batch.push_back(*q);
-      else fail(loc, "matmul batch dims do not broadcast: " + shown + ": " + p->str() + " != " + q->str());
+      if (!p)
+        batch.push_back(*q);
+      else if (!q)
+        batch.push_back(*p);
+      else if (*p == *q || *q == one)
+        batch.push_back(*p);
+      else if (*p == one)
+        batch.push_back(*q);
+      else
+        fail(loc,
+             "matmul batch dims do not broadcast: " + shown + ": " + p->str() + " != " + q->str());
     }
   }
   auto fix_batch = [&](ValueId v, const Shape& vb, const Shape& core) {
     bool suffix = true;
-    for (size_t i = 0; i < vb.size(); ++i) suffix = suffix && vb[i] == batch[batch.size() - vb.size() + i];
+    for (size_t i = 0; i < vb.size(); ++i)
+      suffix = suffix && vb[i] == batch[batch.size() - vb.size() + i];
     if (suffix) return v;
     Shape full = batch;
     full.insert(full.end(), core.begin(), core.end());
     return to_shape(v, full, loc);
   };
-  Shape cx(xs.end() - std::min<size_t>(xs.size(), 2), xs.end()), cy(ys.end() - std::min<size_t>(ys.size(), 2), ys.end());
+  Shape cx(xs.end() - std::min<size_t>(xs.size(), 2), xs.end()),
+      cy(ys.end() - std::min<size_t>(ys.size(), 2), ys.end());
   x = fix_batch(x, bx, cx);
   y = fix_batch(y, by, cy);
   size_t nbx = node(x).shape.size() - cx.size(), nby = node(y).shape.size() - cy.size();
@@ -505,10 +579,16 @@ ValuePtr Elab::matmul(const ValuePtr& a, const ValuePtr& b, SourceLoc loc) {
   for (size_t i = 0; i < nbx; ++i) lx.push_back(nb - static_cast<int>(nbx) + static_cast<int>(i));
   for (size_t i = 0; i < nby; ++i) ly.push_back(nb - static_cast<int>(nby) + static_cast<int>(i));
   for (int i = 0; i < nb; ++i) lo.push_back(i);
-  if (cx.size() == 2) { lx.push_back(M); lo.push_back(M); }
+  if (cx.size() == 2) {
+    lx.push_back(M);
+    lo.push_back(M);
+  }
   lx.push_back(K);
   ly.push_back(K);
-  if (cy.size() == 2) { ly.push_back(N); lo.push_back(N); }
+  if (cy.size() == 2) {
+    ly.push_back(N);
+    lo.push_back(N);
+  }
   auto renum = [&](std::vector<int>& v) {
     for (auto& l : v) l = l == M ? nb : l == K ? nb + 1 : l == N ? nb + 2 : l;
   };

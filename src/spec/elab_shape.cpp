@@ -19,8 +19,12 @@ DimExpr product(const Shape& s) {
 
 int Elab::norm_axis(int64_t axis, int rank, SourceLoc loc) {
   if (axis < -rank || axis >= rank)
-    fail(loc, "axis " + std::to_string(axis) + " is out of bounds for an array of rank " + std::to_string(rank),
-         rank == 0 ? std::string("a 0-d array has no axes") : "use an axis between " + std::to_string(-rank) + " and " + std::to_string(rank - 1));
+    fail(loc,
+         "axis " + std::to_string(axis) + " is out of bounds for an array of rank " +
+             std::to_string(rank),
+         rank == 0
+             ? std::string("a 0-d array has no axes")
+             : "use an axis between " + std::to_string(-rank) + " and " + std::to_string(rank - 1));
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
 
@@ -41,20 +45,25 @@ std::vector<int> Elab::axes_arg(const ValuePtr& axis, int rank, SourceLoc loc, b
   return out;
 }
 
-ValuePtr Elab::reduce(const std::string& what, const ValuePtr& xv, const ValuePtr& axis, bool keepdims, int64_t ddof,
-                      std::optional<DType> dtype, SourceLoc loc) {
-  if (xv->kind != Kind::Tensor && !is_scalar(*xv)) fail(loc, "np." + what + " needs an array, got " + kind_name(*xv));
+ValuePtr Elab::reduce(const std::string& what, const ValuePtr& xv, const ValuePtr& axis,
+                      bool keepdims, int64_t ddof, std::optional<DType> dtype, SourceLoc loc) {
+  if (xv->kind != Kind::Tensor && !is_scalar(*xv))
+    fail(loc, "np." + what + " needs an array, got " + kind_name(*xv));
   ValueId x = as_tensor(xv, loc);
   const Shape shape = node(x).shape;
   const int rank = static_cast<int>(shape.size());
   std::vector<int> axes = axes_arg(axis, rank, loc);
   std::sort(axes.begin(), axes.end());
   DType t = node(x).dtype;
-  if (dtype) t = *dtype;
-  else if (what == "sum" && !ir::is_float(t)) t = DType::I64;
-  else if ((what == "mean" || what == "var" || what == "std") && !ir::is_float(t)) t = DType::F64;
+  if (dtype)
+    t = *dtype;
+  else if (what == "sum" && !ir::is_float(t))
+    t = DType::I64;
+  else if ((what == "mean" || what == "var" || what == "std") && !ir::is_float(t))
+    t = DType::F64;
   if ((what == "max" || what == "min") && t == DType::Bool)
-    fail(loc, "np." + what + " of a boolean array is not supported", "convert with .astype(np.int64) first");
+    fail(loc, "np." + what + " of a boolean array is not supported",
+         "convert with .astype(np.int64) first");
   if (t == DType::Bool) fail(loc, "np." + what + " with a bool dtype is not supported");
   x = convert(x, t, loc);
   Shape kept_shape = shape;
@@ -66,13 +75,17 @@ ValuePtr Elab::reduce(const std::string& what, const ValuePtr& xv, const ValuePt
   auto keep = [&](ValueId v) { return keepdims ? builder_.reshape(v, kept_shape, loc) : v; };
   auto divide = [&](ValueId s, const DimExpr& count) {
     if (eval_dim(count, loc) <= 0 && what != "sum")
-      fail(loc, "np." + what + " over " + (count.is_constant() ? std::string("zero") : count.str()) + " elements (with ddof) is undefined at these dims");
+      fail(loc, "np." + what + " over " +
+                    (count.is_constant() ? std::string("zero") : count.str()) +
+                    " elements (with ddof) is undefined at these dims");
     ValueId c = builder_.dim_constant(count, t, loc);
     return builder_.binary(OpKind::Div, s, to_shape(c, node(s).shape, loc), loc);
   };
   if (what == "sum" || what == "max" || what == "min") {
     if (axes.empty()) return make_tensor(x);
-    ir::ReduceKind k = what == "sum" ? ir::ReduceKind::Sum : what == "max" ? ir::ReduceKind::Max : ir::ReduceKind::Min;
+    ir::ReduceKind k = what == "sum"   ? ir::ReduceKind::Sum
+                       : what == "max" ? ir::ReduceKind::Max
+                                       : ir::ReduceKind::Min;
     if (k != ir::ReduceKind::Sum && eval_dim(n, loc) == 0)
       fail(loc, "np." + what + " of an empty array has no identity");
     return make_tensor(keep(builder_.reduce(k, x, axes, loc)));
@@ -100,7 +113,9 @@ ValueId Elab::reshape_to(ValueId x, const std::vector<ValuePtr>& dims, SourceLoc
   for (size_t i = 0; i < dims.size(); ++i) {
     DimExpr d = to_dim(dims[i], loc, "a reshape size");
     if (auto c = d.as_constant(); c && *c < 0) {
-      if (*c != -1) fail(loc, "reshape size " + std::to_string(*c) + " is negative", "use -1 for the one size to infer");
+      if (*c != -1)
+        fail(loc, "reshape size " + std::to_string(*c) + " is negative",
+             "use -1 for the one size to infer");
       if (infer >= 0) fail(loc, "can only infer one size in a reshape (two -1s)");
       infer = static_cast<int>(i);
     }
@@ -118,7 +133,9 @@ ValueId Elab::reshape_to(ValueId x, const std::vector<ValuePtr>& dims, SourceLoc
     DimExpr known = product(rest);
     int64_t tv = eval_dim(total, loc), kv = eval_dim(known, loc);
     if (kv <= 0 || tv % kv != 0)
-      fail(loc, shown + ": " + with_value(total, tv) + " elements are not divisible by " + with_value(known, kv),
+      fail(loc,
+           shown + ": " + with_value(total, tv) + " elements are not divisible by " +
+               with_value(known, kv),
            "the known sizes must divide the element count at the bound dims");
     auto q = total.exact_div(known);
     // exact_div divides by a single term only; a known size like Q*(R - 1) is a sum, so
@@ -133,15 +150,19 @@ ValueId Elab::reshape_to(ValueId x, const std::vector<ValuePtr>& dims, SourceLoc
       }
     }
     if (!q)
-      fail(loc, shown + ": cannot infer -1 symbolically, " + total.str() + " is not a multiple of " + known.str(),
+      fail(loc,
+           shown + ": cannot infer -1 symbolically, " + total.str() + " is not a multiple of " +
+               known.str(),
            "give every size explicitly (e.g. from x.shape)");
     if (eval_dim(*q, loc) * kv != tv)
-      fail(loc, shown + ": " + total.str() + " is not divisible by " + known.str() + " at the bound dims");
+      fail(loc, shown + ": " + total.str() + " is not divisible by " + known.str() +
+                    " at the bound dims");
     to[static_cast<size_t>(infer)] = *q;
   }
   check_shape(to, loc);
   if (!(product(to) == total) && eval_dim(product(to), loc) != eval_dim(total, loc))
-    fail(loc, shown + ": the element counts " + total.str() + " and " + product(to).str() + " differ",
+    fail(loc,
+         shown + ": the element counts " + total.str() + " and " + product(to).str() + " differ",
          "the new shape must have as many elements as the old one");
   return builder_.reshape(x, to, loc);
 }
@@ -168,18 +189,20 @@ ValuePtr Elab::einsum(const std::string& spec, const std::vector<ValuePtr>& ops,
     p = c + 1;
   }
   if (ins.size() != ops.size())
-    fail(loc, "np.einsum '" + spec + "' names " + std::to_string(ins.size()) + " operands but " + std::to_string(ops.size()) +
-                  " were given");
+    fail(loc, "np.einsum '" + spec + "' names " + std::to_string(ins.size()) + " operands but " +
+                  std::to_string(ops.size()) + " were given");
   auto label = [&](char c) -> int {
     if (c >= 'a' && c <= 'z') return c - 'a';
     if (c >= 'A' && c <= 'Z') return 26 + (c - 'A');
-    fail(loc, std::string("invalid label '") + c + "' in np.einsum '" + spec + "'", "labels are letters a-z, A-Z");
+    fail(loc, std::string("invalid label '") + c + "' in np.einsum '" + spec + "'",
+         "labels are letters a-z, A-Z");
   };
   std::map<int, DimExpr> size;
   std::vector<std::vector<int>> labels;
   std::vector<ValuePtr> tens;
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i]->kind != Kind::Tensor && !is_scalar(*ops[i])) fail(loc, "np.einsum operand " + std::to_string(i) + " is " + kind_name(*ops[i]));
+    if (ops[i]->kind != Kind::Tensor && !is_scalar(*ops[i]))
+      fail(loc, "np.einsum operand " + std::to_string(i) + " is " + kind_name(*ops[i]));
     tens.push_back(ops[i]);
   }
   DType t = result_dtype(tens, loc);
@@ -189,17 +212,21 @@ ValuePtr Elab::einsum(const std::string& spec, const std::vector<ValuePtr>& ops,
     ValueId id = as_tensor(ops[i], loc, t);
     const Shape& sh = node(id).shape;
     if (ins[i].size() != sh.size())
-      fail(loc, "np.einsum operand " + std::to_string(i) + " is " + type_str(id) + " but '" + ins[i] + "' names " +
-                    std::to_string(ins[i].size()) + " axes");
+      fail(loc, "np.einsum operand " + std::to_string(i) + " is " + type_str(id) + " but '" +
+                    ins[i] + "' names " + std::to_string(ins[i].size()) + " axes");
     std::vector<int> ls;
     for (size_t k = 0; k < ins[i].size(); ++k) {
       int l = label(ins[i][k]);
       if (std::find(ls.begin(), ls.end(), l) != ls.end())
-        fail(loc, std::string("label '") + ins[i][k] + "' repeats within operand '" + ins[i] + "' (a trace or diagonal)",
-             "a spec supports einsum without repeated labels in one operand; use np.diagonal-free formulations");
+        fail(loc,
+             std::string("label '") + ins[i][k] + "' repeats within operand '" + ins[i] +
+                 "' (a trace or diagonal)",
+             "a spec supports einsum without repeated labels in one operand; use np.diagonal-free "
+             "formulations");
       auto [it, fresh] = size.emplace(l, sh[k]);
       if (!fresh && it->second != sh[k])
-        fail(loc, std::string("np.einsum label '") + ins[i][k] + "' has sizes " + it->second.str() + " and " + sh[k].str());
+        fail(loc, std::string("np.einsum label '") + ins[i][k] + "' has sizes " + it->second.str() +
+                      " and " + sh[k].str());
       ls.push_back(l);
     }
     labels.push_back(ls);
@@ -208,7 +235,9 @@ ValuePtr Elab::einsum(const std::string& spec, const std::vector<ValuePtr>& ops,
   std::vector<int> out_l;
   for (char c : out) {
     int l = label(c);
-    if (!size.count(l)) fail(loc, std::string("output label '") + c + "' of np.einsum '" + spec + "' is in no operand");
+    if (!size.count(l))
+      fail(loc,
+           std::string("output label '") + c + "' of np.einsum '" + spec + "' is in no operand");
     if (std::find(out_l.begin(), out_l.end(), l) != out_l.end())
       fail(loc, std::string("output label '") + c + "' repeats in np.einsum '" + spec + "'");
     out_l.push_back(l);
@@ -224,12 +253,15 @@ ValuePtr Elab::einsum(const std::string& spec, const std::vector<ValuePtr>& ops,
     std::vector<int> sum_axes;
     std::vector<int> kept;
     for (size_t k = 0; k < cur_l.size(); ++k) {
-      if (std::find(out_l.begin(), out_l.end(), cur_l[k]) == out_l.end()) sum_axes.push_back(static_cast<int>(k));
-      else kept.push_back(cur_l[k]);
+      if (std::find(out_l.begin(), out_l.end(), cur_l[k]) == out_l.end())
+        sum_axes.push_back(static_cast<int>(k));
+      else
+        kept.push_back(cur_l[k]);
     }
     if (!sum_axes.empty()) cur = builder_.reduce(ir::ReduceKind::Sum, cur, sum_axes, loc);
     std::vector<int> perm;
-    for (int l : out_l) perm.push_back(static_cast<int>(std::find(kept.begin(), kept.end(), l) - kept.begin()));
+    for (int l : out_l)
+      perm.push_back(static_cast<int>(std::find(kept.begin(), kept.end(), l) - kept.begin()));
     return make_tensor(builder_.transpose(cur, perm, loc));
   }
   for (size_t i = 1; i < ids.size(); ++i) {
@@ -239,9 +271,11 @@ ValuePtr Elab::einsum(const std::string& spec, const std::vector<ValuePtr>& ops,
     } else {
       std::set<int> need = needed_after(i);
       for (int l : cur_l)
-        if (need.count(l) && std::find(next_l.begin(), next_l.end(), l) == next_l.end()) next_l.push_back(l);
+        if (need.count(l) && std::find(next_l.begin(), next_l.end(), l) == next_l.end())
+          next_l.push_back(l);
       for (int l : labels[i])
-        if (need.count(l) && std::find(next_l.begin(), next_l.end(), l) == next_l.end()) next_l.push_back(l);
+        if (need.count(l) && std::find(next_l.begin(), next_l.end(), l) == next_l.end())
+          next_l.push_back(l);
     }
     cur = checked(builder_.contract(cur, ids[i], cur_l, labels[i], next_l, loc), loc);
     cur_l = next_l;
@@ -255,7 +289,9 @@ ValuePtr Elab::subscript(const ValuePtr& base, const std::vector<ValuePtr>& idx_
   std::vector<ValuePtr> idx = idx_in;
   if (idx.size() == 1 && idx[0]->kind == Kind::Tuple) idx = idx[0]->items;
   if (base->kind == Kind::Tuple || base->kind == Kind::List) {
-    if (idx.size() != 1) fail(loc, "a " + std::string(base->kind == Kind::Tuple ? "tuple" : "list") + " takes one index");
+    if (idx.size() != 1)
+      fail(loc,
+           "a " + std::string(base->kind == Kind::Tuple ? "tuple" : "list") + " takes one index");
     const auto& items = base->items;
     int64_t n = static_cast<int64_t>(items.size());
     if (idx[0]->kind == Kind::Slice) {
@@ -267,13 +303,17 @@ ValuePtr Elab::subscript(const ValuePtr& base, const std::vector<ValuePtr>& idx_
         if (k < 0) k += n;
         return step > 0 ? std::clamp<int64_t>(k, 0, n) : std::clamp<int64_t>(k, -1, n - 1);
       };
-      int64_t lo = bound(idx[0]->items[0], step > 0 ? 0 : n - 1), hi = bound(idx[0]->items[1], step > 0 ? n : -1);
+      int64_t lo = bound(idx[0]->items[0], step > 0 ? 0 : n - 1),
+              hi = bound(idx[0]->items[1], step > 0 ? n : -1);
       std::vector<ValuePtr> out;
-      for (int64_t k = lo; step > 0 ? k < hi : k > hi; k += step) out.push_back(items[static_cast<size_t>(k)]);
+      for (int64_t k = lo; step > 0 ? k < hi : k > hi; k += step)
+        out.push_back(items[static_cast<size_t>(k)]);
       return make_seq(base->kind, out);
     }
     int64_t k = to_const_int(idx[0], loc, "index");
-    if (k < -n || k >= n) fail(loc, "index " + std::to_string(k) + " is out of range for a sequence of length " + std::to_string(n));
+    if (k < -n || k >= n)
+      fail(loc, "index " + std::to_string(k) + " is out of range for a sequence of length " +
+                    std::to_string(n));
     return items[static_cast<size_t>(k < 0 ? k + n : k)];
   }
   if (base->kind == Kind::Dict) {
@@ -295,31 +335,44 @@ ValuePtr Elab::subscript(const ValuePtr& base, const std::vector<ValuePtr>& idx_
   for (auto& v : idx) {
     if (v->kind == Kind::Tensor) {
       if (!v->weak && dtype_of(*v) == DType::Bool)
-        fail(loc, "data-dependent shape: boolean mask indexing x[mask] has a size that depends on the values; the shape of every value must follow from the dims",
+        fail(loc,
+             "data-dependent shape: boolean mask indexing x[mask] has a size that depends on the "
+             "values; the shape of every value must follow from the dims",
              "use np.where(mask, x, 0) to keep the shape");
-      fail(loc, "data-dependent indexing: indexing with an array (gather) is not supported; the shape of every value must follow from the dims",
+      fail(loc,
+           "data-dependent indexing: indexing with an array (gather) is not supported; the shape "
+           "of every value must follow from the dims",
            "use slicing with constant bounds, or np.where(mask, x, 0) to keep the shape");
     }
     if (v->kind == Kind::List || v->kind == Kind::Tuple)
-      fail(loc, "indexing with a list (fancy indexing) is not supported in a spec", "use slices or integer indices");
-    if (v->kind == Kind::Int || v->kind == Kind::Slice) ++consumers;
-    else if (v->kind == Kind::Ellipsis) ++ellipses;
+      fail(loc, "indexing with a list (fancy indexing) is not supported in a spec",
+           "use slices or integer indices");
+    if (v->kind == Kind::Int || v->kind == Kind::Slice)
+      ++consumers;
+    else if (v->kind == Kind::Ellipsis)
+      ++ellipses;
     else if (v->kind == Kind::Bool)
       fail(loc, "indexing with True/False is not supported in a spec", "use None to add an axis");
-    else if (v->kind != Kind::None) fail(loc, "an index must be an integer, a slice, None or ..., not " + kind_name(*v));
+    else if (v->kind != Kind::None)
+      fail(loc, "an index must be an integer, a slice, None or ..., not " + kind_name(*v));
   }
   if (ellipses > 1) fail(loc, "an index can only have a single ellipsis ('...')");
   if (consumers > rank)
-    fail(loc, "too many indices for " + type_str(x) + ": " + std::to_string(consumers) + " indices for rank " + std::to_string(rank));
+    fail(loc, "too many indices for " + type_str(x) + ": " + std::to_string(consumers) +
+                  " indices for rank " + std::to_string(rank));
   std::vector<ir::SliceAxis> slices;
   for (auto& d : shape) slices.push_back({DimExpr(), d, 1});
   Shape out;
   bool sliced = false;
   int axis = 0;
   for (auto& v : idx) {
-    if (v->kind == Kind::None) { out.push_back(DimExpr::constant(1)); continue; }
+    if (v->kind == Kind::None) {
+      out.push_back(DimExpr::constant(1));
+      continue;
+    }
     if (v->kind == Kind::Ellipsis) {
-      for (int k = 0; k < rank - consumers; ++k, ++axis) out.push_back(shape[static_cast<size_t>(axis)]);
+      for (int k = 0; k < rank - consumers; ++k, ++axis)
+        out.push_back(shape[static_cast<size_t>(axis)]);
       continue;
     }
     const DimExpr& d = shape[static_cast<size_t>(axis)];
@@ -328,31 +381,45 @@ ValuePtr Elab::subscript(const ValuePtr& base, const std::vector<ValuePtr>& idx_
     if (v->kind == Kind::Int) {
       DimExpr k = v->i;
       int64_t kv = eval_dim(k, loc);
-      if (kv < 0) { k = d + k; kv += dv; }
+      if (kv < 0) {
+        k = d + k;
+        kv += dv;
+      }
       if (kv < 0 || kv >= dv)
-        fail(loc, "index " + v->i.str() + " is out of bounds for axis " + std::to_string(axis) + " with size " + d.str() +
-                      " = " + std::to_string(dv));
+        fail(loc, "index " + v->i.str() + " is out of bounds for axis " + std::to_string(axis) +
+                      " with size " + d.str() + " = " + std::to_string(dv));
       sl = {k, k + DimExpr::constant(1), 1};
       sliced = true;
       ++axis;
       continue;
     }
     // A slice: normalize negative bounds with the dim and clamp like Python.
-    int64_t step = v->items[2] && v->items[2]->kind != Kind::None ? to_const_int(v->items[2], loc, "slice step") : 1;
+    int64_t step = v->items[2] && v->items[2]->kind != Kind::None
+                       ? to_const_int(v->items[2], loc, "slice step")
+                       : 1;
     if (step == 0) fail(loc, "slice step cannot be zero");
-    if (step < 0) fail(loc, "negative slice steps (reversal) are not supported in a spec", "slice with a positive step");
+    if (step < 0)
+      fail(loc, "negative slice steps (reversal) are not supported in a spec",
+           "slice with a positive step");
     auto bound = [&](const ValuePtr& b, bool is_lower) -> std::pair<DimExpr, int64_t> {
-      if (!b || b->kind == Kind::None) return is_lower ? std::pair{DimExpr(), int64_t{0}} : std::pair{d, dv};
+      if (!b || b->kind == Kind::None)
+        return is_lower ? std::pair{DimExpr(), int64_t{0}} : std::pair{d, dv};
       DimExpr e = to_dim(b, loc, "a slice bound");
       int64_t ev = eval_dim(e, loc);
-      if (ev < 0) { e = d + e; ev += dv; }
+      if (ev < 0) {
+        e = d + e;
+        ev += dv;
+      }
       if (ev < 0) return {DimExpr(), 0};
       if (ev > dv) return {d, dv};
       return {e, ev};
     };
     auto [lo, lov] = bound(v->items[0], true);
     auto [hi, hiv] = bound(v->items[1], false);
-    if (hiv < lov) { hi = lo; hiv = lov; }
+    if (hiv < lov) {
+      hi = lo;
+      hiv = lov;
+    }
     sl = {lo, hi, step};
     if (!(lo == DimExpr() && hi == d && step == 1)) sliced = true;
     out.push_back(sl.length());

@@ -93,9 +93,9 @@ constexpr int kMaxDepth = 150;
 constexpr int64_t kMaxElements = int64_t{1} << 34;
 
 struct AnnDim {
-  std::string name;   // empty for a literal
+  std::string name;  // empty for a literal
   int64_t value = 0;
-  int offset = 0;     // inside the string contents
+  int offset = 0;  // inside the string contents
 };
 
 struct Annotation {
@@ -105,14 +105,17 @@ struct Annotation {
 
 SourceLoc inside(SourceLoc str_loc, int offset) { return {str_loc.line, str_loc.col + 1 + offset}; }
 
-const char* kAnnHint = "write a dtype and dims in brackets, e.g. \"f32[M, K]\" or \"f64[]\" for a scalar";
+const char* kAnnHint =
+    "write a dtype and dims in brackets, e.g. \"f32[M, K]\" or \"f64[]\" for a scalar";
 
 Annotation parse_annotation(const Elab& el, const Expr& e) {
   if (e.kind != ExprKind::String)
     el.fail(e.loc, "an annotation must be a string giving dtype and shape", kAnnHint);
   const std::string& s = e.text;
   size_t p = 0;
-  auto ws = [&] { while (p < s.size() && (s[p] == ' ' || s[p] == '\t')) ++p; };
+  auto ws = [&] {
+    while (p < s.size() && (s[p] == ' ' || s[p] == '\t')) ++p;
+  };
   auto at = [&](size_t off) { return inside(e.loc, static_cast<int>(off)); };
   ws();
   size_t start = p;
@@ -120,9 +123,9 @@ Annotation parse_annotation(const Elab& el, const Expr& e) {
   std::string dt = s.substr(start, p - start);
   Annotation ann;
   static const std::map<std::string, DType> kNames = {
-      {"f32", DType::F32}, {"float32", DType::F32}, {"f64", DType::F64}, {"float64", DType::F64},
-      {"i32", DType::I32}, {"int32", DType::I32},   {"i64", DType::I64}, {"int64", DType::I64},
-      {"bool", DType::Bool}};
+      {"f32", DType::F32},     {"float32", DType::F32}, {"f64", DType::F64},
+      {"float64", DType::F64}, {"i32", DType::I32},     {"int32", DType::I32},
+      {"i64", DType::I64},     {"int64", DType::I64},   {"bool", DType::Bool}};
   auto it = kNames.find(dt);
   if (dt.empty()) el.fail(at(start), "annotation \"" + s + "\" has no dtype", kAnnHint);
   if (it == kNames.end())
@@ -148,25 +151,34 @@ Annotation parse_annotation(const Elab& el, const Expr& e) {
         while (p < s.size() && (std::isalnum(static_cast<unsigned char>(s[p])) || s[p] == '_')) ++p;
         ann.dims.push_back({s.substr(d0, p - d0), 0, static_cast<int>(d0)});
       } else {
-        el.fail(at(p), p >= s.size() ? "annotation \"" + s + "\" ends early: expected a dim name or size"
-                                     : "expected a dim name or size in annotation \"" + s + "\"",
+        el.fail(at(p),
+                p >= s.size() ? "annotation \"" + s + "\" ends early: expected a dim name or size"
+                              : "expected a dim name or size in annotation \"" + s + "\"",
                 kAnnHint);
       }
       ws();
       if (p < s.size() && s[p] == ',') {
         ++p;
         ws();
-        if (p < s.size() && s[p] == ']') { ++p; break; }
+        if (p < s.size() && s[p] == ']') {
+          ++p;
+          break;
+        }
         continue;
       }
-      if (p < s.size() && s[p] == ']') { ++p; break; }
-      el.fail(at(p), p >= s.size() ? "annotation \"" + s + "\" ends early: expected ',' or ']'"
-                                   : "expected ',' or ']' in annotation \"" + s + "\"",
+      if (p < s.size() && s[p] == ']') {
+        ++p;
+        break;
+      }
+      el.fail(at(p),
+              p >= s.size() ? "annotation \"" + s + "\" ends early: expected ',' or ']'"
+                            : "expected ',' or ']' in annotation \"" + s + "\"",
               kAnnHint);
     }
   }
   ws();
-  if (p != s.size()) el.fail(at(p), "unexpected text after ']' in annotation \"" + s + "\"", kAnnHint);
+  if (p != s.size())
+    el.fail(at(p), "unexpected text after ']' in annotation \"" + s + "\"", kAnnHint);
   return ann;
 }
 
@@ -212,7 +224,9 @@ void Elab::check_shape(const Shape& shape, SourceLoc loc) {
   long double total = 1;
   for (auto& d : shape) {
     int64_t v = eval_dim(d, loc);
-    if (v < 0) fail(loc, "negative size " + d.str() + " = " + std::to_string(v) + " in shape " + ir::shape_str(shape));
+    if (v < 0)
+      fail(loc, "negative size " + d.str() + " = " + std::to_string(v) + " in shape " +
+                    ir::shape_str(shape));
     total *= static_cast<long double>(v);
     if (total > kMaxElements)
       fail(loc, "array of shape " + ir::shape_str(shape) + " is too large at the bound dims",
@@ -230,12 +244,15 @@ ValuePtr Elab::lookup(const std::string& name, SourceLoc loc) {
     if (auto it = locals_->find(name); it != locals_->end()) return it->second;
   }
   if (auto it = globals_.find(name); it != globals_.end()) return it->second;
-  static const std::set<std::string> kBuiltins = {"len", "float", "int", "bool", "range", "tuple", "list",
-                                                  "min", "max", "abs", "print", "sum", "round", "pow", "dict"};
+  static const std::set<std::string> kBuiltins = {"len",   "float", "int",   "bool", "range",
+                                                  "tuple", "list",  "min",   "max",  "abs",
+                                                  "print", "sum",   "round", "pow",  "dict"};
   if (kBuiltins.count(name)) return make_named(Kind::Builtin, name);
   if (name == "numpy" || name == "np" || name == "math")
-    fail(loc, "name '" + name + "' is not defined", "add `import " + std::string(name == "math" ? "math" : "numpy as np") + "` at the top");
-  fail(loc, "name '" + name + "' is not defined", "define it before use (module constants, helper parameters or local variables)");
+    fail(loc, "name '" + name + "' is not defined",
+         "add `import " + std::string(name == "math" ? "math" : "numpy as np") + "` at the top");
+  fail(loc, "name '" + name + "' is not defined",
+       "define it before use (module constants, helper parameters or local variables)");
 }
 
 // ---------------------------------------------------------------------------- module level
@@ -248,9 +265,12 @@ void Elab::run_module() {
       case StmtKind::Import:
         for (auto& [mod, alias] : s.names) {
           std::string bind = alias.empty() ? mod : alias;
-          if (mod == "numpy") globals_[bind] = make_named(Kind::Module, "np");
-          else if (mod == "math") globals_[bind] = make_named(Kind::Module, "math");
-          else if (mod == "numpy.linalg" && !alias.empty()) globals_[bind] = make_named(Kind::Module, "np.linalg");
+          if (mod == "numpy")
+            globals_[bind] = make_named(Kind::Module, "np");
+          else if (mod == "math")
+            globals_[bind] = make_named(Kind::Module, "math");
+          else if (mod == "numpy.linalg" && !alias.empty())
+            globals_[bind] = make_named(Kind::Module, "np.linalg");
           else
             fail(s.loc, "import of '" + mod + "' is not supported in a spec",
                  "a spec may import only numpy (as np) and math");
@@ -263,8 +283,11 @@ void Elab::run_module() {
                "a spec may import only numpy (as np) and math");
         auto mod = make_named(Kind::Module, s.module == "numpy" ? "np" : "math");
         for (auto& [name, alias] : s.names) {
-          if (name == "*") fail(s.loc, "`from " + s.module + " import *` is not supported", "use `import numpy as np`");
-          globals_[alias.empty() ? name : alias] = attribute(mod, name, s.loc, (s.module == "numpy" ? "np." : "math.") + name);
+          if (name == "*")
+            fail(s.loc, "`from " + s.module + " import *` is not supported",
+                 "use `import numpy as np`");
+          globals_[alias.empty() ? name : alias] =
+              attribute(mod, name, s.loc, (s.module == "numpy" ? "np." : "math.") + name);
         }
         break;
       }
@@ -272,12 +295,12 @@ void Elab::run_module() {
         auto f = make_named(Kind::Func, s.function->name);
         auto* fv = const_cast<Value*>(f.get());
         fv->fn = s.function;
-        for (auto& p : s.function->params) fv->defaults.push_back(p.default_value ? eval(p.default_value) : nullptr);
+        for (auto& p : s.function->params)
+          fv->defaults.push_back(p.default_value ? eval(p.default_value) : nullptr);
         globals_[s.function->name] = f;
         break;
       }
-      case StmtKind::Return:
-        fail(s.loc, "'return' outside a function");
+      case StmtKind::Return: fail(s.loc, "'return' outside a function");
       default: {
         bool returned = false;
         exec(s, nullptr, &returned);
@@ -310,7 +333,8 @@ ir::Graph Elab::run() {
       if (f->name == options_.entry) entry = f;
     if (!entry)
       throw UserError("--entry: no function '" + options_.entry + "' in " + module_.file +
-                      (funcs.empty() ? std::string(" (it defines no functions)") : "; its functions are " + names(funcs)));
+                      (funcs.empty() ? std::string(" (it defines no functions)")
+                                     : "; its functions are " + names(funcs)));
   } else if (candidates.size() == 1) {
     entry = candidates[0];
   } else if (candidates.empty()) {
@@ -323,12 +347,15 @@ ir::Graph Elab::run() {
       for (auto& p : f->params) any = any || p.annotation;
       if (any && !partial) partial = f;
     }
-    if (partial) entry = partial;  // reported as missing annotations below
+    if (partial)
+      entry = partial;  // reported as missing annotations below
     else
       fail(funcs[0]->name_loc, "no entry function: no function has annotated parameters and return",
-           "annotate the kernel, e.g. def " + funcs[0]->name + "(" + example_annotations(*funcs[0]) + ")");
+           "annotate the kernel, e.g. def " + funcs[0]->name + "(" +
+               example_annotations(*funcs[0]) + ")");
   } else {
-    fail(candidates[1]->name_loc, "ambiguous entry: functions " + names(candidates) + " are all annotated",
+    fail(candidates[1]->name_loc,
+         "ambiguous entry: functions " + names(candidates) + " are all annotated",
          "choose one with --entry NAME, or remove the annotations from the helpers");
   }
   for (auto& p : entry->params)
@@ -336,7 +363,8 @@ ir::Graph Elab::run() {
       fail(p.loc, "entry '" + entry->name + "' needs annotations on every parameter and the return",
            "write " + example_annotations(*entry));
   if (!entry->returns)
-    fail(entry->name_loc, "entry '" + entry->name + "' needs a return annotation", "write -> \"f32[M, N]\" after the parameters");
+    fail(entry->name_loc, "entry '" + entry->name + "' needs a return annotation",
+         "write -> \"f32[M, N]\" after the parameters");
   for (auto& p : entry->params)
     if (p.keyword_only || p.default_value)
       fail(p.loc, "entry parameter '" + p.name + "' may not have a default or be keyword-only");
@@ -344,10 +372,13 @@ ir::Graph Elab::run() {
   // Annotations, dims and their bindings.
   graph_.entry = entry->name;
   std::vector<std::pair<Annotation, const Expr*>> params_ann, result_ann;
-  for (auto& p : entry->params) params_ann.push_back({parse_annotation(*this, *p.annotation), p.annotation.get()});
+  for (auto& p : entry->params)
+    params_ann.push_back({parse_annotation(*this, *p.annotation), p.annotation.get()});
   if (entry->returns->kind == ExprKind::Tuple) {
-    if (entry->returns->items.empty()) fail(entry->returns->loc, "the return annotation names no outputs", kAnnHint);
-    for (auto& it : entry->returns->items) result_ann.push_back({parse_annotation(*this, *it), it.get()});
+    if (entry->returns->items.empty())
+      fail(entry->returns->loc, "the return annotation names no outputs", kAnnHint);
+    for (auto& it : entry->returns->items)
+      result_ann.push_back({parse_annotation(*this, *it), it.get()});
   } else {
     result_ann.push_back({parse_annotation(*this, *entry->returns), entry->returns.get()});
   }
@@ -355,11 +386,13 @@ ir::Graph Elab::run() {
   std::map<std::string, SourceLoc> dims_loc;
   if (auto it = globals_.find("DIMS"); it != globals_.end()) {
     const Value& d = *it->second;
-    if (d.kind != Kind::Dict) fail(file_start, "DIMS must be a dict of dim sizes", "write DIMS = dict(M=256, K=512)");
+    if (d.kind != Kind::Dict)
+      fail(file_start, "DIMS must be a dict of dim sizes", "write DIMS = dict(M=256, K=512)");
     for (size_t i = 0; i < d.keys.size(); ++i) {
       const Value& v = *d.items[i];
       if (v.kind != Kind::Int || !v.i.is_constant() || *v.i.as_constant() < 1)
-        fail(file_start, "DIMS['" + d.keys[i] + "'] must be a positive integer", "write DIMS = dict(" + d.keys[i] + "=256, ...)");
+        fail(file_start, "DIMS['" + d.keys[i] + "'] must be a positive integer",
+             "write DIMS = dict(" + d.keys[i] + "=256, ...)");
       dims_default[d.keys[i]] = *v.i.as_constant();
     }
   }
@@ -367,10 +400,13 @@ ir::Graph Elab::run() {
     for (auto& [ann, ex] : anns)
       for (auto& d : ann.dims) {
         if (d.name.empty()) continue;
-        if (std::find(graph_.dims.begin(), graph_.dims.end(), d.name) == graph_.dims.end()) graph_.dims.push_back(d.name);
+        if (std::find(graph_.dims.begin(), graph_.dims.end(), d.name) == graph_.dims.end())
+          graph_.dims.push_back(d.name);
         int64_t size = 0;
-        if (auto o = options_.dim_overrides.find(d.name); o != options_.dim_overrides.end()) size = o->second;
-        else if (auto df = dims_default.find(d.name); df != dims_default.end()) size = df->second;
+        if (auto o = options_.dim_overrides.find(d.name); o != options_.dim_overrides.end())
+          size = o->second;
+        else if (auto df = dims_default.find(d.name); df != dims_default.end())
+          size = df->second;
         else
           fail(inside(ex->loc, d.offset), "unknown dim '" + d.name + "': it has no size",
                "add it to DIMS = dict(...) or pass --dims " + d.name + "=SIZE");
@@ -386,11 +422,13 @@ ir::Graph Elab::run() {
       throw UserError("--dims: unknown dim '" + name + "'; the dims of " + entry->name + " are " +
                       (all.empty() ? std::string("(none)") : all));
     }
-    if (size < 1) throw UserError("--dims: size of '" + name + "' must be >= 1, got " + std::to_string(size));
+    if (size < 1)
+      throw UserError("--dims: size of '" + name + "' must be >= 1, got " + std::to_string(size));
   }
   auto to_shape = [](const Annotation& a) {
     Shape s;
-    for (auto& d : a.dims) s.push_back(d.name.empty() ? DimExpr::constant(d.value) : DimExpr::symbol(d.name));
+    for (auto& d : a.dims)
+      s.push_back(d.name.empty() ? DimExpr::constant(d.value) : DimExpr::symbol(d.name));
     return s;
   };
 
@@ -416,13 +454,19 @@ ir::Graph Elab::run() {
     exec(*st, &ret, &returned);
     if (returned) break;
   }
-  if (!ret) fail(entry->name_loc, "entry '" + entry->name + "' does not return a value", "end it with `return ...`");
+  if (!ret)
+    fail(entry->name_loc, "entry '" + entry->name + "' does not return a value",
+         "end it with `return ...`");
 
   std::vector<ValuePtr> outs;
-  if (result_ann.size() == 1 && entry->returns->kind != ExprKind::Tuple) outs = {ret};
-  else if (ret->kind == Kind::Tuple || ret->kind == Kind::List) outs = ret->items;
+  if (result_ann.size() == 1 && entry->returns->kind != ExprKind::Tuple)
+    outs = {ret};
+  else if (ret->kind == Kind::Tuple || ret->kind == Kind::List)
+    outs = ret->items;
   else
-    fail(ret_loc, "returns one value but the annotation names " + std::to_string(result_ann.size()) + " outputs",
+    fail(ret_loc,
+         "returns one value but the annotation names " + std::to_string(result_ann.size()) +
+             " outputs",
          "return a tuple: return a, b");
   if (outs.size() != result_ann.size())
     fail(ret_loc, "returns " + std::to_string(outs.size()) + " values but the annotation names " +
@@ -438,21 +482,29 @@ ir::Graph Elab::run() {
     } else if (is_scalar(v)) {
       id = as_tensor(outs[i], ret_loc, a.dtype);
     } else {
-      fail(ret_loc, "returns " + kind_name(v) + " where the annotation says " + want_str, "return an array");
+      fail(ret_loc, "returns " + kind_name(v) + " where the annotation says " + want_str,
+           "return an array");
     }
     std::string got = type_str(id);
     if (node(id).shape != want && node(id).shape.size() == want.size()) {
       bool ok = true;
-      for (size_t d = 0; d < want.size(); ++d) ok = ok && same_at_bounds(node(id).shape[d], want[d]);
-      if (ok) id = builder_.reshape(id, want, ret_loc);  // e.g. 2*(HD//2) -> HD, valid wherever numpy is
+      for (size_t d = 0; d < want.size(); ++d)
+        ok = ok && same_at_bounds(node(id).shape[d], want[d]);
+      if (ok)
+        id = builder_.reshape(id, want, ret_loc);  // e.g. 2*(HD//2) -> HD, valid wherever numpy is
     }
     if (node(id).shape != want)
       fail(ret_loc, "returns " + got + " but the annotation says " + want_str,
            "fix the computation or the annotation; shapes must agree for every value of the dims");
     if (node(id).dtype != a.dtype)
       fail(ret_loc, "returns " + got + " but the annotation says " + want_str,
-           std::string("add .astype(np.") + (a.dtype == DType::F32 ? "float32" : a.dtype == DType::F64 ? "float64"
-                                             : a.dtype == DType::I32 ? "int32" : a.dtype == DType::I64 ? "int64" : "bool_") + ")");
+           std::string("add .astype(np.") +
+               (a.dtype == DType::F32   ? "float32"
+                : a.dtype == DType::F64 ? "float64"
+                : a.dtype == DType::I32 ? "int32"
+                : a.dtype == DType::I64 ? "int64"
+                                        : "bool_") +
+               ")");
     graph_.results.push_back({"out" + std::to_string(i), a.dtype, want});
     graph_.outputs.push_back(id);
   }
@@ -484,8 +536,10 @@ void Elab::exec(const Stmt& s, ValuePtr* ret, bool* returned) {
     case StmtKind::AugAssign: {
       const ExprPtr& t = s.targets.at(0);
       if (t->kind != ExprKind::Name)
-        fail(t->loc, "augmented assignment to " + std::string(t->kind == ExprKind::Subscript ? "an item" : "this target") +
-                         " is not supported in a spec",
+        fail(t->loc,
+             "augmented assignment to " +
+                 std::string(t->kind == ExprKind::Subscript ? "an item" : "this target") +
+                 " is not supported in a spec",
              "arrays are immutable here: write y = x " + s.op + " ... instead");
       ValuePtr cur = lookup(t->name, t->loc);
       ValuePtr v = eval(s.value);
@@ -506,10 +560,12 @@ void Elab::exec(const Stmt& s, ValuePtr* ret, bool* returned) {
       return;
     }
     case StmtKind::Def:
-      fail(s.loc, "nested function definitions are not supported in a spec", "define helpers at module level");
+      fail(s.loc, "nested function definitions are not supported in a spec",
+           "define helpers at module level");
     case StmtKind::Import:
     case StmtKind::ImportFrom:
-      fail(s.loc, "imports inside a function are not supported", "import numpy and math at the top of the file");
+      fail(s.loc, "imports inside a function are not supported",
+           "import numpy and math at the top of the file");
   }
 }
 
@@ -528,18 +584,23 @@ void Elab::assign(const ExprPtr& target, const ValuePtr& v) {
       std::vector<ValuePtr> items;
       if (v->kind == Kind::Tuple || v->kind == Kind::List) {
         items = v->items;
-      } else if (v->kind == Kind::Tensor && !v->weak && !shape_of(*v).empty() && shape_of(*v)[0].is_constant() &&
-                 *shape_of(*v)[0].as_constant() <= 64) {
-        for (int64_t k = 0; k < *shape_of(*v)[0].as_constant(); ++k) items.push_back(subscript(v, {make_int(k)}, target->loc));
+      } else if (v->kind == Kind::Tensor && !v->weak && !shape_of(*v).empty() &&
+                 shape_of(*v)[0].is_constant() && *shape_of(*v)[0].as_constant() <= 64) {
+        for (int64_t k = 0; k < *shape_of(*v)[0].as_constant(); ++k)
+          items.push_back(subscript(v, {make_int(k)}, target->loc));
       } else {
-        fail(target->loc, "cannot unpack " + kind_name(*v) + " into " + std::to_string(target->items.size()) + " names",
+        fail(target->loc,
+             "cannot unpack " + kind_name(*v) + " into " + std::to_string(target->items.size()) +
+                 " names",
              "unpack a tuple or list (e.g. the result of a helper or np.split)");
       }
       for (auto& t : target->items)
-        if (t->kind == ExprKind::Starred) fail(t->loc, "starred assignment targets are not supported", "unpack every item by name");
+        if (t->kind == ExprKind::Starred)
+          fail(t->loc, "starred assignment targets are not supported", "unpack every item by name");
       if (items.size() != target->items.size())
-        fail(target->loc, "cannot unpack " + std::to_string(items.size()) + " values into " +
-                              std::to_string(target->items.size()) + " names",
+        fail(target->loc,
+             "cannot unpack " + std::to_string(items.size()) + " values into " +
+                 std::to_string(target->items.size()) + " names",
              "the number of names on the left must equal the number of values");
       for (size_t i = 0; i < items.size(); ++i) assign(target->items[i], items[i]);
       return;
@@ -547,16 +608,15 @@ void Elab::assign(const ExprPtr& target, const ValuePtr& v) {
     case ExprKind::Subscript:
       fail(target->loc, "item assignment is not supported in a spec",
            "arrays are immutable here: build the value with np.where, np.concatenate or slicing");
-    case ExprKind::Attribute:
-      fail(target->loc, "attribute assignment is not supported in a spec");
-    default:
-      fail(target->loc, "cannot assign to this expression");
+    case ExprKind::Attribute: fail(target->loc, "attribute assignment is not supported in a spec");
+    default: fail(target->loc, "cannot assign to this expression");
   }
 }
 
 // ---------------------------------------------------------------------------- calls
 
-ValuePtr Elab::call_value(const ValuePtr& fn, const CallArgs& args, SourceLoc loc, const std::string& shown) {
+ValuePtr Elab::call_value(const ValuePtr& fn, const CallArgs& args, SourceLoc loc,
+                          const std::string& shown) {
   if (fn->kind == Kind::Func) return call_function(*fn, args, loc);
   if (fn->kind == Kind::Builtin) return call_builtin(*fn, args, loc);
   if (fn->kind == Kind::DType) {
@@ -572,15 +632,18 @@ ValuePtr Elab::call_function(const Value& fn, const CallArgs& args, SourceLoc lo
   const FunctionDef& f = *fn.fn;
   for (auto* g : call_stack_)
     if (g == &f)
-      fail(loc, "recursive call to '" + f.name + "': helpers are inlined at each call, so they cannot recurse",
+      fail(loc,
+           "recursive call to '" + f.name +
+               "': helpers are inlined at each call, so they cannot recurse",
            "write the computation without recursion");
   if (call_stack_.size() > 64) fail(loc, "helpers nested too deeply");
   Scope scope;
   size_t npos = 0;
   for (auto& p : f.params) npos += p.keyword_only ? 0 : 1;
   if (args.pos.size() > npos)
-    fail(loc, f.name + "() takes " + std::to_string(npos) + " positional argument" + (npos == 1 ? "" : "s") + " but " +
-                  std::to_string(args.pos.size()) + " were given");
+    fail(loc, f.name + "() takes " + std::to_string(npos) + " positional argument" +
+                  (npos == 1 ? "" : "s") + " but " + std::to_string(args.pos.size()) +
+                  " were given");
   size_t k = 0;
   for (size_t i = 0; i < f.params.size() && k < args.pos.size(); ++i)
     if (!f.params[i].keyword_only) scope[f.params[i].name] = args.pos[k++];
@@ -588,15 +651,20 @@ ValuePtr Elab::call_function(const Value& fn, const CallArgs& args, SourceLoc lo
     // Plain references, not a structured binding: clang 14 cannot capture bindings in lambdas.
     const std::string& name = args.kw[j].first;
     const auto& v = args.kw[j].second;
-    auto it = std::find_if(f.params.begin(), f.params.end(), [&](const Param& p) { return p.name == name; });
-    if (it == f.params.end()) fail(args.kw_loc[j], f.name + "() got an unexpected keyword argument '" + name + "'");
-    if (scope.count(name)) fail(args.kw_loc[j], f.name + "() got multiple values for argument '" + name + "'");
+    auto it = std::find_if(f.params.begin(), f.params.end(),
+                           [&](const Param& p) { return p.name == name; });
+    if (it == f.params.end())
+      fail(args.kw_loc[j], f.name + "() got an unexpected keyword argument '" + name + "'");
+    if (scope.count(name))
+      fail(args.kw_loc[j], f.name + "() got multiple values for argument '" + name + "'");
     scope[name] = v;
   }
   for (size_t i = 0; i < f.params.size(); ++i) {
     if (scope.count(f.params[i].name)) continue;
-    if (i < fn.defaults.size() && fn.defaults[i]) scope[f.params[i].name] = fn.defaults[i];
-    else fail(loc, f.name + "() missing required argument '" + f.params[i].name + "'");
+    if (i < fn.defaults.size() && fn.defaults[i])
+      scope[f.params[i].name] = fn.defaults[i];
+    else
+      fail(loc, f.name + "() missing required argument '" + f.params[i].name + "'");
   }
   Scope* saved = locals_;
   locals_ = &scope;
@@ -647,7 +715,8 @@ ValuePtr Elab::eval_inner(const Expr& e) {
       for (auto& it : e.items) {
         if (it->kind == ExprKind::Starred) {
           ValuePtr v = eval(it->value);
-          if (v->kind != Kind::Tuple && v->kind != Kind::List) fail(it->loc, "can only unpack a tuple or list with *");
+          if (v->kind != Kind::Tuple && v->kind != Kind::List)
+            fail(it->loc, "can only unpack a tuple or list with *");
           items.insert(items.end(), v->items.begin(), v->items.end());
         } else {
           items.push_back(eval(it));
@@ -665,16 +734,22 @@ ValuePtr Elab::eval_inner(const Expr& e) {
         if (k->kind != Kind::Str) fail(e.keys[i]->loc, "dict keys must be strings in a spec");
         ValuePtr v = eval(e.items[i]);
         auto pos = std::find(r->keys.begin(), r->keys.end(), k->s);
-        if (pos != r->keys.end()) r->items[static_cast<size_t>(pos - r->keys.begin())] = v;
-        else { r->keys.push_back(k->s); r->items.push_back(v); }
+        if (pos != r->keys.end())
+          r->items[static_cast<size_t>(pos - r->keys.begin())] = v;
+        else {
+          r->keys.push_back(k->s);
+          r->items.push_back(v);
+        }
       }
       return r;
     }
     case ExprKind::Attribute: {
       ValuePtr base = eval(e.value);
       std::string shown = e.name;
-      if (e.value->kind == ExprKind::Name) shown = e.value->name + "." + e.name;
-      else if (e.value->kind == ExprKind::Attribute && e.value->value && e.value->value->kind == ExprKind::Name)
+      if (e.value->kind == ExprKind::Name)
+        shown = e.value->name + "." + e.name;
+      else if (e.value->kind == ExprKind::Attribute && e.value->value &&
+               e.value->value->kind == ExprKind::Name)
         shown = e.value->value->name + "." + e.value->name + "." + e.name;
       if (base->kind == Kind::Module) shown = base->s + "." + e.name;
       return attribute(base, e.name, e.loc, shown);
@@ -685,15 +760,21 @@ ValuePtr Elab::eval_inner(const Expr& e) {
       for (auto& a : e.items) {
         if (a->kind == ExprKind::Starred) {
           ValuePtr v = eval(a->value);
-          if (v->kind != Kind::Tuple && v->kind != Kind::List) fail(a->loc, "can only unpack a tuple or list with *");
-          for (auto& x : v->items) { args.pos.push_back(x); args.pos_loc.push_back(a->loc); }
+          if (v->kind != Kind::Tuple && v->kind != Kind::List)
+            fail(a->loc, "can only unpack a tuple or list with *");
+          for (auto& x : v->items) {
+            args.pos.push_back(x);
+            args.pos_loc.push_back(a->loc);
+          }
         } else {
           args.pos.push_back(eval(a));
           args.pos_loc.push_back(a->loc);
         }
       }
       for (auto& k : e.keywords) {
-        if (k.name.empty()) fail(k.loc, "**kwargs in a call is not supported in a spec", "pass keyword arguments by name");
+        if (k.name.empty())
+          fail(k.loc, "**kwargs in a call is not supported in a spec",
+               "pass keyword arguments by name");
         args.kw.push_back({k.name, eval(k.value)});
         args.kw_loc.push_back(k.loc);
       }
@@ -717,7 +798,8 @@ ValuePtr Elab::eval_inner(const Expr& e) {
       ValuePtr v = eval(e.value);
       if (e.op == "not") {
         if (v->kind == Kind::Tensor && !v->weak)
-          fail(e.op_loc.valid() ? e.op_loc : e.loc, "`not` on an array is ambiguous", "use ~mask or np.logical_not(mask)");
+          fail(e.op_loc.valid() ? e.op_loc : e.loc, "`not` on an array is ambiguous",
+               "use ~mask or np.logical_not(mask)");
         return make_bool(!truthy(v, e.loc));
       }
       return unary(e.op, v, e.op_loc.valid() ? e.op_loc : e.loc);
@@ -728,7 +810,8 @@ ValuePtr Elab::eval_inner(const Expr& e) {
       return binary(e.op, a, c, e.op_loc.valid() ? e.op_loc : e.loc);
     }
     case ExprKind::Compare: {
-      if (e.items.size() < 2 || e.ops.size() + 1 != e.items.size()) fail(e.loc, "malformed comparison");
+      if (e.items.size() < 2 || e.ops.size() + 1 != e.items.size())
+        fail(e.loc, "malformed comparison");
       ValuePtr lhs = eval(e.items[0]);
       ValuePtr result;
       for (size_t i = 0; i < e.ops.size(); ++i) {
@@ -736,8 +819,10 @@ ValuePtr Elab::eval_inner(const Expr& e) {
         ValuePtr r = compare(e.ops[i], lhs, rhs, e.items[i + 1]->loc.valid() ? e.loc : e.loc);
         if (e.ops.size() > 1 && r->kind == Kind::Tensor && !r->weak)
           fail(e.loc, "chained comparisons of arrays are ambiguous", "write (a < x) & (x < b)");
-        if (!result) result = r;
-        else result = make_bool(truthy(result, e.loc) && truthy(r, e.loc));
+        if (!result)
+          result = r;
+        else
+          result = make_bool(truthy(result, e.loc) && truthy(r, e.loc));
         lhs = rhs;
       }
       return result;
@@ -747,8 +832,9 @@ ValuePtr Elab::eval_inner(const Expr& e) {
       for (auto& it : e.items) {
         last = eval(it);
         if (last->kind == Kind::Tensor && !last->weak)
-          fail(it->loc, "`" + e.op + "` on an array is ambiguous", std::string("use ") + (e.op == "and" ? "&" : "|") +
-                                                                        " with parentheses: (a > 0) " + (e.op == "and" ? "&" : "|") + " (b > 0)");
+          fail(it->loc, "`" + e.op + "` on an array is ambiguous",
+               std::string("use ") + (e.op == "and" ? "&" : "|") + " with parentheses: (a > 0) " +
+                   (e.op == "and" ? "&" : "|") + " (b > 0)");
         bool t = truthy(last, it->loc);
         if (e.op == "and" ? !t : t) return last;
       }
@@ -762,8 +848,7 @@ ValuePtr Elab::eval_inner(const Expr& e) {
              "use np.where(cond, a, b)");
       return truthy(c, e.items[1]->loc) ? eval(e.items[0]) : eval(e.items[2]);
     }
-    case ExprKind::Starred:
-      fail(e.loc, "*expression is only allowed in calls and tuple displays");
+    case ExprKind::Starred: fail(e.loc, "*expression is only allowed in calls and tuple displays");
   }
   fail(e.loc, "unsupported expression");
 }
@@ -777,7 +862,9 @@ bool Elab::truthy(const ValuePtr& v, SourceLoc loc) {
       return eval_dim(v->i, loc) != 0;
     case Kind::Float: return v->f != 0.0;
     case Kind::Str: return !v->s.empty();
-    case Kind::Tuple: case Kind::List: case Kind::Dict: return !v->items.empty();
+    case Kind::Tuple:
+    case Kind::List:
+    case Kind::Dict: return !v->items.empty();
     case Kind::Tensor:
       fail(loc, "the truth value of an array depends on its data",
            "a spec cannot branch on data; use np.where(cond, a, b)");
@@ -794,8 +881,11 @@ DimExpr Elab::to_dim(const ValuePtr& v, SourceLoc loc, const std::string& what) 
     fail(loc, what + " must be an integer, but it is a float computed from a dim",
          "compute sizes with integers (n // 2, n * 2), then scale: np.arange(n) * 0.5");
   if (v->kind == Kind::Tensor)
-    fail(loc, "data-dependent shape: " + what + " is computed from array values; the shape of every value must follow from the dims",
-         "use sizes from the dims (x.shape[i], constants); use np.where(mask, x, 0) to keep the shape");
+    fail(loc,
+         "data-dependent shape: " + what +
+             " is computed from array values; the shape of every value must follow from the dims",
+         "use sizes from the dims (x.shape[i], constants); use np.where(mask, x, 0) to keep the "
+         "shape");
   fail(loc, what + " must be an integer, not " + kind_name(*v));
 }
 

@@ -10,9 +10,7 @@ namespace ollie::spec {
 
 namespace {
 
-bool is_ident_start(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
+bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c); }
 bool is_continuation(unsigned char b) { return (b & 0xC0) == 0x80; }
@@ -49,10 +47,10 @@ void append_utf8(std::string& out, uint32_t cp) {
 
 // Longest match first, so "**=" wins over "**" and "*".
 const char* const kOperators[] = {
-    "**=", "//=", ">>=", "<<=", "...", "**", "//", "<<", ">>", "<=", ">=", "==", "!=",
-    "->",  ":=",  "+=",  "-=",  "*=",  "/=", "%=", "@=", "&=", "|=", "^=", "+",  "-",
-    "*",   "/",   "%",   "@",   "&",   "|",  "^",  "~",  "<",  ">",  "(",  ")",  "[",
-    "]",   "{",   "}",   ",",   ":",   ".",  ";",  "=",
+    "**=", "//=", ">>=", "<<=", "...", "**", "//", "<<", ">>", "<=", ">=", "==",
+    "!=",  "->",  ":=",  "+=",  "-=",  "*=", "/=", "%=", "@=", "&=", "|=", "^=",
+    "+",   "-",   "*",   "/",   "%",   "@",  "&",  "|",  "^",  "~",  "<",  ">",
+    "(",   ")",   "[",   "]",   "{",   "}",  ",",  ":",  ".",  ";",  "=",
 };
 
 struct IndentLevel {
@@ -146,10 +144,12 @@ class Lexer {
 
   // The echoed source line must not carry the bad byte: what() is a C string, so a NUL
   // would cut the message short, and a stray byte would make the message invalid UTF-8.
-  [[noreturn]] void fail_at_byte(size_t index, SourceLoc at, const std::string& message, const std::string& hint) {
+  [[noreturn]] void fail_at_byte(size_t index, SourceLoc at, const std::string& message,
+                                 const std::string& hint) {
     std::string shown = src_;
     shown[index] = '?';
-    for (size_t k = index + 1; k < shown.size() && is_continuation(static_cast<unsigned char>(shown[k])); ++k)
+    for (size_t k = index + 1;
+         k < shown.size() && is_continuation(static_cast<unsigned char>(shown[k])); ++k)
       shown[k] = '?';
     throw SpecError(file_, shown, at, message, hint);
   }
@@ -163,10 +163,11 @@ class Lexer {
       unsigned char b = s[i];
       SourceLoc at{line, col};
       if (b == 0)
-        fail_at_byte(i, at, "NUL byte in source", "a spec is a text file; remove the NUL (\\0) character");
+        fail_at_byte(i, at, "NUL byte in source",
+                     "a spec is a text file; remove the NUL (\\0) character");
       if (b == '\r' && (i + 1 >= n || s[i + 1] != '\n'))
         fail_at_byte(i, at, "carriage return (\\r) without a following newline",
-             "save the file with \\n (Unix) or \\r\\n (Windows) line endings");
+                     "save the file with \\n (Unix) or \\r\\n (Windows) line endings");
       size_t len = 1;
       unsigned char lo = 0x80, hi = 0xBF;
       if (b < 0x80) {
@@ -188,7 +189,7 @@ class Lexer {
         unsigned char lim_lo = k == 1 ? lo : 0x80, lim_hi = k == 1 ? hi : 0xBF;
         if (i + k >= n || s[i + k] < lim_lo || s[i + k] > lim_hi)
           fail_at_byte(i, at, "invalid UTF-8 sequence starting with byte " + hex_byte(b),
-               "save the file as UTF-8");
+                       "save the file as UTF-8");
       }
       if (b == '\n') {
         ++line;
@@ -228,9 +229,11 @@ class Lexer {
       IndentLevel top = indents_.back();
       const char* tab_hint = "indent with spaces only (4 per level)";
       if (width == top.width) {
-        if (alt != top.alt_width) fail(at, "inconsistent use of tabs and spaces in indentation", tab_hint);
+        if (alt != top.alt_width)
+          fail(at, "inconsistent use of tabs and spaces in indentation", tab_hint);
       } else if (width > top.width) {
-        if (alt <= top.alt_width) fail(at, "inconsistent use of tabs and spaces in indentation", tab_hint);
+        if (alt <= top.alt_width)
+          fail(at, "inconsistent use of tabs and spaces in indentation", tab_hint);
         indents_.push_back({width, alt});
         push(TokenKind::Indent, "", at);
       } else {
@@ -260,14 +263,16 @@ class Lexer {
   void line_continuation() {
     SourceLoc at = loc();
     bump();
-    if (eof()) fail(at, "unexpected end of file after line continuation character '\\'",
-                    "remove the trailing backslash");
+    if (eof())
+      fail(at, "unexpected end of file after line continuation character '\\'",
+           "remove the trailing backslash");
     if (cur() != '\n' && cur() != '\r')
       fail(at, "unexpected character after line continuation character '\\'",
            "a backslash continues a line only as the very last character of the line");
     consume_newline();
-    if (eof()) fail(at, "unexpected end of file after line continuation character '\\'",
-                    "remove the trailing backslash");
+    if (eof())
+      fail(at, "unexpected end of file after line continuation character '\\'",
+           "remove the trailing backslash");
   }
 
   void lex_name_or_string() {
@@ -281,11 +286,15 @@ class Lexer {
       bool raw = false, bytes = false, fstr = false, other = false;
       for (char c : name) {
         char l = static_cast<char>(c | 0x20);
-        if (l == 'r' && !raw) raw = true;
-        else if (l == 'b' && !bytes && !fstr) bytes = true;
-        else if (l == 'f' && !fstr && !bytes) fstr = true;
-        else if (l == 'u' && name.size() == 1) {}
-        else other = true;
+        if (l == 'r' && !raw)
+          raw = true;
+        else if (l == 'b' && !bytes && !fstr)
+          bytes = true;
+        else if (l == 'f' && !fstr && !bytes)
+          fstr = true;
+        else if (l == 'u' && name.size() == 1) {
+        } else
+          other = true;
       }
       if (!other) {
         lex_string(at, raw, bytes, fstr);
@@ -305,9 +314,15 @@ class Lexer {
     while (!eof()) {
       char c = cur();
       if (c == '_') {
-        if (out.empty() && !need_digit) { ok = false; return out; }
+        if (out.empty() && !need_digit) {
+          ok = false;
+          return out;
+        }
         bump();
-        if (eof() || digit_value(cur()) >= base) { ok = false; return out; }
+        if (eof() || digit_value(cur()) >= base) {
+          ok = false;
+          return out;
+        }
         continue;
       }
       if (digit_value(c) >= base || (base == 10 && !is_digit(c))) break;
@@ -339,7 +354,8 @@ class Lexer {
       std::string digits;
       if (cur() != '.') {
         digits = read_digits(10, false, ok);
-        if (!ok) fail(at, "invalid decimal literal", "'_' may only separate two digits, as in 1_000");
+        if (!ok)
+          fail(at, "invalid decimal literal", "'_' may only separate two digits, as in 1_000");
       }
       std::string text = digits;
       if (cur() == '.') {
@@ -348,7 +364,8 @@ class Lexer {
         bump();
         if (is_digit(cur())) {
           text += read_digits(10, false, ok);
-          if (!ok) fail(at, "invalid decimal literal", "'_' may only separate two digits, as in 1_000");
+          if (!ok)
+            fail(at, "invalid decimal literal", "'_' may only separate two digits, as in 1_000");
         }
       }
       if ((cur() == 'e' || cur() == 'E') &&
@@ -361,7 +378,8 @@ class Lexer {
           bump();
         }
         text += read_digits(10, false, ok);
-        if (!ok) fail(at, "invalid decimal literal", "'_' may only separate two digits, as in 1e1_0");
+        if (!ok)
+          fail(at, "invalid decimal literal", "'_' may only separate two digits, as in 1e1_0");
       }
       if (cur() == 'j' || cur() == 'J') {
         t.is_imaginary = true;
@@ -373,7 +391,8 @@ class Lexer {
         t.is_float = true;
         t.float_value = std::strtod(text.c_str(), nullptr);
       } else {
-        if (digits.size() > 1 && digits[0] == '0' && digits.find_first_not_of('0') != std::string::npos)
+        if (digits.size() > 1 && digits[0] == '0' &&
+            digits.find_first_not_of('0') != std::string::npos)
           fail(at, "leading zeros in decimal integer literals are not permitted",
                "drop the leading zeros, or write 0o17 for an octal number");
         convert_int(t, digits, 10);
@@ -406,8 +425,9 @@ class Lexer {
       bump();
     }
     std::string out;
-    const char* unterminated_hint = triple ? "close it with three matching quotes"
-                                           : "close the string on the same line, or use a triple-quoted string";
+    const char* unterminated_hint =
+        triple ? "close it with three matching quotes"
+               : "close the string on the same line, or use a triple-quoted string";
     while (true) {
       if (eof())
         fail(at, triple ? "unterminated triple-quoted string" : "unterminated string literal",
@@ -493,8 +513,10 @@ class Lexer {
         v = v * 8 + static_cast<uint32_t>(cur() - '0');
         bump();
       }
-      if (bytes) out += static_cast<char>(v & 0xFF);
-      else append_utf8(out, v);
+      if (bytes)
+        out += static_cast<char>(v & 0xFF);
+      else
+        append_utf8(out, v);
       return;
     }
     int hex_len = c == 'x' ? 2 : (c == 'u' && !bytes) ? 4 : (c == 'U' && !bytes) ? 8 : 0;
@@ -507,7 +529,8 @@ class Lexer {
     for (int k = 0; k < hex_len; ++k) {
       if (eof() || digit_value(cur()) >= 16)
         fail(at, std::string("truncated \\") + c + " escape",
-             std::string("write exactly ") + std::to_string(hex_len) + " hexadecimal digits after \\" + c);
+             std::string("write exactly ") + std::to_string(hex_len) +
+                 " hexadecimal digits after \\" + c);
       v = v * 16 + static_cast<uint32_t>(digit_value(cur()));
       bump();
     }
@@ -515,7 +538,8 @@ class Lexer {
       out += static_cast<char>(v);
     } else {
       if (v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
-        fail(at, "invalid unicode escape", "use a code point up to \\U0010FFFF that is not a surrogate");
+        fail(at, "invalid unicode escape",
+             "use a code point up to \\U0010FFFF that is not a surrogate");
       append_utf8(out, v);
     }
   }
@@ -532,7 +556,9 @@ class Lexer {
       for (size_t k = 0; k < len; ++k) bump();
       if (len == 1 && (c == '(' || c == '[' || c == '{')) {
         if (static_cast<int>(brackets_.size()) >= kMaxBracketDepth)
-          fail(at, "brackets nested too deeply (more than " + std::to_string(kMaxBracketDepth) + " levels)",
+          fail(at,
+               "brackets nested too deeply (more than " + std::to_string(kMaxBracketDepth) +
+                   " levels)",
                "split the expression into several assignments");
         brackets_.push_back({c, at});
       } else if (len == 1 && (c == ')' || c == ']' || c == '}')) {
@@ -540,8 +566,9 @@ class Lexer {
           fail(at, std::string("unmatched '") + c + "'", "remove it, or add the opening bracket");
         auto [open, open_at] = brackets_.back();
         if (closer(open) != c)
-          fail(at, std::string("closing '") + c + "' does not match opening '" + open + "' at line " +
-                       std::to_string(open_at.line) + " column " + std::to_string(open_at.col),
+          fail(at,
+               std::string("closing '") + c + "' does not match opening '" + open + "' at line " +
+                   std::to_string(open_at.line) + " column " + std::to_string(open_at.col),
                std::string("close the '") + open + "' with '" + closer(open) + "'");
         brackets_.pop_back();
       }
@@ -550,8 +577,10 @@ class Lexer {
     }
     if (c == '!')
       fail(at, "invalid character '!'", "write 'not x' for negation, '!=' for inequality");
-    std::string shown = (c >= 32 && c < 127) ? std::string("'") + c + "'" : hex_byte(static_cast<unsigned char>(c));
-    fail(at, "invalid character " + shown + " in source", "remove it; it is not part of Python syntax");
+    std::string shown =
+        (c >= 32 && c < 127) ? std::string("'") + c + "'" : hex_byte(static_cast<unsigned char>(c));
+    fail(at, "invalid character " + shown + " in source",
+         "remove it; it is not part of Python syntax");
   }
 
   const std::string& file_;

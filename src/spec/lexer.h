@@ -18,7 +18,7 @@ enum class TokenKind {
   Newline,  // end of a logical line
   Indent,
   Dedent,
-  End,      // end of input, always the last token
+  End,  // end of input, always the last token
 };
 
 struct Token {

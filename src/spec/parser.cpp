@@ -12,12 +12,14 @@ namespace parser_impl {
 namespace {
 
 const char* const kKeywords[] = {
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def",
-    "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is",
-    "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield"};
+    "False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
+    "class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
+    "from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
+    "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield"};
 
 const char* const kLoopHint =
-    "use vectorized numpy, e.g. np.einsum or broadcasting; a spec describes a whole-tensor computation";
+    "use vectorized numpy, e.g. np.einsum or broadcasting; a spec describes a whole-tensor "
+    "computation";
 const char* const kComprehensionHint =
     "use np.stack/np.concatenate over explicit items, or vectorize the computation";
 
@@ -27,19 +29,28 @@ const Rejection kRejected[] = {
     {"while", "loops are not supported", kLoopHint},
     {"break", "loops are not supported ('break')", kLoopHint},
     {"continue", "loops are not supported ('continue')", kLoopHint},
-    {"class", "classes are not supported in a spec", "write the computation as functions at module level"},
-    {"lambda", "lambda expressions are not supported", "define a helper function with def at module level and call it"},
-    {"with", "'with' statements are not supported", "a spec is straight-line numpy code; remove the with block"},
-    {"try", "exception handling ('try') is not supported", "a spec cannot catch errors; remove the try block"},
-    {"except", "exception handling ('except') is not supported", "a spec cannot catch errors; remove the try block"},
-    {"finally", "exception handling ('finally') is not supported", "a spec cannot catch errors; remove the try block"},
+    {"class", "classes are not supported in a spec",
+     "write the computation as functions at module level"},
+    {"lambda", "lambda expressions are not supported",
+     "define a helper function with def at module level and call it"},
+    {"with", "'with' statements are not supported",
+     "a spec is straight-line numpy code; remove the with block"},
+    {"try", "exception handling ('try') is not supported",
+     "a spec cannot catch errors; remove the try block"},
+    {"except", "exception handling ('except') is not supported",
+     "a spec cannot catch errors; remove the try block"},
+    {"finally", "exception handling ('finally') is not supported",
+     "a spec cannot catch errors; remove the try block"},
     {"raise", "'raise' is not supported", "state preconditions with assert instead"},
-    {"global", "'global' declarations are not supported", "read module-level constants directly and return new values"},
-    {"nonlocal", "'nonlocal' declarations are not supported", "pass values as parameters and return new values"},
+    {"global", "'global' declarations are not supported",
+     "read module-level constants directly and return new values"},
+    {"nonlocal", "'nonlocal' declarations are not supported",
+     "pass values as parameters and return new values"},
     {"del", "'del' is not supported", "simply stop using the name"},
     {"yield", "generators ('yield') are not supported", "return the result instead"},
     {"async", "async code is not supported", "write a plain def and call functions directly"},
-    {"await", "'await' is not supported", "call functions directly; a spec is synchronous numpy code"},
+    {"await", "'await' is not supported",
+     "call functions directly; a spec is synchronous numpy code"},
 };
 
 std::shared_ptr<Stmt> make_stmt(StmtKind kind, SourceLoc loc) {
@@ -82,18 +93,22 @@ std::vector<StmtPtr> Parser::parse_module_body() {
 void Parser::unexpected(const std::string& expected) const {
   const Token& t = tok();
   if (is_op(t, ":="))
-    fail(t.loc, "assignment expressions (:=) are not supported", "assign on a separate line: name = value");
+    fail(t.loc, "assignment expressions (:=) are not supported",
+         "assign on a separate line: name = value");
   if (const Rejection* r = rejection_for(t)) reject(*r, t.loc);
   if (t.kind == TokenKind::Indent)
-    fail(t.loc, "unexpected indent", "indent only the body of a def; statements of one block start in the same column");
+    fail(t.loc, "unexpected indent",
+         "indent only the body of a def; statements of one block start in the same column");
   if (t.kind == TokenKind::End) fail(t.loc, "unexpected end of file, expected " + expected);
   fail(t.loc, "expected " + expected + ", found " + describe(t));
 }
 
 // After an item of a bracketed list: takes a ',' or stops before `close`.
 void Parser::item_separator(const char* close, const std::string& what) {
-  if (at_op(",")) take();
-  else if (!at_op(close)) unexpected(what);
+  if (at_op(","))
+    take();
+  else if (!at_op(close))
+    unexpected(what);
 }
 
 bool Parser::accept_op(const char* s) {
@@ -130,20 +145,23 @@ void Parser::parse_statement(std::vector<StmtPtr>& body, bool in_function) {
   if (is_kw(t, "if")) {
     if (!is_main_guard())
       fail(t.loc, "module-level 'if' is not supported",
-           "a spec is straight-line code; only an `if __name__ == \"__main__\":` block is allowed (and ignored)");
+           "a spec is straight-line code; only an `if __name__ == \"__main__\":` block is allowed "
+           "(and ignored)");
     skip_clause();
     while (at_kw("elif") || at_kw("else")) skip_clause();
     return;
   }
   if (is_kw(t, "elif") || is_kw(t, "else"))
-    fail(t.loc, "'" + t.text + "' without a matching 'if'", "remove it; a spec has no if statements");
+    fail(t.loc, "'" + t.text + "' without a matching 'if'",
+         "remove it; a spec has no if statements");
   parse_simple_line(body, in_function);
 }
 
 // Rejects decorators, nested defs and `if` in functions, wherever they appear.
 void Parser::check_compound_start(const Token& t, bool in_function) const {
   if (is_op(t, "@"))
-    fail(t.loc, "decorators are not supported", "remove the decorator line; spec functions are plain functions");
+    fail(t.loc, "decorators are not supported",
+         "remove the decorator line; spec functions are plain functions");
   if (in_function && is_kw(t, "def"))
     fail(t.loc, "nested function definitions are not supported", "define helpers at module level");
   if (in_function && is_kw(t, "if"))
@@ -157,7 +175,8 @@ bool Parser::is_main_guard() const {
     return t.kind == TokenKind::String && !t.is_bytes && !t.is_fstring && t.text == "__main__";
   };
   const Token &a = peek(1), &op = peek(2), &b = peek(3);
-  return is_op(op, "==") && is_op(peek(4), ":") && ((is_name(a) && is_main(b)) || (is_main(a) && is_name(b)));
+  return is_op(op, "==") && is_op(peek(4), ":") &&
+         ((is_name(a) && is_main(b)) || (is_main(a) && is_name(b)));
 }
 
 // Skips a clause header through its NEWLINE, then its indented block if any, without
@@ -263,7 +282,8 @@ StmtPtr Parser::parse_from() {
 }
 
 bool Parser::is_aug_assign(const Token& t) {
-  static const char* const ops[] = {"+=", "-=", "*=", "/=", "//=", "%=", "@=", "&=", "|=", "^=", "<<=", ">>=", "**="};
+  static const char* const ops[] = {
+      "+=", "-=", "*=", "/=", "//=", "%=", "@=", "&=", "|=", "^=", "<<=", ">>=", "**="};
   if (t.kind != TokenKind::Op) return false;
   for (const char* op : ops)
     if (t.text == op) return true;
@@ -309,9 +329,11 @@ StmtPtr Parser::parse_expr_statement() {
 }
 
 void Parser::check_single_target(const ExprPtr& e, const char* what) const {
-  if (e->kind == ExprKind::Name || e->kind == ExprKind::Attribute || e->kind == ExprKind::Subscript) return;
-  fail(e->loc, std::string("only a single name, attribute or subscript can be the target of an ") + what +
-                   " assignment",
+  if (e->kind == ExprKind::Name || e->kind == ExprKind::Attribute || e->kind == ExprKind::Subscript)
+    return;
+  fail(e->loc,
+       std::string("only a single name, attribute or subscript can be the target of an ") + what +
+           " assignment",
        "assign to one name, e.g. `y = ...`");
 }
 
@@ -319,8 +341,7 @@ void Parser::check_target(const ExprPtr& e) const {
   switch (e->kind) {
     case ExprKind::Name:
     case ExprKind::Attribute:
-    case ExprKind::Subscript:
-      return;
+    case ExprKind::Subscript: return;
     case ExprKind::Tuple:
     case ExprKind::List:
       for (const ExprPtr& item : e->items) check_target(item);  // depth bounded by parsing
@@ -329,9 +350,11 @@ void Parser::check_target(const ExprPtr& e) const {
       fail(e->loc, "starred assignment targets (*rest) are not supported",
            "unpack into exactly as many names as there are values: a, b, c = ...");
     case ExprKind::Call:
-      fail(e->loc, "cannot assign to a function call", "the left side of '=' must be a name or a tuple of names");
+      fail(e->loc, "cannot assign to a function call",
+           "the left side of '=' must be a name or a tuple of names");
     default:
-      fail(e->loc, "cannot assign to this expression", "the left side of '=' must be a name or a tuple of names");
+      fail(e->loc, "cannot assign to this expression",
+           "the left side of '=' must be a name or a tuple of names");
   }
 }
 
@@ -360,8 +383,11 @@ void Parser::parse_params(FunctionDef& fn) {
       take();
       if (at(TokenKind::Name))
         fail(loc, "*args parameters are not supported", "list the parameters explicitly");
-      if (keyword_only) fail(loc, "'*' may appear only once in a parameter list", "remove the second '*'");
-      if (!at_op(",")) fail(loc, "a bare '*' must be followed by keyword-only parameters", "add a parameter after '*,' or remove the '*'");
+      if (keyword_only)
+        fail(loc, "'*' may appear only once in a parameter list", "remove the second '*'");
+      if (!at_op(","))
+        fail(loc, "a bare '*' must be followed by keyword-only parameters",
+             "add a parameter after '*,' or remove the '*'");
       keyword_only = true;
     } else if (at_op("**")) {
       fail(loc, "**kwargs parameters are not supported", "list the keyword parameters explicitly");
@@ -375,7 +401,8 @@ void Parser::parse_params(FunctionDef& fn) {
       p.keyword_only = keyword_only;
       for (const Param& other : fn.params)
         if (other.name == p.name)
-          fail(p.loc, "duplicate parameter '" + p.name + "'", "give each parameter a different name");
+          fail(p.loc, "duplicate parameter '" + p.name + "'",
+               "give each parameter a different name");
       if (accept_op(":")) p.annotation = parse_expression();
       if (at_op("=")) {
         take();
@@ -390,7 +417,8 @@ void Parser::parse_params(FunctionDef& fn) {
     item_separator(")", "',' or ')'");
   }
   if (keyword_only && (fn.params.empty() || !fn.params.back().keyword_only))
-    fail(tok().loc, "a bare '*' must be followed by keyword-only parameters", "add a parameter after '*,' or remove the '*'");
+    fail(tok().loc, "a bare '*' must be followed by keyword-only parameters",
+         "add a parameter after '*,' or remove the '*'");
   take();
 }
 

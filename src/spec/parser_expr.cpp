@@ -22,14 +22,12 @@ bool Parser::starts_expression() const {
       return !is_keyword(t.text) || t.text == "True" || t.text == "False" || t.text == "None" ||
              t.text == "not" || t.text == "lambda" || t.text == "await" || t.text == "yield";
     case TokenKind::Number:
-    case TokenKind::String:
-      return true;
+    case TokenKind::String: return true;
     case TokenKind::Op:
       for (const char* s : {"(", "[", "{", "-", "+", "~", "...", "*"})
         if (t.text == s) return true;
       return false;
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -221,7 +219,8 @@ ExprPtr Parser::parse_call(const ExprPtr& callee) {
       std::string name = take().text;
       take();
       for (const Keyword& k : call->keywords)
-        if (k.name == name) fail(loc, "keyword argument '" + name + "' repeated", "pass each keyword once");
+        if (k.name == name)
+          fail(loc, "keyword argument '" + name + "' repeated", "pass each keyword once");
       call->keywords.push_back({name, parse_expression(), loc});
     } else {
       ExprPtr arg = parse_expression();
@@ -288,9 +287,11 @@ ExprPtr Parser::parse_atom() {
     }
     case TokenKind::Number: {
       if (t.is_imaginary)
-        fail(loc, "complex (imaginary) literals are not supported in a spec", "use real numbers only");
+        fail(loc, "complex (imaginary) literals are not supported in a spec",
+             "use real numbers only");
       if (t.too_large)
-        fail(loc, "integer literal too large", "integers must fit in 64 bits; write a float such as 1e30 if you need a big constant");
+        fail(loc, "integer literal too large",
+             "integers must fit in 64 bits; write a float such as 1e30 if you need a big constant");
       auto e = make(t.is_float ? ExprKind::Float : ExprKind::Int, loc);
       e->int_value = t.int_value;
       e->float_value = t.float_value;
@@ -318,8 +319,7 @@ ExprPtr Parser::parse_atom() {
       if (t.text == "[") return parse_list();
       if (t.text == "{") return parse_dict();
       break;
-    default:
-      break;
+    default: break;
   }
   unexpected("an expression");
 }
@@ -331,7 +331,8 @@ ExprPtr Parser::parse_paren() {
   check_comprehension("generator expressions");
   if (at_op(")")) {
     if (first->kind == ExprKind::Starred)
-      fail(first->loc, "a starred expression cannot stand alone in parentheses", "add a comma to make a tuple: (*a,)");
+      fail(first->loc, "a starred expression cannot stand alone in parentheses",
+           "add a comma to make a tuple: (*a,)");
     take();
     return first;  // parentheses only group
   }

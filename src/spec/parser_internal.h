@@ -41,8 +41,12 @@ class Parser {
   const Token& tok() const { return toks_[pos_]; }
   const Token& peek(size_t n) const { return toks_[std::min(pos_ + n, toks_.size() - 1)]; }
   bool at(TokenKind k) const { return tok().kind == k; }
-  static bool is_op(const Token& t, const char* s) { return t.kind == TokenKind::Op && t.text == s; }
-  static bool is_kw(const Token& t, const char* s) { return t.kind == TokenKind::Name && t.text == s; }
+  static bool is_op(const Token& t, const char* s) {
+    return t.kind == TokenKind::Op && t.text == s;
+  }
+  static bool is_kw(const Token& t, const char* s) {
+    return t.kind == TokenKind::Name && t.text == s;
+  }
   bool at_op(const char* s) const { return is_op(tok(), s); }
   bool at_kw(const char* s) const { return is_kw(tok(), s); }
   // Never moves past End, so a loop that keeps taking cannot run off the vector.
@@ -52,7 +56,8 @@ class Parser {
     return t;
   }
 
-  [[noreturn]] void fail(SourceLoc at, const std::string& message, const std::string& hint = "") const {
+  [[noreturn]] void fail(SourceLoc at, const std::string& message,
+                         const std::string& hint = "") const {
     throw SpecError(file_, src_, at, message, hint);
   }
 
@@ -69,7 +74,8 @@ class Parser {
     Parser& p;
     DepthGuard(Parser& parser, SourceLoc at) : p(parser) {
       if (p.depth_ >= kMaxDepth)
-        p.fail(at, "expression nested too deeply (more than " + std::to_string(kMaxDepth) + " levels)",
+        p.fail(at,
+               "expression nested too deeply (more than " + std::to_string(kMaxDepth) + " levels)",
                "split the expression into several assignments");
       ++p.depth_;
     }

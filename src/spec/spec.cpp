@@ -14,14 +14,17 @@ namespace ollie::spec {
 
 ir::Graph load_spec(const std::string& path, const SpecOptions& options) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError("cannot read spec file '" + path + "': check that the path exists and is readable");
+  if (!in)
+    throw UserError("cannot read spec file '" + path +
+                    "': check that the path exists and is readable");
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw UserError("cannot read spec file '" + path + "'");
   return compile_spec(path, text.str(), options);
 }
 
-ir::Graph compile_spec(const std::string& file, const std::string& source, const SpecOptions& options) {
+ir::Graph compile_spec(const std::string& file, const std::string& source,
+                       const SpecOptions& options) {
   Module module = parse_module(file, source);
   return elaborate(module, options);
 }
@@ -36,16 +39,20 @@ ir::DimBindings parse_dims_flag(const std::string& text) {
     pos = comma == std::string::npos ? text.size() + 1 : comma + 1;
     if (item.empty()) {
       if (comma == std::string::npos && !out.empty()) break;
-      throw UserError("--dims: empty item in '" + text + "'; expected NAME=SIZE, e.g. --dims M=256,N=128");
+      throw UserError("--dims: empty item in '" + text +
+                      "'; expected NAME=SIZE, e.g. --dims M=256,N=128");
     }
     size_t eq = item.find('=');
     if (eq == std::string::npos)
       throw UserError("--dims: '" + item + "': expected NAME=SIZE, e.g. --dims M=256,N=128");
     std::string name = strings::trim(item.substr(0, eq), " \t");
     std::string size = strings::trim(item.substr(eq + 1), " \t");
-    bool name_ok = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
-    for (char c : name) name_ok = name_ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
-    if (!name_ok) throw UserError("--dims: '" + item + "': expected NAME=SIZE where NAME is a dim name like M");
+    bool name_ok =
+        !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
+    for (char c : name)
+      name_ok = name_ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+    if (!name_ok)
+      throw UserError("--dims: '" + item + "': expected NAME=SIZE where NAME is a dim name like M");
     bool size_ok = !size.empty() && size.size() <= 12;
     for (char c : size) size_ok = size_ok && std::isdigit(static_cast<unsigned char>(c));
     if (!size_ok || std::stoll(size) < 1)

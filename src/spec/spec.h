@@ -11,15 +11,16 @@
 namespace ollie::spec {
 
 struct SpecOptions {
-  std::string entry;                 // empty: the only annotated function
-  ir::DimBindings dim_overrides;     // from --dims; override DIMS
+  std::string entry;              // empty: the only annotated function
+  ir::DimBindings dim_overrides;  // from --dims; override DIMS
 };
 
 // Reads and compiles a spec file. Throws UserError (SpecError when located in the file).
 ir::Graph load_spec(const std::string& path, const SpecOptions& options);
 
 // Compiles spec source text; `file` is used in messages only.
-ir::Graph compile_spec(const std::string& file, const std::string& source, const SpecOptions& options);
+ir::Graph compile_spec(const std::string& file, const std::string& source,
+                       const SpecOptions& options);
 
 // Parses the value of --dims, "M=256,N=128" (spaces allowed). Throws UserError naming
 // the flag and the bad part.

@@ -11,22 +11,17 @@ namespace {
 // What the user can do about an SQLite error, by its primary result code.
 std::string hint(int rc, const std::string& path) {
   switch (rc & 0xff) {
-    case SQLITE_FULL:
-      return "; free disk space, then continue with --resume " + path;
+    case SQLITE_FULL: return "; free disk space, then continue with --resume " + path;
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
       return "; another process is writing it (is a run on this file still going?)";
     case SQLITE_READONLY:
     case SQLITE_PERM:
-    case SQLITE_CANTOPEN:
-      return "; check that the file and its directory exist and are writable";
+    case SQLITE_CANTOPEN: return "; check that the file and its directory exist and are writable";
     case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-      return "; the file is damaged or is not an ollie run database";
-    case SQLITE_IOERR:
-      return "; the disk reported an error";
-    default:
-      return "";
+    case SQLITE_NOTADB: return "; the file is damaged or is not an ollie run database";
+    case SQLITE_IOERR: return "; the disk reported an error";
+    default: return "";
   }
 }
 

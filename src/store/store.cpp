@@ -121,8 +121,7 @@ CREATE INDEX IF NOT EXISTS model_calls_proposer ON model_calls(proposer, id);
 )sql";
 
 // Per connection: WAL is recorded in the file, the others are not.
-constexpr const char* kConnectionPragmas =
-    "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;";
+constexpr const char* kConnectionPragmas = "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;";
 constexpr int kBusyTimeoutMs = 10000;
 
 constexpr const char* kCandidateColumns =
@@ -146,9 +145,9 @@ std::string redact_secrets(std::string text) {
     if (value.size() < 8) continue;
     std::transform(name.begin(), name.end(), name.begin(),
                    [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-    bool secret = name.find("KEY") != std::string::npos || name.find("TOKEN") != std::string::npos ||
-                  name.find("SECRET") != std::string::npos ||
-                  name.find("PASSWORD") != std::string::npos;
+    bool secret =
+        name.find("KEY") != std::string::npos || name.find("TOKEN") != std::string::npos ||
+        name.find("SECRET") != std::string::npos || name.find("PASSWORD") != std::string::npos;
     if (!secret) continue;
     for (size_t pos = text.find(value); pos != std::string::npos; pos = text.find(value, pos)) {
       text.replace(pos, value.size(), "[redacted]");
@@ -203,8 +202,7 @@ namespace detail {
 // The connection and every statement the store runs, each prepared once.
 class Db {
  public:
-  explicit Db(const std::string& path, int flags)
-      : conn(path, flags) {}
+  explicit Db(const std::string& path, int flags) : conn(path, flags) {}
 
   void prepare() {
     // The statements built from the column lists (SQLite copies the text it prepares).
@@ -216,19 +214,20 @@ class Db {
         cat({"SELECT ", kEvaluationColumns,
              " FROM evaluations WHERE candidate = ?1 ORDER BY id DESC LIMIT 1"});
     std::string e_cols;
-    for (std::string col : {"id", "candidate", "verdict", "message", "penalty",
-                            "certificate_json", "median_seconds", "min_seconds", "mad_seconds",
-                            "ratio_vs_baseline", "rounds", "cost", "eval_seconds", "created"})
+    for (std::string col : {"id", "candidate", "verdict", "message", "penalty", "certificate_json",
+                            "median_seconds", "min_seconds", "mad_seconds", "ratio_vs_baseline",
+                            "rounds", "cost", "eval_seconds", "created"})
       e_cols += (e_cols.empty() ? "e." : ", e.") + col;
     std::string c_cols;
     for (std::string col :
          {"id", "hash", "source", "schedule", "rewrites", "parent", "proposer", "created"})
       c_cols += (c_cols.empty() ? "c." : ", c.") + col;
-    std::string sql_best = cat({"SELECT ", c_cols, ", ", e_cols,
-                    " FROM evaluations e JOIN candidates c ON c.id = e.candidate"
-                    " WHERE e.verdict = 'pass' AND e.median_seconds > 0"
-                    " AND e.id = (SELECT max(id) FROM evaluations WHERE candidate = e.candidate)"
-                    " ORDER BY e.median_seconds, e.id LIMIT ?1"});
+    std::string sql_best =
+        cat({"SELECT ", c_cols, ", ", e_cols,
+             " FROM evaluations e JOIN candidates c ON c.id = e.candidate"
+             " WHERE e.verdict = 'pass' AND e.median_seconds > 0"
+             " AND e.id = (SELECT max(id) FROM evaluations WHERE candidate = e.candidate)"
+             " ORDER BY e.median_seconds, e.id LIMIT ?1"});
 
     auto make = [&](const char* sql) { return std::make_unique<sql::Statement>(conn, sql); };
     run = make(
@@ -389,16 +388,24 @@ Store Store::create(const std::string& path, const RunInfo& info) {
       sql::Statement meta(db->conn, "INSERT INTO meta(key, value) VALUES(?1, ?2)");
       sql::Query(meta, "writing meta").text(1, "format").text(2, "ollie run database").run();
       sql::Query(meta, "writing meta")
-          .text(1, "schema_version").text(2, std::to_string(kSchemaVersion)).run();
+          .text(1, "schema_version")
+          .text(2, std::to_string(kSchemaVersion))
+          .run();
       sql::Statement run(db->conn,
                          "INSERT INTO run(id, spec_path, spec_source, spec_sha256, entry, "
                          "dims_json, machine_json, options_json, seed, created) "
                          "VALUES(1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
       sql::Query(run, "writing the run")
-          .text(1, info.spec_path).text(2, info.spec_source).text(3, info.spec_sha256)
-          .text(4, info.entry).text(5, info.dims_json).text(6, info.machine_json)
-          .text(7, info.options_json).int64(8, std::bit_cast<int64_t>(info.seed))
-          .text(9, or_now(info.created)).run();
+          .text(1, info.spec_path)
+          .text(2, info.spec_source)
+          .text(3, info.spec_sha256)
+          .text(4, info.entry)
+          .text(5, info.dims_json)
+          .text(6, info.machine_json)
+          .text(7, info.options_json)
+          .int64(8, std::bit_cast<int64_t>(info.seed))
+          .text(9, or_now(info.created))
+          .run();
     }
     db->conn.exec("COMMIT", "creating the run database");
     // The file's name in its directory survives a power cut too (SQLite syncs the
@@ -453,8 +460,7 @@ Store Store::open(const std::string& path) {
     throw UserError("run database '" + path + "' was written by a newer ollie (schema version " +
                     std::to_string(version) + "; this ollie reads up to " +
                     std::to_string(kSchemaVersion) + "); open it with that ollie or a newer one");
-  if (version < 1)
-    throw UserError(not_ours + " (it has no schema version; the file is damaged)");
+  if (version < 1) throw UserError(not_ours + " (it has no schema version; the file is damaged)");
   // Version 1 is the only one so far: future versions migrate older files here, in one
   // transaction, before preparing the statements.
   if (db->conn.query_text("PRAGMA journal_mode = WAL", "switching to WAL") != "wal")
@@ -494,8 +500,14 @@ int64_t Store::add_candidate(Candidate c) {
   Lock lock(db_->mu);
   {
     sql::Query q(*db_->insert_candidate, "adding a candidate");
-    q.text(1, hash).text(2, c.source).text(3, c.schedule).text(4, c.rewrites)
-        .id_or_null(5, c.parent).text(6, c.proposer).text(7, or_now(c.created)).run();
+    q.text(1, hash)
+        .text(2, c.source)
+        .text(3, c.schedule)
+        .text(4, c.rewrites)
+        .id_or_null(5, c.parent)
+        .text(6, c.proposer)
+        .text(7, or_now(c.created))
+        .run();
     if (sqlite3_changes(db_->conn.get()) == 1) {
       if (db_->counts_cache) ++db_->counts_cache->candidates;
       return sqlite3_last_insert_rowid(db_->conn.get());
@@ -532,10 +544,20 @@ int64_t Store::add_evaluation(const Evaluation& e) {
     first_pass = !check.next();
   }
   sql::Query q(*db_->insert_evaluation, "adding an evaluation");
-  q.int64(1, e.candidate).text(2, e.verdict).text(3, e.message).real(4, e.penalty)
-      .text(5, e.certificate_json).real(6, e.median_seconds).real(7, e.min_seconds)
-      .real(8, e.mad_seconds).real(9, e.ratio_vs_baseline).int64(10, e.rounds)
-      .real(11, e.cost).real(12, e.eval_seconds).text(13, or_now(e.created)).run();
+  q.int64(1, e.candidate)
+      .text(2, e.verdict)
+      .text(3, e.message)
+      .real(4, e.penalty)
+      .text(5, e.certificate_json)
+      .real(6, e.median_seconds)
+      .real(7, e.min_seconds)
+      .real(8, e.mad_seconds)
+      .real(9, e.ratio_vs_baseline)
+      .int64(10, e.rounds)
+      .real(11, e.cost)
+      .real(12, e.eval_seconds)
+      .text(13, or_now(e.created))
+      .run();
   if (db_->counts_cache) {
     ++db_->counts_cache->evaluations;
     if (first_pass) ++db_->counts_cache->passes;
@@ -554,9 +576,17 @@ std::optional<Evaluation> Store::evaluation_of(int64_t candidate) const {
 void Store::add_step(const Step& s) {
   Lock lock(db_->mu);
   sql::Query q(*db_->insert_step, "adding a step");
-  q.int64(1, s.step).int64(2, s.chain).id_or_null(3, s.proposed).id_or_null(4, s.current)
-      .int64(5, s.accepted ? 1 : 0).real(6, s.temperature).real(7, s.cost_current)
-      .real(8, s.cost_proposed).text(9, s.note).text(10, strings::utc_now_iso8601_ms()).run();
+  q.int64(1, s.step)
+      .int64(2, s.chain)
+      .id_or_null(3, s.proposed)
+      .id_or_null(4, s.current)
+      .int64(5, s.accepted ? 1 : 0)
+      .real(6, s.temperature)
+      .real(7, s.cost_current)
+      .real(8, s.cost_proposed)
+      .text(9, s.note)
+      .text(10, strings::utc_now_iso8601_ms())
+      .run();
   if (db_->counts_cache) {
     ++db_->counts_cache->steps;
     if (s.accepted) ++db_->counts_cache->accepted_steps;
@@ -590,7 +620,10 @@ int64_t Store::next_step() const {
 void Store::add_event(const std::string& kind, const std::string& text) {
   Lock lock(db_->mu);
   sql::Query(*db_->insert_event, "adding an event")
-      .text(1, kind).text(2, text).text(3, strings::utc_now_iso8601_ms()).run();
+      .text(1, kind)
+      .text(2, text)
+      .text(3, strings::utc_now_iso8601_ms())
+      .run();
   if (db_->counts_cache) ++db_->counts_cache->events;
 }
 
@@ -599,9 +632,17 @@ int64_t Store::add_model_call(const ModelCall& m) {
   std::string answer = redact_secrets(m.answer);
   Lock lock(db_->mu);
   sql::Query(*db_->insert_model_call, "adding a model call")
-      .text(1, m.proposer).text(2, request).text(3, answer).text(4, m.status)
-      .int64(5, m.http_status).int64(6, m.tokens_in).int64(7, m.tokens_out).real(8, m.cost)
-      .real(9, m.seconds).text(10, or_now(m.created)).run();
+      .text(1, m.proposer)
+      .text(2, request)
+      .text(3, answer)
+      .text(4, m.status)
+      .int64(5, m.http_status)
+      .int64(6, m.tokens_in)
+      .int64(7, m.tokens_out)
+      .real(8, m.cost)
+      .real(9, m.seconds)
+      .text(10, or_now(m.created))
+      .run();
   if (db_->counts_cache) ++db_->counts_cache->model_calls;
   return sqlite3_last_insert_rowid(db_->conn.get());
 }
@@ -664,8 +705,8 @@ void Store::checkpoint() {
   Lock lock(db_->mu);
   if (db_->in_transaction)
     throw InternalError("run database '" + path() + "': checkpoint inside a transaction");
-  int rc = sqlite3_wal_checkpoint_v2(db_->conn.get(), nullptr, SQLITE_CHECKPOINT_TRUNCATE,
-                                     nullptr, nullptr);
+  int rc = sqlite3_wal_checkpoint_v2(db_->conn.get(), nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr,
+                                     nullptr);
   // BUSY: another process (a live report) is reading; what could be copied was, and the
   // rest is copied by a later checkpoint or when the last connection closes.
   if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY) db_->conn.fail(rc, "checkpointing");

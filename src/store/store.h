@@ -47,51 +47,51 @@ struct RunInfo {
   std::string machine_json;  // CPU, cores, compiler, ...
   std::string options_json;  // the command line options as JSON
   uint64_t seed = 0;
-  std::string created;       // ISO 8601 UTC ("2024-05-01T12:34:56.789Z"); filled when empty
+  std::string created;  // ISO 8601 UTC ("2024-05-01T12:34:56.789Z"); filled when empty
 };
 
 // A candidate kernel. Identified by `hash`, the hex SHA-256 of `source`
 // (ollie::sha256_hex): one row per distinct source.
 struct Candidate {
-  int64_t id = 0;             // assigned by add_candidate
-  std::string hash;           // filled by add_candidate (must match source when given)
-  std::string source;         // the kernel's C++ source
-  std::string schedule;       // the schedule it was emitted from (text; may be empty)
-  std::string rewrites;       // the rewrite chain applied to the IR (text; may be empty)
-  int64_t parent = 0;         // the candidate it was proposed from; 0 = none
-  std::string proposer;       // "baseline", "mutate", "rewrite", "llm", "cmd", ...
-  std::string created;        // ISO UTC; filled when empty
+  int64_t id = 0;        // assigned by add_candidate
+  std::string hash;      // filled by add_candidate (must match source when given)
+  std::string source;    // the kernel's C++ source
+  std::string schedule;  // the schedule it was emitted from (text; may be empty)
+  std::string rewrites;  // the rewrite chain applied to the IR (text; may be empty)
+  int64_t parent = 0;    // the candidate it was proposed from; 0 = none
+  std::string proposer;  // "baseline", "mutate", "rewrite", "llm", "cmd", ...
+  std::string created;   // ISO UTC; filled when empty
 };
 
 // One evaluation of a candidate: verification and, when it passed, timing.
 struct Evaluation {
-  int64_t id = 0;               // assigned by add_evaluation
-  int64_t candidate = 0;        // Candidate::id
-  std::string verdict;          // verify::verdict_name: "pass", "wrong", "compile-error", ...
-  std::string message;          // the verifier's or compiler's explanation
-  double penalty = 0;           // correctness penalty in [0, 1] (0 for a pass)
-  std::string certificate_json; // the verifier's certificate
-  double median_seconds = 0;    // timings of one kernel call (0 when not measured)
+  int64_t id = 0;                // assigned by add_evaluation
+  int64_t candidate = 0;         // Candidate::id
+  std::string verdict;           // verify::verdict_name: "pass", "wrong", "compile-error", ...
+  std::string message;           // the verifier's or compiler's explanation
+  double penalty = 0;            // correctness penalty in [0, 1] (0 for a pass)
+  std::string certificate_json;  // the verifier's certificate
+  double median_seconds = 0;     // timings of one kernel call (0 when not measured)
   double min_seconds = 0;
   double mad_seconds = 0;
-  double ratio_vs_baseline = 0; // candidate time / baseline time; 0 when unknown
-  int rounds = 0;               // timed rounds
-  double cost = 0;              // the search's cost of this candidate (penalty + performance)
-  double eval_seconds = 0;      // wall time the evaluation took
-  std::string created;          // ISO UTC; filled when empty
+  double ratio_vs_baseline = 0;  // candidate time / baseline time; 0 when unknown
+  int rounds = 0;                // timed rounds
+  double cost = 0;               // the search's cost of this candidate (penalty + performance)
+  double eval_seconds = 0;       // wall time the evaluation took
+  std::string created;           // ISO UTC; filled when empty
 };
 
 // One step of a Markov chain: a proposal and the Metropolis-Hastings decision.
 struct Step {
-  int64_t step = 0;          // run-wide step number (next_step()); unique per chain
+  int64_t step = 0;  // run-wide step number (next_step()); unique per chain
   int chain = 0;
-  int64_t proposed = 0;      // candidate id proposed
-  int64_t current = 0;       // candidate id the chain is at after the decision
+  int64_t proposed = 0;  // candidate id proposed
+  int64_t current = 0;   // candidate id the chain is at after the decision
   bool accepted = false;
   double temperature = 0;
-  double cost_current = 0;   // cost of the chain's candidate before the decision
+  double cost_current = 0;  // cost of the chain's candidate before the decision
   double cost_proposed = 0;
-  std::string note;          // e.g. "restart", "rejected: compile-error"
+  std::string note;  // e.g. "restart", "rejected: compile-error"
 };
 
 // One language-model request and its answer, stored so a run can be replayed without the
@@ -99,17 +99,17 @@ struct Step {
 // add_model_call replaces any value of an environment variable whose name contains KEY,
 // TOKEN or SECRET by "[redacted]", as a second line of defence).
 struct ModelCall {
-  int64_t id = 0;               // assigned by add_model_call; replay order
-  std::string proposer;         // the proposer that asked ("llm", "llm:claude", ...)
-  std::string request;          // the request as sent (JSON body or prompt text)
-  std::string answer;           // the answer's full text (or error body)
-  std::string status;           // "ok", "http_error", "timeout", "refused", ...
-  int http_status = 0;          // 0 when no HTTP answer
+  int64_t id = 0;        // assigned by add_model_call; replay order
+  std::string proposer;  // the proposer that asked ("llm", "llm:claude", ...)
+  std::string request;   // the request as sent (JSON body or prompt text)
+  std::string answer;    // the answer's full text (or error body)
+  std::string status;    // "ok", "http_error", "timeout", "refused", ...
+  int http_status = 0;   // 0 when no HTTP answer
   int64_t tokens_in = 0;
   int64_t tokens_out = 0;
-  double cost = 0;              // in the currency of the budget (e.g. USD)
-  double seconds = 0;           // wall time of the call
-  std::string created;          // ISO UTC; filled when empty
+  double cost = 0;      // in the currency of the budget (e.g. USD)
+  double seconds = 0;   // wall time of the call
+  std::string created;  // ISO UTC; filled when empty
 };
 
 struct Counts {

@@ -17,16 +17,16 @@ std::string source_line(const std::string& source, int line) {
     ++current;
   }
   size_t end = source.find('\n', start);
-  std::string text = source.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  std::string text =
+      source.substr(start, end == std::string::npos ? std::string::npos : end - start);
   if (!text.empty() && text.back() == '\r') text.pop_back();
   return text;
 }
 
 }  // namespace
 
-std::string format_diagnostic(const std::string& file, const std::string& source,
-                              SourceLoc loc, const std::string& message,
-                              const std::string& hint) {
+std::string format_diagnostic(const std::string& file, const std::string& source, SourceLoc loc,
+                              const std::string& message, const std::string& hint) {
   std::ostringstream out;
   out << file;
   if (loc.valid()) out << ":" << loc.line << ":" << loc.col;

@@ -29,9 +29,8 @@ class InternalError : public std::logic_error {
 
 // Formats "file:line:col: error: message", the source line, a caret under the
 // column, and an optional "hint: ..." line saying what to write instead.
-std::string format_diagnostic(const std::string& file, const std::string& source,
-                              SourceLoc loc, const std::string& message,
-                              const std::string& hint = "");
+std::string format_diagnostic(const std::string& file, const std::string& source, SourceLoc loc,
+                              const std::string& message, const std::string& hint = "");
 
 // A UserError located in a spec file, formatted with format_diagnostic.
 class SpecError : public UserError {
@@ -39,7 +38,8 @@ class SpecError : public UserError {
   SpecError(const std::string& file, const std::string& source, SourceLoc loc,
             const std::string& message, const std::string& hint = "")
       : UserError(format_diagnostic(file, source, loc, message, hint)),
-        loc_(loc), message_(message) {}
+        loc_(loc),
+        message_(message) {}
   SourceLoc loc() const { return loc_; }
   // The bare message, without position, source line or hint.
   const std::string& message() const { return message_; }
@@ -51,8 +51,9 @@ class SpecError : public UserError {
 
 }  // namespace ollie
 
-#define OLLIE_CHECK(cond, msg)                                         \
-  do {                                                                 \
-    if (!(cond)) throw ::ollie::InternalError(std::string(__FILE__) + \
-                                              ":" + std::to_string(__LINE__) + ": " + (msg)); \
+#define OLLIE_CHECK(cond, msg)                                                                     \
+  do {                                                                                             \
+    if (!(cond))                                                                                   \
+      throw ::ollie::InternalError(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": " + \
+                                   (msg));                                                         \
   } while (0)

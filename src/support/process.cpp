@@ -34,8 +34,8 @@ class SpawnSetup {
   explicit SpawnSetup(Failure& failure) {
     actions_ok_ = spawn_call(posix_spawn_file_actions_init(&actions_),
                              "posix_spawn_file_actions_init", failure);
-    attr_ok_ = actions_ok_ &&
-               spawn_call(posix_spawnattr_init(&attr_), "posix_spawnattr_init", failure);
+    attr_ok_ =
+        actions_ok_ && spawn_call(posix_spawnattr_init(&attr_), "posix_spawnattr_init", failure);
   }
   ~SpawnSetup() {
     if (actions_ok_) posix_spawn_file_actions_destroy(&actions_);
@@ -55,10 +55,11 @@ class SpawnSetup {
 bool SpawnSetup::configure(const Command& command, Failure& failure) {
   for (const ChildFd& fd : command.fds) {
     const bool ok = fd.from < 0
-        ? spawn_call(posix_spawn_file_actions_addopen(&actions_, fd.to, "/dev/null", O_RDONLY, 0),
-                     "posix_spawn_file_actions_addopen", failure)
-        : spawn_call(posix_spawn_file_actions_adddup2(&actions_, fd.from, fd.to),
-                     "posix_spawn_file_actions_adddup2", failure);
+                        ? spawn_call(posix_spawn_file_actions_addopen(&actions_, fd.to, "/dev/null",
+                                                                      O_RDONLY, 0),
+                                     "posix_spawn_file_actions_addopen", failure)
+                        : spawn_call(posix_spawn_file_actions_adddup2(&actions_, fd.from, fd.to),
+                                     "posix_spawn_file_actions_adddup2", failure);
     if (!ok) return false;
   }
   if (command.close_from >= 0 &&
@@ -128,9 +129,10 @@ Started spawn(const Command& command) {
   std::vector<char*> envp = pointers(env);
   char** child_env = command.environment ? envp.data() : environ;
   const char* program = command.argv[0].c_str();
-  const int rc = command.search_path
-      ? posix_spawnp(&started.pid, program, &setup.actions_, &setup.attr_, argv.data(), child_env)
-      : posix_spawn(&started.pid, program, &setup.actions_, &setup.attr_, argv.data(), child_env);
+  const int rc = command.search_path ? posix_spawnp(&started.pid, program, &setup.actions_,
+                                                    &setup.attr_, argv.data(), child_env)
+                                     : posix_spawn(&started.pid, program, &setup.actions_,
+                                                   &setup.attr_, argv.data(), child_env);
   if (rc != 0) {
     started.pid = -1;
     const std::string call = command.search_path ? "posix_spawnp " : "posix_spawn ";

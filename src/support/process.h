@@ -73,16 +73,16 @@ struct ChildFd {
 };
 
 struct Command {
-  std::vector<std::string> argv;  // argv[0]: the program
-  bool search_path = false;       // look argv[0] up in PATH (posix_spawnp)
+  std::vector<std::string> argv;                        // argv[0]: the program
+  bool search_path = false;                             // look argv[0] up in PATH (posix_spawnp)
   std::optional<std::vector<std::string>> environment;  // none: ours
-  std::string cwd;                // empty: ours
-  bool own_group = false;         // a new process group whose id is the child's pid
+  std::string cwd;                                      // empty: ours
+  bool own_group = false;  // a new process group whose id is the child's pid
   // The signal mask emptied and SIGPIPE, SIGINT and SIGTERM back at their defaults
   // (otherwise the child inherits ours).
   bool default_signals = false;
-  std::vector<ChildFd> fds;       // fds not named here are inherited only without O_CLOEXEC
-  int close_from = -1;            // >= 0: every fd from this one up is closed in the child
+  std::vector<ChildFd> fds;  // fds not named here are inherited only without O_CLOEXEC
+  int close_from = -1;       // >= 0: every fd from this one up is closed in the child
 };
 
 // Starts `command`; pid -1 and the failure when it could not.
@@ -160,8 +160,7 @@ struct Supervision {
 // Feeds `feed` (may be null) and reads `captures` until the child `pid` has exited and
 // every capture is at end of file (or, once the group was killed, the drain time is over),
 // enforcing `rules`. The child is not reaped. Returns true when the deadline passed first.
-bool supervise(pid_t pid, Feed* feed, std::span<Capture* const> captures,
-               const Supervision& rules);
+bool supervise(pid_t pid, Feed* feed, std::span<Capture* const> captures, const Supervision& rules);
 
 // The one-shot form: runs `argv` in its own process group with the default signals, stdin
 // fed `input` (none: /dev/null), stdout and stderr captured, within a time limit.
@@ -170,11 +169,11 @@ struct RunOptions {
   bool search_path = false;
   std::string cwd;
   std::optional<std::string_view> input;
-  bool merge_stderr = false;     // stderr into the stdout capture, interleaved
-  size_t stdout_limit = 0;       // the first bytes kept
-  size_t stderr_tail = 0;        // the last bytes kept (separate stderr only)
-  double timeout_seconds = 0;    // at most about 30 years
-  double grace_seconds = 0;      // see Supervision
+  bool merge_stderr = false;   // stderr into the stdout capture, interleaved
+  size_t stdout_limit = 0;     // the first bytes kept
+  size_t stderr_tail = 0;      // the last bytes kept (separate stderr only)
+  double timeout_seconds = 0;  // at most about 30 years
+  double grace_seconds = 0;    // see Supervision
   bool kill_group_on_exit = false;
   bool kill_on_overflow = false;
   double drain_seconds = 0;
@@ -185,7 +184,7 @@ struct RunResult {
   bool timed_out = false;   // the group was killed at the time limit
   bool overflowed = false;  // stdout passed stdout_limit
   ExitStatus status;
-  int wait_error = 0;       // errno of a failed waitpid (status unknown)
+  int wait_error = 0;  // errno of a failed waitpid (status unknown)
   std::string out;
   std::string err;
   double seconds = 0;

@@ -38,7 +38,8 @@ class Xoshiro256 {
   // Stream `stream` of `seed`: independent generators for, e.g., each chunk of each
   // tensor, so that a tensor's values do not depend on the sizes of the others and
   // chunks can be drawn in any order (or in parallel) with the same result.
-  Xoshiro256(uint64_t seed, uint64_t stream) : Xoshiro256(mix64(seed) ^ mix64(~stream * 0xd1b54a32d192ed03ULL)) {}
+  Xoshiro256(uint64_t seed, uint64_t stream)
+      : Xoshiro256(mix64(seed) ^ mix64(~stream * 0xd1b54a32d192ed03ULL)) {}
 
   [[gnu::always_inline]] uint64_t next() {
     const uint64_t result = rotl(s1_ * 5, 7) * 9;
@@ -77,15 +78,18 @@ inline uint32_t below(Xoshiro256& g, uint32_t n) {
 inline double normal(Xoshiro256& g);
 
 namespace detail {
-inline double with_sign(double x, uint64_t sign) { return std::bit_cast<double>(std::bit_cast<uint64_t>(x) ^ sign); }
+inline double with_sign(double x, uint64_t sign) {
+  return std::bit_cast<double>(std::bit_cast<uint64_t>(x) ^ sign);
+}
 
 // The ziggurat's rare cases (about 1% of draws), out of line so that the common one
 // inlines: the tail beyond kZigR (layer 0) and the wedges between a layer's rectangle and
 // the curve; a rejected point starts a fresh draw. The generator goes in and comes back
 // by value, so that a caller's generator never has its address taken and stays in
 // registers.
-[[gnu::noinline, gnu::cold]] inline Xoshiro256 normal_rare(Xoshiro256 g, unsigned layer, uint64_t sign, double x,
-                                                          double& result) {
+[[gnu::noinline, gnu::cold]] inline Xoshiro256 normal_rare(Xoshiro256 g, unsigned layer,
+                                                           uint64_t sign, double x,
+                                                           double& result) {
   if (layer == 0) {
     // The tail (Marsaglia 1964): exact, by rejection from an exponential.
     for (;;) {
@@ -114,7 +118,8 @@ inline double with_sign(double x, uint64_t sign) { return std::bit_cast<double>(
   const auto layer = static_cast<unsigned>(r & 0xff);
   const uint64_t sign = (r >> 8 & 1) << 63;  // the sign bit, applied without a branch
   const uint64_t magnitude = r >> 12;
-  const double x = static_cast<double>(static_cast<int64_t>(magnitude)) * kZigW[layer];  // exact: < 2^52
+  const double x =
+      static_cast<double>(static_cast<int64_t>(magnitude)) * kZigW[layer];  // exact: < 2^52
   if (magnitude < kZigK[layer]) [[likely]]
     return detail::with_sign(x, sign);
   double result;

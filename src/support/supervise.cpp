@@ -78,7 +78,10 @@ void write_available(Feed& feed) {
 class Supervisor {
  public:
   Supervisor(pid_t pid, Feed* feed, std::span<Capture* const> captures, const Supervision& rules)
-      : pid_(pid), feed_(feed), captures_(captures), rules_(rules),
+      : pid_(pid),
+        feed_(feed),
+        captures_(captures),
+        rules_(rules),
         // A pidfd tells poll when the child exits; without one (kernels before 5.3) we
         // look every few milliseconds. Either way the pid stays ours until it is reaped,
         // so signalling its group (pgid == pid) cannot reach anyone else.
@@ -134,11 +137,14 @@ class Supervisor {
   // few milliseconds when there is no pidfd to wake us at the child's exit).
   int wait_ms(Clock::time_point now) const {
     Clock::time_point next = Clock::time_point::max();
-    if (!timed_out_) next = rules_.deadline;
-    else if (!killed_) next = kill_at_;
+    if (!timed_out_)
+      next = rules_.deadline;
+    else if (!killed_)
+      next = kill_at_;
     if (killed_ && exited_) next = std::min(next, drain_until_);
     const int64_t ms = next == Clock::time_point::max()
-        ? 1000 : std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
+                           ? 1000
+                           : std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
     return static_cast<int>(std::clamp<int64_t>(ms, 0, pidfd_.open() || exited_ ? 1000 : 5));
   }
 

@@ -39,9 +39,11 @@ std::vector<double> weight_scales(const ir::Graph& g) {
     const auto& rhs_shape = g.node(n.operands[1]).shape;
     double fan_in = 1;
     for (size_t i = 0; i < n.rhs_labels.size(); ++i)
-      if (std::find(n.out_labels.begin(), n.out_labels.end(), n.rhs_labels[i]) == n.out_labels.end())
+      if (std::find(n.out_labels.begin(), n.out_labels.end(), n.rhs_labels[i]) ==
+          n.out_labels.end())
         fan_in *= static_cast<double>(std::max<int64_t>(1, rhs_shape[i].evaluate(g.bound_dims)));
-    scale[static_cast<size_t>(p)] = std::min(scale[static_cast<size_t>(p)], 1.0 / std::sqrt(fan_in));
+    scale[static_cast<size_t>(p)] =
+        std::min(scale[static_cast<size_t>(p)], 1.0 / std::sqrt(fan_in));
   }
   return scale;
 }
@@ -52,18 +54,20 @@ std::vector<double> weight_scales(const ir::Graph& g) {
 constexpr size_t kChunk = size_t{1} << 16;
 
 // Fills out[0, n) with one chunk of a parameter's values.
-void fill_chunk(double* out, size_t n, random::Xoshiro256& g, ir::DType dtype, Distribution d, double scale,
-                int64_t k) {
+void fill_chunk(double* out, size_t n, random::Xoshiro256& g, ir::DType dtype, Distribution d,
+                double scale, int64_t k) {
   using random::below;
   using random::normal;
   switch (dtype) {
-    case ir::DType::F32: case ir::DType::F64: {
+    case ir::DType::F32:
+    case ir::DType::F64: {
       const bool f32 = dtype == ir::DType::F32;
       auto keep = [f32](double x) { return f32 ? static_cast<double>(static_cast<float>(x)) : x; };
       switch (d) {
         case Distribution::Integer: {
           const auto width = static_cast<uint32_t>(2 * k + 1);  // k <= kMaxIntegerRange
-          for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(static_cast<int64_t>(below(g, width)) - k);
+          for (size_t i = 0; i < n; ++i)
+            out[i] = static_cast<double>(static_cast<int64_t>(below(g, width)) - k);
           return;
         }
         case Distribution::Normal:
@@ -88,8 +92,10 @@ void fill_chunk(double* out, size_t n, random::Xoshiro256& g, ir::DType dtype, D
       }
       return;
     }
-    case ir::DType::I32: case ir::DType::I64:
-      for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(static_cast<int64_t>(below(g, 17)) - 8);
+    case ir::DType::I32:
+    case ir::DType::I64:
+      for (size_t i = 0; i < n; ++i)
+        out[i] = static_cast<double>(static_cast<int64_t>(below(g, 17)) - 8);
       return;
     case ir::DType::Bool:
       for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(g.next() >> 63);
@@ -99,9 +105,11 @@ void fill_chunk(double* out, size_t n, random::Xoshiro256& g, ir::DType dtype, D
 
 }  // namespace
 
-InputDraw::InputDraw(const ir::Graph& graph, const std::vector<uint64_t>& seeds, Distribution d, int64_t k)
+InputDraw::InputDraw(const ir::Graph& graph, const std::vector<uint64_t>& seeds, Distribution d,
+                     int64_t k)
     : seeds_(seeds), d_(d), k_(k), scales_(weight_scales(graph)) {
-  OLLIE_CHECK(d != Distribution::Integer || (k > 0 && k <= kMaxIntegerRange), "integer range out of bounds");
+  OLLIE_CHECK(d != Distribution::Integer || (k > 0 && k <= kMaxIntegerRange),
+              "integer range out of bounds");
   for (size_t set = 0; set < seeds.size(); ++set) {
     std::vector<interp::Tensor> inputs;
     for (size_t pi = 0; pi < graph.params.size(); ++pi) {
@@ -126,11 +134,13 @@ void InputDraw::help(const std::atomic<bool>* stop) {
     interp::Tensor& t = sets_[c.set][c.param];
     random::Xoshiro256 g(seeds_[c.set], (uint64_t{c.param} << 32) | c.index);
     const size_t begin = c.index * kChunk;
-    fill_chunk(t.data.data() + begin, std::min(kChunk, t.data.size() - begin), g, t.dtype, d_, scales_[c.param], k_);
+    fill_chunk(t.data.data() + begin, std::min(kChunk, t.data.size() - begin), g, t.dtype, d_,
+               scales_[c.param], k_);
   }
 }
 
-std::vector<interp::Tensor> make_inputs(const ir::Graph& graph, uint64_t seed, Distribution d, int threads) {
+std::vector<interp::Tensor> make_inputs(const ir::Graph& graph, uint64_t seed, Distribution d,
+                                        int threads) {
   int64_t k = 0;
   if (d == Distribution::Integer) {
     const ExactRange range = exact_range(graph);

@@ -19,15 +19,37 @@ bool integer_dtype(ir::DType t) { return t == ir::DType::I32 || t == ir::DType::
 // Why `n` may be inexact on exact integer operands; "" when it is exact.
 std::string op_reason(const ir::Node& n) {
   switch (n.kind) {
-    case OpKind::Input: case OpKind::Iota: case OpKind::Neg: case OpKind::Abs: case OpKind::Not:
-    case OpKind::Convert: case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Max:
-    case OpKind::Min: case OpKind::Lt: case OpKind::Le: case OpKind::Gt: case OpKind::Ge: case OpKind::Eq:
-    case OpKind::Ne: case OpKind::And: case OpKind::Or: case OpKind::Select: case OpKind::Broadcast:
-    case OpKind::Reshape: case OpKind::Transpose: case OpKind::Slice: case OpKind::Concat: case OpKind::Reduce:
-    case OpKind::Contract:
-      return "";
+    case OpKind::Input:
+    case OpKind::Iota:
+    case OpKind::Neg:
+    case OpKind::Abs:
+    case OpKind::Not:
+    case OpKind::Convert:
+    case OpKind::Add:
+    case OpKind::Sub:
+    case OpKind::Mul:
+    case OpKind::Max:
+    case OpKind::Min:
+    case OpKind::Lt:
+    case OpKind::Le:
+    case OpKind::Gt:
+    case OpKind::Ge:
+    case OpKind::Eq:
+    case OpKind::Ne:
+    case OpKind::And:
+    case OpKind::Or:
+    case OpKind::Select:
+    case OpKind::Broadcast:
+    case OpKind::Reshape:
+    case OpKind::Transpose:
+    case OpKind::Slice:
+    case OpKind::Concat:
+    case OpKind::Reduce:
+    case OpKind::Contract: return "";
     case OpKind::Const: {
-      if (n.const_dim || (std::isfinite(n.const_value) && n.const_value == std::trunc(n.const_value))) return "";
+      if (n.const_dim ||
+          (std::isfinite(n.const_value) && n.const_value == std::trunc(n.const_value)))
+        return "";
       char text[64];
       std::snprintf(text, sizeof text, "the constant %.15g", n.const_value);
       return text;
@@ -37,10 +59,9 @@ std::string op_reason(const ir::Node& n) {
     case OpKind::Div:
       // Integer division truncates exactly; a float one rounds (a mean divides too).
       return integer_dtype(n.dtype) ? "" : "div (a division or a mean)";
-    case OpKind::FloorDiv: case OpKind::Mod:
-      return integer_dtype(n.dtype) ? "" : ir::op_name(n.kind);
-    default:
-      return ir::op_name(n.kind);  // exp, log, sqrt, tanh, erf, sin, cos, pow
+    case OpKind::FloorDiv:
+    case OpKind::Mod: return integer_dtype(n.dtype) ? "" : ir::op_name(n.kind);
+    default: return ir::op_name(n.kind);  // exp, log, sqrt, tanh, erf, sin, cos, pow
   }
 }
 
@@ -87,8 +108,8 @@ const char* limit_name(ir::DType t) {
 // the degrees) and powi (n times the degree). So one evaluation, at k = 1, bounds all k.
 struct Magnitude {
   ir::Graph graph;
-  std::vector<size_t> checked;    // the original value of each output
-  std::vector<int64_t> degree;    // and its degree in k
+  std::vector<size_t> checked;  // the original value of each output
+  std::vector<int64_t> degree;  // and its degree in k
 };
 
 Magnitude magnitude_graph(const ir::Graph& g, const std::vector<bool>& live) {
@@ -112,7 +133,8 @@ Magnitude magnitude_graph(const ir::Graph& g, const std::vector<bool>& live) {
     if (n.dtype != ir::DType::Bool) return of[static_cast<size_t>(v)];
     const ir::ValueId one = b.constant(1.0, ir::DType::F64);
     if (n.shape.empty()) return one;
-    return b.broadcast(b.reshape(one, ir::Shape(n.shape.size(), ir::DimExpr::constant(1))), n.shape);
+    return b.broadcast(b.reshape(one, ir::Shape(n.shape.size(), ir::DimExpr::constant(1))),
+                       n.shape);
   };
   for (size_t id = 0; id < g.nodes.size(); ++id) {
     const ir::Node& n = g.nodes[id];
@@ -129,19 +151,29 @@ Magnitude magnitude_graph(const ir::Graph& g, const std::vector<bool>& live) {
     switch (n.kind) {
       case OpKind::Input: v = mg.inputs[static_cast<size_t>(n.input_index)]; break;
       case OpKind::Const:
-        v = b.constant(std::fabs(n.const_dim ? static_cast<double>(n.const_dim->evaluate(g.bound_dims)) : n.const_value),
-                       ir::DType::F64);
+        v = b.constant(
+            std::fabs(n.const_dim ? static_cast<double>(n.const_dim->evaluate(g.bound_dims))
+                                  : n.const_value),
+            ir::DType::F64);
         break;
       case OpKind::Iota: v = b.iota(n.shape, n.axis, ir::DType::F64); break;
-      case OpKind::Neg: case OpKind::Abs: case OpKind::Convert: v = x(0); break;
+      case OpKind::Neg:
+      case OpKind::Abs:
+      case OpKind::Convert: v = x(0); break;
       case OpKind::PowI: v = b.powi(x(0), n.exponent); break;
-      case OpKind::Add: case OpKind::Sub: v = b.binary(OpKind::Add, x(0), x(1)); break;
+      case OpKind::Add:
+      case OpKind::Sub: v = b.binary(OpKind::Add, x(0), x(1)); break;
       case OpKind::Mul: v = b.binary(OpKind::Mul, x(0), x(1)); break;
-      // |max(a, b)|, |min(a, b)| <= max(|a|, |b|); integer |a // b|, |trunc(a / b)| <= |a| and |a % b| < |b|.
-      case OpKind::Max: case OpKind::Min: case OpKind::Div: case OpKind::FloorDiv: case OpKind::Mod:
-        v = b.binary(OpKind::Max, x(0), x(1));
-        break;
-      case OpKind::Select: v = b.binary(OpKind::Max, x(1), x(2)); break;  // either branch may be computed
+      // |max(a, b)|, |min(a, b)| <= max(|a|, |b|); integer |a // b|, |trunc(a / b)| <= |a| and |a %
+      // b| < |b|.
+      case OpKind::Max:
+      case OpKind::Min:
+      case OpKind::Div:
+      case OpKind::FloorDiv:
+      case OpKind::Mod: v = b.binary(OpKind::Max, x(0), x(1)); break;
+      case OpKind::Select:
+        v = b.binary(OpKind::Max, x(1), x(2));
+        break;  // either branch may be computed
       case OpKind::Broadcast: v = b.broadcast(x(0), n.shape); break;
       case OpKind::Reshape: v = b.reshape(x(0), n.shape); break;
       case OpKind::Transpose: v = b.transpose(x(0), n.axes); break;
@@ -153,10 +185,15 @@ Magnitude magnitude_graph(const ir::Graph& g, const std::vector<bool>& live) {
         break;
       }
       case OpKind::Reduce:
-        v = b.reduce(n.reduce == ir::ReduceKind::Sum ? ir::ReduceKind::Sum : ir::ReduceKind::Max, x(0), n.axes);
+        v = b.reduce(n.reduce == ir::ReduceKind::Sum ? ir::ReduceKind::Sum : ir::ReduceKind::Max,
+                     x(0), n.axes);
         break;
-      case OpKind::Contract: v = b.contract(x(0), x(1), n.lhs_labels, n.rhs_labels, n.out_labels); break;
-      default: OLLIE_CHECK(false, std::string("magnitude of ") + ir::op_name(n.kind) + ", which is not polynomial");
+      case OpKind::Contract:
+        v = b.contract(x(0), x(1), n.lhs_labels, n.rhs_labels, n.out_labels);
+        break;
+      default:
+        OLLIE_CHECK(false, std::string("magnitude of ") + ir::op_name(n.kind) +
+                               ", which is not polynomial");
     }
     of[id] = v;
     std::vector<int> all(n.shape.size());
@@ -214,11 +251,14 @@ ExactRange exact_range(const ir::Graph& graph, int64_t k_max) {
                      limit_name(graph.nodes[id].dtype) + " even with inputs in [-1, 1]";
       return range;
     }
-    const auto at = [&](int64_t kk) { return one * std::pow(static_cast<double>(kk), static_cast<double>(m.degree[o])); };
+    const auto at = [&](int64_t kk) {
+      return one * std::pow(static_cast<double>(kk), static_cast<double>(m.degree[o]));
+    };
     if (one > 0 && m.degree[o] > 0) {
       // The largest k with at(k) <= limit: the root, then corrected for its rounding.
-      int64_t fits = static_cast<int64_t>(std::min(static_cast<double>(k), std::floor(std::pow(
-                                                        limit / one, 1.0 / static_cast<double>(m.degree[o])))));
+      int64_t fits = static_cast<int64_t>(
+          std::min(static_cast<double>(k),
+                   std::floor(std::pow(limit / one, 1.0 / static_cast<double>(m.degree[o])))));
       while (fits > 1 && at(fits) > limit) --fits;
       while (fits < k && at(fits + 1) <= limit) ++fits;
       k = std::max<int64_t>(1, fits);
@@ -226,8 +266,9 @@ ExactRange exact_range(const ir::Graph& graph, int64_t k_max) {
   }
   for (size_t o = 0; o < m.checked.size(); ++o) {
     const double one = r.values[o].data.empty() ? 0.0 : r.values[o].data[0];
-    fraction = std::max(fraction, one * std::pow(static_cast<double>(k), static_cast<double>(m.degree[o])) /
-                                      exact_limit(graph.nodes[m.checked[o]].dtype));
+    fraction = std::max(fraction,
+                        one * std::pow(static_cast<double>(k), static_cast<double>(m.degree[o])) /
+                            exact_limit(graph.nodes[m.checked[o]].dtype));
   }
   range.k = k;
   range.fraction = fraction;

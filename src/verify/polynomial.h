@@ -24,9 +24,10 @@ constexpr int64_t kMaxIntegerRange = 1024;
 // Integer inputs for which `graph` (at its bound dims) is exact: float params drawn from
 // [-k, k], integer params from [-8, 8] (as every suite draws them), bools 0/1.
 struct ExactRange {
-  int64_t k = 0;           // the largest k <= k_max the bound below proves exact; 0: not applicable
-  double fraction = 0;     // at that k: the largest bound on |value| as a fraction of its dtype's limit (<= 1)
-  std::string reason;      // when k == 0: why ("not polynomial: exp at %5 (line 12)", "magnitude ...")
+  int64_t k = 0;  // the largest k <= k_max the bound below proves exact; 0: not applicable
+  double fraction =
+      0;  // at that k: the largest bound on |value| as a fraction of its dtype's limit (<= 1)
+  std::string reason;  // when k == 0: why ("not polynomial: exp at %5 (line 12)", "magnitude ...")
 };
 
 // Bounds every intermediate by the magnitude evaluation: the graph on |inputs| = k with

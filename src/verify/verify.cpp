@@ -35,7 +35,7 @@ struct Suite {
   // or on ONE set of buffers refilled between calls as a benchmark calls (reused_buffers).
   bool call_order = false;
   bool reused_buffers = false;
-  std::string replays;             // for the sanitizer suites: the suite it repeats
+  std::string replays;  // for the sanitizer suites: the suite it repeats
 
   Suite(std::string name_, Distribution d, ir::Graph g)
       : name(std::move(name_)), distribution(d), graph(std::move(g)) {}
@@ -49,13 +49,16 @@ std::string dims_text(const ir::Graph& g) {
   std::string s;
   for (const auto& d : g.dims) {
     auto it = g.bound_dims.find(d);
-    s += (s.empty() ? "" : ", ") + d + "=" + (it == g.bound_dims.end() ? "?" : std::to_string(it->second));
+    s += (s.empty() ? "" : ", ") + d + "=" +
+         (it == g.bound_dims.end() ? "?" : std::to_string(it->second));
   }
   return s;
 }
 
 // A kernel is generic (correct for every dims value) unless it says otherwise.
-bool declares_generic(const std::string& source) { return source.find("// ollie: specialized") == std::string::npos; }
+bool declares_generic(const std::string& source) {
+  return source.find("// ollie: specialized") == std::string::npos;
+}
 
 // Other dims for the shape sweep: small primes, about half the bound, the bound plus one;
 // each kept only when the spec accepts it.
@@ -90,7 +93,8 @@ Verdict from_status(runner::Status s) {
     case runner::Status::Forbidden: return Verdict::Forbidden;
     case runner::Status::OutOfMemory: return Verdict::OutOfMemory;
     case runner::Status::Sanitizer: return Verdict::Sanitizer;
-    case runner::Status::Crash: case runner::Status::ProtocolError: return Verdict::Crash;
+    case runner::Status::Crash:
+    case runner::Status::ProtocolError: return Verdict::Crash;
   }
   return Verdict::Crash;
 }
@@ -113,14 +117,15 @@ const char* verdict_name(Verdict v) {
 }
 
 std::optional<Verdict> verdict_from_name(std::string_view name) {
-  for (Verdict v : {Verdict::Pass, Verdict::Wrong, Verdict::Crash, Verdict::Timeout,
-                    Verdict::OutOfMemory, Verdict::Forbidden, Verdict::CompileError,
-                    Verdict::LoadError, Verdict::Sanitizer})
+  for (Verdict v :
+       {Verdict::Pass, Verdict::Wrong, Verdict::Crash, Verdict::Timeout, Verdict::OutOfMemory,
+        Verdict::Forbidden, Verdict::CompileError, Verdict::LoadError, Verdict::Sanitizer})
     if (name == verdict_name(v)) return v;
   return std::nullopt;
 }
 
-Comparison compare_outputs(const std::vector<interp::Tensor>& outputs, const interp::Result& reference) {
+Comparison compare_outputs(const std::vector<interp::Tensor>& outputs,
+                           const interp::Result& reference) {
   Comparison c;
   for (size_t o = 0; o < reference.values.size() && o < outputs.size(); ++o) {
     const auto& got = outputs[o].data;
@@ -140,8 +145,8 @@ Comparison compare_outputs(const std::vector<interp::Tensor>& outputs, const int
         c.index = static_cast<int64_t>(k);
         c.expected = want[k], c.got = got[k], c.bound = bound[k];
         char text[256];
-        std::snprintf(text, sizeof text, "out%zu[%zu]: got %.9g, expected %.9g (bound %.3g)", o, k, got[k], want[k],
-                      bound[k]);
+        std::snprintf(text, sizeof text, "out%zu[%zu]: got %.9g, expected %.9g (bound %.3g)", o, k,
+                      got[k], want[k], bound[k]);
         c.text = text;
         continue;
       }
@@ -163,7 +168,8 @@ Comparison compare_outputs(const std::vector<interp::Tensor>& outputs, const int
       c.floor_failed = true;
       c.output = static_cast<int>(o);
       char text[256];
-      std::snprintf(text, sizeof text, "out%zu: relative error %.3g over the whole output exceeds the floor %.3g", o,
+      std::snprintf(text, sizeof text,
+                    "out%zu: relative error %.3g over the whole output exceeds the floor %.3g", o,
                     std::sqrt(err2 / want2), kRelativeFloor);
       c.text = text;
     }
@@ -219,7 +225,10 @@ class Verification {
  public:
   Verification(const ir::Graph& graph, const std::string& kernel_source, const GraphAt& graph_at,
                const Options& options)
-      : graph_(graph), graph_at_(graph_at), options_(options), full_(options.level == Level::Full),
+      : graph_(graph),
+        graph_at_(graph_at),
+        options_(options),
+        full_(options.level == Level::Full),
         report_(report_of_source(kernel_source)),
         seed_(options.seed ? options.seed : fresh_seed()),
         request_(kernel_request(graph, kernel_source, options)),
@@ -262,9 +271,9 @@ class Verification {
   const build::Request request_;
   build::Driver driver_;
   const runner::Options run_options_;
-  std::string so_path_;            // the kernel's build
-  std::vector<Suite> suites_;      // in the order they run
-  std::vector<ir::Graph> sweep_;   // the shape sweep's graphs (none for a specialized kernel)
+  std::string so_path_;           // the kernel's build
+  std::vector<Suite> suites_;     // in the order they run
+  std::vector<ir::Graph> sweep_;  // the shape sweep's graphs (none for a specialized kernel)
 };
 
 Report Verification::run() {
@@ -431,8 +440,8 @@ std::unique_ptr<InputDraw> Verification::start_draw(const Suite& suite, size_t i
 bool Verification::run_suite(const Suite& suite, size_t index, const Calls& calls,
                              const std::string& so_path, const runner::Options& base,
                              InputDraw* next) {
-  SuiteResult result{suite.name, seed_ + index, dims_text(suite.graph), 0, 0, false,
-                     suite.integer_range};
+  SuiteResult result{suite.name, seed_ + index, dims_text(suite.graph), 0,
+                     0,          false,         suite.integer_range};
   const std::string what =
       suite.replays.empty() ? suite.name : suite.name + " (" + suite.replays + ")";
   runner::Options run = base;
@@ -539,15 +548,17 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
   return Verification(graph, kernel_source, graph_at, options).run();
 }
 
-std::string certificate_json(const ir::Graph& graph, const std::string& spec_sha256, const Report& report,
-                             const Options& options) {
+std::string certificate_json(const ir::Graph& graph, const std::string& spec_sha256,
+                             const Report& report, const Options& options) {
   nlohmann::json j;
   j["schema"] = "ollie-certificate/1";
   j["spec"] = {{"entry", graph.entry}, {"sha256", spec_sha256}};
   j["kernel"] = {{"sha256", report.kernel_sha256}, {"generic", report.generic}};
-  j["build"] = {{"compiler", report.compiler}, {"version", report.compiler_version}, {"flags", report.flags}};
+  j["build"] = {
+      {"compiler", report.compiler}, {"version", report.compiler_version}, {"flags", report.flags}};
   if (!report.sanitizer_flags.empty())
-    j["sanitizer_build"] = {{"flags", report.sanitizer_flags}, {"preload", report.sanitizer_runtime}};
+    j["sanitizer_build"] = {{"flags", report.sanitizer_flags},
+                            {"preload", report.sanitizer_runtime}};
   nlohmann::json dims = nlohmann::json::object();
   for (const auto& d : graph.dims)
     if (graph.bound_dims.count(d)) dims[d] = graph.bound_dims.at(d);
@@ -555,8 +566,12 @@ std::string certificate_json(const ir::Graph& graph, const std::string& spec_sha
   j["level"] = options.level == Level::Full ? "full" : "quick";
   nlohmann::json suites = nlohmann::json::array();
   for (const auto& s : report.suites) {
-    suites.push_back({{"name", s.name}, {"seed", s.seed}, {"dims", s.dims}, {"elements", s.elements},
-                      {"worst_fraction_of_bound", s.worst}, {"passed", s.passed}});
+    suites.push_back({{"name", s.name},
+                      {"seed", s.seed},
+                      {"dims", s.dims},
+                      {"elements", s.elements},
+                      {"worst_fraction_of_bound", s.worst},
+                      {"passed", s.passed}});
     if (s.integer_range > 0) suites.back()["integer_range"] = s.integer_range;
   }
   j["suites"] = suites;
@@ -570,8 +585,8 @@ std::string certificate_json(const ir::Graph& graph, const std::string& spec_sha
   j["message"] = report.message;
   if (report.counterexample) {
     const auto& c = *report.counterexample;
-    j["counterexample"] = {{"suite", c.suite}, {"seed", c.seed},        {"dims", c.dims},
-                           {"output", c.output}, {"index", c.index},    {"expected", c.expected},
+    j["counterexample"] = {{"suite", c.suite},   {"seed", c.seed},   {"dims", c.dims},
+                           {"output", c.output}, {"index", c.index}, {"expected", c.expected},
                            {"got", c.got},       {"bound", c.bound}};
   }
   j["duration_seconds"] = report.seconds;

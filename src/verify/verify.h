@@ -22,9 +22,20 @@ namespace ollie::verify {
 
 enum class Level { Quick, Full };
 
-enum class Verdict { Pass, Wrong, Crash, Timeout, OutOfMemory, Forbidden, CompileError, LoadError, Sanitizer };
-// "pass", "wrong", "crash", "timeout", "out-of-memory", "forbidden-syscall", "compile-error", "load-error",
-// "sanitizer" (the full level's AddressSanitizer/UndefinedBehaviorSanitizer build reported an error)
+enum class Verdict {
+  Pass,
+  Wrong,
+  Crash,
+  Timeout,
+  OutOfMemory,
+  Forbidden,
+  CompileError,
+  LoadError,
+  Sanitizer
+};
+// "pass", "wrong", "crash", "timeout", "out-of-memory", "forbidden-syscall", "compile-error",
+// "load-error", "sanitizer" (the full level's AddressSanitizer/UndefinedBehaviorSanitizer build
+// reported an error)
 const char* verdict_name(Verdict v);
 // The verdict named `name` (verdict_name's text, as the run database stores it); nullopt
 // for any other text.
@@ -39,14 +50,15 @@ enum class Distribution { Normal, Wide, Special, Offset, Integer };
 // uniform integers in [-k, k], k = exact_range(graph).k (verify/polynomial.h; throws
 // InternalError when the graph has none). Integers are small (-8..8), bools coin flips.
 // Drawn in chunks by `threads` threads; the values do not depend on how many.
-std::vector<interp::Tensor> make_inputs(const ir::Graph& graph, uint64_t seed, Distribution d, int threads = 1);
+std::vector<interp::Tensor> make_inputs(const ir::Graph& graph, uint64_t seed, Distribution d,
+                                        int threads = 1);
 
 struct Counterexample {
   std::string suite;
   uint64_t seed = 0;
-  std::string dims;          // "M=5, N=37"
-  int output = 0;            // result index
-  int64_t index = 0;         // flat element index
+  std::string dims;   // "M=5, N=37"
+  int output = 0;     // result index
+  int64_t index = 0;  // flat element index
   double expected = 0, got = 0, bound = 0;
 };
 
@@ -54,10 +66,11 @@ struct SuiteResult {
   std::string name;
   uint64_t seed = 0;
   std::string dims;
-  int64_t elements = 0;      // output elements compared
-  double worst = 0;          // largest |got - expected| / bound over finite, bounded elements
+  int64_t elements = 0;  // output elements compared
+  double worst = 0;      // largest |got - expected| / bound over finite, bounded elements
   bool passed = false;
-  int64_t integer_range = 0; // integer-exact: float inputs drawn from [-integer_range, integer_range]
+  int64_t integer_range =
+      0;  // integer-exact: float inputs drawn from [-integer_range, integer_range]
 };
 
 // A suite that does not apply to this spec, and why (e.g. integer-exact on a spec that
@@ -68,15 +81,15 @@ struct NotApplicable {
 
 struct Report {
   Verdict verdict = Verdict::Pass;
-  std::string message;       // for a person: what failed and how
+  std::string message;  // for a person: what failed and how
   std::optional<Counterexample> counterexample;
   std::vector<SuiteResult> suites;
   std::vector<NotApplicable> not_applicable;
-  double worst = 0;          // over all suites
+  double worst = 0;  // over all suites
   // The search's correctness penalty: 0 on pass; for wrong, the fraction of the failing
   // suite's elements out of bound (Comparison::penalty); 1 for every other verdict.
   double penalty = 0;
-  double seconds = 0;        // wall time of the whole verification
+  double seconds = 0;  // wall time of the whole verification
   std::string compiler, compiler_version;
   std::vector<std::string> flags;
   // The full level's sanitizer build (empty when it was not made): its flags and the
@@ -84,17 +97,17 @@ struct Report {
   std::vector<std::string> sanitizer_flags;
   std::string sanitizer_runtime;
   std::string kernel_sha256;
-  bool generic = true;       // the kernel claims every dims value (no `// ollie: specialized` line)
+  bool generic = true;  // the kernel claims every dims value (no `// ollie: specialized` line)
 };
 
 struct Options {
   Level level = Level::Quick;
-  uint64_t seed = 0;          // 0: fresh from std::random_device (recorded in the report)
+  uint64_t seed = 0;  // 0: fresh from std::random_device (recorded in the report)
   double timeout_seconds = 60;
   int threads = 0;
-  std::string compiler;      // empty: the build driver's default (g++)
-  std::string runner_path;   // empty: next to the running executable
-  std::string cache_dir;     // empty: the build driver's default
+  std::string compiler;     // empty: the build driver's default (g++)
+  std::string runner_path;  // empty: next to the running executable
+  std::string cache_dir;    // empty: the build driver's default
 };
 
 // The graph of the same spec at other dims (for the shape sweep of a generic kernel);
@@ -109,22 +122,23 @@ Report verify(const ir::Graph& graph, const std::string& kernel_source, const Gr
 // How one call's outputs compare with the reference.
 struct Comparison {
   bool agrees = true;
-  int64_t elements = 0;      // elements compared
-  double worst = 0;          // largest |got - expected| / bound over finite, bounded elements
+  int64_t elements = 0;  // elements compared
+  double worst = 0;      // largest |got - expected| / bound over finite, bounded elements
   // The first failure: an element outside its bound (output, index, expected, got, bound)
   // or, with index -1, an output whose relative error exceeds the floor.
   int output = 0;
   int64_t index = -1;
   double expected = 0, got = 0, bound = 0;
-  std::string text;          // "out0[17]: got 1.5, expected 1.25 (bound 1e-06)"
-  int64_t mismatches = 0;    // elements outside their bound (all of them are compared)
-  bool floor_failed = false; // every element within bound, but an output over the relative floor
+  std::string text;           // "out0[17]: got 1.5, expected 1.25 (bound 1e-06)"
+  int64_t mismatches = 0;     // elements outside their bound (all of them are compared)
+  bool floor_failed = false;  // every element within bound, but an output over the relative floor
   // How wrong, in (0, 1] when it does not agree: the fraction of elements out of bound
   // (at least 1e-3 per disagreement, so one bad element still counts), 0.5 for a floor failure.
   double penalty() const {
     if (agrees) return 0;
     if (mismatches == 0) return 0.5;
-    const double fraction = static_cast<double>(mismatches) / static_cast<double>(std::max<int64_t>(1, elements));
+    const double fraction =
+        static_cast<double>(mismatches) / static_cast<double>(std::max<int64_t>(1, elements));
     return std::min(1.0, std::max(1e-3, fraction));
   }
 };
@@ -132,10 +146,11 @@ struct Comparison {
 // and over each output's finite elements a relative 2-norm error of at most 1%, so that
 // zeros, a constant or noise never pass on wide bounds. The verifier's comparison, also
 // used on the outputs of timed runs.
-Comparison compare_outputs(const std::vector<interp::Tensor>& outputs, const interp::Result& reference);
+Comparison compare_outputs(const std::vector<interp::Tensor>& outputs,
+                           const interp::Result& reference);
 
 // The certificate (docs/verifier.md documents the schema) as JSON text.
-std::string certificate_json(const ir::Graph& graph, const std::string& spec_sha256, const Report& report,
-                             const Options& options);
+std::string certificate_json(const ir::Graph& graph, const std::string& spec_sha256,
+                             const Report& report, const Options& options);
 
 }  // namespace ollie::verify

@@ -70,8 +70,9 @@ class BuildTest : public ::testing::Test {
                               {});
   }
   Request add_one_request(Toolchain toolchain = quick()) {
-    return Request{{{"kernel.cpp", kAddOneKernel}, {"adapter.cpp", adapter_source(add_one_graph())}},
-                   toolchain};
+    return Request{
+        {{"kernel.cpp", kAddOneKernel}, {"adapter.cpp", adapter_source(add_one_graph())}},
+        toolchain};
   }
   std::string cache() const { return (dir_ / "cache").string(); }
 
@@ -192,8 +193,9 @@ TEST_F(BuildTest, SanitizerBuildIsCachedApartFromTheRegularOne) {
 
 TEST_F(BuildTest, SyntaxErrorGivesTheFullLogAndIsCachedToo) {
   Driver driver(cache());
-  Request bad{{{"broken_kernel.cpp", "extern \"C\" void ollie_kernel(const float* x) {\n  int y = ;\n}\n"}},
-              quick()};
+  Request bad{
+      {{"broken_kernel.cpp", "extern \"C\" void ollie_kernel(const float* x) {\n  int y = ;\n}\n"}},
+      quick()};
   Result r = driver.compile(bad);
   EXPECT_FALSE(r.ok);
   EXPECT_TRUE(r.so_path.empty());
@@ -211,7 +213,8 @@ TEST_F(BuildTest, SyntaxErrorGivesTheFullLogAndIsCachedToo) {
 
 TEST_F(BuildTest, CompileAllKeepsOrderAndSharesDuplicates) {
   auto kernel = [](int value) {
-    return Request{{{"kernel.cpp", "extern \"C\" int ollie_kernel() { return " + std::to_string(value) + "; }\n"}},
+    return Request{{{"kernel.cpp", "extern \"C\" int ollie_kernel() { return " +
+                                       std::to_string(value) + "; }\n"}},
                    quick()};
   };
   Driver driver(cache());
@@ -234,24 +237,28 @@ TEST_F(BuildTest, CompileAllKeepsOrderAndSharesDuplicates) {
 }
 
 TEST_F(BuildTest, AdapterRunsAHandWrittenMatmulWithTheDefaultToolchain) {
-  ir::Graph g = spec::compile_spec("matmul.py",
-                                   "import numpy as np\n"
-                                   "DIMS = dict(M=3, K=4, N=5)\n"
-                                   "def matmul(a: \"f32[M, K]\", b: \"f32[K, N]\") -> \"f32[M, N]\":\n"
-                                   "    return a @ b\n",
-                                   {});
+  ir::Graph g =
+      spec::compile_spec("matmul.py",
+                         "import numpy as np\n"
+                         "DIMS = dict(M=3, K=4, N=5)\n"
+                         "def matmul(a: \"f32[M, K]\", b: \"f32[K, N]\") -> \"f32[M, N]\":\n"
+                         "    return a @ b\n",
+                         {});
   const std::string decl =
-      "extern \"C\" void ollie_kernel(const float* a, const float* b, float* out0, const int64_t* dims);";
+      "extern \"C\" void ollie_kernel(const float* a, const float* b, float* out0, const int64_t* "
+      "dims);";
   EXPECT_EQ(emit::kernel_declaration(g), decl);
   std::string adapter = adapter_source(g);
   EXPECT_NE(adapter.find(decl), std::string::npos) << adapter;
-  EXPECT_NE(adapter.find("extern \"C\" void ollie_entry(void* const* buffers, const int64_t* dims)"),
-            std::string::npos);
+  EXPECT_NE(
+      adapter.find("extern \"C\" void ollie_entry(void* const* buffers, const int64_t* dims)"),
+      std::string::npos);
 
   // The kernel includes the declaration so a signature mismatch would not compile.
   const std::string kernel =
       "#include \"matmul.ollie.h\"\n"
-      "extern \"C\" void ollie_kernel(const float* a, const float* b, float* out0, const int64_t* dims) {\n"
+      "extern \"C\" void ollie_kernel(const float* a, const float* b, float* out0, const int64_t* "
+      "dims) {\n"
       "  const int64_t M = dims[0], K = dims[1], N = dims[2];\n"
       "  #pragma omp parallel for\n"
       "  for (int64_t i = 0; i < M; ++i)\n"
@@ -262,10 +269,11 @@ TEST_F(BuildTest, AdapterRunsAHandWrittenMatmulWithTheDefaultToolchain) {
       "    }\n"
       "}\n";
   Driver driver(cache());
-  Result r = driver.compile(Request{{{"matmul.ollie.h", "#pragma once\n#include <cstdint>\n" + decl + "\n"},
-                                     {"kernel.cpp", kernel},
-                                     {"adapter.cpp", adapter}},
-                                    Toolchain{}});
+  Result r = driver.compile(
+      Request{{{"matmul.ollie.h", "#pragma once\n#include <cstdint>\n" + decl + "\n"},
+               {"kernel.cpp", kernel},
+               {"adapter.cpp", adapter}},
+              Toolchain{}});
   ASSERT_TRUE(r.ok) << r.log;
   EXPECT_EQ(std::find(r.command.begin(), r.command.end(), "matmul.ollie.h"), r.command.end());
   EXPECT_NE(std::find(r.command.begin(), r.command.end(), "-fopenmp"), r.command.end());
@@ -309,7 +317,8 @@ TEST(Adapter, MapsEveryDtypeAndRenamesClashingParameters) {
   g.results.push_back({"out1", ir::DType::F64, n});
   g.outputs.push_back(g.inputs[0]);
   EXPECT_EQ(emit::kernel_declaration(g),
-            "extern \"C\" void ollie_kernel(const double* new_, const int32_t* dims_, const int64_t* out1_, "
+            "extern \"C\" void ollie_kernel(const double* new_, const int32_t* dims_, const "
+            "int64_t* out1_, "
             "const bool* mask, bool* out0, double* out1, const int64_t* dims);");
   std::string adapter = adapter_source(g);
   EXPECT_NE(adapter.find("static_cast<const bool*>(buffers[3])"), std::string::npos) << adapter;
@@ -327,12 +336,16 @@ TEST_F(BuildTest, RenamedAdaptersPutTwoCandidatesInOneLibrary) {
   AdapterNames a{"cand0_kernel", "cand0_entry", "cand0_signature"};
   AdapterNames b{"cand1_kernel", "cand1_entry", "cand1_signature"};
   const std::string adapter_a = adapter_source(g, a);
-  EXPECT_NE(adapter_a.find("extern \"C\" void cand0_kernel(const float* x, float* out0, const int64_t* dims);"),
-            std::string::npos)
+  EXPECT_NE(
+      adapter_a.find(
+          "extern \"C\" void cand0_kernel(const float* x, float* out0, const int64_t* dims);"),
+      std::string::npos)
       << adapter_a;
-  EXPECT_NE(adapter_a.find("extern \"C\" const char cand0_signature[]"), std::string::npos) << adapter_a;
-  EXPECT_NE(adapter_a.find("extern \"C\" void cand0_entry(void* const* buffers, const int64_t* dims)"),
-            std::string::npos)
+  EXPECT_NE(adapter_a.find("extern \"C\" const char cand0_signature[]"), std::string::npos)
+      << adapter_a;
+  EXPECT_NE(
+      adapter_a.find("extern \"C\" void cand0_entry(void* const* buffers, const int64_t* dims)"),
+      std::string::npos)
       << adapter_a;
   EXPECT_NE(adapter_a.find("  cand0_kernel("), std::string::npos) << adapter_a;
   EXPECT_EQ(adapter_a.find("ollie_"), std::string::npos) << adapter_a;
@@ -340,7 +353,8 @@ TEST_F(BuildTest, RenamedAdaptersPutTwoCandidatesInOneLibrary) {
   auto kernel = [](const std::string& name, const std::string& op) {
     return "#include <cstdint>\nextern \"C\" void " + name +
            "(const float* x, float* out0, const int64_t* dims) {\n"
-           "  for (int64_t i = 0; i < dims[0]; ++i) out0[i] = x[i] " + op + ";\n}\n";
+           "  for (int64_t i = 0; i < dims[0]; ++i) out0[i] = x[i] " +
+           op + ";\n}\n";
   };
   Driver driver(cache());
   Result r = driver.compile(Request{{{"kernel0.cpp", kernel("cand0_kernel", "+ 1.0f")},
@@ -354,7 +368,8 @@ TEST_F(BuildTest, RenamedAdaptersPutTwoCandidatesInOneLibrary) {
   ASSERT_NE(lib.handle, nullptr) << dlerror();
   EXPECT_EQ(lib.sym("ollie_entry"), nullptr);
   ASSERT_NE(lib.sym("cand1_signature"), nullptr);
-  EXPECT_STREQ(static_cast<const char*>(lib.sym("cand1_signature")), "add_one(f32[N]) -> (f32[N]); dims [N]");
+  EXPECT_STREQ(static_cast<const char*>(lib.sym("cand1_signature")),
+               "add_one(f32[N]) -> (f32[N]); dims [N]");
   auto entry0 = reinterpret_cast<EntryFn>(lib.sym("cand0_entry"));
   auto entry1 = reinterpret_cast<EntryFn>(lib.sym("cand1_entry"));
   ASSERT_NE(entry0, nullptr);

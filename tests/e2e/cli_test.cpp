@@ -89,13 +89,15 @@ TEST(Cli, EveryExampleMatchesItsGoldenCheckOutput) {
       continue;
     }
     ASSERT_TRUE(fs::exists(golden)) << "missing " << golden << " (run with OLLIE_UPDATE_GOLDEN=1)";
-    EXPECT_EQ(r.out, read_file(golden)) << "golden mismatch for " << name
-                                        << " (if the change is intended, rerun with OLLIE_UPDATE_GOLDEN=1)";
+    EXPECT_EQ(r.out, read_file(golden))
+        << "golden mismatch for " << name
+        << " (if the change is intended, rerun with OLLIE_UPDATE_GOLDEN=1)";
   }
 }
 
 TEST(Cli, CheckReportsCostOfMatmul) {
-  CommandResult r = ollie("check " + (source_dir() / "examples/matmul.py").string() + " --dims M=4,K=8,N=2");
+  CommandResult r =
+      ollie("check " + (source_dir() / "examples/matmul.py").string() + " --dims M=4,K=8,N=2");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("flops             128\n"), std::string::npos) << r.out;
   // (4*8 + 8*2 + 4*2) floats of 4 bytes.
@@ -107,8 +109,8 @@ TEST(Cli, EvalWritesValuesAndBoundsAndSaysTheSeed) {
   fs::path dir = temp_dir();
   std::string spec = (source_dir() / "examples/matmul.py").string();
   fs::path out = dir / "out.npz", in = dir / "in.npz";
-  CommandResult r = ollie("eval " + spec + " --dims M=3,K=5,N=2 --seed 42 --out " + out.string() + " --save-inputs " +
-                in.string());
+  CommandResult r = ollie("eval " + spec + " --dims M=3,K=5,N=2 --seed 42 --out " + out.string() +
+                          " --save-inputs " + in.string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("seed 42"), std::string::npos) << r.out;
   auto outputs = ollie::npy::read_npz(out.string());
@@ -125,20 +127,27 @@ TEST(Cli, EvalWritesValuesAndBoundsAndSaysTheSeed) {
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 2; ++j) {
       double s = 0;
-      for (int k = 0; k < 5; ++k) s += a[static_cast<size_t>(i * 5 + k)] * b[static_cast<size_t>(k * 2 + j)];
-      EXPECT_NEAR(outputs[0].second.data[static_cast<size_t>(i * 2 + j)], s, 1e-12 * (1 + std::abs(s)));
+      for (int k = 0; k < 5; ++k)
+        s += a[static_cast<size_t>(i * 5 + k)] * b[static_cast<size_t>(k * 2 + j)];
+      EXPECT_NEAR(outputs[0].second.data[static_cast<size_t>(i * 2 + j)], s,
+                  1e-12 * (1 + std::abs(s)));
       EXPECT_GT(outputs[1].second.data[static_cast<size_t>(i * 2 + j)], 0.0);
     }
   fs::path out2 = dir / "out2.npz";
-  CommandResult again = ollie("eval " + spec + " --dims M=3,K=5,N=2 --inputs " + in.string() + " --out " + out2.string());
+  CommandResult again = ollie("eval " + spec + " --dims M=3,K=5,N=2 --inputs " + in.string() +
+                              " --out " + out2.string());
   ASSERT_EQ(again.exit_code, 0) << again.out;
   EXPECT_EQ(ollie::npy::read_npz(out2.string())[0].second.data, outputs[0].second.data);
 
   // Same seed, same inputs; different seed, different inputs.
   fs::path in3 = dir / "in3.npz";
-  ASSERT_EQ(ollie("eval " + spec + " --dims M=3,K=5,N=2 --seed 42 --save-inputs " + in3.string()).exit_code, 0);
+  ASSERT_EQ(ollie("eval " + spec + " --dims M=3,K=5,N=2 --seed 42 --save-inputs " + in3.string())
+                .exit_code,
+            0);
   EXPECT_EQ(ollie::npy::read_npz(in3.string())[0].second.data, a);
-  ASSERT_EQ(ollie("eval " + spec + " --dims M=3,K=5,N=2 --seed 43 --save-inputs " + in3.string()).exit_code, 0);
+  ASSERT_EQ(ollie("eval " + spec + " --dims M=3,K=5,N=2 --seed 43 --save-inputs " + in3.string())
+                .exit_code,
+            0);
   EXPECT_NE(ollie::npy::read_npz(in3.string())[0].second.data, a);
   fs::remove_all(dir);
 }
@@ -147,8 +156,8 @@ TEST(Cli, EvalReadsAndWritesNpyForOneArray) {
   fs::path dir = temp_dir();
   std::string softmax = (source_dir() / "examples/softmax.py").string();
   fs::path in = dir / "x.npy", out = dir / "o.npy", out_npz = dir / "o.npz";
-  CommandResult r = ollie("eval " + softmax + " --dims M=3,N=5 --seed 9 --save-inputs " + in.string() + " --out " +
-                          out.string());
+  CommandResult r = ollie("eval " + softmax + " --dims M=3,N=5 --seed 9 --save-inputs " +
+                          in.string() + " --out " + out.string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
   auto values = ollie::npy::read_npy(out.string());
   auto bounds = ollie::npy::read_npy((dir / "o_bound.npy").string());
@@ -157,8 +166,8 @@ TEST(Cli, EvalReadsAndWritesNpyForOneArray) {
   double row = 0;
   for (int j = 0; j < 5; ++j) row += values.data[static_cast<size_t>(j)];
   EXPECT_NEAR(row, 1.0, 1e-12);  // a softmax row sums to one
-  CommandResult again = ollie("eval " + softmax + " --dims M=3,N=5 --inputs " + in.string() + " --out " +
-                              out_npz.string());
+  CommandResult again = ollie("eval " + softmax + " --dims M=3,N=5 --inputs " + in.string() +
+                              " --out " + out_npz.string());
   ASSERT_EQ(again.exit_code, 0) << again.out;
   EXPECT_EQ(ollie::npy::read_npz(out_npz.string())[0].second.data, values.data);
 
@@ -166,7 +175,8 @@ TEST(Cli, EvalReadsAndWritesNpyForOneArray) {
   std::string matmul = (source_dir() / "examples/matmul.py").string();
   CommandResult two = ollie("eval " + matmul + " --dims M=3,K=5,N=2 --inputs " + in.string());
   EXPECT_EQ(two.exit_code, 1);
-  EXPECT_NE(two.out.find("pass an .npz with one array per parameter name"), std::string::npos) << two.out;
+  EXPECT_NE(two.out.find("pass an .npz with one array per parameter name"), std::string::npos)
+      << two.out;
   fs::remove_all(dir);
 }
 
@@ -197,7 +207,8 @@ TEST(Cli, BadInputIsAClearErrorWithExitCode1) {
 TEST(Cli, EvalRefusesDimsTooLargeForThisMachineUpFront) {
   // 10^7 cached tokens of 512 latents: ~80 GB of doubles before bounds; refused
   // with the estimate, not an out-of-memory kill.
-  CommandResult r = ollie("eval " + (source_dir() / "examples/mla_decode.py").string() + " --dims S=10000000");
+  CommandResult r =
+      ollie("eval " + (source_dir() / "examples/mla_decode.py").string() + " --dims S=10000000");
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("at these dims the reference needs about"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("f32[B, S, L]"), std::string::npos) << r.out;
@@ -208,12 +219,16 @@ TEST(Cli, EvalRefusesDimsTooLargeForThisMachineUpFront) {
 // fresh cache so the test never depends on what an earlier run left.
 class RunKernel : public ::testing::Test {
  protected:
-  void SetUp() override { dir_ = temp_dir() / "run_kernel"; fs::create_directories(dir_); }
+  void SetUp() override {
+    dir_ = temp_dir() / "run_kernel";
+    fs::create_directories(dir_);
+  }
   void TearDown() override { fs::remove_all(dir_); }
   CommandResult run(const std::string& kernel, const std::string& extra = "") {
     return ollie_with_env("OLLIE_CACHE_DIR=" + (dir_ / "cache").string(),
                           "run-kernel " + (source_dir() / "examples/softmax.py").string() + " " +
-                              (source_dir() / "tests/e2e/kernels" / kernel).string() + " --dims M=4,N=16 --seed 3 " + extra);
+                              (source_dir() / "tests/e2e/kernels" / kernel).string() +
+                              " --dims M=4,N=16 --seed 3 " + extra);
   }
   fs::path dir_;
 };
@@ -221,7 +236,8 @@ class RunKernel : public ::testing::Test {
 TEST_F(RunKernel, CorrectKernelAgreesWithTheReference) {
   CommandResult r = run("softmax_rows.cpp", "--out " + (dir_ / "o.npz").string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_NE(r.out.find("out0: agrees with the reference on all 64 elements"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("out0: agrees with the reference on all 64 elements"), std::string::npos)
+      << r.out;
   auto outputs = ollie::npy::read_npz((dir_ / "o.npz").string());
   ASSERT_EQ(outputs.size(), 1u);
   EXPECT_EQ(outputs[0].second.type, ollie::npy::ElementType::F32);
@@ -237,7 +253,8 @@ TEST_F(RunKernel, CorrectKernelAgreesWithTheReference) {
 TEST_F(RunKernel, WrongKernelIsReportedAsDiffering) {
   CommandResult r = run("softmax_drops_last_column.cpp");
   EXPECT_EQ(r.exit_code, 4) << r.out;
-  EXPECT_NE(r.out.find("out0: DIFFERS from the reference on 64 of 64 elements"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("out0: DIFFERS from the reference on 64 of 64 elements"), std::string::npos)
+      << r.out;
 }
 
 TEST_F(RunKernel, CrashingKernelIsReportedAndOllieSurvives) {
@@ -258,7 +275,8 @@ TEST_F(RunKernel, VerifyPassesAGoodKernelAndWritesItsCertificate) {
   const std::string spec = (source_dir() / "examples/softmax.py").string();
   const std::string kernels = (source_dir() / "tests/e2e/kernels").string();
   const std::string env = "OLLIE_CACHE_DIR=" + (dir / "cache").string();
-  CommandResult good = ollie_with_env(env, "verify " + spec + " " + kernels + "/softmax_rows.cpp --dims M=6,N=50 --cert " +
+  CommandResult good = ollie_with_env(env, "verify " + spec + " " + kernels +
+                                               "/softmax_rows.cpp --dims M=6,N=50 --cert " +
                                                (dir / "cert.json").string());
   EXPECT_EQ(good.exit_code, 0) << good.out;
   EXPECT_NE(good.out.find("softmax_rows.cpp: pass"), std::string::npos) << good.out;
@@ -266,18 +284,22 @@ TEST_F(RunKernel, VerifyPassesAGoodKernelAndWritesItsCertificate) {
   const std::string cert = read_file(dir / "cert.json");
   EXPECT_NE(cert.find("\"verdict\": \"pass\""), std::string::npos) << cert;
   EXPECT_NE(cert.find("\"schema\": \"ollie-certificate/1\""), std::string::npos) << cert;
-  CommandResult bad = ollie_with_env(env, "verify " + spec + " " + kernels + "/softmax_drops_last_column.cpp --json");
+  CommandResult bad = ollie_with_env(
+      env, "verify " + spec + " " + kernels + "/softmax_drops_last_column.cpp --json");
   EXPECT_EQ(bad.exit_code, 4) << bad.out;
   EXPECT_NE(bad.out.find("\"verdict\": \"wrong\""), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("\"counterexample\""), std::string::npos) << bad.out;
   // Right outputs, a heap over-read: quick passes it, full's sanitizer build does not.
-  const std::string overread = (source_dir() / "tests/redteam/softmax__pipelined_max_reads_past_scratch.cpp").string();
-  CommandResult full = ollie_with_env(env, "verify " + spec + " " + overread + " --dims M=6,N=50 --level full --json");
+  const std::string overread =
+      (source_dir() / "tests/redteam/softmax__pipelined_max_reads_past_scratch.cpp").string();
+  CommandResult full = ollie_with_env(
+      env, "verify " + spec + " " + overread + " --dims M=6,N=50 --level full --json");
   EXPECT_EQ(full.exit_code, 4) << full.out;
   EXPECT_NE(full.out.find("\"verdict\": \"sanitizer\""), std::string::npos) << full.out;
   EXPECT_NE(full.out.find("heap-buffer-overflow"), std::string::npos) << full.out;
   EXPECT_NE(full.out.find("\"sanitizer_build\""), std::string::npos) << full.out;
-  CommandResult level = ollie("verify " + spec + " " + kernels + "/softmax_rows.cpp --level thorough");
+  CommandResult level =
+      ollie("verify " + spec + " " + kernels + "/softmax_rows.cpp --level thorough");
   EXPECT_EQ(level.exit_code, 2) << level.out;
   fs::remove_all(dir);
 }
@@ -293,28 +315,36 @@ TEST_F(RunKernel, BenchTimesSideBySideAndChecksTheTimedOutputs) {
   const std::string spec = (source_dir() / "examples/softmax.py").string();
   const std::string kernels = (source_dir() / "tests/e2e/kernels").string();
   const std::string env = "OLLIE_CACHE_DIR=" + (dir_ / "cache").string();
-  CommandResult pair = ollie_with_env(env, "bench " + spec + " " + kernels + "/softmax_rows.cpp --vs " + kernels +
-                                               "/softmax_rows.cpp --dims M=8,N=64 --seconds 0.2 --threads 1 --json");
+  CommandResult pair =
+      ollie_with_env(env, "bench " + spec + " " + kernels + "/softmax_rows.cpp --vs " + kernels +
+                              "/softmax_rows.cpp --dims M=8,N=64 --seconds 0.2 --threads 1 --json");
   ASSERT_EQ(pair.exit_code, 0) << pair.out;
-  for (const char* field : {"\"schema\": \"ollie-bench/1\"", "\"median_seconds\"", "\"mad_seconds\"",
-                            "\"outputs_agree\": true", "\"ratio\"", "\"rounds\"", "\"seed\""})
+  for (const char* field :
+       {"\"schema\": \"ollie-bench/1\"", "\"median_seconds\"", "\"mad_seconds\"",
+        "\"outputs_agree\": true", "\"ratio\"", "\"rounds\"", "\"seed\""})
     EXPECT_NE(pair.out.find(field), std::string::npos) << field << " in\n" << pair.out;
-  CommandResult text = ollie_with_env(env, "bench " + spec + " " + kernels + "/softmax_rows.cpp --dims M=8,N=64 --seconds 0.1");
+  CommandResult text = ollie_with_env(
+      env, "bench " + spec + " " + kernels + "/softmax_rows.cpp --dims M=8,N=64 --seconds 0.1");
   ASSERT_EQ(text.exit_code, 0) << text.out;
   EXPECT_NE(text.out.find("softmax at M=8, N=64"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("agree with the reference"), std::string::npos) << text.out;
-  CommandResult wrong = ollie_with_env(env, "bench " + spec + " " + kernels + "/softmax_drops_last_column.cpp --dims M=8,N=64 --seconds 0.1");
+  CommandResult wrong =
+      ollie_with_env(env, "bench " + spec + " " + kernels +
+                              "/softmax_drops_last_column.cpp --dims M=8,N=64 --seconds 0.1");
   EXPECT_EQ(wrong.exit_code, 4) << wrong.out;
   EXPECT_NE(wrong.out.find("wrong outputs while being timed"), std::string::npos) << wrong.out;
-  CommandResult crash = ollie_with_env(env, "bench " + spec + " " + kernels + "/softmax_segfaults.cpp --dims M=8,N=64");
+  CommandResult crash = ollie_with_env(
+      env, "bench " + spec + " " + kernels + "/softmax_segfaults.cpp --dims M=8,N=64");
   EXPECT_EQ(crash.exit_code, 4) << crash.out;
   EXPECT_NE(crash.out.find("SIGSEGV"), std::string::npos) << crash.out;
   CommandResult directory = ollie("verify " + spec + " " + kernels);
   EXPECT_EQ(directory.exit_code, 1) << directory.out;
-  EXPECT_NE(directory.out.find("is a directory, not a kernel file"), std::string::npos) << directory.out;
+  EXPECT_NE(directory.out.find("is a directory, not a kernel file"), std::string::npos)
+      << directory.out;
   CommandResult missing = ollie("bench " + spec + " /nonexistent/k.cpp");
   EXPECT_EQ(missing.exit_code, 1) << missing.out;
-  EXPECT_NE(missing.out.find("cannot read kernel '/nonexistent/k.cpp'"), std::string::npos) << missing.out;
+  EXPECT_NE(missing.out.find("cannot read kernel '/nonexistent/k.cpp'"), std::string::npos)
+      << missing.out;
 }
 
 // The main job end to end on a small softmax: a budgeted run writes its database and a
@@ -325,15 +355,19 @@ TEST(Cli, OptimizeWritesAVerifiedKernelAndResumesAfterSigkill) {
   fs::remove_all(dir);
   const std::string spec = (source_dir() / "examples/softmax.py").string();
   const std::string env = "OLLIE_CACHE_DIR=" + (dir / "cache").string();
-  CommandResult r = ollie_with_env(env, "optimize " + spec + " --dims M=16,N=64 --evals 5 --bench-seconds 0.05 -o " +
+  CommandResult r = ollie_with_env(env, "optimize " + spec +
+                                            " --dims M=16,N=64 --evals 5 --bench-seconds 0.05 -o " +
                                             (dir / "a").string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("stopped: evaluation budget spent"), std::string::npos) << r.out;
-  for (const char* file : {"run.db", "softmax.cpp", "softmax.ollie.h", "softmax.schedule", "certificate.json", "summary.md"})
+  for (const char* file : {"run.db", "softmax.cpp", "softmax.ollie.h", "softmax.schedule",
+                           "certificate.json", "summary.md"})
     EXPECT_TRUE(fs::exists(dir / "a" / file)) << file;
-  EXPECT_NE(read_file(dir / "a" / "certificate.json").find("\"level\": \"full\""), std::string::npos);
-  CommandResult v = ollie_with_env(env, "verify " + spec + " " + (dir / "a" / "softmax.cpp").string() +
-                                            " --dims M=16,N=64 --level full");
+  EXPECT_NE(read_file(dir / "a" / "certificate.json").find("\"level\": \"full\""),
+            std::string::npos);
+  CommandResult v =
+      ollie_with_env(env, "verify " + spec + " " + (dir / "a" / "softmax.cpp").string() +
+                              " --dims M=16,N=64 --level full");
   EXPECT_EQ(v.exit_code, 0) << v.out;
   {
     ollie::store::Store db = ollie::store::Store::open((dir / "a" / "run.db").string());
@@ -342,14 +376,17 @@ TEST(Cli, OptimizeWritesAVerifiedKernelAndResumesAfterSigkill) {
     EXPECT_GE(db.counts().evaluations, 5);
   }
   // The same directory again without --resume is refused with what to do.
-  CommandResult again = ollie_with_env(env, "optimize " + spec + " --dims M=16,N=64 --evals 5 -o " + (dir / "a").string());
+  CommandResult again = ollie_with_env(
+      env, "optimize " + spec + " --dims M=16,N=64 --evals 5 -o " + (dir / "a").string());
   EXPECT_EQ(again.exit_code, 1) << again.out;
   EXPECT_NE(again.out.find("--resume"), std::string::npos) << again.out;
 
   // Killed mid-run, then resumed.
   const std::string db_path = (dir / "b" / "run.db").string();
-  std::system(("cd " + dir.string() + " && " + env + " timeout -s KILL 8 " + OLLIE_BINARY + " optimize " + spec +
-               " --dims M=16,N=64 --evals 1000 --bench-seconds 0.05 -o b > /dev/null 2>&1").c_str());
+  std::system(("cd " + dir.string() + " && " + env + " timeout -s KILL 8 " + OLLIE_BINARY +
+               " optimize " + spec +
+               " --dims M=16,N=64 --evals 1000 --bench-seconds 0.05 -o b > /dev/null 2>&1")
+                  .c_str());
   int64_t before = 0;
   {
     ollie::store::Store db = ollie::store::Store::open(db_path);
@@ -357,12 +394,14 @@ TEST(Cli, OptimizeWritesAVerifiedKernelAndResumesAfterSigkill) {
   }
   ASSERT_GE(before, 2) << "the killed run evaluated too little to test resuming";
   // While another process holds the run, a second one is refused.
-  CommandResult busy = ollie_with_env("flock " + db_path + ".lock env " + env, std::string("optimize --resume ") + db_path +
-                                                                              " --evals 1000");
+  CommandResult busy =
+      ollie_with_env("flock " + db_path + ".lock env " + env,
+                     std::string("optimize --resume ") + db_path + " --evals 1000");
   EXPECT_EQ(busy.exit_code, 1) << busy.out;
   EXPECT_NE(busy.out.find("is in use by another ollie optimize"), std::string::npos) << busy.out;
-  CommandResult resumed = ollie_with_env(env, "optimize --resume " + db_path + " --evals " + std::to_string(before + 3) +
-                                                  " --bench-seconds 0.05");
+  CommandResult resumed =
+      ollie_with_env(env, "optimize --resume " + db_path + " --evals " +
+                              std::to_string(before + 3) + " --bench-seconds 0.05");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
   EXPECT_NE(resumed.out.find("(resumed)"), std::string::npos) << resumed.out;
   ollie::store::Store db = ollie::store::Store::open(db_path);
@@ -387,8 +426,10 @@ TEST(Cli, OptimizeWithTheRewriteProposerRecordsRewrittenCandidates) {
   fs::remove_all(dir);
   const std::string spec = (source_dir() / "examples/softmax.py").string();
   const std::string env = "OLLIE_CACHE_DIR=" + (dir / "cache").string();
-  CommandResult r = ollie_with_env(env, "optimize " + spec + " --dims M=16,N=64 --evals 3 --bench-seconds 0.05 "
-                                            "--proposers rewrite:1 -o " + (dir / "a").string());
+  CommandResult r = ollie_with_env(env, "optimize " + spec +
+                                            " --dims M=16,N=64 --evals 3 --bench-seconds 0.05 "
+                                            "--proposers rewrite:1 -o " +
+                                            (dir / "a").string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
   ollie::store::Store db = ollie::store::Store::open((dir / "a" / "run.db").string());
   int rewritten = 0;
@@ -405,25 +446,28 @@ TEST(Cli, OptimizeWithTheRewriteProposerRecordsRewrittenCandidates) {
     EXPECT_EQ(e->verdict, "pass") << e->message;
     std::ofstream(dir / "chain.rewrites") << c->rewrites;
     std::ofstream(dir / "kernel.schedule") << c->schedule;
-    CommandResult emitted = ollie("emit " + spec + " --dims M=16,N=64 --rewrites " + (dir / "chain.rewrites").string() +
-                                  " --schedule " + (dir / "kernel.schedule").string() + " -o " + (dir / "e").string());
+    CommandResult emitted =
+        ollie("emit " + spec + " --dims M=16,N=64 --rewrites " + (dir / "chain.rewrites").string() +
+              " --schedule " + (dir / "kernel.schedule").string() + " -o " + (dir / "e").string());
     ASSERT_EQ(emitted.exit_code, 0) << emitted.out;
     EXPECT_EQ(read_file(dir / "e" / "softmax.cpp"), c->source);
   }
   EXPECT_EQ(rewritten, 2);  // --evals 3: the baseline and two rewrites of it
   // `ollie check --rewrites` shows the rewritten graph: softmax's divide is one per row.
   std::ofstream(dir / "reciprocal.rewrites") << "# the row sum's reciprocal\nreciprocal %9\n";
-  CommandResult checked = ollie("check " + spec + " --rewrites " + (dir / "reciprocal.rewrites").string());
+  CommandResult checked =
+      ollie("check " + spec + " --rewrites " + (dir / "reciprocal.rewrites").string());
   ASSERT_EQ(checked.exit_code, 0) << checked.out;
   EXPECT_NE(checked.out.find("f32[M, 1] = div"), std::string::npos) << checked.out;
   EXPECT_EQ(checked.out.find("f32[M, N] = div"), std::string::npos) << checked.out;
   // An unknown proposer names the ones there are; a chain that does not apply names its line.
-  CommandResult bad = ollie("optimize " + spec + " --evals 1 --proposers rewrite,shuffle -o " + (dir / "b").string());
+  CommandResult bad = ollie("optimize " + spec + " --evals 1 --proposers rewrite,shuffle -o " +
+                            (dir / "b").string());
   EXPECT_EQ(bad.exit_code, 1) << bad.out;
   EXPECT_NE(bad.out.find("available: mutate, rewrite"), std::string::npos) << bad.out;
   std::ofstream(dir / "bad.rewrites") << "reciprocal %0\n";
-  CommandResult bad_chain = ollie("emit " + spec + " --rewrites " + (dir / "bad.rewrites").string() + " -o " +
-                                  (dir / "e").string());
+  CommandResult bad_chain = ollie("emit " + spec + " --rewrites " +
+                                  (dir / "bad.rewrites").string() + " -o " + (dir / "e").string());
   EXPECT_EQ(bad_chain.exit_code, 1) << bad_chain.out;
   EXPECT_NE(bad_chain.out.find("rewrite chain line 1"), std::string::npos) << bad_chain.out;
   fs::remove_all(dir);
@@ -433,7 +477,9 @@ TEST(Cli, OptimizeWithTheRewriteProposerRecordsRewrittenCandidates) {
 
 const std::string kTestKey = "sk-e2e-DISTINCTIVE-7f3a9c21b8e4";
 
-std::string kernel_text(const std::string& name) { return read_file(source_dir() / "tests/e2e/kernels" / name); }
+std::string kernel_text(const std::string& name) {
+  return read_file(source_dir() / "tests/e2e/kernels" / name);
+}
 
 std::string fenced_answer(const std::string& code) {
   return "Here is a faster kernel.\n\n```cpp\n" + code + "```\n\nIt keeps each row in cache.\n";
@@ -441,19 +487,23 @@ std::string fenced_answer(const std::string& code) {
 
 // The environment of a run against a model: no variable of the developer's own.
 std::string model_env(const fs::path& cache, const std::string& key) {
-  return "env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY -u OLLIE_LLM_MODEL -u OLLIE_LLM_BASE_URL -u OLLIE_LLM_PROTOCOL "
-         "OLLIE_CACHE_DIR=" + cache.string() + (key.empty() ? "" : " OPENAI_API_KEY=" + key);
+  return "env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY -u OLLIE_LLM_MODEL -u OLLIE_LLM_BASE_URL -u "
+         "OLLIE_LLM_PROTOCOL "
+         "OLLIE_CACHE_DIR=" +
+         cache.string() + (key.empty() ? "" : " OPENAI_API_KEY=" + key);
 }
 
 // Files under `dir` (recursively) whose bytes contain `needle`.
 std::vector<std::string> files_containing(const fs::path& dir, const std::string& needle) {
   std::vector<std::string> hits;
   for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file() && read_file(e.path()).find(needle) != std::string::npos) hits.push_back(e.path().string());
+    if (e.is_regular_file() && read_file(e.path()).find(needle) != std::string::npos)
+      hits.push_back(e.path().string());
   return hits;
 }
 
-std::optional<ollie::store::Candidate> candidate_containing(const ollie::store::Store& db, const std::string& needle) {
+std::optional<ollie::store::Candidate> candidate_containing(const ollie::store::Store& db,
+                                                            const std::string& needle) {
   for (int64_t id = 1; id <= db.counts().candidates; ++id)
     if (auto c = db.candidate(id); c && c->source.find(needle) != std::string::npos) return c;
   return std::nullopt;
@@ -476,23 +526,31 @@ TEST(Cli, OptimizeWithAModelKeepsTheKeyOffTheDiskAndReplaysToTheSameBest) {
   {
     using ollie::llm::testing::Scripted;
     ollie::llm::testing::FakeModelServer server(kTestKey);
-    server.script({Scripted::http(429, R"({"error": {"message": "slow down"}})", {{"Retry-After", "1"}}),
-                   Scripted::http(500, R"({"error": {"message": "overloaded"}})"),
-                   Scripted::answer(fenced_answer(good), 1200, 300), Scripted::answer(fenced_answer(wrong))});
+    server.script(
+        {Scripted::http(429, R"({"error": {"message": "slow down"}})", {{"Retry-After", "1"}}),
+         Scripted::http(500, R"({"error": {"message": "overloaded"}})"),
+         Scripted::answer(fenced_answer(good), 1200, 300), Scripted::answer(fenced_answer(wrong))});
     // Then new kernels every time (a repeated one proposes nothing, and 5 in a row stop
     // the proposer, which would hide the replay running out of answers below).
     for (int i = 0; i < 20; ++i)
-      server.script({Scripted::answer(fenced_answer("// variant " + std::to_string(i) + "\n" + good))});
-    CommandResult r = ollie_with_env(model_env(dir / "cache", kTestKey),
-                                     "optimize " + spec + " --dims M=16,N=64 --evals 5 --bench-seconds 0.05 "
-                                     "--proposers mutate:1,llm:3 --llm-base-url " + server.openai_base() +
-                                     " --llm-model test-model --llm-price-in 3 --llm-price-out 15 -o " + (dir / "a").string());
+      server.script(
+          {Scripted::answer(fenced_answer("// variant " + std::to_string(i) + "\n" + good))});
+    CommandResult r =
+        ollie_with_env(model_env(dir / "cache", kTestKey),
+                       "optimize " + spec +
+                           " --dims M=16,N=64 --evals 5 --bench-seconds 0.05 "
+                           "--proposers mutate:1,llm:3 --llm-base-url " +
+                           server.openai_base() +
+                           " --llm-model test-model --llm-price-in 3 --llm-price-out 15 -o " +
+                           (dir / "a").string());
     ASSERT_EQ(r.exit_code, 0) << r.out;
     out = r.out;
-    EXPECT_NE(r.out.find("llm proposer: openai model test-model at " + server.openai_base()), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("llm proposer: openai model test-model at " + server.openai_base()),
+              std::string::npos)
+        << r.out;
     EXPECT_NE(r.out.find("language model (llm proposer"), std::string::npos) << r.out;
     const auto seen = server.requests();
-    ASSERT_GE(seen.size(), 4u);  // 429, 500, then the answers
+    ASSERT_GE(seen.size(), 4u);             // 429, 500, then the answers
     EXPECT_EQ(seen[0].body, seen[2].body);  // the same request, retried
   }
   {
@@ -529,12 +587,14 @@ TEST(Cli, OptimizeWithAModelKeepsTheKeyOffTheDiskAndReplaysToTheSameBest) {
   EXPECT_EQ(out.find("DISTINCTIVE"), std::string::npos);
 
   // The replay: no server, no key; the same best kernel, from the stored answers.
-  CommandResult replay = ollie_with_env(model_env(dir / "cache", ""), "optimize --replay " + (dir / "a" / "run.db").string() +
-                                                                          " -o " + (dir / "r").string());
+  CommandResult replay = ollie_with_env(
+      model_env(dir / "cache", ""),
+      "optimize --replay " + (dir / "a" / "run.db").string() + " -o " + (dir / "r").string());
   ASSERT_EQ(replay.exit_code, 0) << replay.out;
   EXPECT_EQ(read_file(dir / "r" / "softmax.cpp"), best);
   EXPECT_NE(read_file(dir / "r" / "summary.md").find("replay of"), std::string::npos);
-  EXPECT_NE(read_file(dir / "r" / "summary.md").find("reused from it for identical kernels"), std::string::npos);
+  EXPECT_NE(read_file(dir / "r" / "summary.md").find("reused from it for identical kernels"),
+            std::string::npos);
   {
     ollie::store::Store a = ollie::store::Store::open((dir / "a" / "run.db").string());
     ollie::store::Store r = ollie::store::Store::open((dir / "r" / "run.db").string());
@@ -545,15 +605,20 @@ TEST(Cli, OptimizeWithAModelKeepsTheKeyOffTheDiskAndReplaysToTheSameBest) {
     ASSERT_EQ(rr.size(), ra.size());
     for (size_t i = 0; i < ra.size(); ++i) EXPECT_EQ(rr[i].answer, ra[i].answer);
   }
-  CommandResult mixed = ollie_with_env(model_env(dir / "cache", ""), "optimize --replay " + (dir / "a" / "run.db").string() +
-                                                                        " --llm-model other -o " + (dir / "r3").string());
+  CommandResult mixed = ollie_with_env(model_env(dir / "cache", ""),
+                                       "optimize --replay " + (dir / "a" / "run.db").string() +
+                                           " --llm-model other -o " + (dir / "r3").string());
   EXPECT_EQ(mixed.exit_code, 1) << mixed.out;
-  EXPECT_NE(mixed.out.find("leave out --proposer-cmd and the --llm-* flags"), std::string::npos) << mixed.out;
+  EXPECT_NE(mixed.out.find("leave out --proposer-cmd and the --llm-* flags"), std::string::npos)
+      << mixed.out;
   // More evaluations than were recorded: the answers run out, the llm stops, the run goes on.
-  CommandResult longer = ollie_with_env(model_env(dir / "cache", ""), "optimize --replay " + (dir / "a" / "run.db").string() +
-                                                                          " --evals 7 --bench-seconds 0.05 -o " + (dir / "r2").string());
+  CommandResult longer =
+      ollie_with_env(model_env(dir / "cache", ""),
+                     "optimize --replay " + (dir / "a" / "run.db").string() +
+                         " --evals 7 --bench-seconds 0.05 -o " + (dir / "r2").string());
   ASSERT_EQ(longer.exit_code, 0) << longer.out;
-  EXPECT_NE(read_file(dir / "r2" / "summary.md").find("has no more model answers"), std::string::npos)
+  EXPECT_NE(read_file(dir / "r2" / "summary.md").find("has no more model answers"),
+            std::string::npos)
       << read_file(dir / "r2" / "summary.md");
 
   size_t calls_before = 0;
@@ -564,10 +629,10 @@ TEST(Cli, OptimizeWithAModelKeepsTheKeyOffTheDiskAndReplaysToTheSameBest) {
   // Resumed with the key given again (as --llm-key this time), the server at a new address.
   {
     ollie::llm::testing::FakeModelServer server(kTestKey);
-    CommandResult resumed = ollie_with_env(model_env(dir / "cache", ""),
-                                           "optimize --resume " + (dir / "a" / "run.db").string() +
-                                               " --evals 7 --bench-seconds 0.05 --llm-key " + kTestKey +
-                                               " --llm-base-url " + server.openai_base());
+    CommandResult resumed = ollie_with_env(
+        model_env(dir / "cache", ""), "optimize --resume " + (dir / "a" / "run.db").string() +
+                                          " --evals 7 --bench-seconds 0.05 --llm-key " + kTestKey +
+                                          " --llm-base-url " + server.openai_base());
     ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
     EXPECT_GE(server.requests().size(), 1u);
     EXPECT_EQ(resumed.out.find(kTestKey), std::string::npos);
@@ -591,8 +656,9 @@ TEST(Cli, OptimizeWithAProposerCommandAndWithoutAModel) {
   fs::create_directories(dir);
   const std::string spec = (source_dir() / "examples/softmax.py").string();
   const std::string env = model_env(dir / "cache", "");
-  CommandResult none = ollie_with_env(env, "optimize " + spec + " --evals 2 --proposers mutate:1,llm:1 -o " +
-                                               (dir / "none").string());
+  CommandResult none =
+      ollie_with_env(env, "optimize " + spec + " --evals 2 --proposers mutate:1,llm:1 -o " +
+                              (dir / "none").string());
   EXPECT_EQ(none.exit_code, 1) << none.out;
   for (const char* what : {"--llm-model", "OLLIE_LLM_MODEL", "--proposer-cmd", "OPENAI_API_KEY"})
     EXPECT_NE(none.out.find(what), std::string::npos) << what << "\n" << none.out;
@@ -600,33 +666,40 @@ TEST(Cli, OptimizeWithAProposerCommandAndWithoutAModel) {
 
   const std::string marker = "// printed by the test's proposer command\n";
   std::ofstream(dir / "kernel.cpp") << marker << kernel_text("softmax_rows.cpp");
-  CommandResult r = ollie_with_env(env, "optimize " + spec + " --dims M=16,N=64 --evals 2 --bench-seconds 0.05 "
-                                        "--proposers llm:1 --proposer-cmd 'cat " + (dir / "kernel.cpp").string() +
-                                        "' -o " + (dir / "a").string());
+  CommandResult r =
+      ollie_with_env(env, "optimize " + spec +
+                              " --dims M=16,N=64 --evals 2 --bench-seconds 0.05 "
+                              "--proposers llm:1 --proposer-cmd 'cat " +
+                              (dir / "kernel.cpp").string() + "' -o " + (dir / "a").string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
   {
     ollie::store::Store db = ollie::store::Store::open((dir / "a" / "run.db").string());
     const auto calls = db.model_calls("llm");
     ASSERT_EQ(calls.size(), 1u);
     EXPECT_EQ(calls[0].status, "ok");
-    EXPECT_NE(calls[0].request.find("def softmax"), std::string::npos);  // the prompt went to its stdin
+    EXPECT_NE(calls[0].request.find("def softmax"),
+              std::string::npos);  // the prompt went to its stdin
     const auto c = candidate_containing(db, marker);
     ASSERT_TRUE(c.has_value());
     EXPECT_EQ(db.evaluation_of(c->id)->verdict, "pass");
   }
   // --proposer-cmd alone adds llm to the default proposers.
-  CommandResult implied = ollie_with_env(env, "optimize " + spec + " --dims M=16,N=64 --evals 1 --proposer-cmd 'cat " +
-                                                  (dir / "kernel.cpp").string() + "' -o " + (dir / "b").string());
+  CommandResult implied =
+      ollie_with_env(env, "optimize " + spec + " --dims M=16,N=64 --evals 1 --proposer-cmd 'cat " +
+                              (dir / "kernel.cpp").string() + "' -o " + (dir / "b").string());
   ASSERT_EQ(implied.exit_code, 0) << implied.out;
   {
     ollie::store::Store db = ollie::store::Store::open((dir / "b" / "run.db").string());
-    EXPECT_EQ(nlohmann::json::parse(db.run().options_json)["proposers"], "mutate:3,rewrite:1,llm:1");
+    EXPECT_EQ(nlohmann::json::parse(db.run().options_json)["proposers"],
+              "mutate:3,rewrite:1,llm:1");
   }
   // A command that sleeps past its limit: each call times out; after 5 in a row the llm
   // proposer stops, and with no other proposer the run ends with the baseline.
-  CommandResult slow = ollie_with_env(env, "optimize " + spec + " --dims M=16,N=64 --evals 3 --bench-seconds 0.05 "
-                                           "--proposers llm:1 --proposer-cmd 'sleep 30' --proposer-timeout 0.5 -o " +
-                                           (dir / "c").string());
+  CommandResult slow = ollie_with_env(
+      env, "optimize " + spec +
+               " --dims M=16,N=64 --evals 3 --bench-seconds 0.05 "
+               "--proposers llm:1 --proposer-cmd 'sleep 30' --proposer-timeout 0.5 -o " +
+               (dir / "c").string());
   ASSERT_EQ(slow.exit_code, 0) << slow.out;
   EXPECT_NE(slow.out.find("no proposer could propose anything"), std::string::npos) << slow.out;
   {
@@ -651,33 +724,40 @@ TEST(Cli, OptimizeWithAProposerCommandAndWithoutAModel) {
 TEST(Cli, FlashRewrittenKernelsPassTheVerifier) {
   const fs::path dir = temp_dir() / "flash";
   fs::remove_all(dir);
-  const std::map<std::string, std::string> dims = {{"softmax", "M=5,N=300"},
-                                                   {"attention_causal", "S=150,D=8"},
-                                                   {"mla_decode", "B=1,H=3,S=600,L=16,DR=8,DN=8,DV=8"}};
+  const std::map<std::string, std::string> dims = {
+      {"softmax", "M=5,N=300"},
+      {"attention_causal", "S=150,D=8"},
+      {"mla_decode", "B=1,H=3,S=600,L=16,DR=8,DN=8,DV=8"}};
   for (const auto& [name, sizes] : dims) {
     SCOPED_TRACE(name);
     const std::string spec = (source_dir() / "examples" / (name + ".py")).string();
-    const std::string chain = (source_dir() / "examples/schedules" / (name + ".flash.rewrites")).string();
-    const std::string schedule = (source_dir() / "examples/schedules" / (name + ".flash.schedule")).string();
-    CommandResult shown = ollie("emit " + spec + " --dims " + sizes + " --rewrites " + chain + " --show-stages");
+    const std::string chain =
+        (source_dir() / "examples/schedules" / (name + ".flash.rewrites")).string();
+    const std::string schedule =
+        (source_dir() / "examples/schedules" / (name + ".flash.schedule")).string();
+    CommandResult shown =
+        ollie("emit " + spec + " --dims " + sizes + " --rewrites " + chain + " --show-stages");
     ASSERT_EQ(shown.exit_code, 0) << shown.out;
     for (const auto& variant : {std::string("default"), std::string("hand")}) {
       const fs::path out = dir / (name + "-" + variant);
-      CommandResult emitted = ollie("emit " + spec + " --dims " + sizes + " --rewrites " + chain +
-                                    (variant == "hand" ? " --schedule " + schedule : std::string()) + " -o " +
-                                    out.string());
+      CommandResult emitted = ollie(
+          "emit " + spec + " --dims " + sizes + " --rewrites " + chain +
+          (variant == "hand" ? " --schedule " + schedule : std::string()) + " -o " + out.string());
       ASSERT_EQ(emitted.exit_code, 0) << emitted.out;
-      CommandResult verified = ollie("verify " + spec + " " + (out / (name + ".cpp")).string() + " --dims " + sizes);
+      CommandResult verified =
+          ollie("verify " + spec + " " + (out / (name + ".cpp")).string() + " --dims " + sizes);
       EXPECT_EQ(verified.exit_code, 0) << variant << "\n" << verified.out;
       EXPECT_NE(verified.out.find("all 10 suites agree"), std::string::npos) << verified.out;
     }
   }
   // Without normalize-late, attention's flash site is the probabilities' division.
-  CommandResult sites = ollie("emit " + (source_dir() / "examples/attention_causal.py").string() + " --show-stages");
+  CommandResult sites =
+      ollie("emit " + (source_dir() / "examples/attention_causal.py").string() + " --show-stages");
   ASSERT_EQ(sites.exit_code, 0) << sites.out;
   EXPECT_NE(sites.out.find("  flash %35 64\n"), std::string::npos) << sites.out;
   EXPECT_NE(sites.out.find("  flash %35 256\n"), std::string::npos) << sites.out;
-  EXPECT_EQ(sites.out.find("  flash %35 1024\n"), std::string::npos) << sites.out;  // 512 keys: fewer than 2 blocks
+  EXPECT_EQ(sites.out.find("  flash %35 1024\n"), std::string::npos)
+      << sites.out;  // 512 keys: fewer than 2 blocks
   fs::remove_all(dir);
 }
 
@@ -689,25 +769,31 @@ TEST(Cli, OnlineRewrittenKernelsPassTheVerifier) {
   const fs::path dir = temp_dir() / "online";
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const std::map<std::string, std::string> dims = {{"attention_causal", "S=70,D=8"},
-                                                   {"mla_decode", "B=2,H=3,S=90,L=16,DR=8,DN=8,DV=8"}};
+  const std::map<std::string, std::string> dims = {
+      {"attention_causal", "S=70,D=8"}, {"mla_decode", "B=2,H=3,S=90,L=16,DR=8,DN=8,DV=8"}};
   // Per element: the value loop outside the keys' loop (the lowering's own order).
-  std::ofstream(dir / "per-element.schedule") << "# nothing: each output element keeps its own running max\n";
+  std::ofstream(dir / "per-element.schedule")
+      << "# nothing: each output element keeps its own running max\n";
   for (const auto& [name, sizes] : dims) {
     SCOPED_TRACE(name);
     const std::string spec = (source_dir() / "examples" / (name + ".py")).string();
-    const std::string chain = (source_dir() / "examples/schedules" / (name + ".online.rewrites")).string();
+    const std::string chain =
+        (source_dir() / "examples/schedules" / (name + ".online.rewrites")).string();
     for (const auto& variant : {std::string("default"), std::string("per-element")}) {
       const fs::path out = dir / (name + "-" + variant);
-      CommandResult emitted = ollie("emit " + spec + " --dims " + sizes + " --rewrites " + chain +
-                                    (variant == "default" ? std::string() : " --schedule " + (dir / "per-element.schedule").string()) +
-                                    " -o " + out.string());
+      CommandResult emitted =
+          ollie("emit " + spec + " --dims " + sizes + " --rewrites " + chain +
+                (variant == "default" ? std::string()
+                                      : " --schedule " + (dir / "per-element.schedule").string()) +
+                " -o " + out.string());
       ASSERT_EQ(emitted.exit_code, 0) << emitted.out;
       std::ifstream in(out / (name + ".cpp"));
-      const std::string source((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const std::string source((std::istreambuf_iterator<char>(in)),
+                               std::istreambuf_iterator<char>());
       // The default hoists each key's weights out of the value loop; per element does not.
       EXPECT_EQ(source.find("_max_w[0] = ") != std::string::npos, variant == "default") << source;
-      CommandResult verified = ollie("verify " + spec + " " + (out / (name + ".cpp")).string() + " --dims " + sizes);
+      CommandResult verified =
+          ollie("verify " + spec + " " + (out / (name + ".cpp")).string() + " --dims " + sizes);
       EXPECT_EQ(verified.exit_code, 0) << variant << "\n" << verified.out;
       EXPECT_NE(verified.out.find("all 10 suites agree"), std::string::npos) << verified.out;
     }
@@ -719,10 +805,17 @@ TEST(Cli, OnlineRewrittenKernelsPassTheVerifier) {
 // example compiles, runs in the runner and agrees with the reference within its bound.
 TEST(Cli, EmittedBaselineOfEveryExampleAgreesWithTheReference) {
   const std::map<std::string, std::string> small_dims = {
-      {"matmul", "M=8,K=16,N=8"}, {"matmul_bias_relu", "M=8,K=16,N=8"}, {"softmax", "M=4,N=16"},
-      {"layernorm", "T=4,D=16"}, {"rmsnorm", "T=4,D=16"}, {"gelu", "M=4,N=16"},
-      {"swiglu_mlp", "T=4,D=16,F=32"}, {"attention_causal", "S=16,D=8"}, {"mha_causal", "S=8,DM=16,H=2,HD=4"},
-      {"rope", "S=8,H=2,HD=8"}, {"mla_decode", "B=1,H=2,S=16,L=8,DR=4,DN=8,DV=8"}};
+      {"matmul", "M=8,K=16,N=8"},
+      {"matmul_bias_relu", "M=8,K=16,N=8"},
+      {"softmax", "M=4,N=16"},
+      {"layernorm", "T=4,D=16"},
+      {"rmsnorm", "T=4,D=16"},
+      {"gelu", "M=4,N=16"},
+      {"swiglu_mlp", "T=4,D=16,F=32"},
+      {"attention_causal", "S=16,D=8"},
+      {"mha_causal", "S=8,DM=16,H=2,HD=4"},
+      {"rope", "S=8,H=2,HD=8"},
+      {"mla_decode", "B=1,H=2,S=16,L=8,DR=4,DN=8,DV=8"}};
   fs::path dir = temp_dir() / "emit";
   const std::string env = "OLLIE_CACHE_DIR=" + (dir / "cache").string();
   for (const auto& name : example_names()) {
@@ -737,9 +830,11 @@ TEST(Cli, EmittedBaselineOfEveryExampleAgreesWithTheReference) {
       if (e.path().extension() == ".cpp") kernel = e.path();
     ASSERT_FALSE(kernel.empty()) << name;
     EXPECT_TRUE(fs::exists(kernel.parent_path() / (kernel.stem().string() + ".ollie.h"))) << name;
-    CommandResult ran = ollie_with_env(env, "run-kernel " + spec + " " + kernel.string() + dims + " --seed 5");
+    CommandResult ran =
+        ollie_with_env(env, "run-kernel " + spec + " " + kernel.string() + dims + " --seed 5");
     EXPECT_EQ(ran.exit_code, 0) << name << ":\n" << ran.out;
-    EXPECT_NE(ran.out.find("agrees with the reference"), std::string::npos) << name << ":\n" << ran.out;
+    EXPECT_NE(ran.out.find("agrees with the reference"), std::string::npos) << name << ":\n"
+                                                                            << ran.out;
   }
   fs::remove_all(dir);
 }
@@ -757,8 +852,8 @@ TEST(Cli, EmitWritesTheScheduleAndReadsOneBack) {
   EXPECT_NE(schedule.find("parallel out0 m"), std::string::npos) << schedule;
   EXPECT_NE(read_file(dir / "a" / "softmax.cpp").find("// Schedule:\n//   "), std::string::npos);
   // Reading the written schedule back reproduces the kernel byte for byte.
-  CommandResult again = ollie("emit " + spec + " --dims M=5,N=37 -o " + (dir / "b").string() + " --schedule " +
-                              (dir / "a" / "softmax.schedule").string());
+  CommandResult again = ollie("emit " + spec + " --dims M=5,N=37 -o " + (dir / "b").string() +
+                              " --schedule " + (dir / "a" / "softmax.schedule").string());
   ASSERT_EQ(again.exit_code, 0) << again.out;
   EXPECT_EQ(read_file(dir / "a" / "softmax.cpp"), read_file(dir / "b" / "softmax.cpp"));
   // A schedule as text: split with a tail (37 = 4*8 + 5), then run it.
@@ -766,20 +861,25 @@ TEST(Cli, EmitWritesTheScheduleAndReadsOneBack) {
                              " --schedule 'split out0 n 8; vectorize out0 n_i; parallel out0 m'");
   ASSERT_EQ(text.exit_code, 0) << text.out;
   const std::string kernel = read_file(dir / "c" / "softmax.cpp");
-  EXPECT_NE(kernel.find("for (int64_t n_i = 0; n_i < ollie_min<int64_t>(8, (N - (n_o * 8))); ++n_i)"),
-            std::string::npos) << kernel;
-  CommandResult ran = ollie_with_env(env, "run-kernel " + spec + " " + (dir / "c" / "softmax.cpp").string() +
-                                              " --dims M=5,N=37 --seed 3");
+  EXPECT_NE(
+      kernel.find("for (int64_t n_i = 0; n_i < ollie_min<int64_t>(8, (N - (n_o * 8))); ++n_i)"),
+      std::string::npos)
+      << kernel;
+  CommandResult ran =
+      ollie_with_env(env, "run-kernel " + spec + " " + (dir / "c" / "softmax.cpp").string() +
+                              " --dims M=5,N=37 --seed 3");
   EXPECT_EQ(ran.exit_code, 0) << ran.out;
   // A schedule longer than any file name is still read as a schedule.
   std::string long_text;
   for (int i = 0; i < 40; ++i) long_text += "unroll out0 n; ";
-  CommandResult long_one = ollie("emit " + spec + " -o " + (dir / "d").string() + " --schedule '" + long_text + "'");
+  CommandResult long_one =
+      ollie("emit " + spec + " -o " + (dir / "d").string() + " --schedule '" + long_text + "'");
   EXPECT_EQ(long_one.exit_code, 0) << long_one.out;
   // --show-stages lists what a schedule can name.
   CommandResult stages = ollie("emit " + spec + " --show-stages");
   EXPECT_EQ(stages.exit_code, 0);
-  EXPECT_NE(stages.out.find("t1: for m in [0, M), for n in [0, N) reduce  (Reduce max)"), std::string::npos)
+  EXPECT_NE(stages.out.find("t1: for m in [0, M), for n in [0, N) reduce  (Reduce max)"),
+            std::string::npos)
       << stages.out;
   fs::remove_all(dir);
 }
@@ -789,21 +889,28 @@ TEST(Cli, BadSchedulesAreClearErrors) {
   fs::create_directories(dir);
   const std::string spec = (source_dir() / "examples/softmax.py").string();
   // Illegal: the max over n cannot run in parallel; the reason names the loop.
-  CommandResult illegal = ollie("emit " + spec + " -o " + dir.string() + " --schedule 'parallel t1 n'");
+  CommandResult illegal =
+      ollie("emit " + spec + " -o " + dir.string() + " --schedule 'parallel t1 n'");
   EXPECT_EQ(illegal.exit_code, 1) << illegal.out;
-  EXPECT_NE(illegal.out.find("cannot parallel t1 n: loop n carries the reduction into t1[m]"), std::string::npos)
+  EXPECT_NE(illegal.out.find("cannot parallel t1 n: loop n carries the reduction into t1[m]"),
+            std::string::npos)
       << illegal.out;
   // A syntax error in a file: file:line:col and a hint.
   std::ofstream(dir / "s.schedule") << "# tiles\nsplit out0 n 16\nsplat out0 n\n";
-  CommandResult syntax = ollie("emit " + spec + " -o " + dir.string() + " --schedule " + (dir / "s.schedule").string());
+  CommandResult syntax = ollie("emit " + spec + " -o " + dir.string() + " --schedule " +
+                               (dir / "s.schedule").string());
   EXPECT_EQ(syntax.exit_code, 1) << syntax.out;
-  EXPECT_NE(syntax.out.find((dir / "s.schedule").string() + ":3:1: error: unknown schedule directive 'splat'"),
-            std::string::npos) << syntax.out;
-  EXPECT_NE(syntax.out.find("hint: directives are: split, reorder"), std::string::npos) << syntax.out;
+  EXPECT_NE(syntax.out.find((dir / "s.schedule").string() +
+                            ":3:1: error: unknown schedule directive 'splat'"),
+            std::string::npos)
+      << syntax.out;
+  EXPECT_NE(syntax.out.find("hint: directives are: split, reorder"), std::string::npos)
+      << syntax.out;
   // Neither a file nor a schedule.
   CommandResult neither = ollie("emit " + spec + " -o " + dir.string() + " --schedule nosuchfile");
   EXPECT_EQ(neither.exit_code, 1) << neither.out;
-  EXPECT_NE(neither.out.find("--schedule: 'nosuchfile' is neither a file nor a schedule"), std::string::npos)
+  EXPECT_NE(neither.out.find("--schedule: 'nosuchfile' is neither a file nor a schedule"),
+            std::string::npos)
       << neither.out;
   // No kernel is written when the schedule is rejected.
   EXPECT_FALSE(fs::exists(dir / "softmax.cpp"));
@@ -831,7 +938,9 @@ TEST(Cli, InputOfTheWrongShapeIsRejected) {
   fs::path dir = temp_dir();
   std::string spec = (source_dir() / "examples/matmul.py").string();
   fs::path in = dir / "in.npz";
-  ASSERT_EQ(ollie("eval " + spec + " --dims M=3,K=5,N=2 --seed 1 --save-inputs " + in.string()).exit_code, 0);
+  ASSERT_EQ(
+      ollie("eval " + spec + " --dims M=3,K=5,N=2 --seed 1 --save-inputs " + in.string()).exit_code,
+      0);
   CommandResult r = ollie("eval " + spec + " --dims M=3,K=6,N=2 --inputs " + in.string());
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("shape"), std::string::npos) << r.out;
@@ -852,9 +961,12 @@ std::vector<ShownStep> shown_steps(const std::string& out, std::string* wrote = 
   std::vector<ShownStep> steps;
   std::istringstream in(out);
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind("== ", 0) == 0) steps.push_back({line.substr(3), ""});
-    else if (wrote && line.rfind("wrote ", 0) == 0) *wrote = line;
-    else if (!steps.empty()) steps.back().loops += line + "\n";
+    if (line.rfind("== ", 0) == 0)
+      steps.push_back({line.substr(3), ""});
+    else if (wrote && line.rfind("wrote ", 0) == 0)
+      *wrote = line;
+    else if (!steps.empty())
+      steps.back().loops += line + "\n";
   }
   for (auto& step : steps)
     if (step.loops.ends_with("\n\n")) step.loops.pop_back();

@@ -58,7 +58,8 @@ inline std::vector<Tensor> random_inputs(const ollie::ir::Graph& g, unsigned see
       switch (p.dtype) {
         case DType::F32: x = static_cast<float>(normal(rng)); break;
         case DType::F64: x = normal(rng); break;
-        case DType::I32: case DType::I64: x = small(rng); break;
+        case DType::I32:
+        case DType::I64: x = small(rng); break;
         case DType::Bool: x = small(rng) > 0 ? 1 : 0; break;
       }
     }
@@ -84,8 +85,10 @@ inline std::string build_kernel(const ollie::ir::Graph& g, const ollie::loops::S
 
 // Runs `so_path` on two random input sets at g's bound dims; every output element must be
 // within the reference's bound (or the same NaN/Inf).
-inline void run_and_compare(const std::string& so_path, const ollie::ir::Graph& g, const std::string& source,
-                            const std::string& entry_symbol = "ollie_entry", std::vector<unsigned> seeds = {1u, 2u}) {
+inline void run_and_compare(const std::string& so_path, const ollie::ir::Graph& g,
+                            const std::string& source,
+                            const std::string& entry_symbol = "ollie_entry",
+                            std::vector<unsigned> seeds = {1u, 2u}) {
   for (unsigned seed : seeds) {
     const std::vector<Tensor> inputs = random_inputs(g, seed);
     ollie::runner::Options options;
@@ -103,11 +106,13 @@ inline void run_and_compare(const std::string& so_path, const ollie::ir::Graph& 
       const auto& bound = ref.bounds[i].data;
       ASSERT_EQ(got.size(), want.size());
       for (size_t e = 0; e < got.size(); ++e) {
-        const bool same_special = !std::isfinite(want[e]) &&
-                                  (got[e] == want[e] || (std::isnan(got[e]) && std::isnan(want[e])));
+        const bool same_special =
+            !std::isfinite(want[e]) &&
+            (got[e] == want[e] || (std::isnan(got[e]) && std::isnan(want[e])));
         ASSERT_TRUE(same_special || std::abs(got[e] - want[e]) <= bound[e])
-            << g.entry << " out" << i << "[" << e << "] seed " << seed << ": got " << got[e] << ", expected "
-            << want[e] << ", bound " << bound[e] << "\n" << source;
+            << g.entry << " out" << i << "[" << e << "] seed " << seed << ": got " << got[e]
+            << ", expected " << want[e] << ", bound " << bound[e] << "\n"
+            << source;
       }
     }
   }

@@ -17,7 +17,9 @@ constexpr int64_t kMaxElements = 1 << 12;
 
 bool small_enough(const ollie::ir::Graph& graph) {
   for (const auto& node : graph.nodes)
-    if (ollie::ir::element_count(ollie::ir::evaluate_shape(node.shape, graph.bound_dims)) > kMaxElements) return false;
+    if (ollie::ir::element_count(ollie::ir::evaluate_shape(node.shape, graph.bound_dims)) >
+        kMaxElements)
+      return false;
   return true;
 }
 

@@ -150,12 +150,14 @@ TEST(InterpBounds, FloatMatmulInSeveralOrdersStaysWithinBoundAndDroppedTermDoesN
         for (int64_t kk = k; kk-- > 0;) s += A(i, kk) * B(kk, j);
         rev[static_cast<size_t>(i * n + j)] = s;
         float tiles[16] = {};
-        for (int64_t kk = 0; kk < k; ++kk) tiles[kk % 16] = std::fma(A(i, kk), B(kk, j), tiles[kk % 16]);
+        for (int64_t kk = 0; kk < k; ++kk)
+          tiles[kk % 16] = std::fma(A(i, kk), B(kk, j), tiles[kk % 16]);
         s = 0;
         for (float t : tiles) s += t;
         fma_tiled[static_cast<size_t>(i * n + j)] = s;
         double d = 0;
-        for (int64_t kk = 0; kk < k; ++kk) if (kk != (i + j) % k) d += double(A(i, kk)) * B(kk, j);
+        for (int64_t kk = 0; kk < k; ++kk)
+          if (kk != (i + j) % k) d += double(A(i, kk)) * B(kk, j);
         dropped[static_cast<size_t>(i * n + j)] = static_cast<float>(d);
       }
     EXPECT_LE(worst_ratio(ikj, r.values[0], r.bounds[0]), 1.0) << "seed " << seed;
@@ -174,9 +176,12 @@ TEST(InterpBounds, FloatExpTanhChainStaysWithinBound) {
   TestGraph tg;
   auto x = tg.in("x", DType::F32, S({n}));
   auto e = tg.b.unary(OpKind::Exp, x);
-  auto t = tg.b.unary(OpKind::Tanh, tg.b.binary(OpKind::Sub, tg.b.binary(OpKind::Mul, e, tg.c(0.3, DType::F32, S({n}))),
-                                                tg.c(1.0, DType::F32, S({n}))));
-  auto d = tg.b.unary(OpKind::Sqrt, tg.b.binary(OpKind::Add, tg.b.powi(x, 2), tg.c(1.0, DType::F32, S({n}))));
+  auto t = tg.b.unary(
+      OpKind::Tanh,
+      tg.b.binary(OpKind::Sub, tg.b.binary(OpKind::Mul, e, tg.c(0.3, DType::F32, S({n}))),
+                  tg.c(1.0, DType::F32, S({n}))));
+  auto d = tg.b.unary(OpKind::Sqrt,
+                      tg.b.binary(OpKind::Add, tg.b.powi(x, 2), tg.c(1.0, DType::F32, S({n}))));
   tg.out(tg.b.binary(OpKind::Div, t, d));
   for (unsigned seed = 1; seed <= 3; ++seed) {
     std::mt19937 rng(seed);
@@ -198,9 +203,11 @@ TEST(InterpBounds, FloatSoftmaxStaysWithinBound) {
   const int64_t rows = 8, n = 1000;
   TestGraph tg;
   auto x = tg.in("x", DType::F32, S({rows, n}));
-  auto mx = tg.b.broadcast(tg.b.reshape(tg.b.reduce(ir::ReduceKind::Max, x, {1}), S({rows, 1})), S({rows, n}));
+  auto mx = tg.b.broadcast(tg.b.reshape(tg.b.reduce(ir::ReduceKind::Max, x, {1}), S({rows, 1})),
+                           S({rows, n}));
   auto ex = tg.b.unary(OpKind::Exp, tg.b.binary(OpKind::Sub, x, mx));
-  auto sum = tg.b.broadcast(tg.b.reshape(tg.b.reduce(ir::ReduceKind::Sum, ex, {1}), S({rows, 1})), S({rows, n}));
+  auto sum = tg.b.broadcast(tg.b.reshape(tg.b.reduce(ir::ReduceKind::Sum, ex, {1}), S({rows, 1})),
+                            S({rows, n}));
   tg.out(tg.b.binary(OpKind::Div, ex, sum));
   for (unsigned seed = 1; seed <= 3; ++seed) {
     std::mt19937 rng(seed);
@@ -212,7 +219,8 @@ TEST(InterpBounds, FloatSoftmaxStaysWithinBound) {
       float m = *std::max_element(row, row + n), s = 0;
       for (int64_t k = 0; k < n; ++k) s += std::exp(row[k] - m);
       const float inv = 1.0f / s;  // reciprocal instead of divide: one more rounding, still fine
-      for (int64_t k = 0; k < n; ++k) got[static_cast<size_t>(i * n + k)] = std::exp(row[k] - m) * inv;
+      for (int64_t k = 0; k < n; ++k)
+        got[static_cast<size_t>(i * n + k)] = std::exp(row[k] - m) * inv;
     }
     EXPECT_LE(worst_ratio(got, r.values[0], r.bounds[0]), 1.0) << "seed " << seed;
   }
@@ -234,7 +242,8 @@ TEST(InterpBounds, ExactIntegerOpsHaveZeroBounds) {
   for (size_t i = 0; i < av.size(); ++i) av[i] = static_cast<double>(i % 5) - 2;
   for (size_t i = 0; i < bv.size(); ++i) bv[i] = static_cast<double>(i % 3) + 1;
   auto r = tg.run({T(DType::I32, {3, 4}, av), T(DType::I32, {4, 2}, bv)});
-  for (auto& bnd : r.bounds) for (double e : bnd.data) EXPECT_EQ(e, 0.0);
+  for (auto& bnd : r.bounds)
+    for (double e : bnd.data) EXPECT_EQ(e, 0.0);
   // ... while the same contraction in f32 has a nonzero rounding bound.
   TestGraph tf;
   auto fa = tf.in("a", DType::F32, S({3, 4}));
@@ -285,7 +294,8 @@ TEST(InterpBounds, NegInfMaskThenExpIsExactZero) {
   auto col = tg.b.iota(S({n, n}), 1, DType::I32);
   auto causal = tg.b.binary(OpKind::Ge, row, col);
   auto masked = tg.b.select(causal, x, tg.c(-kInf, DType::F32, S({n, n})));
-  auto mx = tg.b.broadcast(tg.b.reshape(tg.b.reduce(ir::ReduceKind::Max, masked, {1}), S({n, 1})), S({n, n}));
+  auto mx = tg.b.broadcast(tg.b.reshape(tg.b.reduce(ir::ReduceKind::Max, masked, {1}), S({n, 1})),
+                           S({n, n}));
   tg.out(tg.b.unary(OpKind::Exp, tg.b.binary(OpKind::Sub, masked, mx)));
   auto r = tg.run({T(DType::F32, {n, n}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})});
   for (int64_t i = 0; i < n; ++i)
@@ -306,7 +316,7 @@ TEST(InterpBounds, UncertainComparisonWidensSelect) {
   TestGraph tg;
   auto a = tg.in("a", DType::F32, S({2}));
   auto b = tg.in("b", DType::F32, S({2}));
-  auto sum = tg.b.binary(OpKind::Add, a, b);                         // carries a rounding bound
+  auto sum = tg.b.binary(OpKind::Add, a, b);  // carries a rounding bound
   auto cmp = tg.b.binary(OpKind::Gt, sum, tg.c(1.0, DType::F32, S({2})));
   tg.out(cmp);
   tg.out(tg.b.select(cmp, tg.c(10.0, DType::F32, S({2})), tg.c(20.0, DType::F32, S({2}))));
@@ -325,8 +335,8 @@ TEST(InterpBounds, OverflowIsInfiniteAndNonFiniteResultsExact) {
   tg.out(tg.b.unary(OpKind::Exp, x));
   tg.out(tg.b.unary(OpKind::Log, x));
   auto r = tg.run({T(DType::F32, {3}, {100.0, -kInf, 0.0})});
-  EXPECT_EQ(r.bounds[0].data[0], kInf);   // exp(100) overflows f32
-  EXPECT_EQ(r.values[0].data[1], 0.0);    // exp(-inf) = 0 exactly
+  EXPECT_EQ(r.bounds[0].data[0], kInf);  // exp(100) overflows f32
+  EXPECT_EQ(r.values[0].data[1], 0.0);   // exp(-inf) = 0 exactly
   EXPECT_EQ(r.bounds[0].data[1], 0.0);
   EXPECT_EQ(r.values[1].data[2], -kInf);  // log(0) = -inf must be reproduced
   EXPECT_EQ(r.bounds[1].data[2], 0.0);
@@ -336,15 +346,16 @@ TEST(InterpBounds, OverflowIsInfiniteAndNonFiniteResultsExact) {
 
 TEST(InterpBounds, PropagationRulesOnKnownNumbers) {
   // Bounds through Mul, Div and a reduce, checked against the formulas by hand.
-  const double u = std::ldexp(1.0, -24) + std::ldexp(1.0, -53);  // f32's roundoff plus the reference's own
+  const double u =
+      std::ldexp(1.0, -24) + std::ldexp(1.0, -53);  // f32's roundoff plus the reference's own
   TestGraph tg;
   auto x = tg.in("x", DType::F32, S({2}));
   auto y = tg.in("y", DType::F32, S({2}));
-  auto s = tg.b.binary(OpKind::Add, x, y);                 // e_s = u|x+y|
+  auto s = tg.b.binary(OpKind::Add, x, y);  // e_s = u|x+y|
   tg.out(s);
-  tg.out(tg.b.binary(OpKind::Mul, s, y));                   // |y| e_s + u|r|
-  tg.out(tg.b.binary(OpKind::Div, y, s));                   // |r| e_s / (|s| - e_s) + u|r|
-  tg.out(tg.b.reduce(ir::ReduceKind::Max, s, {0}));         // max e
+  tg.out(tg.b.binary(OpKind::Mul, s, y));            // |y| e_s + u|r|
+  tg.out(tg.b.binary(OpKind::Div, y, s));            // |r| e_s / (|s| - e_s) + u|r|
+  tg.out(tg.b.reduce(ir::ReduceKind::Max, s, {0}));  // max e
   auto r = tg.run({T(DType::F32, {2}, {1.0, 3.0}), T(DType::F32, {2}, {2.0, -1.0})});
   EXPECT_DOUBLE_EQ(r.bounds[0].data[0], 3 * u);
   EXPECT_DOUBLE_EQ(r.bounds[0].data[1], 2 * u);
@@ -354,26 +365,27 @@ TEST(InterpBounds, PropagationRulesOnKnownNumbers) {
 }
 
 TEST(InterpBounds, ConvertAndPowIOfUncertainValues) {
-  const double u = std::ldexp(1.0, -24) + std::ldexp(1.0, -53);  // f32's roundoff plus the reference's own
+  const double u =
+      std::ldexp(1.0, -24) + std::ldexp(1.0, -53);  // f32's roundoff plus the reference's own
   TestGraph tg;
   auto x = tg.in("x", DType::F32, S({2}));
   auto y = tg.in("y", DType::F32, S({2}));
-  auto s = tg.b.binary(OpKind::Sub, x, y);                   // e = u|x - y|
-  tg.out(tg.b.convert(s, DType::I32));                        // e + 1
-  tg.out(tg.b.convert(s, DType::Bool));                       // certain unless e >= |s|
-  tg.out(tg.b.powi(s, -1));                                   // 1/s by the Div rule
-  tg.out(tg.b.convert(x, DType::I32));                        // exact input: exact
+  auto s = tg.b.binary(OpKind::Sub, x, y);  // e = u|x - y|
+  tg.out(tg.b.convert(s, DType::I32));      // e + 1
+  tg.out(tg.b.convert(s, DType::Bool));     // certain unless e >= |s|
+  tg.out(tg.b.powi(s, -1));                 // 1/s by the Div rule
+  tg.out(tg.b.convert(x, DType::I32));      // exact input: exact
   auto r = tg.run({T(DType::F32, {2}, {3.5, 1.0}), T(DType::F32, {2}, {1.0, 1.0})});
   EXPECT_EQ(r.values[0].data, (std::vector<double>{2, 0}));
   EXPECT_DOUBLE_EQ(r.bounds[0].data[0], 2.5 * u + 1);
-  EXPECT_EQ(r.bounds[0].data[1], 0.0);                        // 1 - 1 = 0 exactly: e = 0
+  EXPECT_EQ(r.bounds[0].data[1], 0.0);  // 1 - 1 = 0 exactly: e = 0
   EXPECT_EQ(r.bounds[1].data, (std::vector<double>{0, 0}));
   const double e = 2.5 * u;
   // (1 + e)^1 - 1 is computed in double: equal to the formula to ~1e-9, never below it.
   const double powi_formula = (1 / 2.5) * e / (2.5 - e) + u / 2.5;
   EXPECT_NEAR(r.bounds[2].data[0], powi_formula, 1e-6 * powi_formula);
   EXPECT_GE(r.bounds[2].data[0], powi_formula);
-  EXPECT_EQ(r.values[2].data[1], kInf);                       // 1/0 is inf, reproduced exactly
+  EXPECT_EQ(r.values[2].data[1], kInf);  // 1/0 is inf, reproduced exactly
   EXPECT_EQ(r.bounds[2].data[1], 0.0);
   EXPECT_EQ(r.bounds[3].data, (std::vector<double>{0, 0}));
 }
@@ -391,13 +403,15 @@ TEST(InterpBounds, LargeContractionIsRight) {
   auto bv = normal_floats(rng, static_cast<size_t>(n * k));
   auto r = tg.run({T(DType::F32, {m, k}, to_double(av)), T(DType::F32, {n, k}, to_double(bv))});
   double want = 0;
-  for (int64_t kk = 0; kk < k; ++kk) want += double(av[static_cast<size_t>(5 * k + kk)]) * bv[static_cast<size_t>(77 * k + kk)];
+  for (int64_t kk = 0; kk < k; ++kk)
+    want += double(av[static_cast<size_t>(5 * k + kk)]) * bv[static_cast<size_t>(77 * k + kk)];
   EXPECT_NEAR(r.values[0].data[5 * n + 77], want, 1e-9);
   // Every row block and the 4-row tail of the kernel: check a few more elements.
   for (int64_t i : {0, 3, 4, 15})
     for (int64_t j : {0, 1, 4095}) {
       double s = 0;
-      for (int64_t kk = 0; kk < k; ++kk) s += double(av[static_cast<size_t>(i * k + kk)]) * bv[static_cast<size_t>(j * k + kk)];
+      for (int64_t kk = 0; kk < k; ++kk)
+        s += double(av[static_cast<size_t>(i * k + kk)]) * bv[static_cast<size_t>(j * k + kk)];
       EXPECT_NEAR(r.values[0].data[static_cast<size_t>(i * n + j)], s, 1e-9);
       EXPECT_GT(r.bounds[0].data[static_cast<size_t>(i * n + j)], 0.0);
     }
@@ -406,7 +420,8 @@ TEST(InterpBounds, LargeContractionIsRight) {
 TEST(InterpBounds, FloatModuloOfExactOperandsRoundsOnce) {
   // numpy's float32 -1e-8 % 0.5 is fmod (exact) + 0.5, rounded to 0.5f: the bound must
   // allow that rounding; the floor quotient of exact operands stays exact.
-  const double u = std::ldexp(1.0, -24) + std::ldexp(1.0, -53);  // f32's roundoff plus the reference's own
+  const double u =
+      std::ldexp(1.0, -24) + std::ldexp(1.0, -53);  // f32's roundoff plus the reference's own
   TestGraph tg;
   auto x = tg.in("x", DType::F32, S({2}));
   auto y = tg.in("y", DType::F32, S({2}));
@@ -414,7 +429,7 @@ TEST(InterpBounds, FloatModuloOfExactOperandsRoundsOnce) {
   tg.out(tg.b.binary(OpKind::FloorDiv, x, y));
   const float small = -1e-8f;
   auto r = tg.run({T(DType::F32, {2}, {small, 0.75}), T(DType::F32, {2}, {0.5, 0.5})});
-  const float got = std::fmod(small, 0.5f) + 0.5f;          // what numpy float32 computes
+  const float got = std::fmod(small, 0.5f) + 0.5f;  // what numpy float32 computes
   EXPECT_EQ(got, 0.5f);
   EXPECT_LE(std::fabs(double(got) - r.values[0].data[0]), r.bounds[0].data[0]);
   EXPECT_GT(std::fabs(double(got) - r.values[0].data[0]), 0.0);
@@ -444,7 +459,8 @@ TEST(InterpBounds, SubnormalAndFlushedResultsAreInsideTheBound) {
     const double f32 = std::exp(static_cast<float>(xs[i]));  // a correct f32 exp, gradual underflow
     EXPECT_LE(std::fabs(f32 - r.values[0].data[i]), r.bounds[0].data[i]) << xs[i];
     if (r.values[0].data[i] < 0x1p-126) {
-      EXPECT_LE(r.values[0].data[i], r.bounds[0].data[i]) << "flushed to zero must pass at " << xs[i];
+      EXPECT_LE(r.values[0].data[i], r.bounds[0].data[i])
+          << "flushed to zero must pass at " << xs[i];
     }
   }
   EXPECT_LT(r.bounds[0].data[4], 1e-6);  // exp(-1): only the relative terms
@@ -467,12 +483,14 @@ TEST(InterpBounds, SubnormalInputMayBeReadAsZero) {
 
 // True iff every f32 result lies within its bound (an infinite bound accepts anything,
 // a NaN result is accepted only there).
-::testing::AssertionResult all_within(const std::vector<float>& got, const Result& r, size_t out = 0) {
+::testing::AssertionResult all_within(const std::vector<float>& got, const Result& r,
+                                      size_t out = 0) {
   for (size_t i = 0; i < got.size(); ++i) {
     const double b = r.bounds[out].data[i], v = r.values[out].data[i], y = got[i];
     if (b == kInf || y == v) continue;
     if (!(std::fabs(y - v) <= b))
-      return ::testing::AssertionFailure() << "element " << i << ": f32 " << y << " reference " << v << " bound " << b;
+      return ::testing::AssertionFailure()
+             << "element " << i << ": f32 " << y << " reference " << v << " bound " << b;
   }
   return ::testing::AssertionSuccess();
 }
@@ -494,10 +512,10 @@ TEST(InterpSaturation, SiluSigmoidAndGatedSiluHaveFiniteBoundsThatHoldPastOverfl
   auto g = tg.in("g", DType::F32, S({n}));
   auto one = tg.c(1.0, DType::F32, S({n}));
   auto denom = tg.b.binary(OpKind::Add, one, tg.b.unary(OpKind::Exp, tg.b.unary(OpKind::Neg, g)));
-  tg.out(tg.b.binary(OpKind::Div, g, denom));                                       // silu
+  tg.out(tg.b.binary(OpKind::Div, g, denom));  // silu
   auto sig = tg.b.binary(OpKind::Div, one, denom);
-  tg.out(sig);                                                                      // sigmoid
-  tg.out(tg.b.binary(OpKind::Mul, g, sig));                                         // g * sigmoid(g)
+  tg.out(sig);                               // sigmoid
+  tg.out(tg.b.binary(OpKind::Mul, g, sig));  // g * sigmoid(g)
   for (unsigned seed = 1; seed <= 3; ++seed) {
     auto gv = overflow_mix(seed, static_cast<size_t>(n));
     auto r = tg.run({T(DType::F32, {n}, to_double(gv))});
@@ -530,13 +548,15 @@ TEST(InterpSaturation, SoftmaxWithoutMaxSubtractionAndSoftplus) {
   TestGraph tg;
   auto x = tg.in("x", DType::F32, S({rows, n}));
   auto ex = tg.b.unary(OpKind::Exp, x);
-  auto sum = tg.b.broadcast(tg.b.reshape(tg.b.reduce(ir::ReduceKind::Sum, ex, {1}), S({rows, 1})), S({rows, n}));
+  auto sum = tg.b.broadcast(tg.b.reshape(tg.b.reduce(ir::ReduceKind::Sum, ex, {1}), S({rows, 1})),
+                            S({rows, n}));
   tg.out(tg.b.binary(OpKind::Div, ex, sum));
-  tg.out(tg.b.unary(OpKind::Log, tg.b.binary(OpKind::Add, tg.c(1.0, DType::F32, S({rows, n})), ex)));  // softplus
+  tg.out(tg.b.unary(
+      OpKind::Log, tg.b.binary(OpKind::Add, tg.c(1.0, DType::F32, S({rows, n})), ex)));  // softplus
   std::mt19937 rng(7);
   auto xv = random_floats(rng, static_cast<size_t>(rows * n), -5.0, 5.0);
-  xv[3] = 100.0f;   // row 0 overflows in one element
-  xv[60] = 95.0f;   // row 1 in two
+  xv[3] = 100.0f;  // row 0 overflows in one element
+  xv[60] = 95.0f;  // row 1 in two
   xv[61] = 120.0f;
   auto r = tg.run({T(DType::F32, {rows, n}, to_double(xv))});
   std::vector<float> soft(xv.size()), plus(xv.size());
@@ -571,7 +591,8 @@ TEST(InterpSaturation, ResultNearFltMaxWhoseBoundCrossesItIsUnbounded) {
   auto x = tg.in("x", DType::F32, S({2}));
   auto y = tg.in("y", DType::F32, S({2}));
   tg.out(tg.b.binary(OpKind::Add, x, y));
-  auto r = tg.run({T(DType::F32, {2}, {static_cast<double>(FLT_MAX), 1.0}), T(DType::F32, {2}, {-0x1p102, 2.0})});
+  auto r = tg.run({T(DType::F32, {2}, {static_cast<double>(FLT_MAX), 1.0}),
+                   T(DType::F32, {2}, {-0x1p102, 2.0})});
   EXPECT_LT(r.values[0].data[0], static_cast<double>(FLT_MAX));
   EXPECT_EQ(r.bounds[0].data[0], kInf);
   EXPECT_LT(r.bounds[0].data[1], 1e-6);
@@ -583,13 +604,15 @@ TEST(InterpSaturation, RulesOnSaturatedOperands) {
   auto z = tg.in("z", DType::F32, S({1}));
   auto big = tg.b.unary(OpKind::Exp, x);  // x = 100: saturated
   auto five = tg.c(5.0, DType::F32, S({1}));
-  tg.out(tg.b.binary(OpKind::Mul, big, z));                          // 0: inf * 0 is NaN -> unbounded
-  tg.out(tg.b.binary(OpKind::Min, big, five));                       // 1: certainly 5
-  tg.out(tg.b.select(tg.b.binary(OpKind::Gt, big, five), five, big)); // 2: certain comparison picks 5
-  tg.out(tg.b.unary(OpKind::Tanh, big));                             // 3: 1 within f32 accuracy
-  tg.out(tg.b.binary(OpKind::Sub, big, big));                        // 4: inf - inf
-  tg.out(tg.b.binary(OpKind::Max, big, five));                       // 5: still saturated -> inf at the output
-  tg.out(tg.b.unary(OpKind::Exp, tg.b.unary(OpKind::Neg, tg.b.binary(OpKind::Mul, big, big))));  // 6: exp(-huge)
+  tg.out(tg.b.binary(OpKind::Mul, big, z));     // 0: inf * 0 is NaN -> unbounded
+  tg.out(tg.b.binary(OpKind::Min, big, five));  // 1: certainly 5
+  tg.out(
+      tg.b.select(tg.b.binary(OpKind::Gt, big, five), five, big));  // 2: certain comparison picks 5
+  tg.out(tg.b.unary(OpKind::Tanh, big));                            // 3: 1 within f32 accuracy
+  tg.out(tg.b.binary(OpKind::Sub, big, big));                       // 4: inf - inf
+  tg.out(tg.b.binary(OpKind::Max, big, five));  // 5: still saturated -> inf at the output
+  tg.out(tg.b.unary(OpKind::Exp,
+                    tg.b.unary(OpKind::Neg, tg.b.binary(OpKind::Mul, big, big))));  // 6: exp(-huge)
   auto r = tg.run({T(DType::F32, {1}, {100.0}), T(DType::F32, {1}, {0.0})});
   EXPECT_EQ(r.bounds[0].data[0], kInf);
   EXPECT_EQ(r.values[1].data[0], 5.0);
@@ -610,7 +633,8 @@ TEST(InterpSaturation, ContractionWithSaturatedTermIsUnboundedOnlyWhereItEnters)
   auto x = tg.in("x", DType::F32, S({2, 3}));
   auto w = tg.in("w", DType::F32, S({3, 2}));
   tg.out(tg.b.contract(tg.b.unary(OpKind::Exp, x), w, {0, 1}, {1, 2}, {0, 2}));
-  auto r = tg.run({T(DType::F32, {2, 3}, {100, 1, 2, 0.5, 1, 2}), T(DType::F32, {3, 2}, {0, 1, 1, 1, 1, 1})});
+  auto r = tg.run(
+      {T(DType::F32, {2, 3}, {100, 1, 2, 0.5, 1, 2}), T(DType::F32, {3, 2}, {0, 1, 1, 1, 1, 1})});
   EXPECT_EQ(r.bounds[0].data[0], kInf);
   EXPECT_EQ(r.bounds[0].data[1], kInf);
   EXPECT_LT(r.bounds[0].data[2], 1e-4);

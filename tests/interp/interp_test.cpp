@@ -29,15 +29,18 @@ void expect_values(const Tensor& t, std::vector<int64_t> shape, std::vector<doub
   ASSERT_EQ(t.shape, shape);
   ASSERT_EQ(t.data.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
-    if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(t.data[i])) << "element " << i;
-    else EXPECT_DOUBLE_EQ(t.data[i], want[i]) << "element " << i;
+    if (std::isnan(want[i]))
+      EXPECT_TRUE(std::isnan(t.data[i])) << "element " << i;
+    else
+      EXPECT_DOUBLE_EQ(t.data[i], want[i]) << "element " << i;
   }
 }
 
 TEST(InterpValues, UnaryOps) {
   TestGraph tg;
   auto x = tg.in("x", DType::F64, S({3}));
-  for (OpKind k : {OpKind::Neg, OpKind::Abs, OpKind::Exp, OpKind::Tanh, OpKind::Erf, OpKind::Sin, OpKind::Cos})
+  for (OpKind k :
+       {OpKind::Neg, OpKind::Abs, OpKind::Exp, OpKind::Tanh, OpKind::Erf, OpKind::Sin, OpKind::Cos})
     tg.out(tg.b.unary(k, x));
   auto ax = tg.b.unary(OpKind::Abs, x);
   tg.out(tg.b.unary(OpKind::Log, ax));
@@ -47,12 +50,18 @@ TEST(InterpValues, UnaryOps) {
   tg.out(tg.b.powi(x, 0));
   std::vector<double> in = {-2.0, 0.5, 4.0};
   auto r = tg.run({T(DType::F64, {3}, in)});
-  std::vector<std::function<double(double)>> fs = {
-      [](double v) { return -v; }, [](double v) { return std::fabs(v); }, [](double v) { return std::exp(v); },
-      [](double v) { return std::tanh(v); }, [](double v) { return std::erf(v); },
-      [](double v) { return std::sin(v); }, [](double v) { return std::cos(v); },
-      [](double v) { return std::log(std::fabs(v)); }, [](double v) { return std::sqrt(std::fabs(v)); },
-      [](double v) { return v * v * v; }, [](double v) { return 1.0 / (v * v); }, [](double) { return 1.0; }};
+  std::vector<std::function<double(double)>> fs = {[](double v) { return -v; },
+                                                   [](double v) { return std::fabs(v); },
+                                                   [](double v) { return std::exp(v); },
+                                                   [](double v) { return std::tanh(v); },
+                                                   [](double v) { return std::erf(v); },
+                                                   [](double v) { return std::sin(v); },
+                                                   [](double v) { return std::cos(v); },
+                                                   [](double v) { return std::log(std::fabs(v)); },
+                                                   [](double v) { return std::sqrt(std::fabs(v)); },
+                                                   [](double v) { return v * v * v; },
+                                                   [](double v) { return 1.0 / (v * v); },
+                                                   [](double) { return 1.0; }};
   ASSERT_EQ(r.values.size(), fs.size());
   for (size_t k = 0; k < fs.size(); ++k)
     expect_values(r.values[k], {3}, {fs[k](in[0]), fs[k](in[1]), fs[k](in[2])});
@@ -62,18 +71,18 @@ TEST(InterpValues, BinaryOps) {
   TestGraph tg;
   auto a = tg.in("a", DType::F64, S({4}));
   auto b = tg.in("b", DType::F64, S({4}));
-  for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div, OpKind::Max, OpKind::Min, OpKind::FloorDiv,
-                   OpKind::Mod})
+  for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div, OpKind::Max, OpKind::Min,
+                   OpKind::FloorDiv, OpKind::Mod})
     tg.out(tg.b.binary(k, a, b));
   auto r = tg.run({T(DType::F64, {4}, {7, -7, 2.5, NAN}), T(DType::F64, {4}, {2, 2, -0.5, 1})});
   expect_values(r.values[0], {4}, {9, -5, 2, NAN});
   expect_values(r.values[1], {4}, {5, -9, 3, NAN});
   expect_values(r.values[2], {4}, {14, -14, -1.25, NAN});
   expect_values(r.values[3], {4}, {3.5, -3.5, -5, NAN});
-  expect_values(r.values[4], {4}, {7, 2, 2.5, NAN});     // NaN propagates like np.maximum
+  expect_values(r.values[4], {4}, {7, 2, 2.5, NAN});  // NaN propagates like np.maximum
   expect_values(r.values[5], {4}, {2, -7, -0.5, NAN});
-  expect_values(r.values[6], {4}, {3, -4, -5, NAN});     // numpy floor division
-  expect_values(r.values[7], {4}, {1, 1, 0, NAN});       // sign of the divisor
+  expect_values(r.values[6], {4}, {3, -4, -5, NAN});  // numpy floor division
+  expect_values(r.values[7], {4}, {1, 1, 0, NAN});    // sign of the divisor
 }
 
 TEST(InterpValues, IntegerFloorDivModAndPow) {
@@ -85,8 +94,8 @@ TEST(InterpValues, IntegerFloorDivModAndPow) {
   auto x = tg.in("x", DType::F64, S({2}));
   auto y = tg.in("y", DType::F64, S({2}));
   tg.out(tg.b.binary(OpKind::Pow, x, y));
-  auto r = tg.run({T(DType::I32, {3}, {-7, 7, 5}), T(DType::I32, {3}, {2, -2, 0}), T(DType::F64, {2}, {2, 9}),
-                   T(DType::F64, {2}, {0.5, -0.5})});
+  auto r = tg.run({T(DType::I32, {3}, {-7, 7, 5}), T(DType::I32, {3}, {2, -2, 0}),
+                   T(DType::F64, {2}, {2, 9}), T(DType::F64, {2}, {0.5, -0.5})});
   expect_values(r.values[0], {3}, {-4, -4, 0});
   expect_values(r.values[1], {3}, {1, -1, 0});
   expect_values(r.values[2], {2}, {std::sqrt(2.0), 1.0 / 3.0});
@@ -116,7 +125,8 @@ TEST(InterpValues, ComparisonsLogicAndSelect) {
   expect_values(r.values[8], {4}, {0, 1, 1, 1});
   expect_values(r.values[9], {4}, {1, 2, 1, 0});  // where(a < b, a, b)
   EXPECT_EQ(r.values[0].dtype, DType::Bool);
-  for (auto& bnd : r.bounds) for (double e : bnd.data) EXPECT_EQ(e, 0.0);  // exact inputs: certain
+  for (auto& bnd : r.bounds)
+    for (double e : bnd.data) EXPECT_EQ(e, 0.0);  // exact inputs: certain
 }
 
 TEST(InterpValues, InputsAreRoundedToTheParamDtype) {
@@ -130,7 +140,8 @@ TEST(InterpValues, InputsAreRoundedToTheParamDtype) {
   EXPECT_NE(r.values[0].data[0], 0.1);
   expect_values(r.values[1], {3}, {2, -2, 5});
   expect_values(r.values[2], {2}, {0, 1});
-  for (auto& bnd : r.bounds) for (double e : bnd.data) EXPECT_EQ(e, 0.0);
+  for (auto& bnd : r.bounds)
+    for (double e : bnd.data) EXPECT_EQ(e, 0.0);
 }
 
 TEST(InterpValues, ConvertRoundsLikeAstype) {
@@ -146,7 +157,8 @@ TEST(InterpValues, ConvertRoundsLikeAstype) {
   expect_values(r.values[1], {4}, {0, -2, 0, 16777217.0});
   expect_values(r.values[2], {4}, {1, 1, 0, 1});
   expect_values(r.values[3], {4}, {static_cast<double>(0.1f), -2.5, 0.0, 16777216.0});
-  for (auto& bnd : r.bounds) for (double e : bnd.data) EXPECT_EQ(e, 0.0);  // exact input rounds exactly
+  for (auto& bnd : r.bounds)
+    for (double e : bnd.data) EXPECT_EQ(e, 0.0);  // exact input rounds exactly
 }
 
 TEST(InterpValues, ConstIotaAndDimConst) {
@@ -176,15 +188,15 @@ TEST(InterpValues, LayoutOps) {
   auto x = tg.in("x", DType::F64, S({2, 3}));
   auto row = tg.in("row", DType::F64, S({1, 3}));
   auto col = tg.in("col", DType::F64, S({2, 1}));
-  tg.out(tg.b.broadcast(row, S({2, 3})));                         // 0
-  tg.out(tg.b.broadcast(col, S({2, 3})));                         // 1
-  tg.out(tg.b.reshape(x, S({3, 2})));                             // 2
-  tg.out(tg.b.transpose(x, {1, 0}));                              // 3
+  tg.out(tg.b.broadcast(row, S({2, 3})));  // 0
+  tg.out(tg.b.broadcast(col, S({2, 3})));  // 1
+  tg.out(tg.b.reshape(x, S({3, 2})));      // 2
+  tg.out(tg.b.transpose(x, {1, 0}));       // 3
   auto c = ir::DimExpr::constant;
-  tg.out(tg.b.slice(x, {{c(0), c(2), 1}, {c(0), c(3), 2}}));      // 4: x[:, ::2]
-  tg.out(tg.b.slice(x, {{c(1), c(2), 1}, {c(1), c(3), 1}}));      // 5: x[1:, 1:]
-  tg.out(tg.b.concat({x, col}, 1));                               // 6
-  tg.out(tg.b.concat({x, row}, 0));                               // 7
+  tg.out(tg.b.slice(x, {{c(0), c(2), 1}, {c(0), c(3), 2}}));  // 4: x[:, ::2]
+  tg.out(tg.b.slice(x, {{c(1), c(2), 1}, {c(1), c(3), 1}}));  // 5: x[1:, 1:]
+  tg.out(tg.b.concat({x, col}, 1));                           // 6
+  tg.out(tg.b.concat({x, row}, 0));                           // 7
   auto r = tg.run({T(DType::F64, {2, 3}, {1, 2, 3, 4, 5, 6}), T(DType::F64, {1, 3}, {10, 20, 30}),
                    T(DType::F64, {2, 1}, {7, 8})});
   expect_values(r.values[0], {2, 3}, {10, 20, 30, 10, 20, 30});
@@ -210,18 +222,23 @@ TEST(InterpValues, Transpose3dAndReduceAxes) {
   auto r = tg.run({T(DType::F64, {2, 3, 4}, data)});
   auto at = [&](int i, int j, int k) { return data[static_cast<size_t>(i * 12 + j * 4 + k)]; };
   std::vector<double> tr, sum02, max1, min0;
-  for (int k = 0; k < 4; ++k) for (int i = 0; i < 2; ++i) for (int j = 0; j < 3; ++j) tr.push_back(at(i, j, k));
+  for (int k = 0; k < 4; ++k)
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 3; ++j) tr.push_back(at(i, j, k));
   for (int j = 0; j < 3; ++j) {
     double s = 0;
-    for (int i = 0; i < 2; ++i) for (int k = 0; k < 4; ++k) s += at(i, j, k);
+    for (int i = 0; i < 2; ++i)
+      for (int k = 0; k < 4; ++k) s += at(i, j, k);
     sum02.push_back(s);
   }
-  for (int i = 0; i < 2; ++i) for (int k = 0; k < 4; ++k) {
-    double m = -1e300;
-    for (int j = 0; j < 3; ++j) m = std::max(m, at(i, j, k));
-    max1.push_back(m);
-  }
-  for (int j = 0; j < 3; ++j) for (int k = 0; k < 4; ++k) min0.push_back(std::min(at(0, j, k), at(1, j, k)));
+  for (int i = 0; i < 2; ++i)
+    for (int k = 0; k < 4; ++k) {
+      double m = -1e300;
+      for (int j = 0; j < 3; ++j) m = std::max(m, at(i, j, k));
+      max1.push_back(m);
+    }
+  for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 4; ++k) min0.push_back(std::min(at(0, j, k), at(1, j, k)));
   double total = 0;
   for (double d : data) total += d;
   expect_values(r.values[0], {4, 2, 3}, tr);
@@ -235,16 +252,17 @@ TEST(InterpValues, ContractAsMatmulBatchedAndEinsum) {
   TestGraph tg;
   auto a = tg.in("a", DType::F64, S({2, 3}));
   auto b = tg.in("b", DType::F64, S({3, 2}));
-  tg.out(tg.b.contract(a, b, {0, 1}, {1, 2}, {0, 2}));            // a @ b
-  tg.out(tg.b.contract(a, b, {0, 1}, {1, 2}, {2, 0}));            // (a @ b).T
-  tg.out(tg.b.contract(a, a, {0, 1}, {2, 1}, {0, 2}));            // a @ a.T
-  tg.out(tg.b.contract(a, b, {0, 1}, {2, 3}, {0, 1, 2, 3}));      // outer product
+  tg.out(tg.b.contract(a, b, {0, 1}, {1, 2}, {0, 2}));        // a @ b
+  tg.out(tg.b.contract(a, b, {0, 1}, {1, 2}, {2, 0}));        // (a @ b).T
+  tg.out(tg.b.contract(a, a, {0, 1}, {2, 1}, {0, 2}));        // a @ a.T
+  tg.out(tg.b.contract(a, b, {0, 1}, {2, 3}, {0, 1, 2, 3}));  // outer product
   auto p = tg.in("p", DType::F64, S({2, 2, 3}));
   auto q = tg.in("q", DType::F64, S({2, 3, 2}));
-  tg.out(tg.b.contract(p, q, {9, 0, 1}, {9, 1, 2}, {9, 0, 2}));   // batched matmul
-  auto r = tg.run({T(DType::F64, {2, 3}, {1, 2, 3, 4, 5, 6}), T(DType::F64, {3, 2}, {1, 2, 3, 4, 5, 6}),
-                   T(DType::F64, {2, 2, 3}, {1, 2, 3, 4, 5, 6, 1, 0, 0, 0, 1, 0}),
-                   T(DType::F64, {2, 3, 2}, {1, 2, 3, 4, 5, 6, 1, 1, 2, 2, 3, 3})});
+  tg.out(tg.b.contract(p, q, {9, 0, 1}, {9, 1, 2}, {9, 0, 2}));  // batched matmul
+  auto r =
+      tg.run({T(DType::F64, {2, 3}, {1, 2, 3, 4, 5, 6}), T(DType::F64, {3, 2}, {1, 2, 3, 4, 5, 6}),
+              T(DType::F64, {2, 2, 3}, {1, 2, 3, 4, 5, 6, 1, 0, 0, 0, 1, 0}),
+              T(DType::F64, {2, 3, 2}, {1, 2, 3, 4, 5, 6, 1, 1, 2, 2, 3, 3})});
   expect_values(r.values[0], {2, 2}, {22, 28, 49, 64});
   expect_values(r.values[1], {2, 2}, {22, 49, 28, 64});
   expect_values(r.values[2], {2, 2}, {14, 32, 32, 77});
@@ -263,7 +281,8 @@ TEST(InterpValues, ExpContractIsTheSumWeightedByExpOfTheScoresLessTheirMax) {
   tg.out(tg.b.exp_contract(s, v, {0, 1}, {1, 2}, {0, 2}, false));
   tg.out(tg.b.exp_contract(s, -1, {0, 1}, {}, {0}, false));
   tg.out(tg.b.exp_contract(s, v, {0, 1}, {1, 2}, {2, 0}, true));  // exp2, transposed result
-  const std::vector<double> sv = {1, 3, -inf, 2,   -inf, -inf, -inf, -inf,   0, inf, 1, 2,   5, NAN, 1, 1};
+  const std::vector<double> sv = {1, 3,   -inf, 2, -inf, -inf, -inf, -inf,
+                                  0, inf, 1,    2, 5,    NAN,  1,    1};
   const std::vector<double> vv = {1, 2, 3, 4, 5, 6, 7, 8};
   auto r = tg.run({T(DType::F64, {4, 4}, sv), T(DType::F64, {4, 2}, vv)});
   const double w0 = std::exp(1 - 3.0), w1 = 1, w3 = std::exp(2 - 3.0);
@@ -287,23 +306,28 @@ TEST(InterpBounds, ExpContractAllowsForTheRescalingsOfAnOnlineSum) {
     online.out(online.b.exp_contract(s1, -1, {0, 1}, {}, {0}, false));
     auto s2 = plain.in("s", DType::F32, S({1, n}));
     auto m = plain.b.reshape(plain.b.reduce(ir::ReduceKind::Max, s2, {1}), S({1, 1}));
-    auto e = plain.b.unary(OpKind::Exp, plain.b.binary(OpKind::Sub, s2, plain.b.broadcast(m, S({1, n}))));
+    auto e = plain.b.unary(OpKind::Exp,
+                           plain.b.binary(OpKind::Sub, s2, plain.b.broadcast(m, S({1, n}))));
     plain.out(plain.b.reduce(ir::ReduceKind::Sum, e, {1}));
     std::vector<double> x(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) x[static_cast<size_t>(i)] = static_cast<double>(i % 7) * 0.25;
-    const auto ro = online.run({T(DType::F32, {1, n}, x)}), rp = plain.run({T(DType::F32, {1, n}, x)});
+    const auto ro = online.run({T(DType::F32, {1, n}, x)}),
+               rp = plain.run({T(DType::F32, {1, n}, x)});
     EXPECT_NEAR(ro.values[0].data[0], rp.values[0].data[0], 1e-9 * rp.values[0].data[0]);
     const double extra = ro.bounds[0].data[0] - rp.bounds[0].data[0];
     // At least one rounded rescale (exp and product: (K_T + 2) u) per step of the growth.
     const double u = 0x1p-24;
-    EXPECT_GT(extra, 9.0 * u * ollie::interp::detail::growth(static_cast<double>(n)) * ro.values[0].data[0]) << n;
+    EXPECT_GT(extra, 9.0 * u * ollie::interp::detail::growth(static_cast<double>(n)) *
+                         ro.values[0].data[0])
+        << n;
     EXPECT_TRUE(std::isfinite(ro.bounds[0].data[0]));
   }
 }
 
 // Brute-force einsum for checking general label patterns.
-std::vector<double> einsum(const Tensor& a, const std::vector<int>& la, const Tensor& b, const std::vector<int>& lb,
-                           const std::vector<int>& lo, std::map<int, int64_t> size) {
+std::vector<double> einsum(const Tensor& a, const std::vector<int>& la, const Tensor& b,
+                           const std::vector<int>& lb, const std::vector<int>& lo,
+                           std::map<int, int64_t> size) {
   std::vector<int> all;
   for (auto& [l, s] : size) all.push_back(l);
   std::vector<int64_t> out_shape;
@@ -329,15 +353,17 @@ std::vector<double> einsum(const Tensor& a, const std::vector<int>& la, const Te
 }
 
 TEST(InterpValues, EinsumLabelPatternsMatchBruteForce) {
-  struct Case { std::vector<int> la, lb, lo; };
+  struct Case {
+    std::vector<int> la, lb, lo;
+  };
   std::map<int, int64_t> size = {{0, 2}, {1, 3}, {2, 4}, {3, 5}};
   std::vector<Case> cases = {
-      {{0, 1}, {1, 2}, {2, 0}},          // ij,jk->ki
-      {{0, 1, 2}, {2, 1}, {0}},          // ijk,kj->i (two summed labels)
-      {{0, 1}, {1}, {0}},                // matvec
-      {{0, 1}, {2, 1}, {}},              // ij,kj-> (full contraction with one side-only label)
-      {{3, 0, 1}, {1, 2, 3}, {0, 3, 2}}, // batch label in the middle of the output
-      {{1, 1}, {1, 2}, {2}},             // diagonal: sum_j a[j,j] b[j,k]
+      {{0, 1}, {1, 2}, {2, 0}},           // ij,jk->ki
+      {{0, 1, 2}, {2, 1}, {0}},           // ijk,kj->i (two summed labels)
+      {{0, 1}, {1}, {0}},                 // matvec
+      {{0, 1}, {2, 1}, {}},               // ij,kj-> (full contraction with one side-only label)
+      {{3, 0, 1}, {1, 2, 3}, {0, 3, 2}},  // batch label in the middle of the output
+      {{1, 1}, {1, 2}, {2}},              // diagonal: sum_j a[j,j] b[j,k]
   };
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> small(-3, 3);
@@ -359,7 +385,8 @@ TEST(InterpValues, EinsumLabelPatternsMatchBruteForce) {
     for (int l : cs.lb) used[l] = size[l];
     auto want = einsum(ta, cs.la, tb, cs.lb, cs.lo, used);
     ASSERT_EQ(r.values[0].data.size(), want.size());
-    for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(r.values[0].data[i], want[i]) << "element " << i;
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_EQ(r.values[0].data[i], want[i]) << "element " << i;
   }
 }
 
@@ -383,7 +410,8 @@ TEST(InterpValues, ContractionAddsTermsInOrderWhateverTheTiling) {
           tg.out(tg.b.contract(a, b, {9, 0, 1}, {9, 1, 2}, {9, 0, 2}));
           auto draw = [&](int64_t count) {
             std::vector<double> v(static_cast<size_t>(count));
-            for (double& x : v) x = pick(rng) == 0 ? 0.0 : normal(rng) * std::ldexp(1.0, pick(rng) * 3 - 12);
+            for (double& x : v)
+              x = pick(rng) == 0 ? 0.0 : normal(rng) * std::ldexp(1.0, pick(rng) * 3 - 12);
             return v;
           };
           const Tensor ta = T(DType::F64, {batch, m, k}, draw(batch * m * k));
@@ -405,8 +433,8 @@ TEST(InterpValues, ContractionAddsTermsInOrderWhateverTheTiling) {
                 }
                 const double got = r.values[0].data[static_cast<size_t>((bt * m + i) * n + j)];
                 ASSERT_EQ(std::memcmp(&got, &c, sizeof c), 0)
-                    << "batch " << batch << " m " << m << " n " << n << " k " << k << " at [" << bt << ", " << i
-                    << ", " << j << "]: " << got << " vs " << c;
+                    << "batch " << batch << " m " << m << " n " << n << " k " << k << " at [" << bt
+                    << ", " << i << ", " << j << "]: " << got << " vs " << c;
               }
         }
 }
@@ -443,8 +471,10 @@ TEST(InterpValues, GatherCopiesEveryStridedView) {
       for (size_t d = 0; d < rank; ++d) at += idx[d] * strides[d];
       want.push_back(src[static_cast<size_t>(at)]);
       for (size_t d = rank; d-- > 0;)
-        if (++idx[d] < shape[d]) break;
-        else idx[d] = 0;
+        if (++idx[d] < shape[d])
+          break;
+        else
+          idx[d] = 0;
     }
     ASSERT_EQ(got, want) << "trial " << trial;
   }

@@ -29,7 +29,7 @@ TEST(DimExpr, TextIsStable) {
 TEST(DimExpr, FloorDivSimplifiesWhenExact) {
   EXPECT_EQ((C(2) * S("D")).floordiv(2), S("D"));
   EXPECT_EQ((C(4) * S("D") + C(3)).floordiv(2), C(2) * S("D") + C(1));  // floor(3/2) = 1
-  EXPECT_EQ(C(-3).floordiv(2).as_constant(), -2);                          // Python floor semantics
+  EXPECT_EQ(C(-3).floordiv(2).as_constant(), -2);                       // Python floor semantics
   EXPECT_EQ(S("HD").floordiv(2), S("HD").floordiv(2));
   EXPECT_NE(S("HD").floordiv(2), S("HD").floordiv(4));
 }
@@ -48,8 +48,8 @@ TEST(DimExpr, ExactDivForReshapeMinusOne) {
   ASSERT_TRUE(q.has_value());
   EXPECT_EQ(*q, S("HD").floordiv(2));
   EXPECT_EQ(*total.exact_div(S("H")), S("B") * S("S") * S("HD"));
-  EXPECT_FALSE(total.exact_div(S("N")).has_value());               // N does not divide
-  EXPECT_FALSE(total.exact_div(S("B") + S("H")).has_value());     // not a monomial
+  EXPECT_FALSE(total.exact_div(S("N")).has_value());           // N does not divide
+  EXPECT_FALSE(total.exact_div(S("B") + S("H")).has_value());  // not a monomial
 }
 
 TEST(DimExpr, SymbolsLookThroughFloorDiv) {
@@ -67,7 +67,9 @@ TEST(SliceAxis, LengthIsCeilOfSpanOverStep) {
 Graph small_graph() {
   Graph g;
   g.entry = "f";
-  g.params = {{"a", DType::F32, {S("M"), S("K")}}, {"b", DType::F32, {S("K"), S("N")}}, {"bias", DType::F32, {S("N")}}};
+  g.params = {{"a", DType::F32, {S("M"), S("K")}},
+              {"b", DType::F32, {S("K"), S("N")}},
+              {"bias", DType::F32, {S("N")}}};
   g.results = {{"out0", DType::F32, {S("M"), S("N")}}};
   g.dims = {"M", "K", "N"};
   g.bound_dims = {{"M", 4}, {"K", 8}, {"N", 2}};
@@ -80,7 +82,8 @@ Graph small_graph() {
   ValueId bias2 = b.reshape(bias, {C(1), S("N")});
   ValueId biasb = b.broadcast(bias2, {S("M"), S("N")});
   ValueId sum = b.binary(OpKind::Add, mm, biasb);
-  ValueId zero = b.broadcast(b.reshape(b.constant(0.0, DType::F32), {C(1), C(1)}), {S("M"), S("N")});
+  ValueId zero =
+      b.broadcast(b.reshape(b.constant(0.0, DType::F32), {C(1), C(1)}), {S("M"), S("N")});
   ValueId relu = b.binary(OpKind::Max, sum, zero);
   g.outputs = {relu};
   return g;

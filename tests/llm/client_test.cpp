@@ -101,7 +101,8 @@ TEST_P(BothProtocols, AnswerWithoutCodeIsOkButExtractsNothing) {
 
 TEST_P(BothProtocols, RateLimitHonoursRetryAfterThenSucceeds) {
   FakeModelServer server(kKey);
-  server.script({Scripted::http(429, R"({"error": {"message": "slow down"}})", {{"Retry-After", "2"}})});
+  server.script(
+      {Scripted::http(429, R"({"error": {"message": "slow down"}})", {{"Retry-After", "2"}})});
   Client client(config_for(server, GetParam()), no_sleep());
   ModelAnswer a = client.complete(request());
   ASSERT_EQ(a.status, Status::Ok) << a.error;
@@ -129,7 +130,8 @@ TEST_P(BothProtocols, UnauthorizedIsNotRetriedAndNamesTheKeyVariable) {
   EXPECT_EQ(a.http_status, 401);
   EXPECT_EQ(a.attempts, 1);
   EXPECT_TRUE(a.waits.empty());
-  const std::string variable = GetParam() == Protocol::OpenAI ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY";
+  const std::string variable =
+      GetParam() == Protocol::OpenAI ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY";
   EXPECT_NE(a.error.find(variable), std::string::npos) << a.error;
   EXPECT_NE(a.error.find("HTTP 401"), std::string::npos) << a.error;
   // The server echoed the wrong key it was sent; the client redacted it.
@@ -148,7 +150,8 @@ TEST_P(BothProtocols, StreamedAnswerIsAssembledWithItsTokens) {
   EXPECT_EQ(a.tokens_in, 100);
   EXPECT_EQ(a.tokens_out, 50);
   EXPECT_EQ(a.stop_reason, GetParam() == Protocol::OpenAI ? "stop" : "end_turn");
-  EXPECT_TRUE(a.raw_answer.starts_with("data:") || a.raw_answer.starts_with("event:")) << a.raw_answer;
+  EXPECT_TRUE(a.raw_answer.starts_with("data:") || a.raw_answer.starts_with("event:"))
+      << a.raw_answer;
   auto body = nlohmann::json::parse(server.requests().at(0).body);
   EXPECT_EQ(body["stream"], true);
   EXPECT_EQ(body.contains("stream_options"), GetParam() == Protocol::OpenAI);
@@ -172,19 +175,22 @@ TEST_P(BothProtocols, ASlowButLiveStreamOutlastsTheStallLimit) {
   EXPECT_EQ(a.text, std::string(120, 'x'));
 }
 
-INSTANTIATE_TEST_SUITE_P(Llm, BothProtocols, ::testing::Values(Protocol::OpenAI, Protocol::Anthropic),
+INSTANTIATE_TEST_SUITE_P(Llm, BothProtocols,
+                         ::testing::Values(Protocol::OpenAI, Protocol::Anthropic),
                          [](const auto& p) { return std::string(protocol_name(p.param)); });
 
 TEST(Client, RetryAfterIsCappedAndRepeatedRateLimitsGiveUpAfterMaxRetries) {
   FakeModelServer server(kKey);
   std::vector<Scripted> script;
-  for (int i = 0; i < 4; ++i) script.push_back(Scripted::http(429, R"({"error": {"message": "rate limit"}})", {{"Retry-After", "1000"}}));
+  for (int i = 0; i < 4; ++i)
+    script.push_back(
+        Scripted::http(429, R"({"error": {"message": "rate limit"}})", {{"Retry-After", "1000"}}));
   server.script(script);
   Client client(config_for(server, Protocol::OpenAI), no_sleep());
   ModelAnswer a = client.complete(request());
   EXPECT_EQ(a.status, Status::HttpError);
   EXPECT_EQ(a.http_status, 429);
-  EXPECT_EQ(a.attempts, 4);  // 1 + max_retries
+  EXPECT_EQ(a.attempts, 4);                                  // 1 + max_retries
   EXPECT_EQ(a.waits, std::vector<double>({5.0, 5.0, 5.0}));  // retry_after_max_seconds
   EXPECT_NE(a.error.find("after 4 attempts"), std::string::npos) << a.error;
 }
@@ -242,7 +248,8 @@ TEST(Client, RetryAfterIsReallyWaited) {
 
 TEST(Client, NotFoundNamesTheModelAndTheBaseUrl) {
   FakeModelServer server(kKey);
-  server.script({Scripted::http(404, R"({"error": {"message": "The model `test-model` does not exist"}})")});
+  server.script(
+      {Scripted::http(404, R"({"error": {"message": "The model `test-model` does not exist"}})")});
   Client client(config_for(server, Protocol::OpenAI), no_sleep());
   ModelAnswer a = client.complete(request());
   EXPECT_EQ(a.status, Status::HttpError);
@@ -290,7 +297,8 @@ TEST(Client, MalformedJsonIsABadAnswerAndNotRetried) {
 TEST(Client, AnswerOfTheOtherProtocolIsABadAnswer) {
   // An OpenAI-shaped answer read as Anthropic (a wrong --llm-protocol).
   std::string why;
-  auto parsed = parse_answer(Protocol::Anthropic, R"({"choices": [{"message": {"content": "x"}}]})", &why);
+  auto parsed =
+      parse_answer(Protocol::Anthropic, R"({"choices": [{"message": {"content": "x"}}]})", &why);
   EXPECT_FALSE(parsed.has_value());
   EXPECT_NE(why.find("content"), std::string::npos);
 }
@@ -298,19 +306,23 @@ TEST(Client, AnswerOfTheOtherProtocolIsABadAnswer) {
 TEST(Client, BrokenStreamsAreBadAnswers) {
   std::string why;
   // Cut before the end.
-  EXPECT_FALSE(parse_answer(Protocol::OpenAI, "data: {\"choices\": [{\"delta\": {\"content\": \"ab\"}}]}\n\n", &why));
+  EXPECT_FALSE(parse_answer(Protocol::OpenAI,
+                            "data: {\"choices\": [{\"delta\": {\"content\": \"ab\"}}]}\n\n", &why));
   EXPECT_NE(why.find("ended before"), std::string::npos) << why;
   // An event that is not JSON.
   EXPECT_FALSE(parse_answer(Protocol::OpenAI, "data: {not json\n\n", &why));
   EXPECT_NE(why.find("not JSON"), std::string::npos) << why;
   // An error event (Anthropic's overloaded error mid-stream).
-  EXPECT_FALSE(parse_answer(Protocol::Anthropic,
-                            "event: error\ndata: {\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\"}}\n\n", &why));
+  EXPECT_FALSE(parse_answer(
+      Protocol::Anthropic,
+      "event: error\ndata: {\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\"}}\n\n",
+      &why));
   EXPECT_NE(why.find("overloaded_error"), std::string::npos) << why;
   // A complete OpenAI stream, with CRLF line ends.
   auto ok = parse_answer(Protocol::OpenAI,
                          "data: {\"choices\": [{\"delta\": {\"content\": \"a\"}}]}\r\n\r\n"
-                         "data: {\"choices\": [{\"delta\": {\"content\": \"b\"}, \"finish_reason\": \"length\"}]}\r\n\r\n"
+                         "data: {\"choices\": [{\"delta\": {\"content\": \"b\"}, "
+                         "\"finish_reason\": \"length\"}]}\r\n\r\n"
                          "data: [DONE]\r\n\r\n");
   ASSERT_TRUE(ok.has_value());
   EXPECT_EQ(ok->text, "ab");
@@ -338,7 +350,9 @@ TEST(Client, StalledConnectionEndsByTheLowSpeedLimit) {
   Client client(config, no_sleep());
   ModelAnswer a = client.complete(request());
   EXPECT_EQ(a.status, Status::Timeout);
-  EXPECT_LT(a.seconds, 60);  // ended by the stall limit (curl checks it about once a second), far before the total
+  EXPECT_LT(
+      a.seconds,
+      60);  // ended by the stall limit (curl checks it about once a second), far before the total
 }
 
 TEST(Client, ConnectionRefusedIsRetriedThenATransportErrorNamingTheBaseUrl) {
@@ -391,7 +405,8 @@ TEST(Client, CompleteFromSeveralThreads) {
 
 TEST(Client, TokensAndCostAreAccounted) {
   FakeModelServer server(kKey);
-  server.script({Scripted::answer("a", 1000, 200), Scripted::http(500, "x"), Scripted::answer("b", 500, 100)});
+  server.script({Scripted::answer("a", 1000, 200), Scripted::http(500, "x"),
+                 Scripted::answer("b", 500, 100)});
   ModelConfig config = config_for(server, Protocol::OpenAI);
   config.price_in_per_token = 2e-6;
   config.price_out_per_token = 10e-6;
@@ -477,16 +492,18 @@ TEST(Client, TheKeyAppearsInNothingTheClientReturnsOnAnyPath) {
   }
   // Every other failure path, against a server that accepts the key.
   FakeModelServer good(kKey);
-  good.script({Scripted::http(404, "{\"error\": {\"message\": \"no model; you sent " + kKey + "\"}}"),
-               Scripted::http(400, "bad " + kKey), Scripted::malformed(),
-               Scripted::http(500, "e"), Scripted::http(500, "e"), Scripted::http(500, "e"), Scripted::http(500, "e"),
-               Scripted::http(429, "{}", {{"Retry-After", "1"}}), Scripted::answer("echo: " + kKey),
-               Scripted::stall()});
+  good.script(
+      {Scripted::http(404, "{\"error\": {\"message\": \"no model; you sent " + kKey + "\"}}"),
+       Scripted::http(400, "bad " + kKey), Scripted::malformed(), Scripted::http(500, "e"),
+       Scripted::http(500, "e"), Scripted::http(500, "e"), Scripted::http(500, "e"),
+       Scripted::http(429, "{}", {{"Retry-After", "1"}}), Scripted::answer("echo: " + kKey),
+       Scripted::stall()});
   ModelConfig config = config_for(good, Protocol::OpenAI);
   config.total_timeout_seconds = 1;
   config.token_budget = 1000;
   Client client(config, no_sleep());
-  for (int i = 0; i < 6; ++i) texts.push_back(all_text(client.complete(ModelRequest{"s", "u " + kKey})));
+  for (int i = 0; i < 6; ++i)
+    texts.push_back(all_text(client.complete(ModelRequest{"s", "u " + kKey})));
   // The budget path.
   ModelConfig spent = config_for(good, Protocol::OpenAI);
   spent.token_budget = 1;

@@ -26,7 +26,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 ModelAnswer run(const std::string& command, const ModelRequest& request, double timeout = 20) {
   return CommandModel(CommandConfig{command, timeout}).complete(request);
@@ -88,10 +90,13 @@ std::string big_text(size_t size, unsigned seed) {
 }
 
 TEST(CommandModel, EchoGetsTheSystemPromptABlankLineAndTheUserMessage) {
-  ModelRequest r{"You write fast kernels.\n", "Spec:\n  out = 'x' * \"2\" $HOME `date` \\n\n\nBest: (none yet)"};
+  ModelRequest r{"You write fast kernels.\n",
+                 "Spec:\n  out = 'x' * \"2\" $HOME `date` \\n\n\nBest: (none yet)"};
   ModelAnswer a = run("cat", r);
   ASSERT_TRUE(a.ok()) << a.error;
-  const std::string expected = "You write fast kernels.\n\nSpec:\n  out = 'x' * \"2\" $HOME `date` \\n\n\nBest: (none yet)\n";
+  const std::string expected =
+      "You write fast kernels.\n\nSpec:\n  out = 'x' * \"2\" $HOME `date` \\n\n\nBest: (none "
+      "yet)\n";
   EXPECT_EQ(a.request, expected);
   EXPECT_EQ(a.text, expected);
   EXPECT_EQ(a.raw_answer, expected);
@@ -104,7 +109,8 @@ TEST(CommandModel, EchoGetsTheSystemPromptABlankLineAndTheUserMessage) {
 
 TEST(CommandModel, WithoutASystemPromptOnlyTheUserMessage) {
   // An unbounded time limit is allowed (and does not overflow the clock).
-  ModelAnswer a = run("cat", ModelRequest{"", "just this"}, std::numeric_limits<double>::infinity());
+  ModelAnswer a =
+      run("cat", ModelRequest{"", "just this"}, std::numeric_limits<double>::infinity());
   ASSERT_TRUE(a.ok()) << a.error;
   EXPECT_EQ(a.text, "just this\n");
   EXPECT_EQ(a.request, "just this\n");
@@ -148,7 +154,8 @@ TEST(CommandModel, APrintedFencedKernelIsFoundByExtractCode) {
 }
 
 TEST(CommandModel, NonZeroExitNamesTheCommandTheStatusAndStderr) {
-  const std::string cmd = "echo 'partial answer'; echo 'first line' >&2; echo 'model refused: quota' >&2; exit 3";
+  const std::string cmd =
+      "echo 'partial answer'; echo 'first line' >&2; echo 'model refused: quota' >&2; exit 3";
   ModelAnswer a = run(cmd, ModelRequest{"", "p"});
   EXPECT_EQ(a.status, Status::CommandFailed);
   EXPECT_STREQ(status_name(a.status), "command_failed");
@@ -207,7 +214,8 @@ TEST(CommandModel, ACommandIgnoringSigtermIsKilledAfterTheGrace) {
 TEST(CommandModel, ABackgroundChildLeftBehindIsKilled) {
   // One holds stdout open (waiting for its end would take 30 s), one does not.
   auto start = Clock::now();
-  ModelAnswer a = run("echo $$; sleep 30 & sleep 31 >/dev/null 2>&1 </dev/null & echo done", ModelRequest{"", "p"});
+  ModelAnswer a = run("echo $$; sleep 30 & sleep 31 >/dev/null 2>&1 </dev/null & echo done",
+                      ModelRequest{"", "p"});
   ASSERT_TRUE(a.ok()) << a.error;
   EXPECT_NE(a.text.find("done\n"), std::string::npos);
   EXPECT_LT(since(start), 5);
@@ -237,7 +245,8 @@ TEST(CommandModel, TooMuchOutputIsCutShort) {
 
 TEST(CommandModel, SeveralCallsAtOnce) {
   // The first line says whether to fail; the rest comes back.
-  CommandModel model(CommandConfig{"read -r first; if [ \"$first\" = fail ]; then echo bad $first >&2; exit 2; fi; cat", 30});
+  CommandModel model(CommandConfig{
+      "read -r first; if [ \"$first\" = fail ]; then echo bad $first >&2; exit 2; fi; cat", 30});
   constexpr int kThreads = 8;
   std::vector<std::string> bodies;
   std::vector<ModelRequest> requests;
@@ -256,7 +265,8 @@ TEST(CommandModel, SeveralCallsAtOnce) {
       EXPECT_NE(answers[i].error.find("status 2: bad fail"), std::string::npos) << answers[i].error;
     } else {
       ASSERT_TRUE(answers[i].ok()) << i << ": " << answers[i].error;
-      EXPECT_TRUE(answers[i].text == bodies[i]) << i << ": got another call's answer or a damaged one";
+      EXPECT_TRUE(answers[i].text == bodies[i])
+          << i << ": got another call's answer or a damaged one";
     }
   }
 }

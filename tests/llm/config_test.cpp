@@ -21,7 +21,8 @@ Environment env_of(std::map<std::string, std::string> vars) {
   };
 }
 
-ConfigValues values_of(std::string protocol, std::string base_url = "", std::string model = "", std::string api_key = "") {
+ConfigValues values_of(std::string protocol, std::string base_url = "", std::string model = "",
+                       std::string api_key = "") {
   ConfigValues v;
   v.protocol = std::move(protocol);
   v.base_url = std::move(base_url);
@@ -41,7 +42,8 @@ std::string error_of(const ConfigValues& values, const Environment& env) {
 }
 
 TEST(Config, OpenAIKeyAloneMeansTheOpenAIEndpoint) {
-  ModelConfig c = resolve_config({}, env_of({{"OPENAI_API_KEY", kOpenAIKey}, {"OLLIE_LLM_MODEL", "gpt-x"}}));
+  ModelConfig c =
+      resolve_config({}, env_of({{"OPENAI_API_KEY", kOpenAIKey}, {"OLLIE_LLM_MODEL", "gpt-x"}}));
   EXPECT_EQ(c.protocol, Protocol::OpenAI);
   EXPECT_EQ(c.base_url, "https://api.openai.com/v1");
   EXPECT_EQ(c.api_key, kOpenAIKey);
@@ -52,15 +54,18 @@ TEST(Config, OpenAIKeyAloneMeansTheOpenAIEndpoint) {
 }
 
 TEST(Config, AnthropicKeyAloneMeansTheAnthropicEndpoint) {
-  ModelConfig c = resolve_config({}, env_of({{"ANTHROPIC_API_KEY", kAnthropicKey}, {"OLLIE_LLM_MODEL", "claude-x"}}));
+  ModelConfig c = resolve_config(
+      {}, env_of({{"ANTHROPIC_API_KEY", kAnthropicKey}, {"OLLIE_LLM_MODEL", "claude-x"}}));
   EXPECT_EQ(c.protocol, Protocol::Anthropic);
   EXPECT_EQ(c.base_url, "https://api.anthropic.com");
   EXPECT_EQ(c.key_source, "ANTHROPIC_API_KEY");
 }
 
 TEST(Config, TheBaseUrlDecidesWhenBothKeysAreSet) {
-  auto env = env_of({{"OPENAI_API_KEY", kOpenAIKey}, {"ANTHROPIC_API_KEY", kAnthropicKey},
-                     {"OLLIE_LLM_MODEL", "m"}, {"OLLIE_LLM_BASE_URL", "https://api.anthropic.com/v1/"}});
+  auto env = env_of({{"OPENAI_API_KEY", kOpenAIKey},
+                     {"ANTHROPIC_API_KEY", kAnthropicKey},
+                     {"OLLIE_LLM_MODEL", "m"},
+                     {"OLLIE_LLM_BASE_URL", "https://api.anthropic.com/v1/"}});
   ModelConfig c = resolve_config({}, env);
   EXPECT_EQ(c.protocol, Protocol::Anthropic);
   EXPECT_EQ(c.base_url, "https://api.anthropic.com");  // "/v1/" dropped: the path adds it
@@ -68,18 +73,23 @@ TEST(Config, TheBaseUrlDecidesWhenBothKeysAreSet) {
 }
 
 TEST(Config, BothKeysWithoutAHintIsAnErrorNamingTheProtocolSetting) {
-  auto env = env_of({{"OPENAI_API_KEY", kOpenAIKey}, {"ANTHROPIC_API_KEY", kAnthropicKey}, {"OLLIE_LLM_MODEL", "m"}});
+  auto env = env_of({{"OPENAI_API_KEY", kOpenAIKey},
+                     {"ANTHROPIC_API_KEY", kAnthropicKey},
+                     {"OLLIE_LLM_MODEL", "m"}});
   std::string e = error_of({}, env);
   EXPECT_NE(e.find("OLLIE_LLM_PROTOCOL"), std::string::npos) << e;
   EXPECT_NE(e.find("--llm-protocol"), std::string::npos) << e;
   EXPECT_EQ(resolve_config(values_of("anthropic"), env).protocol, Protocol::Anthropic);
-  env = env_of({{"OPENAI_API_KEY", kOpenAIKey}, {"ANTHROPIC_API_KEY", kAnthropicKey}, {"OLLIE_LLM_MODEL", "m"},
+  env = env_of({{"OPENAI_API_KEY", kOpenAIKey},
+                {"ANTHROPIC_API_KEY", kAnthropicKey},
+                {"OLLIE_LLM_MODEL", "m"},
                 {"OLLIE_LLM_PROTOCOL", "OpenAI"}});
   EXPECT_EQ(resolve_config({}, env).protocol, Protocol::OpenAI);
 }
 
 TEST(Config, LocalServerWithoutKeySpeaksOpenAI) {
-  ModelConfig c = resolve_config({}, env_of({{"OLLIE_LLM_BASE_URL", "http://localhost:8000/v1"}, {"OLLIE_LLM_MODEL", "qwen"}}));
+  ModelConfig c = resolve_config({}, env_of({{"OLLIE_LLM_BASE_URL", "http://localhost:8000/v1"},
+                                             {"OLLIE_LLM_MODEL", "qwen"}}));
   EXPECT_EQ(c.protocol, Protocol::OpenAI);
   EXPECT_EQ(c.base_url, "http://localhost:8000/v1");
   EXPECT_EQ(c.api_key, "");
@@ -88,7 +98,8 @@ TEST(Config, LocalServerWithoutKeySpeaksOpenAI) {
 }
 
 TEST(Config, FlagsWinOverTheEnvironment) {
-  auto env = env_of({{"OLLIE_LLM_BASE_URL", "http://localhost:8000/v1"}, {"OLLIE_LLM_MODEL", "env-model"}});
+  auto env = env_of(
+      {{"OLLIE_LLM_BASE_URL", "http://localhost:8000/v1"}, {"OLLIE_LLM_MODEL", "env-model"}});
   ModelConfig c = resolve_config(values_of("", "http://127.0.0.1:9/v1", "flag-model"), env);
   EXPECT_EQ(c.base_url, "http://127.0.0.1:9/v1");
   EXPECT_EQ(c.base_url_source, "--llm-base-url");
@@ -111,21 +122,26 @@ TEST(Config, ErrorsNameWhatToSet) {
   EXPECT_NE(no_model.find("OLLIE_LLM_MODEL"), std::string::npos) << no_model;
   EXPECT_NE(no_model.find("--llm-model"), std::string::npos) << no_model;
 
-  std::string no_key = error_of({}, env_of({{"OLLIE_LLM_BASE_URL", "https://api.anthropic.com"}, {"OLLIE_LLM_MODEL", "m"}}));
+  std::string no_key = error_of(
+      {}, env_of({{"OLLIE_LLM_BASE_URL", "https://api.anthropic.com"}, {"OLLIE_LLM_MODEL", "m"}}));
   EXPECT_NE(no_key.find("ANTHROPIC_API_KEY"), std::string::npos) << no_key;
 
   std::string bad_protocol = error_of(values_of("gemini"), env_of({{"OLLIE_LLM_MODEL", "m"}}));
   EXPECT_NE(bad_protocol.find("gemini"), std::string::npos) << bad_protocol;
   EXPECT_NE(bad_protocol.find("--llm-protocol"), std::string::npos) << bad_protocol;
 
-  std::string bad_url = error_of({}, env_of({{"OLLIE_LLM_BASE_URL", "localhost:8000"}, {"OLLIE_LLM_MODEL", "m"}}));
+  std::string bad_url =
+      error_of({}, env_of({{"OLLIE_LLM_BASE_URL", "localhost:8000"}, {"OLLIE_LLM_MODEL", "m"}}));
   EXPECT_NE(bad_url.find("OLLIE_LLM_BASE_URL"), std::string::npos) << bad_url;
 }
 
 TEST(Config, NoErrorContainsTheKey) {
   const std::vector<std::pair<ConfigValues, std::map<std::string, std::string>>> cases = {
       {{}, {{"OPENAI_API_KEY", kOpenAIKey}}},
-      {{}, {{"OPENAI_API_KEY", kOpenAIKey}, {"ANTHROPIC_API_KEY", kAnthropicKey}, {"OLLIE_LLM_MODEL", "m"}}},
+      {{},
+       {{"OPENAI_API_KEY", kOpenAIKey},
+        {"ANTHROPIC_API_KEY", kAnthropicKey},
+        {"OLLIE_LLM_MODEL", "m"}}},
       {values_of("nope", "", "", kOpenAIKey), {{"OLLIE_LLM_MODEL", "m"}}},
       {values_of("", "", "", kAnthropicKey), {}},
       {values_of("", "ftp://x", "", kOpenAIKey), {{"OLLIE_LLM_MODEL", "m"}}},

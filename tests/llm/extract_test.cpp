@@ -37,10 +37,15 @@ TEST(Extract, IndentedFence) {
 }
 
 TEST(Extract, SeveralBlocksPicksTheOneDefiningTheKernel) {
-  std::string helper = "static inline float twice(float v) {\n  return v * 2; // a long helper, longer than the kernel block itself, to be sure length does not decide\n}\n";
-  std::string answer = "First a helper idea:\n```cpp\n" + helper + "```\nThe declaration:\n```cpp\n"
-                       "extern \"C\" void ollie_kernel(const float* x, float* out0, const int64_t* dims);\n```\n"
-                       "And the kernel:\n```cpp\n" + kKernel + "```\nBuild with:\n```bash\ng++ -O3 k.cpp\n```\n";
+  std::string helper =
+      "static inline float twice(float v) {\n  return v * 2; // a long helper, longer than the "
+      "kernel block itself, to be sure length does not decide\n}\n";
+  std::string answer =
+      "First a helper idea:\n```cpp\n" + helper +
+      "```\nThe declaration:\n```cpp\n"
+      "extern \"C\" void ollie_kernel(const float* x, float* out0, const int64_t* dims);\n```\n"
+      "And the kernel:\n```cpp\n" +
+      kKernel + "```\nBuild with:\n```bash\ng++ -O3 k.cpp\n```\n";
   ExtractedCode c = extract_code(answer);
   ASSERT_TRUE(c.found);
   EXPECT_EQ(c.code, kKernel);
@@ -49,17 +54,23 @@ TEST(Extract, SeveralBlocksPicksTheOneDefiningTheKernel) {
 }
 
 TEST(Extract, TwoDefiningBlocksPicksTheLast) {
-  std::string draft = "extern \"C\" void ollie_kernel(const float* x, float* out0, const int64_t* dims) { /* draft */ }\n";
-  ExtractedCode c = extract_code("Draft:\n```cpp\n" + draft + "```\nFinal:\n```cpp\n" + kKernel + "```\n");
+  std::string draft =
+      "extern \"C\" void ollie_kernel(const float* x, float* out0, const int64_t* dims) { /* draft "
+      "*/ }\n";
+  ExtractedCode c =
+      extract_code("Draft:\n```cpp\n" + draft + "```\nFinal:\n```cpp\n" + kKernel + "```\n");
   ASSERT_TRUE(c.found);
   EXPECT_EQ(c.code, kKernel);
 }
 
 TEST(Extract, NoBlockDefinesTheKernelPicksTheLongestCppBlock) {
   std::string small = "int a = 1;\nint f() { return a; }\n";
-  std::string large = "#include <cmath>\nstatic float g(float v) {\n  return std::sqrt(v) + 1.0f;\n}\n";
-  ExtractedCode c = extract_code("```cpp\n" + small + "```\n```python\nimport numpy as np\nprint(np.ones(3)) # {a;}\n"
-                                 "# a long python block that is longer than the rest\n```\n```\n" + large + "```\n");
+  std::string large =
+      "#include <cmath>\nstatic float g(float v) {\n  return std::sqrt(v) + 1.0f;\n}\n";
+  ExtractedCode c = extract_code("```cpp\n" + small +
+                                 "```\n```python\nimport numpy as np\nprint(np.ones(3)) # {a;}\n"
+                                 "# a long python block that is longer than the rest\n```\n```\n" +
+                                 large + "```\n");
   ASSERT_TRUE(c.found);
   EXPECT_EQ(c.code, large);
   EXPECT_NE(c.how.find("longest"), std::string::npos);
@@ -89,8 +100,9 @@ TEST(Extract, UnfencedCodeWithProseAround) {
       "    out0[i] = twice(x[i]);\n"
       "  }\n"
       "}\n";
-  std::string answer = "Sure! Here's the kernel, which uses a helper.\nIt avoids the division:\n\n" + code +
-                       "\nThis version is faster because it doesn't divide.\nLet me know if you'd like more.\n";
+  std::string answer =
+      "Sure! Here's the kernel, which uses a helper.\nIt avoids the division:\n\n" + code +
+      "\nThis version is faster because it doesn't divide.\nLet me know if you'd like more.\n";
   ExtractedCode c = extract_code(answer);
   ASSERT_TRUE(c.found) << c.how;
   EXPECT_EQ(c.code, code);
@@ -105,27 +117,28 @@ TEST(Extract, UnfencedWithOnlyTheKernel) {
 }
 
 TEST(Extract, NoCodeAtAll) {
-  ExtractedCode c = extract_code("I am sorry, I cannot improve this kernel further; it already reaches the roofline.");
+  ExtractedCode c = extract_code(
+      "I am sorry, I cannot improve this kernel further; it already reaches the roofline.");
   EXPECT_FALSE(c.found);
   EXPECT_TRUE(c.code.empty());
   EXPECT_NE(c.how.find("no code"), std::string::npos);
 }
 
 TEST(Extract, AMentionOfTheKernelIsNotCode) {
-  ExtractedCode c = extract_code("You could change `ollie_kernel(x, out, dims)` to block its loops.\nThat would help.");
+  ExtractedCode c = extract_code(
+      "You could change `ollie_kernel(x, out, dims)` to block its loops.\nThat would help.");
   EXPECT_FALSE(c.found) << c.code;
 }
 
 TEST(Extract, OnlyNonCppBlocksIsNoCode) {
-  ExtractedCode c = extract_code("Run this:\n```bash\nmake -j\n```\nand this:\n```text\nresult\n```\n");
+  ExtractedCode c =
+      extract_code("Run this:\n```bash\nmake -j\n```\nand this:\n```text\nresult\n```\n");
   EXPECT_FALSE(c.found) << c.code;
   EXPECT_EQ(c.fenced_blocks, 2);
   EXPECT_NE(c.how.find("none of the 2 fenced blocks"), std::string::npos) << c.how;
 }
 
-TEST(Extract, EmptyAnswer) {
-  EXPECT_FALSE(extract_code("").found);
-}
+TEST(Extract, EmptyAnswer) { EXPECT_FALSE(extract_code("").found); }
 
 TEST(Extract, CrlfLineEnds) {
   std::string crlf;

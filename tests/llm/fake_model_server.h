@@ -45,7 +45,8 @@ struct Scripted {
     s.tokens_out = out;
     return s;
   }
-  static Scripted http(int status, std::string body, std::vector<std::pair<std::string, std::string>> headers = {}) {
+  static Scripted http(int status, std::string body,
+                       std::vector<std::pair<std::string, std::string>> headers = {}) {
     Scripted s;
     s.kind = Kind::Http;
     s.http_status = status;
@@ -75,8 +76,10 @@ struct Scripted {
 // An answer text with a kernel in a ```cpp fence and prose around it.
 inline std::string answer_with_kernel() {
   return "Here is a faster kernel: it blocks the loops for the cache.\n\n"
-         "```cpp\n#include <cstdint>\nextern \"C\" void ollie_kernel(const float* x, float* out0, const int64_t* dims) {\n"
-         "  for (int64_t i = 0; i < dims[0]; ++i) out0[i] = 2 * x[i];\n}\n```\n\nIt should be about twice as fast.\n";
+         "```cpp\n#include <cstdint>\nextern \"C\" void ollie_kernel(const float* x, float* out0, "
+         "const int64_t* dims) {\n"
+         "  for (int64_t i = 0; i < dims[0]; ++i) out0[i] = 2 * x[i];\n}\n```\n\nIt should be "
+         "about twice as fast.\n";
 }
 
 class FakeModelServer {
@@ -90,14 +93,18 @@ class FakeModelServer {
 
   explicit FakeModelServer(std::string expected_key) : expected_key_(std::move(expected_key)) {
     server_.Post("/v1/chat/completions",
-                 [this](const httplib::Request& req, httplib::Response& res) { handle("openai", req, res); });
-    server_.Post("/v1/messages",
-                 [this](const httplib::Request& req, httplib::Response& res) { handle("anthropic", req, res); });
+                 [this](const httplib::Request& req, httplib::Response& res) {
+                   handle("openai", req, res);
+                 });
+    server_.Post("/v1/messages", [this](const httplib::Request& req, httplib::Response& res) {
+      handle("anthropic", req, res);
+    });
     port_ = server_.bind_to_any_port("127.0.0.1");
     if (port_ <= 0) throw std::runtime_error("the fake model server could not bind to 127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     // stop() only ends a server that is running: wait until it is.
-    for (int i = 0; i < 5000 && !server_.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    for (int i = 0; i < 5000 && !server_.is_running(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 
   ~FakeModelServer() { stop(); }
@@ -148,7 +155,8 @@ class FakeModelServer {
       ++arrived_;
       changed_.notify_all();
       if (hold_until_ > 0)
-        changed_.wait_for(lock, std::chrono::seconds(10), [&] { return stopping_ || arrived_ >= hold_until_; });
+        changed_.wait_for(lock, std::chrono::seconds(10),
+                          [&] { return stopping_ || arrived_ >= hold_until_; });
       if (!script_.empty()) {
         next = std::move(script_.front());
         script_.pop_front();
@@ -162,19 +170,22 @@ class FakeModelServer {
     } leave{this};
 
     // Auth, as the real services check it.
-    const std::string key = protocol == "openai" ? req.get_header_value("Authorization") : req.get_header_value("x-api-key");
+    const std::string key = protocol == "openai" ? req.get_header_value("Authorization")
+                                                 : req.get_header_value("x-api-key");
     const std::string expected = protocol == "openai" ? "Bearer " + expected_key_ : expected_key_;
     if (key != expected) {
       // Like the real services, echo what was sent: the client must redact it.
       res.status = 401;
       std::string shown = protocol == "openai" ? key.substr(std::min<size_t>(7, key.size())) : key;
-      res.set_content(nlohmann::json{{"error", {{"message", "Incorrect API key provided: " + shown}}}}.dump(),
-                      "application/json");
+      res.set_content(
+          nlohmann::json{{"error", {{"message", "Incorrect API key provided: " + shown}}}}.dump(),
+          "application/json");
       return;
     }
     if (protocol == "anthropic" && req.get_header_value("anthropic-version") != "2023-06-01") {
       res.status = 400;
-      res.set_content(R"({"error": {"message": "anthropic-version header is required"}})", "application/json");
+      res.set_content(R"({"error": {"message": "anthropic-version header is required"}})",
+                      "application/json");
       return;
     }
 
@@ -184,35 +195,40 @@ class FakeModelServer {
       auto gap = std::chrono::milliseconds(next.kind == Scripted::Kind::Trickle ? next.gap_ms : 0);
       res.status = 200;
       auto next_event = std::make_shared<size_t>(0);
-      res.set_chunked_content_provider("text/event-stream", [events, gap, next_event](size_t, httplib::DataSink& sink) {
-        if (*next_event >= events->size()) {
-          sink.done();
-          return true;
-        }
-        if (*next_event > 0) std::this_thread::sleep_for(gap);
-        const std::string& e = (*events)[(*next_event)++];
-        return sink.write(e.data(), e.size());
-      });
+      res.set_chunked_content_provider("text/event-stream",
+                                       [events, gap, next_event](size_t, httplib::DataSink& sink) {
+                                         if (*next_event >= events->size()) {
+                                           sink.done();
+                                           return true;
+                                         }
+                                         if (*next_event > 0) std::this_thread::sleep_for(gap);
+                                         const std::string& e = (*events)[(*next_event)++];
+                                         return sink.write(e.data(), e.size());
+                                       });
       return;
     }
 
     switch (next.kind) {
-      case Scripted::Kind::Trickle:
-        return;  // answered above
+      case Scripted::Kind::Trickle: return;  // answered above
       case Scripted::Kind::Answer: {
         nlohmann::json body;
         if (protocol == "openai") {
           body = {{"id", "chatcmpl-1"},
                   {"object", "chat.completion"},
-                  {"choices", {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", next.text}}}, {"finish_reason", "stop"}}}},
-                  {"usage", {{"prompt_tokens", next.tokens_in}, {"completion_tokens", next.tokens_out}}}};
+                  {"choices",
+                   {{{"index", 0},
+                     {"message", {{"role", "assistant"}, {"content", next.text}}},
+                     {"finish_reason", "stop"}}}},
+                  {"usage",
+                   {{"prompt_tokens", next.tokens_in}, {"completion_tokens", next.tokens_out}}}};
         } else {
-          body = {{"id", "msg_1"},
-                  {"type", "message"},
-                  {"role", "assistant"},
-                  {"content", {{{"type", "text"}, {"text", next.text}}}},
-                  {"stop_reason", "end_turn"},
-                  {"usage", {{"input_tokens", next.tokens_in}, {"output_tokens", next.tokens_out}}}};
+          body = {
+              {"id", "msg_1"},
+              {"type", "message"},
+              {"role", "assistant"},
+              {"content", {{{"type", "text"}, {"text", next.text}}}},
+              {"stop_reason", "end_turn"},
+              {"usage", {{"input_tokens", next.tokens_in}, {"output_tokens", next.tokens_out}}}};
         }
         res.status = 200;
         res.set_content(body.dump(), "application/json");
@@ -246,23 +262,35 @@ class FakeModelServer {
     for (size_t i = 0; i < a.text.size(); i += 16) pieces.push_back(a.text.substr(i, 16));
     if (protocol == "openai") {
       data({{"choices", {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}}}}});
-      for (const auto& p : pieces) data({{"choices", {{{"index", 0}, {"delta", {{"content", p}}}}}}});
+      for (const auto& p : pieces)
+        data({{"choices", {{{"index", 0}, {"delta", {{"content", p}}}}}}});
       data({{"choices", {{{"index", 0}, {"delta", json::object()}, {"finish_reason", "stop"}}}}});
-      data({{"choices", json::array()}, {"usage", {{"prompt_tokens", a.tokens_in}, {"completion_tokens", a.tokens_out}}}});
+      data({{"choices", json::array()},
+            {"usage", {{"prompt_tokens", a.tokens_in}, {"completion_tokens", a.tokens_out}}}});
       events.push_back("data: [DONE]\n\n");
     } else {
       auto event = [&](const std::string& type, const json& j) {
         events.push_back("event: " + type + "\ndata: " + j.dump() + "\n\n");
       };
-      event("message_start", {{"type", "message_start"},
-                              {"message", {{"id", "msg_1"}, {"role", "assistant"}, {"content", json::array()},
-                                           {"usage", {{"input_tokens", a.tokens_in}, {"output_tokens", 1}}}}}});
-      event("content_block_start", {{"type", "content_block_start"}, {"index", 0}, {"content_block", {{"type", "text"}, {"text", ""}}}});
+      event("message_start",
+            {{"type", "message_start"},
+             {"message",
+              {{"id", "msg_1"},
+               {"role", "assistant"},
+               {"content", json::array()},
+               {"usage", {{"input_tokens", a.tokens_in}, {"output_tokens", 1}}}}}});
+      event("content_block_start", {{"type", "content_block_start"},
+                                    {"index", 0},
+                                    {"content_block", {{"type", "text"}, {"text", ""}}}});
       events.push_back(": a comment line the client skips\n\n");
       for (const auto& p : pieces)
-        event("content_block_delta", {{"type", "content_block_delta"}, {"index", 0}, {"delta", {{"type", "text_delta"}, {"text", p}}}});
+        event("content_block_delta", {{"type", "content_block_delta"},
+                                      {"index", 0},
+                                      {"delta", {{"type", "text_delta"}, {"text", p}}}});
       event("content_block_stop", {{"type", "content_block_stop"}, {"index", 0}});
-      event("message_delta", {{"type", "message_delta"}, {"delta", {{"stop_reason", "end_turn"}}}, {"usage", {{"output_tokens", a.tokens_out}}}});
+      event("message_delta", {{"type", "message_delta"},
+                              {"delta", {{"stop_reason", "end_turn"}}},
+                              {"usage", {{"output_tokens", a.tokens_out}}}});
       event("message_stop", {{"type", "message_stop"}});
     }
     return events;

@@ -48,7 +48,8 @@ TEST(Prompt, RendersEveryPlaceholder) {
 }
 
 TEST(Prompt, EmptyInputsRenderAsNoneYet) {
-  PromptTemplate t = parse_prompt_template("{{best_kernel}} {{best_time}} {{roofline_fraction}} {{failures}}", "t.md");
+  PromptTemplate t = parse_prompt_template(
+      "{{best_kernel}} {{best_time}} {{roofline_fraction}} {{failures}}", "t.md");
   ModelRequest r = render_prompt(t, {});
   EXPECT_EQ(r.user, "(none yet) (not timed yet) (unknown) (none yet)\n");
 }
@@ -62,7 +63,9 @@ TEST(Prompt, ValuesAreNotExpandedAgain) {
 
 TEST(Prompt, MarkersSplitSystemAndUserAndTextBeforeThemIsNotSent) {
   PromptTemplate t = parse_prompt_template(
-      "# notes for the reader\n<!-- system -->\nYou are fast.\n<!-- user -->\nMake {{spec}} faster.\n", "t.md");
+      "# notes for the reader\n<!-- system -->\nYou are fast.\n<!-- user -->\nMake {{spec}} "
+      "faster.\n",
+      "t.md");
   EXPECT_EQ(t.system, "You are fast.\n");
   EXPECT_EQ(t.user, "Make {{spec}} faster.\n");
   PromptInputs in;
@@ -73,7 +76,8 @@ TEST(Prompt, MarkersSplitSystemAndUserAndTextBeforeThemIsNotSent) {
 }
 
 TEST(Prompt, UnknownPlaceholderNamesFileAndLine) {
-  std::string e = error_of("line one\nline two {{spec}}\nline three {{best_kernal}}\n", "my/prompt.md");
+  std::string e =
+      error_of("line one\nline two {{spec}}\nline three {{best_kernal}}\n", "my/prompt.md");
   EXPECT_NE(e.find("my/prompt.md:3:"), std::string::npos) << e;
   EXPECT_NE(e.find("{{best_kernal}}"), std::string::npos) << e;
   EXPECT_NE(e.find("{{best_kernel}}"), std::string::npos) << e;  // the known ones are listed
@@ -91,7 +95,8 @@ TEST(Prompt, TemplateWithoutUserMessageIsAnError) {
 }
 
 TEST(Prompt, LoadsFromAFileAndNamesAMissingOne) {
-  auto path = std::filesystem::temp_directory_path() / ("ollie_prompt_test_" + std::to_string(::getpid()) + ".md");
+  auto path = std::filesystem::temp_directory_path() /
+              ("ollie_prompt_test_" + std::to_string(::getpid()) + ".md");
   {
     std::ofstream out(path);
     out << "ok {{spec}}\n{{nope}}\n";
@@ -124,7 +129,8 @@ TEST(Prompt, TheBuiltInTemplateIsTheFileAndUsesEveryPlaceholder) {
 TEST(Failures, CompileErrorsAreTrimmedToTheFirstFew) {
   std::string log;
   for (int i = 1; i <= 6; ++i)
-    log += "k.cpp:" + std::to_string(i) + ":5: error: problem " + std::to_string(i) + "\n    code line\n      ^\n";
+    log += "k.cpp:" + std::to_string(i) + ":5: error: problem " + std::to_string(i) +
+           "\n    code line\n      ^\n";
   std::string trimmed = trim_compile_errors(log, 3);
   EXPECT_NE(trimmed.find("problem 3"), std::string::npos);
   EXPECT_EQ(trimmed.find("problem 4"), std::string::npos);
@@ -144,7 +150,8 @@ TEST(Failures, TheLogKeepsTheLastFewTrimmed) {
   EXPECT_EQ(log.recent()[1].verdict, "crash");
 
   FailureLog lines(3, 3, 2);
-  lines.add("wrong", "normal suite (seed 1, M=5): out0[0] = 3 expected 4\nsecond line\nthird line\n");
+  lines.add("wrong",
+            "normal suite (seed 1, M=5): out0[0] = 3 expected 4\nsecond line\nthird line\n");
   EXPECT_NE(lines.recent()[0].diagnostic.find("out0[0] = 3 expected 4"), std::string::npos);
   EXPECT_EQ(lines.recent()[0].diagnostic.find("third line"), std::string::npos);
 

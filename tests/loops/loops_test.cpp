@@ -9,9 +9,9 @@
 namespace {
 
 using namespace ollie::loops;
+using ollie::InternalError;
 using ollie::ir::DType;
 using ollie::ir::OpKind;
-using ollie::InternalError;
 
 ollie::ir::Graph spec(const std::string& source) {
   return ollie::spec::compile_spec("test.py", "import numpy as np\n" + source, {});
@@ -21,21 +21,22 @@ TEST(LoopsIR, MakeRejectsIllTypedNodes) {
   Expr f = make_float(1.0, DType::F32);
   Expr d = make_float(1.0, DType::F64);
   Expr i = make_var("i");
-  EXPECT_THROW(make_binary(OpKind::Add, f, d), InternalError);         // dtype mismatch
-  EXPECT_THROW(make_binary(OpKind::Exp, f, f), InternalError);         // not a binary op
-  EXPECT_THROW(make_binary(OpKind::And, f, f), InternalError);         // And of floats
-  EXPECT_THROW(make_unary(OpKind::Not, f), InternalError);             // Not of a float
-  EXPECT_THROW(make_load("a", DType::F32, f), InternalError);          // float index
-  EXPECT_THROW(make_store("a", d, f), InternalError);                  // float index
-  EXPECT_THROW(make_select(f, f, f), InternalError);                   // non-bool condition
+  EXPECT_THROW(make_binary(OpKind::Add, f, d), InternalError);  // dtype mismatch
+  EXPECT_THROW(make_binary(OpKind::Exp, f, f), InternalError);  // not a binary op
+  EXPECT_THROW(make_binary(OpKind::And, f, f), InternalError);  // And of floats
+  EXPECT_THROW(make_unary(OpKind::Not, f), InternalError);      // Not of a float
+  EXPECT_THROW(make_load("a", DType::F32, f), InternalError);   // float index
+  EXPECT_THROW(make_store("a", d, f), InternalError);           // float index
+  EXPECT_THROW(make_select(f, f, f), InternalError);            // non-bool condition
   EXPECT_THROW(make_select(make_binary(OpKind::Lt, f, f), f, d), InternalError);
-  EXPECT_THROW(make_call("exp", {i}), InternalError);                  // exp of an integer
+  EXPECT_THROW(make_call("exp", {i}), InternalError);  // exp of an integer
   EXPECT_THROW(make_call("frobnicate", {f}), InternalError);
-  EXPECT_THROW(make_call("pow", {f}), InternalError);                  // arity
+  EXPECT_THROW(make_call("pow", {f}), InternalError);  // arity
   EXPECT_THROW(make_int(1, DType::F32), InternalError);
   EXPECT_THROW(make_float(1, DType::I32), InternalError);
   Stmt body = make_store("a", i, f);
-  EXPECT_THROW(make_for("i", make_int(0), make_int(4), ForKind::Parallel, body, /*reduction=*/true), InternalError);
+  EXPECT_THROW(make_for("i", make_int(0), make_int(4), ForKind::Parallel, body, /*reduction=*/true),
+               InternalError);
   EXPECT_THROW(make_for("i", make_int(0), f, ForKind::Serial, body), InternalError);
   EXPECT_THROW(make_allocate("t", DType::F32, f, body), InternalError);
 }
@@ -49,23 +50,25 @@ TEST(LoopsIR, MakeTypesAndFoldsIndexArithmetic) {
   EXPECT_EQ(to_text(make_binary(OpKind::Mul, make_int(3), make_int(4))), "12");
   EXPECT_EQ(make_cast(DType::F32, f), f);
   EXPECT_EQ(make_dim(ollie::ir::DimExpr::constant(7))->kind, ExprKind::IntImm);
-  EXPECT_EQ(to_text(make_binary(OpKind::Max, f, make_float(-1.5, DType::F32))), "max(f32(1), f32(-1.5))");
+  EXPECT_EQ(to_text(make_binary(OpKind::Max, f, make_float(-1.5, DType::F32))),
+            "max(f32(1), f32(-1.5))");
 }
 
 // mla_decode at B = 1: the root nest of the fused scores and softmax has no loop worth
 // running in parallel before its h loop (b runs once), so the scores contractions computed
 // in it outside that loop (the two products sharing the token loop, sibling fusion) run
-// their own outermost pure loop in parallel (before, the whole attention ran on one core); o_lat = p . c_kv (16 x 512 outputs, 4096 keys) runs
-// split-K: partial results over 64-key slices in parallel with register tiles, then their
-// sum; the 512-long score dots run 4 heads at a time.
+// their own outermost pure loop in parallel (before, the whole attention ran on one core); o_lat =
+// p . c_kv (16 x 512 outputs, 4096 keys) runs split-K: partial results over 64-key slices in
+// parallel with register tiles, then their sum; the 512-long score dots run 4 heads at a time.
 TEST(LoopsDefault, ARootNestThatRunsOnceSharesItsWorkInside) {
-  const auto g = ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/mla_decode.py", {});
+  const auto g =
+      ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/mla_decode.py", {});
   ASSERT_EQ(g.bound_dims.at("B"), 1);
   const std::string text = to_text(default_schedule(g, Target{64, 2}));
   for (const char* line :
-       {"compute_at t8 t22 b\n", "compute_at t7 t8 s\n", "parallel t8 s\n", "parallel t22 h\n", "split t23 s 64\n",
-        "rfactor t23 s_o\n", "accumulate t23_rf l_o\n", "parallel t23_rf s_o\n", "vectorize t23 l\n",
-        "split t7 h 4\n", "reorder t7 b s h_o l h_i\n", "vectorize t7 l\n"})
+       {"compute_at t8 t22 b\n", "compute_at t7 t8 s\n", "parallel t8 s\n", "parallel t22 h\n",
+        "split t23 s 64\n", "rfactor t23 s_o\n", "accumulate t23_rf l_o\n", "parallel t23_rf s_o\n",
+        "vectorize t23 l\n", "split t7 h 4\n", "reorder t7 b s h_o l h_i\n", "vectorize t7 l\n"})
     EXPECT_NE(text.find(line), std::string::npos) << line << " in\n" << text;
   EXPECT_EQ(text.find("parallel t23_rf s_o\nparallel t23_rf s_o\n"), std::string::npos) << text;
   // Within one core nothing runs in parallel.
@@ -74,13 +77,15 @@ TEST(LoopsDefault, ARootNestThatRunsOnceSharesItsWorkInside) {
   // output (4 x 16 x 512) is too big beside its 4096 keys to split.
   ollie::spec::SpecOptions four;
   four.dim_overrides["B"] = 4;
-  const auto g4 = ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/mla_decode.py", four);
+  const auto g4 =
+      ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/mla_decode.py", four);
   const std::string text4 = to_text(default_schedule(g4, Target{64, 2}));
   EXPECT_NE(text4.find("parallel t23 b\n"), std::string::npos) << text4;
   EXPECT_EQ(text4.find("parallel t7 "), std::string::npos) << text4;
   EXPECT_EQ(text4.find("rfactor t23"), std::string::npos) << text4;
   // Short score dots (attention_causal's 64-long head dim) keep one accumulator.
-  const auto att = ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/attention_causal.py", {});
+  const auto att =
+      ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/attention_causal.py", {});
   EXPECT_EQ(to_text(default_schedule(att, Target{64, 2})).find("unroll t4"), std::string::npos);
 }
 
@@ -88,17 +93,22 @@ TEST(LoopsDefault, ARootNestThatRunsOnceSharesItsWorkInside) {
 // could be fused into its rows; attention's P . V keeps the fused softmax (its row max and
 // sum are reductions), so it stays untiled.
 TEST(LoopsDefault, ABigContractionTakesATileOverAFusedElementwiseProducer) {
-  const auto sw = ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/swiglu_mlp.py", {});
+  const auto sw =
+      ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/swiglu_mlp.py", {});
   const std::string text = to_text(default_schedule(sw, Target{64, 2}));
   EXPECT_NE(text.find("accumulate out0 d_o\n"), std::string::npos) << text;
   EXPECT_EQ(text.find("compute_at t13 out0"), std::string::npos) << text;
   // Small: the fused gate stays (w_down 128 x 64 floats, 32 KiB).
   ollie::spec::SpecOptions small;
   small.dim_overrides = {{"T", 64}, {"D", 64}, {"F", 128}};
-  const auto sw_small = ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/swiglu_mlp.py", small);
-  EXPECT_NE(to_text(default_schedule(sw_small, Target{64, 2})).find("compute_at t13 out0"), std::string::npos);
-  const auto att = ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/attention_causal.py", {});
-  EXPECT_EQ(to_text(default_schedule(att, Target{64, 2})).find("accumulate out0"), std::string::npos);
+  const auto sw_small =
+      ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/swiglu_mlp.py", small);
+  EXPECT_NE(to_text(default_schedule(sw_small, Target{64, 2})).find("compute_at t13 out0"),
+            std::string::npos);
+  const auto att =
+      ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/attention_causal.py", {});
+  EXPECT_EQ(to_text(default_schedule(att, Target{64, 2})).find("accumulate out0"),
+            std::string::npos);
 }
 
 // A reshape that splits one axis into blocks ([64*(N//64), D] -> [(N//64), 64, D], the
@@ -130,7 +140,8 @@ TEST(LoopsLower, ASplitAxisReshapeMapsPerGroup) {
 TEST(LoopsLower, MatmulGolden) {
   const auto g = ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/matmul.py", {});
   // Unscheduled: one serial nest, the initialisation just outside the reduction loop.
-  EXPECT_EQ(to_text(lower(g)), R"(kernel matmul(in a: f32[M, K], in b: f32[K, N], out out0: f32[M, N]) dims [M, K, N]
+  EXPECT_EQ(to_text(lower(g)),
+            R"(kernel matmul(in a: f32[M, K], in b: f32[K, N], out out0: f32[M, N]) dims [M, K, N]
   for m in [0, M):
     for n in [0, N):
       out0[((m * N) + n)] = f32(0)
@@ -144,7 +155,8 @@ TEST(LoopsLower, MatmulGolden) {
   EXPECT_EQ(to_text(sched),
             "split out0 m 6\nsplit out0 n 32\nreorder out0 m_o n_o k m_i n_i\naccumulate out0 n_o\n"
             "vectorize out0 n_i\nunroll out0 m_i\nparallel out0 m_o\n");
-  EXPECT_EQ(to_text(lower(g, sched)), R"(kernel matmul(in a: f32[M, K], in b: f32[K, N], out out0: f32[M, N]) dims [M, K, N]
+  EXPECT_EQ(to_text(lower(g, sched)),
+            R"(kernel matmul(in a: f32[M, K], in b: f32[K, N], out out0: f32[M, N]) dims [M, K, N]
   parallel for m_o in [0, ((M + 5)//6)):
     for n_o in [0, ((N + 31)//32)):
       allocate out0_acc: f32[192]
@@ -171,8 +183,9 @@ TEST(LoopsLower, MatmulGolden) {
 )");
   // Without a tile (reorder only), n innermost, vectorized; the initialisation is a nest
   // of its own in front.
-  EXPECT_EQ(to_text(lower(g, parse_schedule("reorder out0 m k n; vectorize out0 n; parallel out0 m"))),
-            R"(kernel matmul(in a: f32[M, K], in b: f32[K, N], out out0: f32[M, N]) dims [M, K, N]
+  EXPECT_EQ(
+      to_text(lower(g, parse_schedule("reorder out0 m k n; vectorize out0 n; parallel out0 m"))),
+      R"(kernel matmul(in a: f32[M, K], in b: f32[K, N], out out0: f32[M, N]) dims [M, K, N]
   parallel for m in [0, M):
     vectorized for n in [0, N):
       out0[((m * N) + n)] = f32(0)
@@ -183,11 +196,13 @@ TEST(LoopsLower, MatmulGolden) {
 }
 
 TEST(LoopsLower, LayoutOpsBecomeIndexArithmetic) {
-  const auto g = spec("DIMS = dict(M=3, N=4)\n"
-                      "def f(x: \"f32[M, N]\", v: \"f32[N]\") -> \"f32[N, M]\":\n"
-                      "    return (x + v).T\n");
+  const auto g = spec(
+      "DIMS = dict(M=3, N=4)\n"
+      "def f(x: \"f32[M, N]\", v: \"f32[N]\") -> \"f32[N, M]\":\n"
+      "    return (x + v).T\n");
   // The add is inlined into the transposed copy; the broadcast of v is just v[n].
-  EXPECT_EQ(to_text(lower(g)), R"(kernel f(in x: f32[M, N], in v: f32[N], out out0: f32[N, M]) dims [M, N]
+  EXPECT_EQ(to_text(lower(g)),
+            R"(kernel f(in x: f32[M, N], in v: f32[N], out out0: f32[N, M]) dims [M, N]
   for n in [0, N):
     for m in [0, M):
       out0[((n * M) + m)] = (x[((m * N) + n)] + v[n])
@@ -196,19 +211,21 @@ TEST(LoopsLower, LayoutOpsBecomeIndexArithmetic) {
 
 TEST(LoopsLower, InlinesOnlySingleReadElementwise) {
   // e = exp(x) is read twice (sum and divide): it keeps its buffer; x - 1 is read once.
-  const auto g = spec("DIMS = dict(M=3, N=4)\n"
-                      "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n"
-                      "    e = np.exp(x - 1.0)\n"
-                      "    return e / e.sum(axis=-1, keepdims=True)\n");
+  const auto g = spec(
+      "DIMS = dict(M=3, N=4)\n"
+      "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n"
+      "    e = np.exp(x - 1.0)\n"
+      "    return e / e.sum(axis=-1, keepdims=True)\n");
   const std::string text = to_text(lower(g));
   EXPECT_NE(text.find("= exp((x[((m * N) + n)] - f32(1)))"), std::string::npos) << text;
   EXPECT_NE(text.find("allocate t"), std::string::npos) << text;
 }
 
 TEST(LoopsLower, ReductionLoopsAreInnermostAndNeverParallel) {
-  const auto g = spec("DIMS = dict(M=3, N=4)\n"
-                      "def f(x: \"f32[M, N]\") -> \"f32[N]\":\n"
-                      "    return x.max(axis=0)\n");
+  const auto g = spec(
+      "DIMS = dict(M=3, N=4)\n"
+      "def f(x: \"f32[M, N]\") -> \"f32[N]\":\n"
+      "    return x.max(axis=0)\n");
   EXPECT_EQ(to_text(lower(g, default_schedule(g, Target{64, 2}))),
             R"(kernel f(in x: f32[M, N], out out0: f32[N]) dims [M, N]
   parallel for n in [0, N):
@@ -219,9 +236,10 @@ TEST(LoopsLower, ReductionLoopsAreInnermostAndNeverParallel) {
 }
 
 TEST(LoopsLower, SameDimTwiceGetsDistinctLoopNames) {
-  const auto g = spec("DIMS = dict(N=4)\n"
-                      "def f(u: \"f32[N]\", v: \"f32[N]\") -> \"f32[N, N]\":\n"
-                      "    return np.einsum('i,j->ij', u, v)\n");
+  const auto g = spec(
+      "DIMS = dict(N=4)\n"
+      "def f(u: \"f32[N]\", v: \"f32[N]\") -> \"f32[N, N]\":\n"
+      "    return np.einsum('i,j->ij', u, v)\n");
   const std::string text = to_text(lower(g));
   EXPECT_NE(text.find("for n1 in [0, N)"), std::string::npos) << text;
 }

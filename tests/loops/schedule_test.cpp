@@ -85,7 +85,9 @@ ScheduleError rejection(const ollie::ir::Graph& g, const std::string& schedule) 
   return ScheduleError(Directive{}, "", "");
 }
 
-std::string reason(const ollie::ir::Graph& g, const std::string& schedule) { return rejection(g, schedule).reason(); }
+std::string reason(const ollie::ir::Graph& g, const std::string& schedule) {
+  return rejection(g, schedule).reason();
+}
 
 // ---- Text form ----
 
@@ -103,9 +105,10 @@ TEST(ScheduleText, RoundTripsEveryDirective) {
       {DirectiveKind::Accumulate, "out0", {"n_o"}, 0, 0},
   }};
   const std::string text = to_text(s);
-  EXPECT_EQ(text,
-            "split t1 n 16\nreorder out0 n_i m n_o\nparallel out0 m\nvectorize t1_rf n_i\nunroll t6 n\n"
-            "compute_at t6 out0 m\ninline t5\npack out0 b m\nrfactor t4.0 n_i\naccumulate out0 n_o\n");
+  EXPECT_EQ(
+      text,
+      "split t1 n 16\nreorder out0 n_i m n_o\nparallel out0 m\nvectorize t1_rf n_i\nunroll t6 n\n"
+      "compute_at t6 out0 m\ninline t5\npack out0 b m\nrfactor t4.0 n_i\naccumulate out0 n_o\n");
   const Schedule back = parse_schedule(text);
   ASSERT_EQ(back.directives.size(), s.directives.size());
   for (size_t i = 0; i < s.directives.size(); ++i) {
@@ -128,7 +131,8 @@ TEST(ScheduleText, CommentsSemicolonsAndBlankLines) {
       "\n"
       "\treorder out0 n_i m;vectorize out0 n_i ;; parallel out0 m;\n"
       "# split out0 m 2\n");
-  EXPECT_EQ(to_text(s), "split out0 n 8\nreorder out0 n_i m\nvectorize out0 n_i\nparallel out0 m\n");
+  EXPECT_EQ(to_text(s),
+            "split out0 n 8\nreorder out0 n_i m\nvectorize out0 n_i\nparallel out0 m\n");
   ASSERT_EQ(s.directives.size(), 4u);
   EXPECT_EQ(s.directives[0].line, 2);
   EXPECT_EQ(s.directives[1].line, 4);
@@ -155,27 +159,35 @@ void expect_parse_error(const std::string& text, int line, int col, const std::s
   EXPECT_EQ(e.loc().col, col);
   EXPECT_EQ(e.message(), message);
   const std::string what = e.what();
-  EXPECT_TRUE(contains(what, "tiles.schedule:" + std::to_string(line) + ":" + std::to_string(col) + ": error: "));
+  EXPECT_TRUE(contains(
+      what, "tiles.schedule:" + std::to_string(line) + ":" + std::to_string(col) + ": error: "));
   EXPECT_TRUE(contains(what, "hint: " + hint));
 }
 
 TEST(ScheduleText, ErrorsAreLocatedWithAHint) {
   expect_parse_error("split out0 n 8\n  frob out0 n", 2, 3, "unknown schedule directive 'frob'",
-                     "directives are: split, reorder, parallel, vectorize, unroll, compute_at, inline, pack, rfactor, "
+                     "directives are: split, reorder, parallel, vectorize, unroll, compute_at, "
+                     "inline, pack, rfactor, "
                      "accumulate");
   // Too few arguments point just past the directive, too many at the first extra one.
-  expect_parse_error("split out0 n", 1, 13, "wrong number of arguments to split", "write: split STAGE LOOP FACTOR");
-  expect_parse_error("split out0 n 8 9", 1, 16, "wrong number of arguments to split", "write: split STAGE LOOP FACTOR");
-  expect_parse_error("vectorize out0 n; compute_at t1 out0", 1, 37, "wrong number of arguments to compute_at",
+  expect_parse_error("split out0 n", 1, 13, "wrong number of arguments to split",
+                     "write: split STAGE LOOP FACTOR");
+  expect_parse_error("split out0 n 8 9", 1, 16, "wrong number of arguments to split",
+                     "write: split STAGE LOOP FACTOR");
+  expect_parse_error("vectorize out0 n; compute_at t1 out0", 1, 37,
+                     "wrong number of arguments to compute_at",
                      "write: compute_at STAGE HOST LOOP");
   expect_parse_error("reorder out0 n", 1, 15, "wrong number of arguments to reorder",
                      "write: reorder STAGE LOOP LOOP...");
   expect_parse_error("inline", 1, 7, "wrong number of arguments to inline", "write: inline STAGE");
-  expect_parse_error("inline t1 t2", 1, 11, "wrong number of arguments to inline", "write: inline STAGE");
+  expect_parse_error("inline t1 t2", 1, 11, "wrong number of arguments to inline",
+                     "write: inline STAGE");
   for (const std::string f : {"0", "1", "x", "-3", "2.5", "99999999999"})
-    expect_parse_error("# tile\nsplit out0 n " + f, 2, 14, "split factor must be an integer >= 2, got '" + f + "'",
+    expect_parse_error("# tile\nsplit out0 n " + f, 2, 14,
+                       "split factor must be an integer >= 2, got '" + f + "'",
                        "e.g. split t3 n 16");
-  expect_parse_error("split out0 n 2\nvectorize out0 3n", 2, 16, "'3n' is not a stage, loop or buffer name",
+  expect_parse_error("split out0 n 2\nvectorize out0 3n", 2, 16,
+                     "'3n' is not a stage, loop or buffer name",
                      "names are letters, digits, '_' and '.', starting with a letter or '_'");
   expect_parse_error("accumulate out0", 1, 16, "wrong number of arguments to accumulate",
                      "write: accumulate STAGE LOOP");
@@ -196,7 +208,8 @@ TEST(ScheduleDirectives, DescribeStagesListsWhatAScheduleNames) {
 }
 
 TEST(ScheduleDirectives, SplitGuardsTheTailOnlyWhenTheFactorMayNotDivide) {
-  EXPECT_EQ(lowered(square(), "split t1 n 2"), R"(kernel f(in x: f32[M, N], out out0: f32[M, N]) dims [M, N]
+  EXPECT_EQ(lowered(square(), "split t1 n 2"),
+            R"(kernel f(in x: f32[M, N], out out0: f32[M, N]) dims [M, N]
   allocate t1: f32[M*N]
   for m in [0, M):
     for n_o in [0, ((N + 1)//2)):
@@ -215,7 +228,8 @@ TEST(ScheduleDirectives, SplitGuardsTheTailOnlyWhenTheFactorMayNotDivide) {
       "DIMS = dict(M=3)\n"
       "def f(x: \"f32[M, 4]\") -> \"f32[M, 4]\":\n"
       "    return x * 2.0\n");
-  EXPECT_TRUE(contains(lowered(fixed, "split out0 i 2"), "    for i_o in [0, 2):\n      for i_i in [0, 2):\n"));
+  EXPECT_TRUE(contains(lowered(fixed, "split out0 i 2"),
+                       "    for i_o in [0, 2):\n      for i_i in [0, 2):\n"));
   EXPECT_TRUE(contains(lowered(fixed, "split out0 i 3"),
                        "    for i_o in [0, 2):\n      for i_i in [0, min(3, (4 - (i_o * 3)))):\n"));
   // A factor beyond the extent: one outer iteration.
@@ -223,19 +237,21 @@ TEST(ScheduleDirectives, SplitGuardsTheTailOnlyWhenTheFactorMayNotDivide) {
                        "    for i_o in [0, 1):\n      for i_i in [0, min(8, (4 - (i_o * 8)))):\n"));
   // Splitting a tail splits its guarded extent again. The tail's extent is at least 1, so
   // truncating division ('/') rounds it down like floor division would.
-  EXPECT_TRUE(contains(lowered(square(), "split out0 n 4; split out0 n_i 2"),
-                       "    for n_o in [0, ((N + 3)//4)):\n"
-                       "      for n_i_o in [0, ((min(4, (N - (n_o * 4))) + 1) / 2)):\n"
-                       "        for n_i_i in [0, min(2, (min(4, (N - (n_o * 4))) - (n_i_o * 2)))):\n"
-                       "          out0[((m * N) + ((n_o * 4) + ((n_i_o * 2) + n_i_i)))] = "));
+  EXPECT_TRUE(
+      contains(lowered(square(), "split out0 n 4; split out0 n_i 2"),
+               "    for n_o in [0, ((N + 3)//4)):\n"
+               "      for n_i_o in [0, ((min(4, (N - (n_o * 4))) + 1) / 2)):\n"
+               "        for n_i_i in [0, min(2, (min(4, (N - (n_o * 4))) - (n_i_o * 2)))):\n"
+               "          out0[((m * N) + ((n_o * 4) + ((n_i_o * 2) + n_i_i)))] = "));
 }
 
 TEST(ScheduleDirectives, ReorderPermutesTheNamedLoops) {
   EXPECT_TRUE(contains(lowered(square(), "reorder out0 n m"),
                        "  for n in [0, N):\n    for m in [0, M):\n      out0[((m * N) + n)] = "));
   // The named loops take the positions they occupy; the others stay put.
-  EXPECT_TRUE(contains(lowered(matmul(), "reorder out0 k m"),
-                       "  for k in [0, K) reduce:\n    for n in [0, N):\n      for m in [0, M):\n"));
+  EXPECT_TRUE(
+      contains(lowered(matmul(), "reorder out0 k m"),
+               "  for k in [0, K) reduce:\n    for n in [0, N):\n      for m in [0, M):\n"));
 }
 
 TEST(ScheduleDirectives, LoopKindsAppearInTheText) {
@@ -253,14 +269,17 @@ TEST(ScheduleDirectives, LoopKindsAppearInTheText) {
         out0[((m * N) + n)] = (out0[((m * N) + n)] + (a[((m * K) + k)] * b[((k * N) + n)]))
 )");
   // An unroll hint is fine on a reduction loop.
-  EXPECT_TRUE(contains(lowered(softmax(), "unroll t1 n"), "    unrolled for n in [0, N) reduce:\n"));
+  EXPECT_TRUE(
+      contains(lowered(softmax(), "unroll t1 n"), "    unrolled for n in [0, N) reduce:\n"));
 }
 
 // Every intermediate is written and read inside one row iteration, so each is folded to
 // that row's slice and allocated inside the (parallel) row loop: one private copy per row.
 TEST(ScheduleDirectives, ComputeAtFusesSoftmaxIntoOneRowLoop) {
-  EXPECT_EQ(lowered(softmax(), "compute_at t6 out0 m; compute_at t5 out0 m; compute_at t1 out0 m; parallel out0 m"),
-            R"(kernel f(in x: f32[M, N], out out0: f32[M, N]) dims [M, N]
+  EXPECT_EQ(
+      lowered(softmax(),
+              "compute_at t6 out0 m; compute_at t5 out0 m; compute_at t1 out0 m; parallel out0 m"),
+      R"(kernel f(in x: f32[M, N], out out0: f32[M, N]) dims [M, N]
   parallel for m in [0, M):
     allocate t6: f32[1]
     allocate t5: f32[N]
@@ -295,7 +314,8 @@ TEST(ScheduleDirectives, ComputeAtSharesEveryLoopDownToTheNamedOne) {
   // and that sum in turn inside out0's rows (nested hosts are built inside out). t6 folds
   // to the row's element; t5 does not fold, as out0 reads it outside t6's loop n.
   const std::string nested = lowered(softmax(), "compute_at t5 t6 n; compute_at t6 out0 m");
-  EXPECT_TRUE(contains(nested, "  allocate t5: f32[M*N]\n  for m in [0, M):\n    t1[m] = f32(-inf)\n"));
+  EXPECT_TRUE(
+      contains(nested, "  allocate t5: f32[M*N]\n  for m in [0, M):\n    t1[m] = f32(-inf)\n"));
   EXPECT_TRUE(contains(nested,
                        "  for m in [0, M):\n"
                        "    allocate t6: f32[1]\n"
@@ -311,7 +331,8 @@ TEST(ScheduleDirectives, ComputeAtSharesEveryLoopDownToTheNamedOne) {
 // the innermost shared loop with the dims those loops do not index: when that slice is a
 // constant of at most 64 KiB, or wherever it is in the outermost loop of a root nest.
 TEST(ScheduleDirectives, ComputeAtFoldsABufferToTheSliceOfTheSharedLoops) {
-  EXPECT_EQ(lowered(square(), "compute_at t1 out0 m"), R"(kernel f(in x: f32[M, N], out out0: f32[M, N]) dims [M, N]
+  EXPECT_EQ(lowered(square(), "compute_at t1 out0 m"),
+            R"(kernel f(in x: f32[M, N], out out0: f32[M, N]) dims [M, N]
   for m in [0, M):
     allocate t1: f32[N]
     for n in [0, N):
@@ -321,10 +342,13 @@ TEST(ScheduleDirectives, ComputeAtFoldsABufferToTheSliceOfTheSharedLoops) {
 )");
   const auto rows = [](int width) {
     const std::string w = std::to_string(width);
-    return spec("DIMS = dict(M=3)\n"
-                "def f(x: \"f32[M, " + w + "]\") -> \"f32[M, " + w + "]\":\n"
-                "    e = np.exp(x)\n"
-                "    return e * e\n");
+    return spec(
+        "DIMS = dict(M=3)\n"
+        "def f(x: \"f32[M, " +
+        w + "]\") -> \"f32[M, " + w +
+        "]\":\n"
+        "    e = np.exp(x)\n"
+        "    return e * e\n");
   };
   const std::string inner = "split t1 m 2; split out0 m 2; compute_at t1 out0 m_i";
   // Inside an inner loop: a constant row of 4 floats folds.
@@ -364,7 +388,8 @@ TEST(ScheduleDirectives, ComputeAtFoldsABufferToTheSliceOfTheSharedLoops) {
 // t5 computed at t6's rows is read there, but also by out0, a later root nest: it keeps
 // its full size at the top, indexed by the row.
 TEST(ScheduleDirectives, ComputeAtKeepsTheWholeBufferWhenAReaderRunsOutsideTheSharedLoops) {
-  EXPECT_EQ(lowered(softmax(), "compute_at t5 t6 m"), R"(kernel f(in x: f32[M, N], out out0: f32[M, N]) dims [M, N]
+  EXPECT_EQ(lowered(softmax(), "compute_at t5 t6 m"),
+            R"(kernel f(in x: f32[M, N], out out0: f32[M, N]) dims [M, N]
   allocate t1: f32[M]
   allocate t5: f32[M*N]
   allocate t6: f32[M]
@@ -388,8 +413,8 @@ TEST(ScheduleDirectives, ComputeAtKeepsTheWholeBufferWhenAReaderRunsOutsideTheSh
 // own; both orders of the two directives give the same kernel. t5 is read by out0 outside
 // t6's loop n, so it keeps its full size.
 TEST(ScheduleDirectives, ComputeAtInsideAHostThatIsComputedAtAnotherStage) {
-  const std::string fused =
-      lowered(softmax(), "compute_at t6 out0 m; compute_at t5 t6 n; compute_at t1 out0 m; parallel out0 m");
+  const std::string fused = lowered(
+      softmax(), "compute_at t6 out0 m; compute_at t5 t6 n; compute_at t1 out0 m; parallel out0 m");
   EXPECT_EQ(fused, R"(kernel f(in x: f32[M, N], out out0: f32[M, N]) dims [M, N]
   allocate t5: f32[M*N]
   parallel for m in [0, M):
@@ -405,8 +430,10 @@ TEST(ScheduleDirectives, ComputeAtInsideAHostThatIsComputedAtAnotherStage) {
     for n in [0, N):
       out0[((m * N) + n)] = (t5[((m * N) + n)] / t6[0])
 )");
-  EXPECT_EQ(lowered(softmax(), "compute_at t5 t6 n; compute_at t6 out0 m; compute_at t1 out0 m; parallel out0 m"),
-            fused);
+  EXPECT_EQ(
+      lowered(softmax(),
+              "compute_at t5 t6 n; compute_at t6 out0 m; compute_at t1 out0 m; parallel out0 m"),
+      fused);
   // The partial sums of a factored row sum, each computed inside the reduction loop over
   // them that the sum (itself computed at out0's rows) runs: one partial sum at a time.
   EXPECT_EQ(lowered(softmax8(),
@@ -441,34 +468,35 @@ TEST(ScheduleDirectives, RfactorMakesAStageOfPartialResultsOverAPureLoop) {
   EXPECT_TRUE(contains(text, "  allocate t1_rf: f32[2*M]\n"));
   // All partial results are initialised (the tail may not reach them), then accumulated
   // over n_o with n_i a pure, vectorized loop, then reduced into t1.
-  EXPECT_TRUE(
-      contains(text,
-               "  for m in [0, M):\n"
-               "    vectorized for n_i in [0, 2):\n"
-               "      t1_rf[((m * 2) + n_i)] = f32(-inf)\n"
-               "    for n_o in [0, ((N + 1)//2)) reduce:\n"
-               "      vectorized for n_i in [0, min(2, (N - (n_o * 2)))):\n"
-               "        t1_rf[((m * 2) + n_i)] = max(t1_rf[((m * 2) + n_i)], x[((m * N) + ((n_o * 2) + n_i))])\n"
-               "  for m in [0, M):\n"
-               "    t1[m] = f32(-inf)\n"
-               "    for n_i in [0, 2) reduce:\n"
-               "      t1[m] = max(t1[m], t1_rf[((m * 2) + n_i)])\n"));
+  EXPECT_TRUE(contains(text,
+                       "  for m in [0, M):\n"
+                       "    vectorized for n_i in [0, 2):\n"
+                       "      t1_rf[((m * 2) + n_i)] = f32(-inf)\n"
+                       "    for n_o in [0, ((N + 1)//2)) reduce:\n"
+                       "      vectorized for n_i in [0, min(2, (N - (n_o * 2)))):\n"
+                       "        t1_rf[((m * 2) + n_i)] = max(t1_rf[((m * 2) + n_i)], x[((m * N) + "
+                       "((n_o * 2) + n_i))])\n"
+                       "  for m in [0, M):\n"
+                       "    t1[m] = f32(-inf)\n"
+                       "    for n_i in [0, 2) reduce:\n"
+                       "      t1[m] = max(t1[m], t1_rf[((m * 2) + n_i)])\n"));
   // The new stage is scheduled like any other: computed at the consumer's rows, where its
   // partial results fold to one row's [K, N] (allocated in the outermost loop of a root
   // nest, so the size need not be a constant). k is not the innermost loop, so the partial
   // results are the buffer's first dim: the n loop inside walks them contiguously.
-  EXPECT_TRUE(contains(lowered(matmul(), "reorder out0 k n; rfactor out0 k; compute_at out0_rf out0 m"),
-                       "  for m in [0, M):\n"
-                       "    allocate out0_rf: f32[K*N]\n"
-                       "    for k in [0, K):\n"
-                       "      for n in [0, N):\n"
-                       "        out0_rf[((k * N) + n)] = f32(0)\n"
-                       "        out0_rf[((k * N) + n)] = (out0_rf[((k * N) + n)] + "
-                       "(a[((m * K) + k)] * b[((k * N) + n)]))\n"
-                       "    for n in [0, N):\n"
-                       "      out0[((m * N) + n)] = f32(0)\n"
-                       "      for k in [0, K) reduce:\n"
-                       "        out0[((m * N) + n)] = (out0[((m * N) + n)] + out0_rf[((k * N) + n)])\n"));
+  EXPECT_TRUE(
+      contains(lowered(matmul(), "reorder out0 k n; rfactor out0 k; compute_at out0_rf out0 m"),
+               "  for m in [0, M):\n"
+               "    allocate out0_rf: f32[K*N]\n"
+               "    for k in [0, K):\n"
+               "      for n in [0, N):\n"
+               "        out0_rf[((k * N) + n)] = f32(0)\n"
+               "        out0_rf[((k * N) + n)] = (out0_rf[((k * N) + n)] + "
+               "(a[((m * K) + k)] * b[((k * N) + n)]))\n"
+               "    for n in [0, N):\n"
+               "      out0[((m * N) + n)] = f32(0)\n"
+               "      for k in [0, K) reduce:\n"
+               "        out0[((m * N) + n)] = (out0[((m * N) + n)] + out0_rf[((k * N) + n)])\n"));
 }
 
 TEST(ScheduleDirectives, PackCopiesTheTileIntoALocalBuffer) {
@@ -488,13 +516,15 @@ TEST(ScheduleDirectives, PackCopiesTheTileIntoALocalBuffer) {
 }
 
 TEST(ScheduleDirectives, InlineRecomputesAValueReadTwice) {
-  EXPECT_EQ(lowered(square(), "inline t1"), R"(kernel f(in x: f32[M, N], out out0: f32[M, N]) dims [M, N]
+  EXPECT_EQ(lowered(square(), "inline t1"),
+            R"(kernel f(in x: f32[M, N], out out0: f32[M, N]) dims [M, N]
   for m in [0, M):
     for n in [0, N):
       out0[((m * N) + n)] = (exp(x[((m * N) + n)]) * exp(x[((m * N) + n)]))
 )");
   // Directives before the inline are replayed without the stage.
-  const std::string text = lowered(softmax(), "compute_at t6 out0 m; inline t5; compute_at t1 out0 m");
+  const std::string text =
+      lowered(softmax(), "compute_at t6 out0 m; inline t5; compute_at t1 out0 m");
   EXPECT_EQ(text.find("t5"), std::string::npos) << text;
   EXPECT_TRUE(contains(text,
                        "      t6[0] = (t6[0] + exp((x[((m * N) + n)] - t1[0])))\n"
@@ -510,22 +540,27 @@ TEST(ScheduleRejects, ParallelOrVectorizedReductionLoops) {
   EXPECT_TRUE(contains(e.detail(), "rfactor t1 n first"));
   EXPECT_EQ(e.directive().kind, DirectiveKind::Vectorize);
   EXPECT_EQ(e.directive().line, 1);
-  EXPECT_TRUE(contains(std::string(e.what()), "schedule line 1: cannot vectorize t1 n: loop n carries the reduction"));
+  EXPECT_TRUE(contains(std::string(e.what()),
+                       "schedule line 1: cannot vectorize t1 n: loop n carries the reduction"));
   EXPECT_EQ(reason(softmax(), "parallel t6 n"), "loop n carries the reduction into t6[m]");
-  EXPECT_EQ(reason(matmul(), "reorder out0 k n; parallel out0 k"), "loop k carries the reduction into out0[m, n]");
+  EXPECT_EQ(reason(matmul(), "reorder out0 k n; parallel out0 k"),
+            "loop k carries the reduction into out0[m, n]");
   // A max along its innermost loop needs rfactor; a sum vectorizes as a scalar reduction,
   // but only along its innermost loop.
-  EXPECT_EQ(reason(softmax(), "split t1 n 2; vectorize t1 n_i"), "loop n_i carries the reduction into t1[m]");
+  EXPECT_EQ(reason(softmax(), "split t1 n 2; vectorize t1 n_i"),
+            "loop n_i carries the reduction into t1[m]");
   EXPECT_TRUE(contains(lowered(matmul(), "split out0 k 2; vectorize out0 k_i"),
                        "vectorized for k_i in [0, min(2, (K - (k_o * 2)))) reduce:"));
   EXPECT_EQ(reason(matmul(), "split out0 k 2; reorder out0 k_i k_o; vectorize out0 k_i"),
             "the extent of loop k_i depends on loop k_o");
-  EXPECT_EQ(reason(matmul(), "split out0 k 4; vectorize out0 k_o"), "loop k_o carries the reduction into out0[m, n]");
+  EXPECT_EQ(reason(matmul(), "split out0 k 4; vectorize out0 k_o"),
+            "loop k_o carries the reduction into out0[m, n]");
 }
 
 TEST(ScheduleRejects, VectorizeOnlyTheInnermostLoop) {
   EXPECT_EQ(reason(square(), "vectorize out0 m"), "loop m is not innermost (n is inside it)");
-  EXPECT_EQ(reason(square(), "vectorize out0 n; reorder out0 n m"), "loop n is vectorized and must stay innermost");
+  EXPECT_EQ(reason(square(), "vectorize out0 n; reorder out0 n m"),
+            "loop n is vectorized and must stay innermost");
   EXPECT_EQ(reason(square(), "vectorize out0 n; compute_at t1 out0 n"),
             "loop n of out0 is vectorized; nothing can be computed inside it");
 }
@@ -534,7 +569,8 @@ TEST(ScheduleRejects, ASplitTailStaysInsideItsOuterLoop) {
   const ScheduleError e = rejection(square(), "split out0 n 2; reorder out0 n_i n_o");
   EXPECT_EQ(e.reason(), "the extent of loop n_i depends on loop n_o");
   EXPECT_EQ(e.detail(), "n_i is the guarded tail of a split of n_o; it must stay inside it");
-  EXPECT_EQ(reason(square(), "split out0 m 2; reorder out0 n m_o"), "the extent of loop m_i depends on loop m_o");
+  EXPECT_EQ(reason(square(), "split out0 m 2; reorder out0 n m_o"),
+            "the extent of loop m_i depends on loop m_o");
   EXPECT_EQ(reason(square(), "reorder out0 n n"), "loop n is named twice");
 }
 
@@ -582,7 +618,8 @@ TEST(ScheduleRejects, ComputeAtNeedsMatchingPureLoops) {
             "loop n of t6 is a reduction loop; only pure loops can be shared");
   EXPECT_EQ(reason(softmax(), "compute_at out0 t1 m"), "t1 runs before out0");
   EXPECT_EQ(reason(softmax(), "compute_at t1 t1 m"), "t1 cannot be computed inside itself");
-  EXPECT_EQ(reason(softmax(), "compute_at t6 out0 m; compute_at t6 out0 m"), "t6 is already computed at out0");
+  EXPECT_EQ(reason(softmax(), "compute_at t6 out0 m; compute_at t6 out0 m"),
+            "t6 is already computed at out0");
   // The parts of a concatenation write one buffer together.
   const auto concat = spec(
       "DIMS = dict(M=3, N=5)\n"
@@ -609,13 +646,14 @@ TEST(ScheduleRejects, ComputeAtANestedHostOnlyInsideItsOwnLoops) {
   EXPECT_EQ(e.reason(), "loop m of t6 is shared with its host out0");
   EXPECT_EQ(e.detail(), "compute t5 at out0 instead");
   // The same for the partial results of a factored reduction and their reducer.
-  const ScheduleError rf =
-      rejection(softmax(), "split t6 n 4; rfactor t6 n_i; compute_at t6 out0 m; compute_at t6_rf t6 m");
+  const ScheduleError rf = rejection(
+      softmax(), "split t6 n 4; rfactor t6 n_i; compute_at t6 out0 m; compute_at t6_rf t6 m");
   EXPECT_EQ(rf.reason(), "loop m of t6 is shared with its host out0");
   EXPECT_EQ(rf.detail(), "compute t6_rf at out0 instead");
   // Two levels down: t5's loop n is t6's.
   const std::string nested = "compute_at t6 out0 m; compute_at t5 t6 n; ";
-  EXPECT_EQ(reason(softmax(), nested + "compute_at t1 t5 n"), "loop n of t5 is shared with its host t6");
+  EXPECT_EQ(reason(softmax(), nested + "compute_at t1 t5 n"),
+            "loop n of t5 is shared with its host t6");
   // The loops of a nested host are fixed once a stage is computed inside them.
   EXPECT_EQ(reason(softmax(), nested + "split t6 n 2"), "t5 is computed inside loop n of t6");
   EXPECT_EQ(reason(softmax(), nested + "split t5 n 2"), "loop n of t5 is shared with its host t6");
@@ -624,13 +662,15 @@ TEST(ScheduleRejects, ComputeAtANestedHostOnlyInsideItsOwnLoops) {
 TEST(ScheduleRejects, RfactorNeedsAReductionLoop) {
   EXPECT_EQ(reason(softmax(), "rfactor t1 m"), "loop m of t1 is not a reduction loop");
   EXPECT_EQ(reason(softmax(), "rfactor out0 n"), "loop n of out0 is not a reduction loop");
-  EXPECT_EQ(reason(softmax(), "split t1 n 2; rfactor t1 n_i; rfactor t1 n_i"), "t1 is already factored (t1_rf exists)");
+  EXPECT_EQ(reason(softmax(), "split t1 n 2; rfactor t1 n_i; rfactor t1 n_i"),
+            "t1 is already factored (t1_rf exists)");
   EXPECT_EQ(reason(softmax(), "compute_at t6 out0 m; rfactor t6 n"), "t6 is computed at a host");
   // Factoring the outer part of a split whose inner part stayed pure (its tail guard
   // depends on the outer part, which would move inside it); legal when the split divides.
   EXPECT_EQ(reason(matmul(), "split out0 k 3; rfactor out0 k_i; rfactor out0_rf k_o"),
             "the extent of loop k_i of out0_rf depends on the reduction loop k_o");
-  EXPECT_NO_THROW(lower(softmax8(), parse_schedule("split t6 i 4; rfactor t6 i_i; rfactor t6_rf i_o")));
+  EXPECT_NO_THROW(
+      lower(softmax8(), parse_schedule("split t6 i 4; rfactor t6 i_i; rfactor t6_rf i_o")));
 }
 
 TEST(ScheduleRejects, UnknownNamesListTheValidOnes) {
@@ -656,14 +696,20 @@ TEST(ScheduleRejects, InlineOnlyIntermediateElementwiseStages) {
 }
 
 TEST(ScheduleRejects, PackOnlyTilesOfBuffersTheStageReads) {
-  EXPECT_EQ(reason(matmul(), "pack out0 b k"), "loop k is innermost: the tile would be one element");
-  EXPECT_EQ(reason(matmul(), "pack out0 out0 m"), "out0 writes out0; only buffers it reads can be packed");
+  EXPECT_EQ(reason(matmul(), "pack out0 b k"),
+            "loop k is innermost: the tile would be one element");
+  EXPECT_EQ(reason(matmul(), "pack out0 out0 m"),
+            "out0 writes out0; only buffers it reads can be packed");
   EXPECT_EQ(reason(softmax(), "pack out0 x m"), "out0 does not read x");
   EXPECT_EQ(reason(matmul(), "pack out0 b m; pack out0 b m"), "b is already packed in out0");
-  EXPECT_EQ(reason(matmul(), "pack out0 b n; split out0 m 2"), "a tile of b is packed inside loop m");
+  EXPECT_EQ(reason(matmul(), "pack out0 b n; split out0 m 2"),
+            "a tile of b is packed inside loop m");
   // A buffer written one slice at a time inside the reader's loop is not complete there.
-  for (const char* s : {"compute_at t1 out0 m; pack out0 t1 m", "pack out0 t1 m; compute_at t1 out0 m"})
-    EXPECT_EQ(reason(square(), s), "out0 packs a tile of t1, which t1 writes one slice at a time inside out0.m") << s;
+  for (const char* s :
+       {"compute_at t1 out0 m; pack out0 t1 m", "pack out0 t1 m; compute_at t1 out0 m"})
+    EXPECT_EQ(reason(square(), s),
+              "out0 packs a tile of t1, which t1 writes one slice at a time inside out0.m")
+        << s;
 }
 
 // Random schedules keep only legal directives; each rejected one, replayed after its
@@ -678,19 +724,25 @@ TEST(ScheduleRejects, AccumulateOnlyWhereTheTileIsConstantAndHoldsTheReduction) 
   EXPECT_EQ(reason(matmul(), "accumulate out0 m"), "loop n inside m walks [0, N), not a constant");
   EXPECT_EQ(reason(matmul(), "split out0 n 2048; reorder out0 n_o k n_i; accumulate out0 n_o"),
             "the tile inside loop n_o is 8192 bytes of accumulators");
-  EXPECT_EQ(reason(matmul(), "rfactor out0 k; accumulate out0_rf k"), "no reduction loop of out0_rf runs inside loop k");
+  EXPECT_EQ(reason(matmul(), "rfactor out0 k; accumulate out0_rf k"),
+            "no reduction loop of out0_rf runs inside loop k");
   // Once: and the loops are fixed after it.
   const std::string tile = "split out0 n 16; reorder out0 n_o k n_i; accumulate out0 n_o; ";
   EXPECT_EQ(reason(matmul(), tile + "accumulate out0 m"), "out0 already accumulates in registers");
-  EXPECT_EQ(reason(matmul(), tile + "split out0 m 2"), "out0 accumulates in registers inside loop n_o");
-  EXPECT_EQ(reason(matmul(), tile + "reorder out0 k n_i"), "out0 accumulates in registers inside loop n_o");
+  EXPECT_EQ(reason(matmul(), tile + "split out0 m 2"),
+            "out0 accumulates in registers inside loop n_o");
+  EXPECT_EQ(reason(matmul(), tile + "reorder out0 k n_i"),
+            "out0 accumulates in registers inside loop n_o");
   EXPECT_EQ(reason(matmul(), tile + "rfactor out0 k"), "out0 accumulates in registers");
-  EXPECT_EQ(reason(matmul(), "reorder out0 k n; vectorize out0 n; accumulate out0 n"), "loop n is vectorized");
+  EXPECT_EQ(reason(matmul(), "reorder out0 k n; vectorize out0 n; accumulate out0 n"),
+            "loop n is vectorized");
   // Inside the loops shared with a host.
-  EXPECT_EQ(reason(softmax(), "inline t5; compute_at t6 out0 m; compute_at t1 out0 m; accumulate t1 m"),
-            "loop m is shared with the host; accumulate inside the stage's own loops");
+  EXPECT_EQ(
+      reason(softmax(), "inline t5; compute_at t6 out0 m; compute_at t1 out0 m; accumulate t1 m"),
+      "loop m is shared with the host; accumulate inside the stage's own loops");
   // Legal after all of that: the vectorized columns inside, the rows unrolled.
-  EXPECT_NO_THROW(lower(matmul(), parse_schedule(tile + "vectorize out0 n_i; unroll out0 m; parallel out0 m")));
+  EXPECT_NO_THROW(
+      lower(matmul(), parse_schedule(tile + "vectorize out0 n_i; unroll out0 m; parallel out0 m")));
 }
 
 TEST(ScheduleRejects, RandomScheduleRejectionsReplayThroughLower) {
@@ -710,7 +762,8 @@ TEST(ScheduleRejects, RandomScheduleRejectionsReplayThroughLower) {
         tried.directives.push_back(r.directive);
         try {
           lower(*g, tried);
-          ADD_FAILURE() << "accepted after its prefix: " << to_text(r.directive) << "\n" << to_text(r.prefix);
+          ADD_FAILURE() << "accepted after its prefix: " << to_text(r.directive) << "\n"
+                        << to_text(r.prefix);
         } catch (const ScheduleError& e) {
           EXPECT_EQ(e.reason(), r.reason) << to_text(tried);
           EXPECT_EQ(to_text(e.directive()), to_text(r.directive));
@@ -775,22 +828,26 @@ void expect_agrees(const ollie::ir::Graph& g, const std::string& schedule) {
 }
 
 TEST(ScheduleRuns, FusedSoftmaxWithFactoredRowReductions) {
-  expect_agrees(softmax(),
-                "split t1 n 2; rfactor t1 n_i; vectorize t1_rf n_i; split t6 n 4; rfactor t6 n_i\n"
-                "compute_at t6 out0 m; compute_at t6_rf out0 m; compute_at t5 out0 m; compute_at t1 out0 m\n"
-                "compute_at t1_rf out0 m; parallel out0 m");
+  expect_agrees(
+      softmax(),
+      "split t1 n 2; rfactor t1 n_i; vectorize t1_rf n_i; split t6 n 4; rfactor t6 n_i\n"
+      "compute_at t6 out0 m; compute_at t6_rf out0 m; compute_at t5 out0 m; compute_at t1 out0 m\n"
+      "compute_at t1_rf out0 m; parallel out0 m");
 }
 
 TEST(ScheduleRuns, SoftmaxExpComputedInsideTheSum) {
-  expect_agrees(softmax(), "inline t5; compute_at t6 out0 m; compute_at t1 out0 m; vectorize out0 n");
+  expect_agrees(softmax(),
+                "inline t5; compute_at t6 out0 m; compute_at t1 out0 m; vectorize out0 n");
   expect_agrees(softmax(), "compute_at t5 t6 n; compute_at t6 out0 m; compute_at t1 out0 m");
   // The same, directives outside in, rows in parallel (t6 and t1 folded per row).
-  expect_agrees(softmax(), "compute_at t6 out0 m; compute_at t5 t6 n; compute_at t1 out0 m; parallel out0 m");
+  expect_agrees(softmax(),
+                "compute_at t6 out0 m; compute_at t5 t6 n; compute_at t1 out0 m; parallel out0 m");
 }
 
 TEST(ScheduleRuns, NestedHostsAndFoldedBuffers) {
   expect_agrees(softmax8(),
-                "split t6 i 4; rfactor t6 i_i; reorder t6_rf i_i i_o; compute_at t6 out0 m; compute_at t6_rf t6 i_i; "
+                "split t6 i 4; rfactor t6 i_i; reorder t6_rf i_i i_o; compute_at t6 out0 m; "
+                "compute_at t6_rf t6 i_i; "
                 "compute_at t5 out0 m; compute_at t1 out0 m; parallel out0 m");
   expect_agrees(square(), "split t1 n 2; split out0 n 2; compute_at t1 out0 n_i");
 }
@@ -811,25 +868,31 @@ TEST(ScheduleRuns, RegisterTilesAgreeOnFullAndCutTiles) {
       "vectorize out0 n_i; unroll out0 m_i; parallel out0 m_o";
   expect_agrees(matmul_with_tails(), gemm);
   // Sizes that the tile divides exactly (no tail copy) and that it exceeds (no full tile).
-  expect_agrees(matmul(), "split out0 m 3; split out0 n 5; reorder out0 m_o n_o k m_i n_i; accumulate out0 n_o");
+  expect_agrees(
+      matmul(),
+      "split out0 m 3; split out0 n 5; reorder out0 m_o n_o k m_i n_i; accumulate out0 n_o");
   expect_agrees(matmul(), gemm);
   // The reduction split around the tile, with B packed per k block; one accumulator.
-  expect_agrees(matmul_with_tails(),
-                "split out0 k 4; split out0 n 16; reorder out0 m n_o k_o k_i n_i; accumulate out0 n_o; "
-                "pack out0 b k_o; vectorize out0 n_i");
+  expect_agrees(
+      matmul_with_tails(),
+      "split out0 k 4; split out0 n 16; reorder out0 m n_o k_o k_i n_i; accumulate out0 n_o; "
+      "pack out0 b k_o; vectorize out0 n_i");
   expect_agrees(matmul_with_tails(), "accumulate out0 n");
   // A tile loop whose tail guard depends on another tile loop (no constant copy).
-  expect_agrees(matmul_with_tails(),
-                "split out0 n 16; split out0 n_i 4; reorder out0 n_o k n_i_o n_i_i; accumulate out0 n_o");
+  expect_agrees(
+      matmul_with_tails(),
+      "split out0 n 16; split out0 n_i 4; reorder out0 n_o k n_i_o n_i_i; accumulate out0 n_o");
   // A row max and a row sum (non-additive identity; a vectorized sum inside the tile).
-  expect_agrees(softmax(), "split t1 m 2; reorder t1 m_o n m_i; accumulate t1 m_o; split t6 m 2; "
-                           "accumulate t6 m_i; vectorize t6 n");
+  expect_agrees(softmax(),
+                "split t1 m 2; reorder t1 m_o n m_i; accumulate t1 m_o; split t6 m 2; "
+                "accumulate t6 m_i; vectorize t6 n");
 }
 
 TEST(ScheduleRuns, RegisterTileEmitsConstantLoopsOverALocalArray) {
   const std::string source = ollie::emit::emit_kernel(
       lower(matmul_with_tails(),
-            parse_schedule("split out0 m 6; split out0 n 32; reorder out0 m_o n_o k m_i n_i; accumulate out0 n_o; "
+            parse_schedule("split out0 m 6; split out0 n 32; reorder out0 m_o n_o k m_i n_i; "
+                           "accumulate out0 n_o; "
                            "vectorize out0 n_i; unroll out0 m_i; parallel out0 m_o")),
       matmul_with_tails());
   // The accumulators live on the stack of the tile; the full-tile copy has constant trip
@@ -844,9 +907,12 @@ TEST(ScheduleRuns, RegisterTileEmitsConstantLoopsOverALocalArray) {
   // out0 itself is only written by the two store-backs (full tile, cut tile), never
   // read: the reduction runs in the accumulators.
   size_t writes = 0;
-  for (size_t at = source.find("out0["); at != std::string::npos; at = source.find("out0[", at + 1)) ++writes;
+  for (size_t at = source.find("out0["); at != std::string::npos; at = source.find("out0[", at + 1))
+    ++writes;
   EXPECT_EQ(writes, 2u) << source;
-  EXPECT_TRUE(contains(source, "out0[((((m_o * 6) + m_i) * N) + ((n_o * 32) + n_i))] = out0_acc[((m_i * 32) + n_i)];"));
+  EXPECT_TRUE(contains(
+      source,
+      "out0[((((m_o * 6) + m_i) * N) + ((n_o * 32) + n_i))] = out0_acc[((m_i * 32) + n_i)];"));
 }
 
 // Scores against a key matrix, both contiguous only along the reduction (q[h, l] . c[s, l]):
@@ -862,16 +928,22 @@ const ollie::ir::Graph& scores() {
 TEST(ScheduleRuns, DotProductTilesInsideAVectorizedSum) {
   // 4 heads per key row, each its own accumulator: 7 = 4 + 3, so both the whole-tile copy
   // and the general one run.
-  const std::string tile = "reorder out0 s h l; split out0 h 4; reorder out0 s h_o l h_i; unroll out0 h_i; "
-                           "vectorize out0 l";
+  const std::string tile =
+      "reorder out0 s h l; split out0 h 4; reorder out0 s h_o l h_i; unroll out0 h_i; "
+      "vectorize out0 l";
   expect_agrees(scores(), tile);
   expect_agrees(scores(), tile + "; parallel out0 s");
   // Two tile loops (2 x 2 accumulators), and a tile that the size divides (no general copy).
-  expect_agrees(scores(), "split out0 h 2; split out0 s 2; reorder out0 h_o s_o l h_i s_i; vectorize out0 l");
-  expect_agrees(matmul(), "reorder out0 n m k; split out0 m 3; reorder out0 n m_o k m_i; vectorize out0 k");
-  const std::string source = ollie::emit::emit_kernel(lower(scores(), parse_schedule(tile)), scores());
-  EXPECT_TRUE(contains(source, "#pragma omp simd reduction(+:out0_acc0,out0_acc1,out0_acc2,out0_acc3)"));
-  EXPECT_TRUE(contains(source, "out0_acc3 = out0_acc3 + (q[((((h_o * 4) + 3) * L) + l)] * c[((s * L) + l)]);"));
+  expect_agrees(scores(),
+                "split out0 h 2; split out0 s 2; reorder out0 h_o s_o l h_i s_i; vectorize out0 l");
+  expect_agrees(matmul(),
+                "reorder out0 n m k; split out0 m 3; reorder out0 n m_o k m_i; vectorize out0 k");
+  const std::string source =
+      ollie::emit::emit_kernel(lower(scores(), parse_schedule(tile)), scores());
+  EXPECT_TRUE(
+      contains(source, "#pragma omp simd reduction(+:out0_acc0,out0_acc1,out0_acc2,out0_acc3)"));
+  EXPECT_TRUE(contains(
+      source, "out0_acc3 = out0_acc3 + (q[((((h_o * 4) + 3) * L) + l)] * c[((s * L) + l)]);"));
   EXPECT_TRUE(contains(source, "if ((ollie_min<int64_t>(4, (H - (h_o * 4))) == 4)) {"));
   EXPECT_TRUE(contains(source, "#pragma omp simd reduction(+:out0_acc)\n"));  // the cut tile
 }
@@ -879,14 +951,17 @@ TEST(ScheduleRuns, DotProductTilesInsideAVectorizedSum) {
 TEST(ScheduleRejects, WhatMayRunInsideAVectorizedSum) {
   // Loops of a size the dims decide, or too many accumulators, inside the sum; a reorder
   // that would put more than 16 inside it; a parallel loop inside it.
-  EXPECT_EQ(reason(scores(), "reorder out0 s l h; vectorize out0 l"), "loop l carries the reduction into out0[h, s]");
+  EXPECT_EQ(reason(scores(), "reorder out0 s l h; vectorize out0 l"),
+            "loop l carries the reduction into out0[h, s]");
   EXPECT_EQ(reason(scores(), "split out0 h 32; reorder out0 h_o s l h_i; vectorize out0 l"),
             "loop l carries the reduction into out0[h, s]");
   const std::string tile = "split out0 h 4; reorder out0 s h_o l h_i; vectorize out0 l; ";
-  EXPECT_NO_THROW(lower(scores(), parse_schedule(tile + "split out0 s 4; reorder out0 s_o h_o l s_i h_i")));
+  EXPECT_NO_THROW(
+      lower(scores(), parse_schedule(tile + "split out0 s 4; reorder out0 s_o h_o l s_i h_i")));
   EXPECT_EQ(reason(scores(), tile + "split out0 s 8; reorder out0 s_o h_o l s_i h_i"),
             "loop l is vectorized and must stay innermost");
-  EXPECT_EQ(reason(scores(), "split out0 h 4; reorder out0 s h_o l h_i; vectorize out0 l; parallel out0 h_i"),
+  EXPECT_EQ(reason(scores(),
+                   "split out0 h 4; reorder out0 s h_o l h_i; vectorize out0 l; parallel out0 h_i"),
             "loop h_i is inside the vectorized loop l");
   // A max cannot be vectorized along its reduction at all.
   EXPECT_EQ(reason(softmax(), "split t1 m 2; reorder t1 m_o n m_i; vectorize t1 n"),
@@ -894,11 +969,13 @@ TEST(ScheduleRejects, WhatMayRunInsideAVectorizedSum) {
 }
 
 TEST(ScheduleRuns, MatmulTilesWithPackedPanelsAndTails) {
-  expect_agrees(matmul(),
-                "split out0 m 2; parallel out0 m_o; split out0 k 3; reorder out0 k_o n; pack out0 a n; "
-                "pack out0 b m_i");
+  expect_agrees(
+      matmul(),
+      "split out0 m 2; parallel out0 m_o; split out0 k 3; reorder out0 k_o n; pack out0 a n; "
+      "pack out0 b m_i");
   expect_agrees(matmul(), "split out0 n 2; reorder out0 n_o k; pack out0 b m; unroll out0 k");
-  expect_agrees(matmul(), "split out0 k 3; reorder out0 k_o n; rfactor out0 k_i; vectorize out0_rf k_i");
+  expect_agrees(matmul(),
+                "split out0 k 3; reorder out0 k_o n; rfactor out0 k_i; vectorize out0_rf k_i");
 }
 
 }  // namespace
@@ -934,17 +1011,20 @@ TEST(ScheduleMutation, RegisterTilesAreReachable) {
   // lowers; so does some random schedule.
   int tiles = 0;
   for (uint64_t seed = 0; seed < 200; ++seed) {
-    const auto m = mutate_schedule(matmul_with_tails(), default_schedule(matmul_with_tails()), seed);
+    const auto m =
+        mutate_schedule(matmul_with_tails(), default_schedule(matmul_with_tails()), seed);
     ASSERT_TRUE(m.has_value());
     if (m->move.find("accumulate out0") == std::string::npos) continue;
     ++tiles;
     EXPECT_TRUE(contains(to_text(m->schedule), "accumulate out0 n_o\n")) << m->move;
-    EXPECT_TRUE(contains(to_text(lower(matmul_with_tails(), m->schedule)), "allocate out0_acc: f32["));
+    EXPECT_TRUE(
+        contains(to_text(lower(matmul_with_tails(), m->schedule)), "allocate out0_acc: f32["));
   }
   EXPECT_GT(tiles, 0);
   int random_tiles = 0;
   for (uint64_t seed = 0; seed < 100; ++seed)
-    random_tiles += to_text(random_schedule(matmul_with_tails(), seed, 8)).find("accumulate") != std::string::npos;
+    random_tiles += to_text(random_schedule(matmul_with_tails(), seed, 8)).find("accumulate") !=
+                    std::string::npos;
   EXPECT_GT(random_tiles, 0);
 }
 

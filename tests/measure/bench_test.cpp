@@ -23,8 +23,8 @@ TEST(Summary, MedianMinMadAndOutliers) {
   EXPECT_EQ(s.median, 3);
   EXPECT_EQ(s.min, 1);
   EXPECT_EQ(s.max, 100);
-  EXPECT_EQ(s.mad, 1);          // |x - 3| = 0, 1, 1, 2, 97
-  EXPECT_EQ(s.outliers, 1);     // 100 > 3 + 5 * 1.4826 * 1
+  EXPECT_EQ(s.mad, 1);       // |x - 3| = 0, 1, 1, 2, 97
+  EXPECT_EQ(s.outliers, 1);  // 100 > 3 + 5 * 1.4826 * 1
   EXPECT_NEAR(s.spread(), 1.0 / 3, 1e-12);
   const auto even = ollie::measure::summarize({4, 1, 3, 2});
   EXPECT_EQ(even.median, 2.5);
@@ -33,13 +33,17 @@ TEST(Summary, MedianMinMadAndOutliers) {
 }
 
 ollie::ir::Graph spec() {
-  return ollie::spec::compile_spec(
-      "scale.py", "import numpy as np\nDIMS = dict(N=300)\ndef f(x: \"f32[N]\") -> \"f32[N]\":\n    return x * 2.0\n", {});
+  return ollie::spec::compile_spec("scale.py",
+                                   "import numpy as np\nDIMS = dict(N=300)\ndef f(x: \"f32[N]\") "
+                                   "-> \"f32[N]\":\n    return x * 2.0\n",
+                                   {});
 }
 
 std::string sleeping_kernel(int microseconds) {
-  return "#include <cstdint>\n#include <ctime>\nextern \"C\" void ollie_kernel(const float* x, float* out0, "
-         "const int64_t* dims) {\n  for (int64_t i = 0; i < dims[0]; ++i) out0[i] = 2 * x[i];\n  timespec t{0, " +
+  return "#include <cstdint>\n#include <ctime>\nextern \"C\" void ollie_kernel(const float* x, "
+         "float* out0, "
+         "const int64_t* dims) {\n  for (int64_t i = 0; i < dims[0]; ++i) out0[i] = 2 * x[i];\n  "
+         "timespec t{0, " +
          std::to_string(microseconds * 1000) + "};\n  while (nanosleep(&t, &t) != 0) {}\n}\n";
 }
 
@@ -53,8 +57,8 @@ BenchOptions quick() {
 }
 
 TEST(Bench, SideBySideRatioOfAKernelTwiceAsSlow) {
-  const auto report =
-      ollie::measure::bench(spec(), {{"slow", sleeping_kernel(4000)}, {"fast", sleeping_kernel(2000)}}, quick());
+  const auto report = ollie::measure::bench(
+      spec(), {{"slow", sleeping_kernel(4000)}, {"fast", sleeping_kernel(2000)}}, quick());
   ASSERT_EQ(report.status, BenchStatus::Ok) << report.message;
   ASSERT_EQ(report.kernels.size(), 2u);
   EXPECT_TRUE(report.kernels[0].outputs_agree);
@@ -65,19 +69,23 @@ TEST(Bench, SideBySideRatioOfAKernelTwiceAsSlow) {
   ASSERT_TRUE(report.ratio.has_value());
   EXPECT_EQ(report.ratio->n, 12);
   EXPECT_NEAR(report.ratio->median, 2.0, 0.1);
-  EXPECT_NE(report.seed, 0u);  // fresh, and recorded
+  EXPECT_NE(report.seed, 0u);        // fresh, and recorded
   EXPECT_GE(report.others_cpus, 0);  // measured (Linux has /proc/stat)
 }
 
 // Right outputs; sleeps `slow_us` on its odd-numbered calls and 2 ms on the others, or
 // `slow_us` on every call unless OMP_WAIT_POLICY is "active".
 std::string picky_kernel(int slow_us, bool on_odd_calls) {
-  return std::string("#include <cstdint>\n#include <cstdlib>\n#include <cstring>\n#include <ctime>\n") +
-         "static int calls = 0;\nextern \"C\" void ollie_kernel(const float* x, float* out0, const int64_t* dims) {\n"
+  return std::string(
+             "#include <cstdint>\n#include <cstdlib>\n#include <cstring>\n#include <ctime>\n") +
+         "static int calls = 0;\nextern \"C\" void ollie_kernel(const float* x, float* out0, const "
+         "int64_t* dims) {\n"
          "  for (int64_t i = 0; i < dims[0]; ++i) out0[i] = 2 * x[i];\n  ++calls;\n"
          "  const char* p = std::getenv(\"OMP_WAIT_POLICY\");\n"
-         "  const bool slow = " + (on_odd_calls ? "calls % 2 == 1" : "!(p && std::strcmp(p, \"active\") == 0)") +
-         ";\n  timespec t{0, slow ? " + std::to_string(slow_us * 1000) + "L : 2000000L};\n"
+         "  const bool slow = " +
+         (on_odd_calls ? "calls % 2 == 1" : "!(p && std::strcmp(p, \"active\") == 0)") +
+         ";\n  timespec t{0, slow ? " + std::to_string(slow_us * 1000) +
+         "L : 2000000L};\n"
          "  while (nanosleep(&t, &t) != 0) {}\n}\n";
 }
 
@@ -91,7 +99,7 @@ TEST(Bench, ContendedWhenOtherProcessesTakeCpusTheThreadsNeed) {
   EXPECT_TRUE(ollie::measure::contended(r));
   r.others_cpus = -1;  // unknown
   EXPECT_FALSE(ollie::measure::contended(r));
-  r.threads = 1;       // the other cores are spare
+  r.threads = 1;  // the other cores are spare
   r.others_cpus = cores - 1 + 0.1;
   EXPECT_FALSE(ollie::measure::contended(r));
   r.others_cpus = cores - 1 + 0.3;
@@ -101,15 +109,15 @@ TEST(Bench, ContendedWhenOtherProcessesTakeCpusTheThreadsNeed) {
 TEST(Bench, EveryTimedCallFollowsAWarmCallInTheSteadyOpenMpEnvironment) {
   // Two warm-up rounds (calls 1 and 2), then each timed call is an even-numbered one
   // (after its warm call): 2 ms, never the 8 ms of the odd calls.
-  const auto alternating =
-      ollie::measure::bench(spec(), {{"odd-slow", picky_kernel(8000, true)}, {"fast", sleeping_kernel(2000)}}, quick());
+  const auto alternating = ollie::measure::bench(
+      spec(), {{"odd-slow", picky_kernel(8000, true)}, {"fast", sleeping_kernel(2000)}}, quick());
   ASSERT_EQ(alternating.status, BenchStatus::Ok) << alternating.message;
   EXPECT_LT(alternating.kernels[0].stats.max, 0.006);
   EXPECT_NEAR(alternating.ratio->median, 1.0, 0.2);
   // The user's OMP_WAIT_POLICY does not reach the timed kernels.
   setenv("OMP_WAIT_POLICY", "passive", 1);
-  const auto policy =
-      ollie::measure::bench(spec(), {{"policy", picky_kernel(8000, false)}, {"fast", sleeping_kernel(2000)}}, quick());
+  const auto policy = ollie::measure::bench(
+      spec(), {{"policy", picky_kernel(8000, false)}, {"fast", sleeping_kernel(2000)}}, quick());
   unsetenv("OMP_WAIT_POLICY");
   ASSERT_EQ(policy.status, BenchStatus::Ok) << policy.message;
   EXPECT_NEAR(policy.ratio->median, 1.0, 0.2);
@@ -131,20 +139,24 @@ extern "C" void ollie_kernel(const float* x, float* out0, const int64_t* dims) {
   const auto report = ollie::measure::bench(spec(), {{"replaying", replaying}}, quick());
   EXPECT_EQ(report.status, BenchStatus::Wrong);
   EXPECT_FALSE(report.kernels[0].outputs_agree);
-  EXPECT_NE(report.message.find("wrong outputs while being timed"), std::string::npos) << report.message;
-  EXPECT_NE(report.kernels[0].output_problem.find("input set 2"), std::string::npos) << report.kernels[0].output_problem;
+  EXPECT_NE(report.message.find("wrong outputs while being timed"), std::string::npos)
+      << report.message;
+  EXPECT_NE(report.kernels[0].output_problem.find("input set 2"), std::string::npos)
+      << report.kernels[0].output_problem;
 }
 
 TEST(Bench, CompileErrorsAndCrashesAreReportedNotThrown) {
   const auto broken = ollie::measure::bench(spec(), {{"broken", "this is not C++"}}, quick());
   EXPECT_EQ(broken.status, BenchStatus::CompileError);
   EXPECT_NE(broken.message.find("broken does not compile"), std::string::npos);
-  const auto crashing = ollie::measure::bench(
-      spec(),
-      {{"ok", sleeping_kernel(10)},
-       {"crash", "#include <cstdint>\nextern \"C\" void ollie_kernel(const float*, float* o, const int64_t*) "
-                 "{ *(volatile int*)nullptr = 1; o[0] = 0; }\n"}},
-      quick());
+  const auto crashing =
+      ollie::measure::bench(spec(),
+                            {{"ok", sleeping_kernel(10)},
+                             {"crash",
+                              "#include <cstdint>\nextern \"C\" void ollie_kernel(const float*, "
+                              "float* o, const int64_t*) "
+                              "{ *(volatile int*)nullptr = 1; o[0] = 0; }\n"}},
+                            quick());
   EXPECT_EQ(crashing.status, BenchStatus::RunFailed);
   EXPECT_NE(crashing.message.find("crash"), std::string::npos) << crashing.message;
 }
@@ -170,13 +182,16 @@ TEST(Roofline, TimesBelowTheRoofAreRefusedAsImpossible) {
   const auto roof = ollie::measure::roofline(1e9, 1e6, peaks);
   EXPECT_FALSE(roof.memory_bound);
   EXPECT_EQ(ollie::measure::below_roofline(roof, 0.011, false), "");
-  EXPECT_NE(ollie::measure::below_roofline(roof, 0.005, false).find("faster than the compute roof"), std::string::npos);
+  EXPECT_NE(ollie::measure::below_roofline(roof, 0.005, false).find("faster than the compute roof"),
+            std::string::npos);
   // 1 MFLOP over 100 MB: memory roof 5 ms; hot caches may beat it, cold ones may not.
   const auto streaming = ollie::measure::roofline(1e6, 100e6, peaks);
   EXPECT_TRUE(streaming.memory_bound);
   EXPECT_EQ(ollie::measure::below_roofline(streaming, 0.001, false), "");
-  EXPECT_NE(ollie::measure::below_roofline(streaming, 0.001, true).find("cold caches"), std::string::npos);
-  EXPECT_EQ(ollie::measure::below_roofline(streaming, 0.004, true), "");  // within the triad's slack
+  EXPECT_NE(ollie::measure::below_roofline(streaming, 0.001, true).find("cold caches"),
+            std::string::npos);
+  EXPECT_EQ(ollie::measure::below_roofline(streaming, 0.004, true),
+            "");  // within the triad's slack
 }
 
 }  // namespace

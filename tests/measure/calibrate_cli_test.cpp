@@ -88,8 +88,8 @@ TEST_F(CachedMachine, CalibrateTextSaysPeaksSizingAndWhereCached) {
 }
 
 TEST(CheckJson, MatmulCostAndDims) {
-  CommandResult r =
-      ollie("check " + std::string(OLLIE_SOURCE_DIR) + "/examples/matmul.py --dims M=4,K=8,N=2 --json");
+  CommandResult r = ollie("check " + std::string(OLLIE_SOURCE_DIR) +
+                          "/examples/matmul.py --dims M=4,K=8,N=2 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["entry"], "matmul");

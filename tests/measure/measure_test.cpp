@@ -112,13 +112,13 @@ TEST(Roofline, SoftmaxIsMemoryBound) {
 TEST(Roofline, PeaksScaleLinearlyWithThreadsAndClamp) {
   MachinePeaks p = synthetic();
   ThreadPeaks two = peaks_at(p, 2);
-  EXPECT_DOUBLE_EQ(two.flops_per_s, 200e9);             // 100 + 1/3 of 300
-  EXPECT_DOUBLE_EQ(two.bytes_per_s, 10e9 + 10e9 / 3);   // 10 + 1/3 of 10
+  EXPECT_DOUBLE_EQ(two.flops_per_s, 200e9);            // 100 + 1/3 of 300
+  EXPECT_DOUBLE_EQ(two.bytes_per_s, 10e9 + 10e9 / 3);  // 10 + 1/3 of 10
   EXPECT_EQ(peaks_at(p, 0).threads, 4);
-  EXPECT_EQ(peaks_at(p, 64).flops_per_s, 400e9);        // oversubscription adds nothing
+  EXPECT_EQ(peaks_at(p, 64).flops_per_s, 400e9);  // oversubscription adds nothing
   EXPECT_EQ(peaks_at(p, 1).bytes_per_s, 10e9);
   p.cores = 1;
-  EXPECT_EQ(peaks_at(p, 1).flops_per_s, 400e9);         // one core: the all-core figure
+  EXPECT_EQ(peaks_at(p, 1).flops_per_s, 400e9);  // one core: the all-core figure
   Roofline zero = roofline(0, 0, peaks_at(p, 1));
   EXPECT_EQ(zero.bound_seconds, 0);
   EXPECT_FALSE(zero.memory_bound);

@@ -66,11 +66,10 @@ void expect_same(const Array& want, const Array& got) {
   EXPECT_EQ(want.shape, got.shape);
   ASSERT_EQ(want.data.size(), got.data.size());
   for (size_t i = 0; i < want.data.size(); ++i) {
-    bool same = std::isnan(want.data[i]) ? std::isnan(got.data[i])
-                                         : std::bit_cast<uint64_t>(want.data[i]) ==
-                                               std::bit_cast<uint64_t>(got.data[i]);
-    EXPECT_TRUE(same) << "element " << i << ": want " << want.data[i] << ", got "
-                      << got.data[i];
+    bool same = std::isnan(want.data[i])
+                    ? std::isnan(got.data[i])
+                    : std::bit_cast<uint64_t>(want.data[i]) == std::bit_cast<uint64_t>(got.data[i]);
+    EXPECT_TRUE(same) << "element " << i << ": want " << want.data[i] << ", got " << got.data[i];
   }
 }
 
@@ -129,8 +128,8 @@ TEST(NpyRoundTrip, EveryTypeAndShape) {
         data.push_back(v);
       }
       Array a = make(type, shape, data);
-      SCOPED_TRACE(testing::Message() << "type " << static_cast<int>(type) << " ndim "
-                                      << shape.size());
+      SCOPED_TRACE(testing::Message()
+                   << "type " << static_cast<int>(type) << " ndim " << shape.size());
       std::string bytes = serialize_npy(a);
       expect_same(a, parse_npy(bytes, "mem.npy"));
     }
@@ -138,13 +137,14 @@ TEST(NpyRoundTrip, EveryTypeAndShape) {
 }
 
 TEST(NpyRoundTrip, SpecialFloatValuesAreExact) {
-  Array f64 = make(ElementType::F64, {6},
-                   {0.1, -0.0, std::numeric_limits<double>::infinity(),
-                    std::numeric_limits<double>::quiet_NaN(),
-                    std::numeric_limits<double>::denorm_min(), 1e308});
+  Array f64 = make(
+      ElementType::F64, {6},
+      {0.1, -0.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN(),
+       std::numeric_limits<double>::denorm_min(), 1e308});
   expect_same(f64, parse_npy(serialize_npy(f64), "x"));
   // f32 stores the float cast; values already in f32 come back unchanged.
-  Array f32 = make(ElementType::F32, {3}, {static_cast<float>(0.1), -0.0, static_cast<float>(3.0e38)});
+  Array f32 =
+      make(ElementType::F32, {3}, {static_cast<float>(0.1), -0.0, static_cast<float>(3.0e38)});
   expect_same(f32, parse_npy(serialize_npy(f32), "x"));
   Array rounded = make(ElementType::F32, {1}, {0.1});
   EXPECT_EQ(parse_npy(serialize_npy(rounded), "x").data[0], static_cast<double>(0.1f));
@@ -154,12 +154,12 @@ TEST(NpyRoundTrip, LayoutIsAlignedVersion1) {
   std::string bytes = serialize_npy(make(ElementType::F32, {2, 3}, std::vector<double>(6, 1.0)));
   ASSERT_GE(bytes.size(), 10u);
   EXPECT_EQ(bytes.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
-  size_t header_len = static_cast<unsigned char>(bytes[8]) |
-                      (static_cast<unsigned char>(bytes[9]) << 8);
+  size_t header_len =
+      static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
   EXPECT_EQ((10 + header_len) % 64, 0u);
   EXPECT_EQ(bytes[10 + header_len - 1], '\n');
-  EXPECT_EQ(bytes.substr(10, 60).find("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"),
-            0u);
+  EXPECT_EQ(
+      bytes.substr(10, 60).find("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"), 0u);
   EXPECT_EQ(bytes.size(), 10 + header_len + 24);
 }
 
@@ -169,20 +169,23 @@ TEST(NpyRoundTrip, HugeHeaderSwitchesToVersion2) {
   std::string bytes = serialize_npy(a);
   EXPECT_EQ(bytes[6], '\x02');
   size_t header_len = 0;
-  for (int i = 0; i < 4; ++i) header_len |= size_t{static_cast<unsigned char>(bytes[8 + i])} << (8 * i);
+  for (int i = 0; i < 4; ++i)
+    header_len |= size_t{static_cast<unsigned char>(bytes[8 + i])} << (8 * i);
   EXPECT_GT(header_len, 65535u);
   EXPECT_EQ((12 + header_len) % 64, 0u);
   expect_same(a, parse_npy(bytes, "big.npy"));
 }
 
 TEST(NpyRoundTrip, WriteRejectsInconsistentOrUnrepresentableArrays) {
-  expect_user_error([] { serialize_npy(make(ElementType::F32, {2, 3}, {1, 2})); },
-                    {"(2, 3)", "needs 6 values but holds 2"});
+  expect_user_error(
+      [] {
+        serialize_npy(make(ElementType::F32, {2, 3}, {1, 2}));
+      },
+      {"(2, 3)", "needs 6 values but holds 2"});
   expect_user_error([] { serialize_npy(make(ElementType::I32, {1}, {0.5})); },
                     {"0.5", "int32", "not an integer"});
   expect_user_error([] { serialize_npy(make(ElementType::I32, {1}, {3e9})); }, {"int32"});
-  expect_user_error(
-      [] { serialize_npy(make(ElementType::I64, {1}, {std::nan("")})); }, {"int64"});
+  expect_user_error([] { serialize_npy(make(ElementType::I64, {1}, {std::nan("")})); }, {"int64"});
   expect_user_error([] { serialize_npy(make(ElementType::F64, {-1}, {})); }, {"negative"});
 }
 
@@ -202,8 +205,7 @@ TEST(NpyFiles, WriteAndReadBack) {
 // Files written by numpy
 
 TEST(NumpyFixtures, ReadsEveryType) {
-  expect_same(make(ElementType::F32, {2, 3},
-                   {0.1f, -2.5, 3.0, 1e-7f, 65504.0, -0.0}),
+  expect_same(make(ElementType::F32, {2, 3}, {0.1f, -2.5, 3.0, 1e-7f, 65504.0, -0.0}),
               read_npy((kData / "f4.npy").string()));
   const double inf = std::numeric_limits<double>::infinity();
   expect_same(make(ElementType::F64, {6}, {0.1, -2.5, 1e300, inf, -inf, std::nan("")}),
@@ -225,8 +227,7 @@ TEST(NumpyFixtures, ScalarEmptyAndZeroSizedShapes) {
 TEST(NumpyFixtures, FortranOrderBecomesCOrder) {
   std::vector<double> want(24);
   for (int i = 0; i < 24; ++i) want[i] = i;  // np.arange(24).reshape(2, 3, 4), C order
-  expect_same(make(ElementType::F64, {2, 3, 4}, want),
-              read_npy((kData / "fortran.npy").string()));
+  expect_same(make(ElementType::F64, {2, 3, 4}, want), read_npy((kData / "fortran.npy").string()));
 }
 
 TEST(NumpyFixtures, BigEndianIsByteSwapped) {
@@ -346,14 +347,22 @@ TEST(Npz, RoundTripPreservesOrderAndStores) {
 TEST(Npz, WriteErrors) {
   TempDir dir;
   Array a = make(ElementType::F64, {1}, {1});
-  expect_user_error([&] { write_npz((dir / "d.npz").string(), {{"k", a}, {"k", a}}); },
-                    {"d.npz", "'k' is used twice"});
   expect_user_error(
-      [&] { write_npz((dir / "e.npz").string(), {{"k", make(ElementType::I32, {1}, {0.5})}}); },
+      [&] {
+        write_npz((dir / "d.npz").string(), {{"k", a}, {"k", a}});
+      },
+      {"d.npz", "'k' is used twice"});
+  expect_user_error(
+      [&] {
+        write_npz((dir / "e.npz").string(), {{"k", make(ElementType::I32, {1}, {0.5})}});
+      },
       {"e.npz:k.npy", "int32"});
   EXPECT_FALSE(fs::exists(dir / "e.npz"));
-  expect_user_error([&] { write_npz((dir / "no" / "f.npz").string(), {{"k", a}}); },
-                    {"cannot", "f.npz'"});
+  expect_user_error(
+      [&] {
+        write_npz((dir / "no" / "f.npz").string(), {{"k", a}});
+      },
+      {"cannot", "f.npz'"});
 }
 
 TEST(Npz, ReadErrors) {
@@ -400,18 +409,16 @@ TEST(NpyMalformed, HeaderVariantsThatNumpyAccepts) {
   std::string data = f4_bytes({1, 2});
   Array want = make(ElementType::F32, {2}, {1, 2});
   // Key order, spacing, no trailing comma, double quotes, Python 2 long sizes.
-  for (const char* header :
-       {"{'shape': (2,), 'fortran_order': False, 'descr': '<f4'}\n",
-        "{ 'descr' : '<f4' ,'fortran_order':False,'shape':( 2 , ) , }   \n",
-        "{\"descr\": \"<f4\", \"fortran_order\": True, \"shape\": (2L,)}"}) {
+  for (const char* header : {"{'shape': (2,), 'fortran_order': False, 'descr': '<f4'}\n",
+                             "{ 'descr' : '<f4' ,'fortran_order':False,'shape':( 2 , ) , }   \n",
+                             "{\"descr\": \"<f4\", \"fortran_order\": True, \"shape\": (2L,)}"}) {
     expect_same(want, parse_npy(raw_npy(header, data), "ok.npy"));
     expect_same(want, parse_npy(raw_npy(header, data, 2), "ok.npy"));
   }
   Array scalar = make(ElementType::F32, {}, {1});
-  expect_same(scalar,
-              parse_npy(raw_npy("{'descr': '<f4', 'fortran_order': False, 'shape': ()}",
-                                f4_bytes({1})),
-                        "s.npy"));
+  expect_same(scalar, parse_npy(raw_npy("{'descr': '<f4', 'fortran_order': False, 'shape': ()}",
+                                        f4_bytes({1})),
+                                "s.npy"));
 }
 
 TEST(NpyMalformed, HeadersThatDoNotParse) {
@@ -491,11 +498,17 @@ TEST(NpyMalformed, ShapeSizes) {
 
 TEST(NpyMalformed, DataSizeMismatch) {
   const char* header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2)}";
-  expect_user_error([&] { parse_npy(raw_npy(header, f4_bytes({1, 2, 3})), "short.npy"); },
-                    {"short.npy: truncated data", "4 f4 values of shape (2, 2)",
-                     "need 16 bytes but the file has 12"});
-  expect_user_error([&] { parse_npy(raw_npy(header, f4_bytes({1, 2, 3, 4, 5})), "long.npy"); },
-                    {"long.npy: data size mismatch", "need 16 bytes but the file has 20"});
+  expect_user_error(
+      [&] {
+        parse_npy(raw_npy(header, f4_bytes({1, 2, 3})), "short.npy");
+      },
+      {"short.npy: truncated data", "4 f4 values of shape (2, 2)",
+       "need 16 bytes but the file has 12"});
+  expect_user_error(
+      [&] {
+        parse_npy(raw_npy(header, f4_bytes({1, 2, 3, 4, 5})), "long.npy");
+      },
+      {"long.npy: data size mismatch", "need 16 bytes but the file has 20"});
   // Truncating a real numpy file anywhere is an error, never a crash.
   std::string good = slurp(kData / "f8.npy");
   for (size_t n = 0; n < good.size(); ++n) {

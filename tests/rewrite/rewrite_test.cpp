@@ -28,13 +28,15 @@ ir::Graph example(const std::string& name, const ir::DimBindings& dims = {}) {
   const std::string path = std::string(OLLIE_SOURCE_DIR) + "/examples/" + name + ".py";
   const ir::Graph full = spec::load_spec(path, {});
   spec::SpecOptions small;
-  for (const auto& d : full.dims) small.dim_overrides[d] = std::min<int64_t>(full.bound_dims.at(d), 8);
+  for (const auto& d : full.dims)
+    small.dim_overrides[d] = std::min<int64_t>(full.bound_dims.at(d), 8);
   for (const auto& [d, size] : dims) small.dim_overrides[d] = size;
   return spec::load_spec(path, small);
 }
 
 ir::Graph from_source(const std::string& source) {
-  return spec::compile_spec("test.py", "import numpy as np\nDIMS = dict(M=4, N=6, K=5)\n" + source, {});
+  return spec::compile_spec("test.py", "import numpy as np\nDIMS = dict(M=4, N=6, K=5)\n" + source,
+                            {});
 }
 
 std::vector<interp::Tensor> random_inputs(const ir::Graph& g, uint64_t seed) {
@@ -79,19 +81,22 @@ std::vector<Site> sites_of(const ir::Graph& g, const std::string& rule) {
 int64_t divided_elements(const ir::Graph& g) {
   int64_t n = 0;
   for (const auto& node : g.nodes)
-    if (node.kind == ir::OpKind::Div) n += ir::element_count(ir::evaluate_shape(node.shape, g.bound_dims));
+    if (node.kind == ir::OpKind::Div)
+      n += ir::element_count(ir::evaluate_shape(node.shape, g.bound_dims));
   return n;
 }
 
 int count_kind(const ir::Graph& g, ir::OpKind kind) {
-  return static_cast<int>(std::count_if(g.nodes.begin(), g.nodes.end(), [&](const ir::Node& n) { return n.kind == kind; }));
+  return static_cast<int>(std::count_if(g.nodes.begin(), g.nodes.end(),
+                                        [&](const ir::Node& n) { return n.kind == kind; }));
 }
 
 // Applies `site`, checks the result equals the original in value, that the site's text
 // replays to the same graph and that the ABI is untouched; returns the result.
 ir::Graph applied(const ir::Graph& g, const Site& site) {
   const ir::Graph out = rewrite::apply(g, site);
-  EXPECT_LT(relative_difference(g, out), 1e-12) << rewrite::to_text(site) << "\n" << ir::to_text(out);
+  EXPECT_LT(relative_difference(g, out), 1e-12) << rewrite::to_text(site) << "\n"
+                                                << ir::to_text(out);
   const std::string text = rewrite::to_text(site);
   EXPECT_EQ(rewrite::parse_site(text), site) << text;
   EXPECT_EQ(ir::to_text(rewrite::replay(g, text + "\n")), ir::to_text(out)) << text;
@@ -114,18 +119,21 @@ TEST(Reciprocal, SoftmaxDividesOncePerRow) {
 }
 
 TEST(Reciprocal, DivisionByALiteralBecomesAMultiplication) {
-  const ir::Graph g = from_source("def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n    return x / 4.0\n");
+  const ir::Graph g =
+      from_source("def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n    return x / 4.0\n");
   const auto sites = sites_of(g, "reciprocal");
   ASSERT_EQ(sites.size(), 1u);
   const ir::Graph out = applied(g, sites[0]);
   EXPECT_EQ(count_kind(out, ir::OpKind::Div), 0) << ir::to_text(out);
   bool quarter = false;
-  for (const auto& n : out.nodes) quarter = quarter || (n.kind == ir::OpKind::Const && n.const_value == 0.25);
+  for (const auto& n : out.nodes)
+    quarter = quarter || (n.kind == ir::OpKind::Const && n.const_value == 0.25);
   EXPECT_TRUE(quarter) << ir::to_text(out);
 }
 
 TEST(Reciprocal, NotForADivisorOfTheFullShape) {
-  const ir::Graph g = from_source("def f(x: \"f32[M, N]\", y: \"f32[M, N]\") -> \"f32[M, N]\":\n    return x / y\n");
+  const ir::Graph g = from_source(
+      "def f(x: \"f32[M, N]\", y: \"f32[M, N]\") -> \"f32[M, N]\":\n    return x / y\n");
   EXPECT_TRUE(sites_of(g, "reciprocal").empty());
   EXPECT_THROW(rewrite::apply(g, {"reciprocal", 2, 0}), UserError);
 }
@@ -136,15 +144,17 @@ TEST(NormalizeLate, MlaDecodeDividesTheContractedResult) {
   ASSERT_EQ(sites.size(), 1u);
   EXPECT_EQ(rewrite::to_text(sites[0]), "normalize-late %23 lhs");
   const ir::Graph out = applied(g, sites[0]);
-  const int64_t B = g.bound_dims.at("B"), H = g.bound_dims.at("H"), S = g.bound_dims.at("S"), L = g.bound_dims.at("L");
+  const int64_t B = g.bound_dims.at("B"), H = g.bound_dims.at("H"), S = g.bound_dims.at("S"),
+                L = g.bound_dims.at("L");
   EXPECT_EQ(divided_elements(g), B * H * S);
   EXPECT_EQ(divided_elements(out), B * H * L);
 }
 
 TEST(NormalizeLate, AttentionAndMultiHeadAttention) {
   // Probabilities [.., S, S] then times values [.., S, D]: S x S divides become S x D.
-  const std::map<std::string, ir::DimBindings> dims = {{"attention_causal", {{"S", 16}, {"D", 4}}},
-                                                       {"mha_causal", {{"S", 16}, {"DM", 8}, {"H", 2}, {"HD", 4}}}};
+  const std::map<std::string, ir::DimBindings> dims = {
+      {"attention_causal", {{"S", 16}, {"D", 4}}},
+      {"mha_causal", {{"S", 16}, {"DM", 8}, {"H", 2}, {"HD", 4}}}};
   for (const auto& [name, sizes] : dims) {
     const ir::Graph g = example(name, sizes);
     const auto sites = sites_of(g, "normalize-late");
@@ -199,8 +209,8 @@ TEST(FoldScale, MlaDecodeScaleMovesIntoBothScoreProducts) {
       const ir::Node& c = out.node(out.node(s.node).operands[0]).kind == ir::OpKind::Contract
                               ? out.node(out.node(s.node).operands[0])
                               : out.node(out.node(s.node).operands[1]);
-      const int64_t size = ir::element_count(
-          ir::evaluate_shape(out.node(c.operands[static_cast<size_t>(s.variant)]).shape, out.bound_dims));
+      const int64_t size = ir::element_count(ir::evaluate_shape(
+          out.node(c.operands[static_cast<size_t>(s.variant)]).shape, out.bound_dims));
       if (!smallest || size < smallest_size) smallest = &s, smallest_size = size;
     }
     out = applied(out, *smallest);
@@ -250,7 +260,8 @@ TEST(Associate, MlaDecodeReachesEveryOrderAndComesBack) {
 TEST(Associate, NotWhenTheNewIntermediateWouldDwarfTheGraph) {
   // At the example's own sizes p . w_uv is B x H x S x L x DV = 2^32 elements, 2048 times
   // the cache c_kv; c_kv . w_uv (de-absorption, S x H x DV) is 4 times it and stays.
-  const ir::Graph g = spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/mla_decode.py", {});
+  const ir::Graph g =
+      spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/mla_decode.py", {});
   const auto sites = sites_of(g, "associate");
   EXPECT_EQ(std::count(sites.begin(), sites.end(), Site{"associate", 24, 1}), 0);
   EXPECT_EQ(std::count(sites.begin(), sites.end(), Site{"associate", 24, 0}), 1);
@@ -272,17 +283,20 @@ TEST(Exp2, MlaDecodeFoldsLog2eIntoTheScoreScaleThroughTheMax) {
   const ir::Graph out = applied(g, sites[0]);
   EXPECT_EQ(count_kind(out, ir::OpKind::Exp), 0);
   EXPECT_EQ(count_kind(out, ir::OpKind::Exp2), 1);
-  EXPECT_EQ(count_kind(out, ir::OpKind::Mul), count_kind(g, ir::OpKind::Mul));  // no new multiplication
+  EXPECT_EQ(count_kind(out, ir::OpKind::Mul),
+            count_kind(g, ir::OpKind::Mul));  // no new multiplication
   EXPECT_EQ(out.nodes.size(), g.nodes.size());
   bool folded = false;
   for (const auto& n : out.nodes)
-    folded = folded || (n.kind == ir::OpKind::Const &&
-                        std::abs(n.const_value - 0.13523377886088009 * std::numbers::log2e) < 1e-15);
+    folded =
+        folded || (n.kind == ir::OpKind::Const &&
+                   std::abs(n.const_value - 0.13523377886088009 * std::numbers::log2e) < 1e-15);
   EXPECT_TRUE(folded) << ir::to_text(out);
 }
 
 TEST(Exp2, OnlyWhereLog2eFoldsIntoAPositiveLiteralScale) {
-  const ir::Graph g = from_source("def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n    return np.exp(x * 0.5)\n");
+  const ir::Graph g =
+      from_source("def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n    return np.exp(x * 0.5)\n");
   const ir::Graph out = applied(g, sites_of(g, "exp2").at(0));
   EXPECT_EQ(count_kind(out, ir::OpKind::Mul), 1) << ir::to_text(out);
   // Plain softmax has no scale to fold into: exp2(x * log2(e)) would add a rounding.
@@ -293,9 +307,10 @@ TEST(Exp2, OnlyWhereLog2eFoldsIntoAPositiveLiteralScale) {
                        "exp2")
                   .empty());
   // max(-x) != -max(x): a negative scale does not commute with the max.
-  const std::string softmax_scaled = "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n    s = x * {}\n"
-                                     "    e = np.exp(s - s.max(axis=-1, keepdims=True))\n"
-                                     "    return e / e.sum(axis=-1, keepdims=True)\n";
+  const std::string softmax_scaled =
+      "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n    s = x * {}\n"
+      "    e = np.exp(s - s.max(axis=-1, keepdims=True))\n"
+      "    return e / e.sum(axis=-1, keepdims=True)\n";
   auto with_scale = [&](const std::string& c) {
     std::string src = softmax_scaled;
     src.replace(src.find("{}"), 2, c);
@@ -326,12 +341,14 @@ TEST(SplitReduce, SoftmaxRowReductionsInHalves) {
 }
 
 TEST(SplitReduce, SeveralAxesNestAndOneAxisDoesNot) {
-  const ir::Graph g = from_source("def f(x: \"f32[M, N, K]\") -> \"f32[N]\":\n    return x.sum(axis=(0, 2))\n");
+  const ir::Graph g =
+      from_source("def f(x: \"f32[M, N, K]\") -> \"f32[N]\":\n    return x.sum(axis=(0, 2))\n");
   const ir::Graph out = applied(g, {"split-reduce", 1, 0});
   EXPECT_EQ(count_kind(out, ir::OpKind::Reduce), 2);
   // Now each reduce has one axis: no nested site is left.
   for (const Site& s : sites_of(out, "split-reduce")) EXPECT_EQ(s.variant, 1);
-  const ir::Graph m = from_source("def f(x: \"f32[M, N, K]\") -> \"f32[N]\":\n    return x.max(axis=(0, 2))\n");
+  const ir::Graph m =
+      from_source("def f(x: \"f32[M, N, K]\") -> \"f32[N]\":\n    return x.max(axis=(0, 2))\n");
   applied(m, {"split-reduce", 1, 0});
   applied(m, {"split-reduce", 1, 1});
 }
@@ -362,10 +379,12 @@ TEST(Replay, ABadLineIsAnErrorNamingIt) {
   };
   EXPECT_NE(message("reciprocal %9\nreciprocal %9\n").find("line 2"), std::string::npos)
       << message("reciprocal %9\nreciprocal %9\n");
-  EXPECT_NE(message("transmogrify %3\n").find("unknown rewrite rule 'transmogrify'"), std::string::npos);
+  EXPECT_NE(message("transmogrify %3\n").find("unknown rewrite rule 'transmogrify'"),
+            std::string::npos);
   EXPECT_NE(message("reciprocal 3\n").find("line 1"), std::string::npos);
   EXPECT_NE(message("reciprocal %999\n").find("has no value %999"), std::string::npos);
-  EXPECT_NE(message("associate %9 sideways\n").find("has the forms right, left"), std::string::npos);
+  EXPECT_NE(message("associate %9 sideways\n").find("has the forms right, left"),
+            std::string::npos);
   EXPECT_NE(message("reciprocal %0\n").find("does not apply"), std::string::npos);
 }
 
@@ -373,7 +392,8 @@ TEST(Replay, ABadLineIsAnErrorNamingIt) {
 // the rewritten graph lowers under its default schedule (what the proposer emits).
 TEST(EverySite, OfEveryExampleIsSoundAndLowers) {
   int applied_sites = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(OLLIE_SOURCE_DIR) + "/examples")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(OLLIE_SOURCE_DIR) + "/examples")) {
     if (entry.path().extension() != ".py") continue;
     const ir::Graph g = example(entry.path().stem().string());
     for (const Site& site : rewrite::find_sites(g)) {
@@ -387,7 +407,6 @@ TEST(EverySite, OfEveryExampleIsSoundAndLowers) {
   EXPECT_GE(applied_sites, 20);
 }
 
-
 // ---- flash ----------------------------------------------------------------------------
 
 // `g` evaluated at other sizes: its shapes are symbolic, only the bound dims change.
@@ -398,7 +417,8 @@ ir::Graph at_dims(ir::Graph g, const ir::DimBindings& dims) {
 
 // The example at `dims`, with normalize-late applied first (attention form) unless it is
 // softmax, and exp2 first when asked.
-ir::Graph softmax_site_graph(const std::string& name, const ir::DimBindings& dims, bool exp2 = false) {
+ir::Graph softmax_site_graph(const std::string& name, const ir::DimBindings& dims,
+                             bool exp2 = false) {
   ir::Graph g = example(name, dims);
   if (exp2) g = rewrite::apply(g, sites_of(g, "exp2").at(0));
   if (name != "softmax") g = rewrite::apply(g, sites_of(g, "normalize-late").at(0));
@@ -443,10 +463,12 @@ TEST(Flash, FindsSitesOnSoftmaxAttentionMhaAndMla) {
   // statistics, but the normalize pass still reads the whole [S, S] scores.
   const ir::Graph before = example("attention_causal", kFlashExamples.at("attention_causal"));
   ASSERT_EQ(sites_of(before, "flash").size(), 1u);
-  EXPECT_EQ(sites_of(before, "flash")[0].node, before.node(before.outputs[0]).operands[0]);  // p = e / l
+  EXPECT_EQ(sites_of(before, "flash")[0].node,
+            before.node(before.outputs[0]).operands[0]);  // p = e / l
   const ir::Graph plain_form = applied(before, sites_of(before, "flash")[0]);
   bool full_scores = false;
-  for (const auto& n : plain_form.nodes) full_scores = full_scores || ir::shape_str(n.shape) == "[S, S]";
+  for (const auto& n : plain_form.nodes)
+    full_scores = full_scores || ir::shape_str(n.shape) == "[S, S]";
   EXPECT_TRUE(full_scores);
 }
 
@@ -470,7 +492,8 @@ TEST(Flash, AttentionScoresAreComputedPerKeyBlock) {
   for (const auto& n : out.nodes) EXPECT_NE(ir::shape_str(n.shape), "[S, S]") << ir::to_text(out);
   int blocked_products = 0;
   for (const auto& n : out.nodes)
-    blocked_products += n.kind == ir::OpKind::Contract && ir::shape_str(n.shape) == "[S, (S//64), 64]";
+    blocked_products +=
+        n.kind == ir::OpKind::Contract && ir::shape_str(n.shape) == "[S, (S//64), 64]";
   EXPECT_EQ(blocked_products, 1) << ir::to_text(out);
   // One max and one sum per block, then over the blocks and the tail.
   int block_stats = 0;
@@ -485,7 +508,8 @@ TEST(Flash, ABlockOfMinusInfinityAddsNothing) {
   const ir::Graph g = example("softmax", {{"M", 2}, {"N", 160}});
   const ir::Graph out = rewrite::apply(g, sites_of(g, "flash").at(0));
   auto inputs = random_inputs(g, 5);
-  for (int64_t j = 64; j < 128; ++j) inputs[0].data[static_cast<size_t>(j)] = -INFINITY;  // row 0, block 1
+  for (int64_t j = 64; j < 128; ++j)
+    inputs[0].data[static_cast<size_t>(j)] = -INFINITY;  // row 0, block 1
   const interp::Result ra = interp::evaluate(g, inputs), rb = interp::evaluate(out, inputs);
   for (size_t i = 0; i < ra.values[0].data.size(); ++i) {
     ASSERT_FALSE(std::isnan(rb.values[0].data[i])) << i;
@@ -501,24 +525,23 @@ TEST(Flash, RefusedWhereItWouldBeWrongOrTiny) {
       "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n"
       "    e = np.exp(x - x.max(axis=0, keepdims=True))\n"
       "    return e / e.sum(axis=1, keepdims=True)\n");
-  EXPECT_TRUE(sites_of(at_dims(mixed, {{"M", 128}, {"N", 128}}), "flash").empty()) << ir::to_text(mixed);
+  EXPECT_TRUE(sites_of(at_dims(mixed, {{"M", 128}, {"N", 128}}), "flash").empty())
+      << ir::to_text(mixed);
   // e read elsewhere too: the rewrite would have to keep it.
-  const ir::Graph shared = spec::compile_spec(
-      "test.py",
-      "import numpy as np\nDIMS = dict(M=4, N=128)\n"
-      "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n"
-      "    e = np.exp(x - x.max(axis=1, keepdims=True))\n"
-      "    return e / e.sum(axis=1, keepdims=True) + e\n",
-      {});
+  const ir::Graph shared = spec::compile_spec("test.py",
+                                              "import numpy as np\nDIMS = dict(M=4, N=128)\n"
+                                              "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n"
+                                              "    e = np.exp(x - x.max(axis=1, keepdims=True))\n"
+                                              "    return e / e.sum(axis=1, keepdims=True) + e\n",
+                                              {});
   EXPECT_TRUE(sites_of(shared, "flash").empty()) << ir::to_text(shared);
   // The same softmax without the extra use is a site.
-  const ir::Graph plain = spec::compile_spec(
-      "test.py",
-      "import numpy as np\nDIMS = dict(M=4, N=128)\n"
-      "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n"
-      "    e = np.exp(x - x.max(axis=1, keepdims=True))\n"
-      "    return e / e.sum(axis=1, keepdims=True)\n",
-      {});
+  const ir::Graph plain = spec::compile_spec("test.py",
+                                             "import numpy as np\nDIMS = dict(M=4, N=128)\n"
+                                             "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n"
+                                             "    e = np.exp(x - x.max(axis=1, keepdims=True))\n"
+                                             "    return e / e.sum(axis=1, keepdims=True)\n",
+                                             {});
   EXPECT_EQ(sites_of(plain, "flash").size(), 1u) << ir::to_text(plain);
 }
 
@@ -564,17 +587,21 @@ TEST(Flash, TheDefaultScheduleRunsEachBlockInOnePass) {
   ASSERT_FALSE(o_b.empty() || m_b.empty() || l_b.empty() || scores.empty()) << ir::to_text(out);
   const std::string text = loops::to_text(loops::default_schedule(out, loops::Target{64, 2}));
   for (const std::string& s : {m_b, l_b, scores})
-    EXPECT_NE(text.find("compute_at " + s + " " + o_b + " i\n"), std::string::npos) << s << "\n" << text;
+    EXPECT_NE(text.find("compute_at " + s + " " + o_b + " i\n"), std::string::npos) << s << "\n"
+                                                                                    << text;
   EXPECT_NE(text.find("compute_at " + o_b + " out0 s\n"), std::string::npos) << text;
   EXPECT_EQ(text.find("accumulate"), std::string::npos) << text;
   // Softmax: the block's max inside the block loop of its sum of exponentials.
   const ir::Graph sm = example("softmax", {{"M", 3}, {"N", 160}});
   const ir::Graph sm_out = rewrite::apply(sm, sites_of(sm, "flash").at(0));
-  const std::string sm_max = stage_of(sm_out, ir::OpKind::Reduce, "[M, (N//64)]", ir::ReduceKind::Max);
-  const std::string sm_sum = stage_of(sm_out, ir::OpKind::Reduce, "[M, (N//64)]", ir::ReduceKind::Sum);
+  const std::string sm_max =
+      stage_of(sm_out, ir::OpKind::Reduce, "[M, (N//64)]", ir::ReduceKind::Max);
+  const std::string sm_sum =
+      stage_of(sm_out, ir::OpKind::Reduce, "[M, (N//64)]", ir::ReduceKind::Sum);
   ASSERT_FALSE(sm_max.empty() || sm_sum.empty()) << ir::to_text(sm_out);
   const std::string sm_text = loops::to_text(loops::default_schedule(sm_out, loops::Target{64, 2}));
-  EXPECT_NE(sm_text.find("compute_at " + sm_max + " " + sm_sum + " i\n"), std::string::npos) << sm_text;
+  EXPECT_NE(sm_text.find("compute_at " + sm_max + " " + sm_sum + " i\n"), std::string::npos)
+      << sm_text;
 }
 
 }  // namespace
@@ -585,13 +612,13 @@ TEST(Flash, ASoftmaxOverTheFirstAxisAndAKeyAxisInTheMiddle) {
   // Softmax over axis 0, then the keys contracted from the left: the block axis lands in
   // front, the key operand is blocked along its first axis; then a key axis in the middle
   // of a 3-d score tensor (batch, keys, queries) read through a transpose.
-  const ir::Graph first = spec::compile_spec(
-      "test.py",
-      "import numpy as np\nDIMS = dict(K=130, N=3, D=4)\n"
-      "def f(s: \"f32[K, N]\", v: \"f32[K, D]\") -> \"f32[N, D]\":\n"
-      "    e = np.exp(s - s.max(axis=0, keepdims=True))\n"
-      "    return np.einsum('kn,kd->nd', e / e.sum(axis=0, keepdims=True), v)\n",
-      {});
+  const ir::Graph first =
+      spec::compile_spec("test.py",
+                         "import numpy as np\nDIMS = dict(K=130, N=3, D=4)\n"
+                         "def f(s: \"f32[K, N]\", v: \"f32[K, D]\") -> \"f32[N, D]\":\n"
+                         "    e = np.exp(s - s.max(axis=0, keepdims=True))\n"
+                         "    return np.einsum('kn,kd->nd', e / e.sum(axis=0, keepdims=True), v)\n",
+                         {});
   const ir::Graph middle = spec::compile_spec(
       "test.py",
       "import numpy as np\nDIMS = dict(B=2, K=130, N=3, D=4)\n"
@@ -638,9 +665,11 @@ TEST(Online, FindsSitesOnAttentionMhaAndMlaButNotOnAPlainSoftmax) {
     // No max, no exponentials and no [.., S] weights are left: two exp_contracts of the
     // scores (the weighted sum and the sum), the division after them.
     EXPECT_EQ(count_kind(out, ir::OpKind::ExpContract), 2) << ir::to_text(out);
-    EXPECT_EQ(count_kind(out, ir::OpKind::Exp) + count_kind(out, ir::OpKind::Exp2), 0) << ir::to_text(out);
+    EXPECT_EQ(count_kind(out, ir::OpKind::Exp) + count_kind(out, ir::OpKind::Exp2), 0)
+        << ir::to_text(out);
     for (const auto& n : out.nodes)
-      EXPECT_FALSE(n.kind == ir::OpKind::Reduce && n.reduce == ir::ReduceKind::Max) << ir::to_text(out);
+      EXPECT_FALSE(n.kind == ir::OpKind::Reduce && n.reduce == ir::ReduceKind::Max)
+          << ir::to_text(out);
   }
   // Before normalize-late the site is a softmax: not offered.
   EXPECT_TRUE(sites_of(example("attention_causal"), "online").empty());
@@ -658,24 +687,26 @@ TEST(Online, EqualsTheOriginalAtEveryKeyLengthAndWithMaskedKeys) {
       const ir::Graph g = softmax_site_graph(name, dims, exp2);
       const ir::Graph out = rewrite::apply(g, sites_of(g, "online").at(0));
       for (int64_t n : kKeyLengths) {
-        SCOPED_TRACE(name + " at " + key_dim(name) + "=" + std::to_string(n) + (exp2 ? " exp2" : ""));
-        EXPECT_LT(relative_difference(at_dims(g, {{key_dim(name), n}}), at_dims(out, {{key_dim(name), n}}),
-                                      static_cast<uint64_t>(n)),
+        SCOPED_TRACE(name + " at " + key_dim(name) + "=" + std::to_string(n) +
+                     (exp2 ? " exp2" : ""));
+        EXPECT_LT(relative_difference(at_dims(g, {{key_dim(name), n}}),
+                                      at_dims(out, {{key_dim(name), n}}), static_cast<uint64_t>(n)),
                   1e-12);
       }
     }
   }
   // Scores of -inf (a mask that uses -inf) add nothing; a row of only -inf is NaN in both.
-  const ir::Graph g = spec::compile_spec(
-      "test.py",
-      "import numpy as np\nDIMS = dict(N=3, K=6, D=2)\n"
-      "def f(s: \"f32[N, K]\", v: \"f32[K, D]\") -> \"f32[N, D]\":\n"
-      "    e = np.exp(s - s.max(axis=1, keepdims=True))\n"
-      "    return np.einsum('nk,kd->nd', e, v) / e.sum(axis=1, keepdims=True)\n",
-      {});
+  const ir::Graph g =
+      spec::compile_spec("test.py",
+                         "import numpy as np\nDIMS = dict(N=3, K=6, D=2)\n"
+                         "def f(s: \"f32[N, K]\", v: \"f32[K, D]\") -> \"f32[N, D]\":\n"
+                         "    e = np.exp(s - s.max(axis=1, keepdims=True))\n"
+                         "    return np.einsum('nk,kd->nd', e, v) / e.sum(axis=1, keepdims=True)\n",
+                         {});
   const ir::Graph out = applied(g, sites_of(g, "online").at(0));
   auto inputs = random_inputs(g, 9);
-  for (size_t k : {0, 1, 4}) inputs[0].data[k] = -INFINITY;  // row 0: three masked keys, the first ones
+  for (size_t k : {0, 1, 4})
+    inputs[0].data[k] = -INFINITY;  // row 0: three masked keys, the first ones
   for (size_t k = 6; k < 12; ++k) inputs[0].data[k] = -INFINITY;  // row 1: all masked
   const interp::Result ra = interp::evaluate(g, inputs), rb = interp::evaluate(out, inputs);
   for (size_t i = 0; i < ra.values[0].data.size(); ++i) {
@@ -691,13 +722,13 @@ TEST(Online, EqualsTheOriginalAtEveryKeyLengthAndWithMaskedKeys) {
 TEST(Online, TheWeightsOnEitherSideAndTheKeysOnAnyAxis) {
   // The probabilities as the contraction's right operand, the keys on axis 0 of the
   // scores; then a key axis in the middle of 3-d scores read through a transpose.
-  const ir::Graph right = spec::compile_spec(
-      "test.py",
-      "import numpy as np\nDIMS = dict(K=30, N=3, D=4)\n"
-      "def f(s: \"f32[K, N]\", v: \"f32[K, D]\") -> \"f32[D, N]\":\n"
-      "    e = np.exp(s - s.max(axis=0, keepdims=True))\n"
-      "    return np.einsum('kd,kn->dn', v, e / e.sum(axis=0, keepdims=True))\n",
-      {});
+  const ir::Graph right =
+      spec::compile_spec("test.py",
+                         "import numpy as np\nDIMS = dict(K=30, N=3, D=4)\n"
+                         "def f(s: \"f32[K, N]\", v: \"f32[K, D]\") -> \"f32[D, N]\":\n"
+                         "    e = np.exp(s - s.max(axis=0, keepdims=True))\n"
+                         "    return np.einsum('kd,kn->dn', v, e / e.sum(axis=0, keepdims=True))\n",
+                         {});
   const ir::Graph middle = spec::compile_spec(
       "test.py",
       "import numpy as np\nDIMS = dict(B=2, K=30, N=3, D=4)\n"
@@ -710,7 +741,8 @@ TEST(Online, TheWeightsOnEitherSideAndTheKeysOnAnyAxis) {
     const ir::Graph late = rewrite::apply(*g, sites_of(*g, "normalize-late").at(0));
     ASSERT_EQ(sites_of(late, "online").size(), 1u) << ir::to_text(late);
     const ir::Graph out = applied(late, sites_of(late, "online")[0]);
-    for (int64_t n : {1, 7, 30}) EXPECT_LT(relative_difference(at_dims(*g, {{"K", n}}), at_dims(out, {{"K", n}}), 5), 1e-12);
+    for (int64_t n : {1, 7, 30})
+      EXPECT_LT(relative_difference(at_dims(*g, {{"K", n}}), at_dims(out, {{"K", n}}), 5), 1e-12);
     EXPECT_NO_THROW(loops::lower(out, loops::default_schedule(out)));
   }
 }
@@ -724,16 +756,19 @@ TEST(Online, LowersToOnePassWithTheStepWeightsOutsideTheValueLoop) {
   const std::string text = loops::to_text(k);
   std::string o;
   for (size_t i = 0; i < out.nodes.size(); ++i)
-    if (out.nodes[i].kind == ir::OpKind::ExpContract && out.nodes[i].operands.size() == 2) o = "t" + std::to_string(i);
+    if (out.nodes[i].kind == ir::OpKind::ExpContract && out.nodes[i].operands.size() == 2)
+      o = "t" + std::to_string(i);
   ASSERT_FALSE(o.empty()) << ir::to_text(out);
   const size_t weights = text.find(o + "_max_w[0] = exp(");
   const size_t d_loop = text.find("for d", weights);
-  const size_t update = text.find(o + "[d] = ((" + o + "[d] * " + o + "_max_w[0]) + (" + o + "_max_w[1] * ", weights);
+  const size_t update =
+      text.find(o + "[d] = ((" + o + "[d] * " + o + "_max_w[0]) + (" + o + "_max_w[1] * ", weights);
   ASSERT_NE(weights, std::string::npos) << text;
   ASSERT_NE(update, std::string::npos) << text;
   EXPECT_LT(d_loop, update) << text;
   // rfactor and accumulate would split the running max: refused, naming the stage.
-  for (const std::string& bad : {"split " + o + " s1 4\nrfactor " + o + " s1_i\n", "accumulate " + o + " s\n"}) {
+  for (const std::string& bad :
+       {"split " + o + " s1 4\nrfactor " + o + " s1_i\n", "accumulate " + o + " s\n"}) {
     try {
       loops::lower(out, loops::parse_schedule(bad));
       ADD_FAILURE() << bad;

@@ -58,14 +58,17 @@ const std::string& scratch() {
 
 // Compiles `body` (C++ defining ollie_entry, or not) into <name>.so, once per name; with
 // `flags` instead of -O2 when given.
-std::string build_so(const std::string& name, const std::string& body, const std::string& flags = "-O2") {
+std::string build_so(const std::string& name, const std::string& body,
+                     const std::string& flags = "-O2") {
   static std::map<std::string, std::string> built;
   if (auto it = built.find(name); it != built.end()) return it->second;
   const std::string src = scratch() + "/" + name + ".cpp";
   const std::string so = scratch() + "/" + name + ".so";
   std::ofstream(src) << kPrelude << body;
-  const std::string cmd = "g++ -std=c++20 " + flags + " -shared -fPIC -o '" + so + "' '" + src + "'";
-  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("test kernel failed to compile: " + name);
+  const std::string cmd =
+      "g++ -std=c++20 " + flags + " -shared -fPIC -o '" + so + "' '" + src + "'";
+  if (std::system(cmd.c_str()) != 0)
+    throw std::runtime_error("test kernel failed to compile: " + name);
   built[name] = so;
   return so;
 }
@@ -187,7 +190,8 @@ extern "C" void ollie_entry(void* const* buffers, const int64_t* dims) {
   for (int64_t i = 0; i < dims[0]; ++i) { s[i] = x[i] + y[i]; p[i] = x[i] * y[i]; }
 }
 )");
-  std::vector<Tensor> in = {tensor(DType::F32, {5}, {1, 2, 3, 4, 5}), tensor(DType::F32, {5}, {10, 20, 30, 40, 50})};
+  std::vector<Tensor> in = {tensor(DType::F32, {5}, {1, 2, 3, 4, 5}),
+                            tensor(DType::F32, {5}, {10, 20, 30, 40, 50})};
   Outcome out = ollie::runner::run(so, graph, in, options());
   ASSERT_EQ(out.status, Status::Ok) << out.message;
   ASSERT_EQ(out.outputs.size(), 2u);
@@ -209,7 +213,8 @@ extern "C" void ollie_entry(void* const* buffers, const int64_t* dims) {
   out[3] = -1;
 }
 )");
-  std::vector<Tensor> in = {tensor(DType::F32, {7, 11}, values(77, 1, true)), tensor(DType::F32, {4}, {0, 0, 0, 0})};
+  std::vector<Tensor> in = {tensor(DType::F32, {7, 11}, values(77, 1, true)),
+                            tensor(DType::F32, {4}, {0, 0, 0, 0})};
   Outcome out = ollie::runner::run(so, graph, in, options());
   ASSERT_EQ(out.status, Status::Ok) << out.message;
   EXPECT_EQ(out.outputs[0].data, (std::vector<double>{7, 11, 4, -1}));
@@ -289,7 +294,8 @@ extern "C" void ollie_entry(void* const*, const int64_t*) {
   EXPECT_NE(out.message.find("SIGSEGV"), std::string::npos) << out.message;
   EXPECT_TRUE(out.outputs.empty());
   // The parent is alive and the next run works.
-  Outcome again = ollie::runner::run(build_so("plus_one", kPlusOne), vector_graph(), vector_inputs(), options());
+  Outcome again = ollie::runner::run(build_so("plus_one", kPlusOne), vector_graph(),
+                                     vector_inputs(), options());
   ASSERT_EQ(again.status, Status::Ok) << again.message;
   EXPECT_EQ(again.outputs[0].data, (std::vector<double>{2, 3, 4, 5}));
 }
@@ -339,7 +345,8 @@ extern "C" void ollie_entry(void* const*, const int64_t*) {
   o.timeout_seconds = 1;
   const auto t0 = std::chrono::steady_clock::now();
   Outcome out = ollie::runner::run(so, vector_graph(), vector_inputs(), o);
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(out.status, Status::Timeout) << out.message;
   EXPECT_GE(elapsed, 0.9);
   EXPECT_LT(elapsed, 2.0);
@@ -388,7 +395,8 @@ TEST(Runner, MissingEntrySymbolIsLoadErrorNamingIt) {
   o.entry_symbol = "candidate_17_entry";
   Outcome out = ollie::runner::run(so, vector_graph(), vector_inputs(), o);
   EXPECT_EQ(out.status, Status::LoadError) << out.message;
-  EXPECT_NE(out.message.find("defines no candidate_17_entry symbol"), std::string::npos) << out.message;
+  EXPECT_NE(out.message.find("defines no candidate_17_entry symbol"), std::string::npos)
+      << out.message;
   // And the default asks for ollie_entry, which this library lacks.
   out = ollie::runner::run(so, vector_graph(), vector_inputs(), options());
   EXPECT_EQ(out.status, Status::LoadError) << out.message;
@@ -416,8 +424,10 @@ TEST(Runner, RenamedAdaptersShareOneLibrary) {
   std::string body;
   for (int c = 0; c < 3; ++c) {
     const std::string id = "cand" + std::to_string(c);
-    body += "extern \"C\" void " + id + "_kernel(const float* x, float* out0, const int64_t* dims) {\n"
-            "  for (int64_t i = 0; i < dims[0]; ++i) out0[i] = x[i] + " + std::to_string(c) + ".0f;\n}\n";
+    body += "extern \"C\" void " + id +
+            "_kernel(const float* x, float* out0, const int64_t* dims) {\n"
+            "  for (int64_t i = 0; i < dims[0]; ++i) out0[i] = x[i] + " +
+            std::to_string(c) + ".0f;\n}\n";
     body += ollie::build::adapter_source(graph, {id + "_kernel", id + "_entry", id + "_signature"});
   }
   const std::string so = build_so("three_adapters", body);
@@ -426,7 +436,8 @@ TEST(Runner, RenamedAdaptersShareOneLibrary) {
     o.entry_symbol = "cand" + std::to_string(c) + "_entry";
     Outcome out = ollie::runner::run(so, graph, vector_inputs(), o);
     ASSERT_EQ(out.status, Status::Ok) << o.entry_symbol << ": " << out.message;
-    EXPECT_EQ(out.outputs[0].data, (std::vector<double>{1.0 + c, 2.0 + c, 3.0 + c, 4.0 + c})) << o.entry_symbol;
+    EXPECT_EQ(out.outputs[0].data, (std::vector<double>{1.0 + c, 2.0 + c, 3.0 + c, 4.0 + c}))
+        << o.entry_symbol;
   }
 }
 
@@ -531,7 +542,8 @@ extern "C" void ollie_entry(void* const* buffers, const int64_t* dims) {
   o.sandbox = false;
   const auto t0 = std::chrono::steady_clock::now();
   Outcome out = ollie::runner::run(so, vector_graph(), vector_inputs(), o);
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(out.status, Status::Ok) << out.message;
   EXPECT_EQ(out.outputs[0].data, (std::vector<double>{2, 3, 4, 5}));
   EXPECT_LT(elapsed, 5.0);
@@ -574,8 +586,10 @@ extern "C" void ollie_entry(void* const*, const int64_t*) {}
 
 // A kernel that does something outside its computation is killed, and says which.
 void expect_forbidden(const std::string& name, const std::string& body) {
-  Outcome out = ollie::runner::run(build_so(name, body), vector_graph(), vector_inputs(), options());
-  EXPECT_EQ(out.status, Status::Forbidden) << name << ": " << status_name(out.status) << ": " << out.message;
+  Outcome out =
+      ollie::runner::run(build_so(name, body), vector_graph(), vector_inputs(), options());
+  EXPECT_EQ(out.status, Status::Forbidden)
+      << name << ": " << status_name(out.status) << ": " << out.message;
   EXPECT_NE(out.message.find("forbidden system call"), std::string::npos) << out.message;
   EXPECT_TRUE(out.outputs.empty());
 }
@@ -712,7 +726,8 @@ extern "C" void opens_a_socket(void* const* buffers, const int64_t*) {
 
 Outcome run_sanitized(const std::string& entry) {
   const std::string so =
-      build_so("sanitized", kSanitized, "-O1 -fopenmp -fsanitize=address,undefined -fno-sanitize-recover=all");
+      build_so("sanitized", kSanitized,
+               "-O1 -fopenmp -fsanitize=address,undefined -fno-sanitize-recover=all");
   Options o = options();
   o.entry_symbol = entry;
   o.sanitize = true;
@@ -729,7 +744,8 @@ TEST(Sanitizer, CleanKernelIsOk) {
 TEST(Sanitizer, HeapOverflowIsReportedWithTheFirstLinesOfTheReport) {
   Outcome out = run_sanitized("heap_overflow");
   ASSERT_EQ(out.status, Status::Sanitizer) << status_name(out.status) << ": " << out.message;
-  EXPECT_EQ(out.message.rfind("ERROR: AddressSanitizer: heap-buffer-overflow", 0), 0u) << out.message;
+  EXPECT_EQ(out.message.rfind("ERROR: AddressSanitizer: heap-buffer-overflow", 0), 0u)
+      << out.message;
   EXPECT_NE(out.message.find("READ of size 4"), std::string::npos) << out.message;
   EXPECT_EQ(out.message.find("Shadow bytes"), std::string::npos) << out.message;
   for (char c : out.message) EXPECT_TRUE(c == '\n' || (c >= 0x20 && c < 0x7f)) << int(c);
@@ -740,7 +756,8 @@ TEST(Sanitizer, ReadPastAnInputBufferIsReported) {
   // The same read without the sanitizer lands in the slack of the input's last page.
   Outcome plain = ollie::runner::run(build_so("input_overread", std::string(kSanitized) + R"(
 extern "C" void ollie_entry(void* const* b, const int64_t* d) { input_overread(b, d); }
-)"), vector_graph(), vector_inputs(), options());
+)"),
+                                     vector_graph(), vector_inputs(), options());
   ASSERT_EQ(plain.status, Status::Ok) << plain.message;
   Outcome out = run_sanitized("input_overread");
   ASSERT_EQ(out.status, Status::Sanitizer) << status_name(out.status) << ": " << out.message;
@@ -750,24 +767,29 @@ extern "C" void ollie_entry(void* const* b, const int64_t* d) { input_overread(b
 TEST(Sanitizer, SignedOverflowIsReported) {
   Outcome out = run_sanitized("signed_overflow");
   ASSERT_EQ(out.status, Status::Sanitizer) << status_name(out.status) << ": " << out.message;
-  EXPECT_NE(out.message.find("runtime error: signed integer overflow"), std::string::npos) << out.message;
-  EXPECT_NE(out.message.find("#0 "), std::string::npos) << "UBSAN_OPTIONS reached the runtime: " << out.message;
+  EXPECT_NE(out.message.find("runtime error: signed integer overflow"), std::string::npos)
+      << out.message;
+  EXPECT_NE(out.message.find("#0 "), std::string::npos)
+      << "UBSAN_OPTIONS reached the runtime: " << out.message;
 }
 
 TEST(Sanitizer, SandboxStaysOnButOpeningAFileOnlyFails) {
   Outcome open_file = run_sanitized("opens_a_file");
-  ASSERT_EQ(open_file.status, Status::Ok) << status_name(open_file.status) << ": " << open_file.message;
+  ASSERT_EQ(open_file.status, Status::Ok)
+      << status_name(open_file.status) << ": " << open_file.message;
   EXPECT_EQ(open_file.outputs[0].data, (std::vector<double>{-1, -1, -1, -1}));
   Outcome socket = run_sanitized("opens_a_socket");
-  EXPECT_EQ(socket.status, Status::Forbidden) << status_name(socket.status) << ": " << socket.message;
+  EXPECT_EQ(socket.status, Status::Forbidden)
+      << status_name(socket.status) << ": " << socket.message;
 }
 
 TEST(Sanitizer, NeedsTheRuntimeToPreload) {
   Options o = options();
   o.sanitize = true;
   o.sanitizer_runtime = scratch() + "/no-libasan.so";
-  EXPECT_THROW(ollie::runner::run(build_so("plus_one", kPlusOne), vector_graph(), vector_inputs(), o),
-               ollie::UserError);
+  EXPECT_THROW(
+      ollie::runner::run(build_so("plus_one", kPlusOne), vector_graph(), vector_inputs(), o),
+      ollie::UserError);
 }
 
 int count_fds() {
@@ -794,9 +816,11 @@ extern "C" void ollie_entry(void* const*, const int64_t*) {
   const int before = count_fds();
   for (int i = 0; i < 20; ++i) {
     Outcome out = ollie::runner::run(i % 5 == 4 ? segv : ok, graph, in, options());
-    ASSERT_EQ(out.status, i % 5 == 4 ? Status::Crash : Status::Ok) << "run " << i << ": " << out.message;
+    ASSERT_EQ(out.status, i % 5 == 4 ? Status::Crash : Status::Ok)
+        << "run " << i << ": " << out.message;
   }
-  ASSERT_EQ(ollie::runner::run(scratch() + "/nope.so", graph, in, options()).status, Status::LoadError);
+  ASSERT_EQ(ollie::runner::run(scratch() + "/nope.so", graph, in, options()).status,
+            Status::LoadError);
   EXPECT_EQ(count_fds(), before);
 }
 

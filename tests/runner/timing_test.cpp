@@ -43,9 +43,12 @@ std::string build_so(const std::string& name, const std::string& body) {
   if (auto it = built.find(name); it != built.end()) return it->second;
   const std::string src = scratch() + "/" + name + ".cpp";
   const std::string so = scratch() + "/" + name + ".so";
-  std::ofstream(src) << "#include <cstdint>\n#include <cstring>\n#include <ctime>\n#include <vector>\n" << body;
+  std::ofstream(src)
+      << "#include <cstdint>\n#include <cstring>\n#include <ctime>\n#include <vector>\n"
+      << body;
   const std::string cmd = "g++ -std=c++20 -O2 -shared -fPIC -o '" + so + "' '" + src + "'";
-  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("test kernel failed to compile: " + name);
+  if (std::system(cmd.c_str()) != 0)
+    throw std::runtime_error("test kernel failed to compile: " + name);
   built[name] = so;
   return so;
 }
@@ -58,10 +61,11 @@ Options options() {
 }
 
 ollie::ir::Graph vector_spec(int n) {
-  return ollie::spec::compile_spec("test.py",
-                                   "import numpy as np\nDIMS = dict(N=" + std::to_string(n) +
-                                       ")\ndef f(x: \"f32[N]\") -> \"f32[N]\":\n    return x * 2.0\n",
-                                   {});
+  return ollie::spec::compile_spec(
+      "test.py",
+      "import numpy as np\nDIMS = dict(N=" + std::to_string(n) +
+          ")\ndef f(x: \"f32[N]\") -> \"f32[N]\":\n    return x * 2.0\n",
+      {});
 }
 
 Tensor filled(int n, double start) {
@@ -119,7 +123,8 @@ extern "C" void ollie_entry(void* const* b, const int64_t* dims) {
   const auto out = ollie::runner::run(so, graph, {filled(37, 1)}, end);
   ASSERT_EQ(out.status, Status::Ok) << out.message;
   ASSERT_EQ(out.outputs[0].data.size(), 37u);
-  for (int i = 0; i < 37; ++i) EXPECT_EQ(out.outputs[0].data[static_cast<size_t>(i)], 2.0 * (1 + i));
+  for (int i = 0; i < 37; ++i)
+    EXPECT_EQ(out.outputs[0].data[static_cast<size_t>(i)], 2.0 * (1 + i));
 }
 
 TEST(Placement, AWriteNextToAnOutputWithinItsPagesIsACrash) {
@@ -145,7 +150,8 @@ extern "C" void ollie_entry(void* const* b, const int64_t* dims) {
   end.placement = Placement::End;  // out[-1] is in the slack before the output, not on a guard page
   const auto before = ollie::runner::run(before_so, graph, {filled(100, 0)}, end);
   EXPECT_EQ(before.status, Status::Crash);
-  EXPECT_NE(before.message.find("wrote before the start of the output"), std::string::npos) << before.message;
+  EXPECT_NE(before.message.find("wrote before the start of the output"), std::string::npos)
+      << before.message;
 }
 
 // Sleeps `dims[0]` microseconds (the output is right too).
@@ -175,14 +181,14 @@ TEST(Timing, AKernelThatSleepsAKnownTimeIsMeasuredWithinAFewPercent) {
   TimingOptions timing;
   timing.min_rounds = 20;
   timing.budget_seconds = 0;
-  const auto timed = ollie::runner::time_kernels({{sleeper(4000)}}, graph, two_sets(64),
-                                                 options(), timing);
+  const auto timed =
+      ollie::runner::time_kernels({{sleeper(4000)}}, graph, two_sets(64), options(), timing);
   ASSERT_EQ(timed.status, Status::Ok) << timed.message;
   ASSERT_EQ(timed.rep_seconds.size(), 1u);
   ASSERT_EQ(timed.rep_seconds[0].size(), 20u);
   const double m = median(timed.rep_seconds[0]);
-  EXPECT_GT(m, 0.004);          // never less than the sleep
-  EXPECT_LT(m, 0.004 * 1.05);   // and within a few percent of it (timer slack is ~50 us)
+  EXPECT_GT(m, 0.004);         // never less than the sleep
+  EXPECT_LT(m, 0.004 * 1.05);  // and within a few percent of it (timer slack is ~50 us)
 }
 
 TEST(Timing, TwoCopiesSideBySideGiveARatioNearOneAndASlowerCopyNearTwo) {
@@ -231,12 +237,14 @@ extern "C" void ollie_entry(void* const* b, const int64_t* dims) {
     timing.cold = cold;
     timing.flush_bytes = cold ? 1 << 20 : 0;
     const std::vector<Tensor> a = {filled(50, 0)}, b = {filled(50, 100)};
-    const auto timed = ollie::runner::time_kernels({{honest}, {replaying}}, graph, {a, b}, options(), timing);
+    const auto timed =
+        ollie::runner::time_kernels({{honest}, {replaying}}, graph, {a, b}, options(), timing);
     ASSERT_EQ(timed.status, Status::Ok) << timed.message;
     ASSERT_EQ(timed.set_outputs.size(), 2u);
     for (int s = 0; s < 2; ++s) {
       const double base = s == 0 ? 0 : 100;
-      EXPECT_EQ(timed.set_outputs[0][static_cast<size_t>(s)][0].data[3], 2 * (base + 3)) << "honest, set " << s;
+      EXPECT_EQ(timed.set_outputs[0][static_cast<size_t>(s)][0].data[3], 2 * (base + 3))
+          << "honest, set " << s;
     }
     // The replaying kernel is right on the set it saw first and wrong on the other.
     EXPECT_EQ(timed.set_outputs[1][0][0].data[3], 2 * 3.0);
@@ -253,9 +261,10 @@ TEST(Timing, ACrashWhileTimedIsReportedAndBadOptionsAreRefused) {
   EXPECT_EQ(timed.status, Status::Crash) << timed.message;
   TimingOptions bad;
   bad.min_rounds = 0;
-  EXPECT_ANY_THROW(ollie::runner::time_kernels({{build_so("over_read", kOverRead)}}, graph, {{filled(1008, 0)}},
-                                               options(), bad));
-  EXPECT_ANY_THROW(ollie::runner::time_kernels({}, graph, {{filled(1008, 0)}}, options(), TimingOptions{}));
+  EXPECT_ANY_THROW(ollie::runner::time_kernels({{build_so("over_read", kOverRead)}}, graph,
+                                               {{filled(1008, 0)}}, options(), bad));
+  EXPECT_ANY_THROW(
+      ollie::runner::time_kernels({}, graph, {{filled(1008, 0)}}, options(), TimingOptions{}));
 }
 
 // Counts its calls: out[0] = the number of calls so far in this process, out[1] = x[0]
@@ -280,21 +289,25 @@ TEST(Timing, AWarmCallPrecedesEachTimedCallAndItsOutputsAreNotTheTimedOnes) {
   timing.min_rounds = timing.max_rounds = 3;
   timing.budget_seconds = 0;
   const std::vector<std::vector<Tensor>> one_set = {{filled(16, 0)}};
-  const auto plain = ollie::runner::time_kernels({{build_so("counter", kCounter)}}, graph, one_set, options(), timing);
+  const auto plain = ollie::runner::time_kernels({{build_so("counter", kCounter)}}, graph, one_set,
+                                                 options(), timing);
   ASSERT_EQ(plain.status, Status::Ok) << plain.message;
   EXPECT_EQ(plain.set_outputs[0][0][0].data[0], 4.0);  // 1 warm-up round + 3 timed calls
   timing.warm_call = true;
-  const auto warm = ollie::runner::time_kernels({{build_so("counter", kCounter)}}, graph, one_set, options(), timing);
+  const auto warm = ollie::runner::time_kernels({{build_so("counter", kCounter)}}, graph, one_set,
+                                                options(), timing);
   ASSERT_EQ(warm.status, Status::Ok) << warm.message;
-  EXPECT_EQ(warm.set_outputs[0][0][0].data[0], 7.0);  // 1 + 3 x (untimed, timed): the last one is timed
+  EXPECT_EQ(warm.set_outputs[0][0][0].data[0],
+            7.0);  // 1 + 3 x (untimed, timed): the last one is timed
   EXPECT_EQ(warm.rep_seconds[0].size(), 3u);
   // With two sets the warm call is on the other one: a kernel's call never follows a
   // call of its own on the same inputs. Rounds: warm-up (set 0), then timed on sets 1, 0,
   // 1, each after a warm call on the other set.
-  const auto two = ollie::runner::time_kernels({{build_so("counter2", kCounter)}}, graph, two_sets(16), options(),
-                                               timing);
+  const auto two = ollie::runner::time_kernels({{build_so("counter2", kCounter)}}, graph,
+                                               two_sets(16), options(), timing);
   ASSERT_EQ(two.status, Status::Ok) << two.message;
-  EXPECT_EQ(two.set_outputs[0][1][0].data[1], 0.0);  // set 1's timed call followed a call on set 0 (x[0] = 0)
+  EXPECT_EQ(two.set_outputs[0][1][0].data[1],
+            0.0);  // set 1's timed call followed a call on set 0 (x[0] = 0)
   EXPECT_EQ(two.set_outputs[0][0][0].data[1], 7.0);  // set 0's after one on set 1 (x[0] = 7)
 }
 
@@ -320,9 +333,11 @@ TEST(Timing, SteadyOpenMpFixesTheWaitPolicyWhateverTheParentsEnvironment) {
   timing.min_rounds = 1;
   timing.budget_seconds = 0;
   const std::vector<std::vector<Tensor>> one_set = {{filled(16, 0)}};
-  const auto inherited = ollie::runner::time_kernels({{build_so("omp_env", kOmpEnv)}}, graph, one_set, options(), timing);
+  const auto inherited = ollie::runner::time_kernels({{build_so("omp_env", kOmpEnv)}}, graph,
+                                                     one_set, options(), timing);
   timing.steady_openmp = true;
-  const auto steady = ollie::runner::time_kernels({{build_so("omp_env", kOmpEnv)}}, graph, one_set, options(), timing);
+  const auto steady = ollie::runner::time_kernels({{build_so("omp_env", kOmpEnv)}}, graph, one_set,
+                                                  options(), timing);
   unsetenv("OMP_WAIT_POLICY");
   unsetenv("GOMP_SPINCOUNT");
   unsetenv("OMP_PROC_BIND");

@@ -30,7 +30,7 @@ int env_int(const char* name, int fallback) {
 struct Case {
   const char* name;
   ollie::ir::DimBindings dims;
-  const char* rewrites = "";  // a rewrite chain (docs/rewrites.md) applied first
+  const char* rewrites = "";    // a rewrite chain (docs/rewrites.md) applied first
   const char* label = nullptr;  // the test's name when not the example's
   int share = 1;                // runs OLLIE_SCHEDULES / share schedules
 };
@@ -50,18 +50,36 @@ const std::vector<Case>& cases() {
       {"attention_causal", {{"S", 9}, {"D", 5}}},
       {"mha_causal", {{"S", 5}, {"DM", 6}, {"H", 3}, {"HD", 2}}},
       {"rope", {{"S", 5}, {"H", 3}, {"HD", 6}}, "", nullptr, 2},
-      {"mla_decode", {{"B", 2}, {"H", 3}, {"S", 7}, {"L", 5}, {"DR", 4}, {"DN", 3}, {"DV", 5}}, "", nullptr, 2},
+      {"mla_decode",
+       {{"B", 2}, {"H", 3}, {"S", 7}, {"L", 5}, {"DR", 4}, {"DN", 3}, {"DV", 5}},
+       "",
+       nullptr,
+       2},
       // Flash-rewritten graphs (examples/schedules/NAME.flash.rewrites): block loops, empty
       // or short tails, statistics combined over blocks.
       {"softmax", {{"M", 3}, {"N", 150}}, "flash %9 64\n", "softmax_flash", 4},
-      {"attention_causal", {{"S", 150}, {"D", 5}}, "normalize-late %36 lhs\nflash %38 64\n", "attention_causal_flash", 4},
-      {"mla_decode", {{"B", 2}, {"H", 3}, {"S", 530}, {"L", 5}, {"DR", 4}, {"DN", 3}, {"DV", 5}},
-       "exp2 %18\nnormalize-late %23 lhs\nflash %25 256\n", "mla_decode_flash", 4},
+      {"attention_causal",
+       {{"S", 150}, {"D", 5}},
+       "normalize-late %36 lhs\nflash %38 64\n",
+       "attention_causal_flash",
+       4},
+      {"mla_decode",
+       {{"B", 2}, {"H", 3}, {"S", 530}, {"L", 5}, {"DR", 4}, {"DN", 3}, {"DV", 5}},
+       "exp2 %18\nnormalize-late %23 lhs\nflash %25 256\n",
+       "mla_decode_flash",
+       4},
       // Online-rewritten attention (examples/schedules/NAME.online.rewrites): exp-weighted
       // sums with a running max, per element or with the step's weights hoisted.
-      {"attention_causal", {{"S", 40}, {"D", 5}}, "normalize-late %36 lhs\nonline %38\n", "attention_causal_online", 4},
-      {"mla_decode", {{"B", 2}, {"H", 3}, {"S", 37}, {"L", 5}, {"DR", 4}, {"DN", 3}, {"DV", 5}},
-       "exp2 %18\nnormalize-late %23 lhs\nonline %25\n", "mla_decode_online", 4},
+      {"attention_causal",
+       {{"S", 40}, {"D", 5}},
+       "normalize-late %36 lhs\nonline %38\n",
+       "attention_causal_online",
+       4},
+      {"mla_decode",
+       {{"B", 2}, {"H", 3}, {"S", 37}, {"L", 5}, {"DR", 4}, {"DN", 3}, {"DV", 5}},
+       "exp2 %18\nnormalize-late %23 lhs\nonline %25\n",
+       "mla_decode_online",
+       4},
   };
   return list;
 }
@@ -73,7 +91,9 @@ TEST_P(SchedulePropertyTest, RandomLegalSchedulesAgreeAndIllegalOnesAreRejected)
   ollie::spec::SpecOptions options;
   options.dim_overrides = c.dims;
   const ollie::ir::Graph g = ollie::rewrite::replay(
-      ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/" + c.name + ".py", options), c.rewrites);
+      ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/" + c.name + ".py",
+                             options),
+      c.rewrites);
   const int count = std::max(1, env_int("OLLIE_SCHEDULES", 200) / c.share);
   const uint64_t seed = static_cast<uint64_t>(env_int("OLLIE_SCHEDULE_SEED", 1));
   const loops::Target target{64, 2};
@@ -99,13 +119,18 @@ TEST_P(SchedulePropertyTest, RandomLegalSchedulesAgreeAndIllegalOnesAreRejected)
     try {
       k = loops::lower(g, sched);
     } catch (const std::exception& e) {
-      FAIL() << c.name << " seed " << s << ": a schedule random_schedule accepted does not lower: " << e.what()
-             << "\n" << loops::to_text(sched);
+      FAIL() << c.name << " seed " << s
+             << ": a schedule random_schedule accepted does not lower: " << e.what() << "\n"
+             << loops::to_text(sched);
     }
-    kernels.back() += "// schedule " + id + " (seed " + std::to_string(s) + ")\n" +
-               ollie::emit::emit_kernel(k, g, {.symbol = "ollie_kernel_" + id, .prelude = false, .schedule_text = {}}) + "\n";
-    adapters.back() += ollie::build::adapter_source(
-        g, {.kernel = "ollie_kernel_" + id, .entry = "ollie_entry_" + id, .signature = "ollie_signature_" + id});
+    kernels.back() +=
+        "// schedule " + id + " (seed " + std::to_string(s) + ")\n" +
+        ollie::emit::emit_kernel(
+            k, g, {.symbol = "ollie_kernel_" + id, .prelude = false, .schedule_text = {}}) +
+        "\n";
+    adapters.back() += ollie::build::adapter_source(g, {.kernel = "ollie_kernel_" + id,
+                                                        .entry = "ollie_entry_" + id,
+                                                        .signature = "ollie_signature_" + id});
   }
   // The random moves must explore: many different schedules, and some rejections.
   EXPECT_GT(distinct.size(), static_cast<size_t>(count) / 2) << c.name;
@@ -128,10 +153,11 @@ TEST_P(SchedulePropertyTest, RandomLegalSchedulesAgreeAndIllegalOnesAreRejected)
     so_paths.push_back(built.so_path);
   }
   for (int i = 0; i < count; ++i) {
-    SCOPED_TRACE(std::string(c.name) + " seed " + std::to_string(seed * 1000003 + static_cast<uint64_t>(i)) +
-                 ", schedule:\n" + loops::to_text(schedules[static_cast<size_t>(i)]));
-    run_and_compare(so_paths[static_cast<size_t>(i / kChunk)], g, "", "ollie_entry_" + std::to_string(i),
-                    {static_cast<unsigned>(i) + 1});
+    SCOPED_TRACE(std::string(c.name) + " seed " +
+                 std::to_string(seed * 1000003 + static_cast<uint64_t>(i)) + ", schedule:\n" +
+                 loops::to_text(schedules[static_cast<size_t>(i)]));
+    run_and_compare(so_paths[static_cast<size_t>(i / kChunk)], g, "",
+                    "ollie_entry_" + std::to_string(i), {static_cast<unsigned>(i) + 1});
     if (::testing::Test::HasFatalFailure()) return;
   }
 
@@ -148,13 +174,16 @@ TEST_P(SchedulePropertyTest, RandomLegalSchedulesAgreeAndIllegalOnesAreRejected)
     } catch (const loops::ScheduleError& e) {
       EXPECT_EQ(e.reason(), r.reason) << text;
       bool names_something = e.reason().find(r.directive.stage) != std::string::npos;
-      for (const auto& a : r.directive.args) names_something = names_something || e.reason().find(a) != std::string::npos;
+      for (const auto& a : r.directive.args)
+        names_something = names_something || e.reason().find(a) != std::string::npos;
       EXPECT_TRUE(names_something) << e.reason() << "\n" << text;
     }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, SchedulePropertyTest, ::testing::ValuesIn(cases()),
-                         [](const auto& p) { return std::string(p.param.label ? p.param.label : p.param.name); });
+                         [](const auto& p) {
+                           return std::string(p.param.label ? p.param.label : p.param.name);
+                         });
 
 }  // namespace

@@ -77,7 +77,8 @@ class MarkedTimes : public search::Evaluator {
     eo.cache_dir = cache.string();
     eo.threads = 1;
     eo.bench_seconds = 0.01;
-    real_ = search::make_local_evaluator(softmax(), softmax_at, search::baseline_candidate(softmax()).source, eo);
+    real_ = search::make_local_evaluator(softmax(), softmax_at,
+                                         search::baseline_candidate(softmax()).source, eo);
   }
   search::Evaluation evaluate(const search::Candidate& c) override {
     search::Evaluation e = real_->evaluate(c);
@@ -110,7 +111,8 @@ struct RunDir {
   fs::path dir;
   RunDir() {
     static int n = 0;
-    dir = fs::temp_directory_path() / ("ollie-llm-proposer-test-" + std::to_string(getpid()) + "-" + std::to_string(n++));
+    dir = fs::temp_directory_path() /
+          ("ollie-llm-proposer-test-" + std::to_string(getpid()) + "-" + std::to_string(n++));
     fs::remove_all(dir);
     fs::create_directories(dir);
   }
@@ -159,7 +161,8 @@ search::StopReason run(const ir::Graph& graph, store::Store& db, search::Evaluat
   options.seed = 3;
   options.chains = 1;
   options.proposer_weights = std::move(weights);
-  return search::run_chains(graph, db, evaluator, proposers, options, [] { return false; }, nullptr);
+  return search::run_chains(
+      graph, db, evaluator, proposers, options, [] { return false; }, nullptr);
 }
 
 // The user message of a request the server saw.
@@ -172,9 +175,12 @@ std::vector<std::string> events_of(const fs::path& db, const std::string& kind) 
   sqlite3* raw = nullptr;
   EXPECT_EQ(sqlite3_open_v2(db.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
   sqlite3_stmt* q = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(raw, "SELECT text FROM events WHERE kind = ?1 ORDER BY id", -1, &q, nullptr), SQLITE_OK);
+  EXPECT_EQ(sqlite3_prepare_v2(raw, "SELECT text FROM events WHERE kind = ?1 ORDER BY id", -1, &q,
+                               nullptr),
+            SQLITE_OK);
   sqlite3_bind_text(q, 1, kind.c_str(), -1, SQLITE_TRANSIENT);
-  while (sqlite3_step(q) == SQLITE_ROW) out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(q, 0)));
+  while (sqlite3_step(q) == SQLITE_ROW)
+    out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(q, 0)));
   sqlite3_finalize(q);
   sqlite3_close(raw);
   return out;
@@ -204,7 +210,8 @@ TEST(LlmProposer, VerifierFeedbackReachesTheNextPromptAndOnlyCorrectKernelsWin) 
   search::LlmProposer* llm = owned.get();
   proposers.push_back(std::move(owned));
   // The baseline, then wrong, broken, (no code: the step asks again) good.
-  EXPECT_EQ(run(softmax(), db, evaluator, proposers, {{"llm", 1.0}}, 4), search::StopReason::EvalBudget);
+  EXPECT_EQ(run(softmax(), db, evaluator, proposers, {{"llm", 1.0}}, 4),
+            search::StopReason::EvalBudget);
 
   const auto seen = server.requests();
   ASSERT_EQ(seen.size(), 4u);
@@ -233,7 +240,8 @@ TEST(LlmProposer, VerifierFeedbackReachesTheNextPromptAndOnlyCorrectKernelsWin) 
   // the error line, not the whole log) in the third, both in the fourth.
   const std::string counterexample = we->message.substr(0, we->message.find('\n'));
   ASSERT_FALSE(counterexample.empty());
-  const std::string second = user_message(seen[1]), third = user_message(seen[2]), fourth = user_message(seen[3]);
+  const std::string second = user_message(seen[1]), third = user_message(seen[2]),
+                    fourth = user_message(seen[3]);
   EXPECT_NE(second.find(counterexample), std::string::npos) << second;
   EXPECT_NE(second.find("wrong"), std::string::npos);
   EXPECT_EQ(second.find("(none yet)"), std::string::npos);
@@ -292,7 +300,7 @@ TEST(LlmProposer, VerifierFeedbackReachesTheNextPromptAndOnlyCorrectKernelsWin) 
   const std::string resumed_prompt = user_message(again.requests().at(0));
   EXPECT_NE(resumed_prompt.find(counterexample), std::string::npos);
   EXPECT_NE(resumed_prompt.find("undeclared_variable"), std::string::npos);
-  EXPECT_NE(resumed_prompt.find(kFastMarker), std::string::npos);  // the current kernel
+  EXPECT_NE(resumed_prompt.find(kFastMarker), std::string::npos);   // the current kernel
   EXPECT_NE(resumed_prompt.find("500.000 us"), std::string::npos);  // its time
   EXPECT_NE(resumed_prompt.find("20.0%"), std::string::npos);       // 0.1 ms bound / 0.5 ms
   EXPECT_EQ(resumed.usage().calls, 5);                              // the run's calls
@@ -311,8 +319,9 @@ TEST(LlmProposer, ABudgetStopsTheProposerNotTheRun) {
   search::LlmProposer* llm = owned.get();
   proposers.push_back(std::move(owned));
   proposers.push_back(search::make_mutate_proposer(softmax()));
-  EXPECT_EQ(run(softmax(), db, evaluator, proposers, {{"llm", 3.0}, {"mutate", 1.0}}, 10), search::StopReason::EvalBudget);
-  EXPECT_EQ(db.counts().evaluations, 10);  // the run went on
+  EXPECT_EQ(run(softmax(), db, evaluator, proposers, {{"llm", 3.0}, {"mutate", 1.0}}, 10),
+            search::StopReason::EvalBudget);
+  EXPECT_EQ(db.counts().evaluations, 10);   // the run went on
   EXPECT_EQ(server.requests().size(), 1u);  // the refused call sent nothing
   const auto calls = db.model_calls("llm");
   ASSERT_EQ(calls.size(), 2u);
@@ -334,7 +343,8 @@ TEST(LlmProposer, AWrongKeyStopsTheProposerAtOnceAndIsNotRecorded) {
   std::vector<std::unique_ptr<search::Proposer>> proposers;
   proposers.push_back(std::make_unique<search::LlmProposer>(client, db, proposer_options()));
   proposers.push_back(search::make_mutate_proposer(softmax()));
-  EXPECT_EQ(run(softmax(), db, evaluator, proposers, {{"llm", 3.0}, {"mutate", 1.0}}, 6), search::StopReason::EvalBudget);
+  EXPECT_EQ(run(softmax(), db, evaluator, proposers, {{"llm", 3.0}, {"mutate", 1.0}}, 6),
+            search::StopReason::EvalBudget);
   EXPECT_EQ(server.requests().size(), 1u);  // 401 is not retried, and the proposer stopped
   const auto errors = events_of(r.dir / "run.db", "llm-error");
   ASSERT_EQ(errors.size(), 1u);
@@ -356,7 +366,8 @@ class NumberedKernels : public llm::Model {
  public:
   llm::ModelAnswer complete(const llm::ModelRequest&) override {
     llm::ModelAnswer a;
-    a.text = "```cpp\n// llm kernel " + std::to_string(++calls) + "\n" + kernel_file("softmax_rows.cpp") + "```\n";
+    a.text = "```cpp\n// llm kernel " + std::to_string(++calls) + "\n" +
+             kernel_file("softmax_rows.cpp") + "```\n";
     return a;
   }
   int calls = 0;
@@ -369,9 +380,10 @@ class LlmIsFast : public search::Evaluator {
     search::Evaluation e;
     e.verdict = verify::Verdict::Pass;
     e.penalty = 0;
-    e.median_seconds = c.source.find("// llm kernel") != std::string::npos
-                           ? 0.5e-3
-                           : 1e-3 + static_cast<double>(std::hash<std::string>{}(c.source) % 1000) * 1e-6;
+    e.median_seconds =
+        c.source.find("// llm kernel") != std::string::npos
+            ? 0.5e-3
+            : 1e-3 + static_cast<double>(std::hash<std::string>{}(c.source) % 1000) * 1e-6;
     e.ratio_vs_baseline = e.median_seconds / 1.5e-3;
     return e;
   }
@@ -383,10 +395,13 @@ std::vector<std::string> step_notes(const fs::path& db) {
   sqlite3* raw = nullptr;
   EXPECT_EQ(sqlite3_open_v2(db.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
   sqlite3_stmt* q = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(raw, "SELECT note, accepted, step FROM steps ORDER BY step", -1, &q, nullptr), SQLITE_OK);
+  EXPECT_EQ(sqlite3_prepare_v2(raw, "SELECT note, accepted, step FROM steps ORDER BY step", -1, &q,
+                               nullptr),
+            SQLITE_OK);
   while (sqlite3_step(q) == SQLITE_ROW)
     out.push_back(std::string(reinterpret_cast<const char*>(sqlite3_column_text(q, 0))) +
-                  (sqlite3_column_int(q, 1) ? " (accepted)" : "") + " #" + std::to_string(sqlite3_column_int64(q, 2)));
+                  (sqlite3_column_int(q, 1) ? " (accepted)" : "") + " #" +
+                  std::to_string(sqlite3_column_int64(q, 2)));
   sqlite3_finalize(q);
   sqlite3_close(raw);
   return out;
@@ -403,12 +418,14 @@ TEST(LlmProposer, AChainOnAFreeFormKernelAsksTheLlmEvenWhenTheDrawsMissIt) {
   std::vector<std::unique_ptr<search::Proposer>> proposers;
   proposers.push_back(search::make_mutate_proposer(softmax()));
   proposers.push_back(std::make_unique<search::LlmProposer>(model, db, proposer_options()));
-  EXPECT_EQ(run(softmax(), db, evaluator, proposers, {{"mutate", 10.0}, {"llm", 1.0}}, 30), search::StopReason::EvalBudget);
+  EXPECT_EQ(run(softmax(), db, evaluator, proposers, {{"mutate", 10.0}, {"llm", 1.0}}, 30),
+            search::StopReason::EvalBudget);
   const auto notes = step_notes(r.dir / "run.db");
   size_t first = notes.size();
   for (size_t i = 0; i < notes.size() && first == notes.size(); ++i)
     if (notes[i].starts_with("llm:") && notes[i].find("(accepted)") != std::string::npos) first = i;
-  ASSERT_LT(first, notes.size() - 5) << "the llm's kernel was never accepted early enough to test this";
+  ASSERT_LT(first, notes.size() - 5)
+      << "the llm's kernel was never accepted early enough to test this";
   // From then on every step is the llm's, and none is idle (the step numbers follow on).
   auto number = [&](size_t i) { return std::stoll(notes[i].substr(notes[i].rfind('#') + 1)); };
   for (size_t i = first + 1; i < notes.size(); ++i) {
@@ -418,7 +435,8 @@ TEST(LlmProposer, AChainOnAFreeFormKernelAsksTheLlmEvenWhenTheDrawsMissIt) {
   for (const auto& e : events_of(r.dir / "run.db", "restart"))
     EXPECT_EQ(e.find("free-form"), std::string::npos) << e;
   int llm_candidates = 0;
-  for (int64_t id = 1; id <= db.counts().candidates; ++id) llm_candidates += db.candidate(id)->proposer == "llm";
+  for (int64_t id = 1; id <= db.counts().candidates; ++id)
+    llm_candidates += db.candidate(id)->proposer == "llm";
   EXPECT_EQ(llm_candidates, model.calls);  // one call per proposal, never a second one in a step
 }
 
@@ -443,13 +461,15 @@ TEST(LlmProposer, RepeatedKernelsProposeNothingAndFiveInARowStopIt) {
   auto owned = std::make_unique<search::LlmProposer>(model, db, proposer_options());
   search::LlmProposer* llm = owned.get();
   proposers.push_back(std::move(owned));
-  EXPECT_EQ(run(softmax(), db, evaluator, proposers, {{"llm", 1.0}}, 10), search::StopReason::NoProposals);
+  EXPECT_EQ(run(softmax(), db, evaluator, proposers, {{"llm", 1.0}}, 10),
+            search::StopReason::NoProposals);
   EXPECT_EQ(db.counts().evaluations, 2);  // the baseline and the kernel, once
   EXPECT_EQ(model.calls, 6);
   EXPECT_EQ(events_of(r.dir / "run.db", "llm-repeat").size(), 5u);
   const auto stopped = events_of(r.dir / "run.db", "llm-stopped");
   ASSERT_EQ(stopped.size(), 1u);
-  EXPECT_NE(stopped[0].find("5 answers in a row repeated kernels"), std::string::npos) << stopped[0];
+  EXPECT_NE(stopped[0].find("5 answers in a row repeated kernels"), std::string::npos)
+      << stopped[0];
   EXPECT_EQ(llm->usage().repeated, 5);
   EXPECT_EQ(llm->usage().with_code, 1);
 }
@@ -467,11 +487,16 @@ TEST(ReplayModel, PlaysTheStoredAnswersInOrderThenSaysTheyRanOut) {
     c.cost = 0.5;
     return c;
   };
-  const std::string body = nlohmann::json{
-      {"choices", {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", "the first answer"}}}, {"finish_reason", "stop"}}}},
-      {"usage", {{"prompt_tokens", 10}, {"completion_tokens", 5}}}}.dump();
-  auto model = search::make_replay_model({call(1, "ok", body), call(2, "http_error", "{}", 500), call(3, "budget", "", 0)},
-                                         llm::Protocol::OpenAI, "recorded.db");
+  const std::string body =
+      nlohmann::json{{"choices",
+                      {{{"index", 0},
+                        {"message", {{"role", "assistant"}, {"content", "the first answer"}}},
+                        {"finish_reason", "stop"}}}},
+                     {"usage", {{"prompt_tokens", 10}, {"completion_tokens", 5}}}}
+          .dump();
+  auto model = search::make_replay_model(
+      {call(1, "ok", body), call(2, "http_error", "{}", 500), call(3, "budget", "", 0)},
+      llm::Protocol::OpenAI, "recorded.db");
   llm::ModelAnswer a = model->complete({"s", "u"});
   ASSERT_EQ(a.status, llm::Status::Ok) << a.error;
   EXPECT_EQ(a.text, "the first answer");
@@ -485,10 +510,12 @@ TEST(ReplayModel, PlaysTheStoredAnswersInOrderThenSaysTheyRanOut) {
   EXPECT_EQ(model->complete({"s", "u"}).status, llm::Status::Budget);
   a = model->complete({"s", "u"});
   EXPECT_EQ(a.status, llm::Status::Cancelled);
-  EXPECT_NE(a.error.find("recorded.db has no more model answers (3 replayed)"), std::string::npos) << a.error;
+  EXPECT_NE(a.error.find("recorded.db has no more model answers (3 replayed)"), std::string::npos)
+      << a.error;
 
   // A command's answers are its text as printed.
-  auto command = search::make_replay_model({call(1, "ok", "```cpp\nint x;\n```\n")}, std::nullopt, "r.db");
+  auto command =
+      search::make_replay_model({call(1, "ok", "```cpp\nint x;\n```\n")}, std::nullopt, "r.db");
   EXPECT_EQ(command->complete({"", "u"}).text, "```cpp\nint x;\n```\n");
 }
 
@@ -500,7 +527,8 @@ TEST(ReplayModel, ARunOutOfAnswersStopsTheProposerWithAnEvent) {
   std::vector<std::unique_ptr<search::Proposer>> proposers;
   proposers.push_back(std::make_unique<search::LlmProposer>(*model, db, proposer_options()));
   proposers.push_back(search::make_mutate_proposer(softmax()));
-  EXPECT_EQ(run(softmax(), db, evaluator, proposers, {{"llm", 1.0}, {"mutate", 1.0}}, 5), search::StopReason::EvalBudget);
+  EXPECT_EQ(run(softmax(), db, evaluator, proposers, {{"llm", 1.0}, {"mutate", 1.0}}, 5),
+            search::StopReason::EvalBudget);
   EXPECT_EQ(db.counts().model_calls, 0);  // nothing was asked
   const auto stopped = events_of(r.dir / "run.db", "llm-stopped");
   ASSERT_EQ(stopped.size(), 1u);

@@ -19,7 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace ollie;
 
-
 ir::Graph mla_decode() {
   spec::SpecOptions o;
   o.dim_overrides = {{"B", 1}, {"H", 2}, {"S", 16}, {"L", 8}, {"DR", 4}, {"DN", 8}, {"DV", 8}};
@@ -45,7 +44,8 @@ TEST(RewriteProposer, ProposesARewrittenKernelWithItsChainAndSchedule) {
   // Deterministic in the seed; different seeds reach different sites.
   EXPECT_EQ(proposer->propose(baseline_state(g), 5)->source, c->source);
   std::set<std::string> moves;
-  for (uint64_t seed = 0; seed < 20; ++seed) moves.insert(proposer->propose(baseline_state(g), seed)->move);
+  for (uint64_t seed = 0; seed < 20; ++seed)
+    moves.insert(proposer->propose(baseline_state(g), seed)->move);
   EXPECT_GE(moves.size(), 4u);
   // A second rewrite extends the chain; node numbers refer to the graph after line one.
   search::State next;
@@ -92,8 +92,8 @@ TEST(RewriteProposer, EachRuleThatAppliesIsAsLikelyWhateverItsSiteCount) {
     const ir::Graph now = rewrite::replay(g, chain);
     for (const auto& s : rewrite::find_sites(now)) {
       const ir::Node& n = now.node(s.node);
-      if (s.rule == "split-reduce" && s.variant == 1 && n.shape.size() == 2 && n.reduce == ir::ReduceKind::Sum &&
-          now.node(n.operands[0]).shape.size() == 3) {
+      if (s.rule == "split-reduce" && s.variant == 1 && n.shape.size() == 2 &&
+          n.reduce == ir::ReduceKind::Sum && now.node(n.operands[0]).shape.size() == 3) {
         chain += rewrite::to_text(s) + "\n";
         break;
       }
@@ -125,21 +125,25 @@ TEST(RewriteProposer, EachRuleThatAppliesIsAsLikelyWhateverItsSiteCount) {
   }
   // Expected draws / rules.size(); a uniform draw over sites would give draws / sites.size().
   const double expected = static_cast<double>(draws) / static_cast<double>(rules.size());
-  EXPECT_GT(online, expected * 0.6) << online << " of " << draws << ", " << rules.size() << " rules, "
-                                    << sites.size() << " sites";
+  EXPECT_GT(online, expected * 0.6) << online << " of " << draws << ", " << rules.size()
+                                    << " rules, " << sites.size() << " sites";
   EXPECT_EQ(per_rule.size(), rules.size());
 }
 
 TEST(RewriteProposer, NothingWhenNoRuleApplies) {
-  const ir::Graph g = spec::compile_spec(
-      "add.py", "import numpy as np\nDIMS = dict(N=8)\ndef add(x: \"f32[N]\", y: \"f32[N]\") -> \"f32[N]\":\n    return x + y\n", {});
+  const ir::Graph g =
+      spec::compile_spec("add.py",
+                         "import numpy as np\nDIMS = dict(N=8)\ndef add(x: \"f32[N]\", y: "
+                         "\"f32[N]\") -> \"f32[N]\":\n    return x + y\n",
+                         {});
   EXPECT_FALSE(search::make_rewrite_proposer(g)->propose(baseline_state(g), 1).has_value());
 }
 
 // The real evaluator: rewritten mla_decode kernels are compiled, verified and timed.
 TEST(RewriteProposer, RewrittenCandidatesPassTheVerifierInARun) {
   const ir::Graph g = mla_decode();
-  const fs::path dir = fs::temp_directory_path() / ("ollie-rewrite-search-" + std::to_string(getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("ollie-rewrite-search-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   store::RunInfo info;
@@ -164,14 +168,16 @@ TEST(RewriteProposer, RewrittenCandidatesPassTheVerifierInARun) {
   eo.cache_dir = (dir / "cache").string();
   eo.bench_seconds = 0.02;
   eo.threads = 1;
-  auto evaluator = search::make_local_evaluator(g, graph_at, search::baseline_candidate(g).source, eo);
+  auto evaluator =
+      search::make_local_evaluator(g, graph_at, search::baseline_candidate(g).source, eo);
   std::vector<std::unique_ptr<search::Proposer>> proposers;
   proposers.push_back(search::make_rewrite_proposer(g));
   search::SearchOptions so;
   so.max_evals = 4;
   so.seed = 3;
   so.proposer_weights = {{"rewrite", 1.0}};
-  search::run_chains(g, db, *evaluator, proposers, so, [] { return false; }, nullptr);
+  search::run_chains(
+      g, db, *evaluator, proposers, so, [] { return false; }, nullptr);
   int rewritten = 0, passed = 0;
   for (int64_t id = 1; id <= db.counts().candidates; ++id) {
     const auto c = db.candidate(id);

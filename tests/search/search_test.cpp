@@ -25,13 +25,13 @@ namespace fs = std::filesystem;
 using namespace ollie;
 
 const ir::Graph& softmax() {
-  static const ir::Graph g = spec::compile_spec(
-      "softmax.py",
-      "import numpy as np\nDIMS = dict(M=8, N=32)\n"
-      "def softmax(x: \"f32[M, N]\") -> \"f32[M, N]\":\n"
-      "    e = np.exp(x - x.max(axis=-1, keepdims=True))\n"
-      "    return e / e.sum(axis=-1, keepdims=True)\n",
-      {});
+  static const ir::Graph g =
+      spec::compile_spec("softmax.py",
+                         "import numpy as np\nDIMS = dict(M=8, N=32)\n"
+                         "def softmax(x: \"f32[M, N]\") -> \"f32[M, N]\":\n"
+                         "    e = np.exp(x - x.max(axis=-1, keepdims=True))\n"
+                         "    return e / e.sum(axis=-1, keepdims=True)\n",
+                         {});
   return g;
 }
 
@@ -51,7 +51,8 @@ class FakeEvaluator : public search::Evaluator {
     }
     e.verdict = verify::Verdict::Pass;
     e.penalty = 0;
-    e.median_seconds = c.proposer == "baseline" ? 1.5e-3 : 1e-3 + static_cast<double>(h % 1000) * 1e-6;
+    e.median_seconds =
+        c.proposer == "baseline" ? 1.5e-3 : 1e-3 + static_cast<double>(h % 1000) * 1e-6;
     e.ratio_vs_baseline = e.median_seconds / 1.5e-3;
     e.rounds = 5;
     return e;
@@ -63,8 +64,8 @@ class FakeEvaluator : public search::Evaluator {
 struct RunDir {
   fs::path dir;
   RunDir() {
-    dir = fs::temp_directory_path() / ("ollie-search-test-" + std::to_string(getpid()) + "-" +
-                                       std::to_string(counter()++));
+    dir = fs::temp_directory_path() /
+          ("ollie-search-test-" + std::to_string(getpid()) + "-" + std::to_string(counter()++));
     fs::remove_all(dir);
     fs::create_directories(dir);
   }
@@ -93,13 +94,15 @@ search::Candidate from_store(const store::Candidate& c) {
   return out;
 }
 
-search::StopReason run(store::Store& db, FakeEvaluator& evaluator, int64_t evals, uint64_t seed = 7) {
+search::StopReason run(store::Store& db, FakeEvaluator& evaluator, int64_t evals,
+                       uint64_t seed = 7) {
   std::vector<std::unique_ptr<search::Proposer>> proposers;
   proposers.push_back(search::make_mutate_proposer(softmax()));
   search::SearchOptions options;
   options.max_evals = evals;
   options.seed = seed;
-  return search::run_chains(softmax(), db, evaluator, proposers, options, [] { return false; }, nullptr);
+  return search::run_chains(
+      softmax(), db, evaluator, proposers, options, [] { return false; }, nullptr);
 }
 
 TEST(Chains, EveryStepAndEvaluationIsRecordedAndNoCandidateIsEvaluatedTwice) {
@@ -110,7 +113,8 @@ TEST(Chains, EveryStepAndEvaluationIsRecordedAndNoCandidateIsEvaluatedTwice) {
   const auto counts = db.counts();
   EXPECT_EQ(counts.evaluations, 25);
   EXPECT_EQ(evaluator.calls, 25);
-  EXPECT_EQ(std::set<std::string>(evaluator.seen.begin(), evaluator.seen.end()).size(), evaluator.seen.size());
+  EXPECT_EQ(std::set<std::string>(evaluator.seen.begin(), evaluator.seen.end()).size(),
+            evaluator.seen.size());
   EXPECT_GE(counts.steps, 24);
   EXPECT_GT(counts.accepted_steps, 0);
   EXPECT_LT(counts.accepted_steps, counts.steps);
@@ -169,17 +173,22 @@ TEST(Chains, AProposerBugCostsAProposalNotTheRun) {
   search::SearchOptions options;
   options.max_evals = 12;
   options.proposer_weights = {{"mutate", 1.0}, {"buggy", 1.0}};
-  EXPECT_EQ(search::run_chains(softmax(), db, evaluator, proposers, options, [] { return false; }, nullptr),
+  EXPECT_EQ(search::run_chains(
+                softmax(), db, evaluator, proposers, options, [] { return false; }, nullptr),
             search::StopReason::EvalBudget);
   EXPECT_EQ(db.counts().evaluations, 12);
   EXPECT_GT(bug->calls, 0);
   EXPECT_GT(db.counts().events, 0);
   sqlite3* raw = nullptr;
-  ASSERT_EQ(sqlite3_open_v2((r.dir / "run.db").c_str(), &raw, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  sqlite3_stmt* q = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(raw, "SELECT count(*) FROM events WHERE kind = 'proposer-error' AND text LIKE "
-                                    "'buggy: internal error%rule broke an invariant%'", -1, &q, nullptr),
+  ASSERT_EQ(sqlite3_open_v2((r.dir / "run.db").c_str(), &raw, SQLITE_OPEN_READONLY, nullptr),
             SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  ASSERT_EQ(
+      sqlite3_prepare_v2(raw,
+                         "SELECT count(*) FROM events WHERE kind = 'proposer-error' AND text LIKE "
+                         "'buggy: internal error%rule broke an invariant%'",
+                         -1, &q, nullptr),
+      SQLITE_OK);
   ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
   EXPECT_GT(sqlite3_column_int64(q, 0), 0);
   sqlite3_finalize(q);
@@ -225,7 +234,8 @@ class LyingEvaluator : public search::Evaluator {
     e.rounds = 5;
     return e;
   }
-  std::optional<search::Comparison> compare(const search::Candidate& a, const search::Candidate& b) override {
+  std::optional<search::Comparison> compare(const search::Candidate& a,
+                                            const search::Candidate& b) override {
     compared.push_back(sha256_hex(a.source));
     if (fail_compare) throw std::runtime_error("the comparison was cut off");
     search::Comparison c;
@@ -242,18 +252,19 @@ class LyingEvaluator : public search::Evaluator {
   std::vector<std::string> compared;
 };
 
-search::StopReason run_liar(store::Store& db, LyingEvaluator& evaluator, int64_t evals, bool confirm = true,
-                            double* best_seconds = nullptr) {
+search::StopReason run_liar(store::Store& db, LyingEvaluator& evaluator, int64_t evals,
+                            bool confirm = true, double* best_seconds = nullptr) {
   std::vector<std::unique_ptr<search::Proposer>> proposers;
   proposers.push_back(search::make_mutate_proposer(softmax()));
   search::SearchOptions options;
   options.max_evals = evals;
   options.seed = 5;
   options.confirm_new_best = confirm;
-  return search::run_chains(softmax(), db, evaluator, proposers, options, [] { return false; },
-                            [&](const search::Progress& p) {
-                              if (best_seconds) *best_seconds = p.best_seconds;
-                            });
+  return search::run_chains(
+      softmax(), db, evaluator, proposers, options, [] { return false; },
+      [&](const search::Progress& p) {
+        if (best_seconds) *best_seconds = p.best_seconds;
+      });
 }
 
 // Every evaluation row in id order: candidate id, source, proposer, ratio to the baseline.
@@ -266,8 +277,11 @@ std::vector<Row> evaluation_rows(const fs::path& db) {
   sqlite3* raw = nullptr;
   EXPECT_EQ(sqlite3_open_v2(db.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
   sqlite3_stmt* q = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(raw, "SELECT e.candidate, c.source, c.proposer, e.ratio_vs_baseline FROM evaluations e "
-                                    "JOIN candidates c ON c.id = e.candidate ORDER BY e.id", -1, &q, nullptr),
+  EXPECT_EQ(sqlite3_prepare_v2(
+                raw,
+                "SELECT e.candidate, c.source, c.proposer, e.ratio_vs_baseline FROM evaluations e "
+                "JOIN candidates c ON c.id = e.candidate ORDER BY e.id",
+                -1, &q, nullptr),
             SQLITE_OK);
   std::vector<Row> rows;
   while (sqlite3_step(q) == SQLITE_ROW) {
@@ -287,7 +301,8 @@ int64_t events_of(const fs::path& db, const std::string& kind) {
   sqlite3* raw = nullptr;
   EXPECT_EQ(sqlite3_open_v2(db.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
   sqlite3_stmt* q = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(raw, "SELECT count(*) FROM events WHERE kind = ?", -1, &q, nullptr), SQLITE_OK);
+  EXPECT_EQ(sqlite3_prepare_v2(raw, "SELECT count(*) FROM events WHERE kind = ?", -1, &q, nullptr),
+            SQLITE_OK);
   sqlite3_bind_text(q, 1, kind.c_str(), -1, SQLITE_TRANSIENT);
   int64_t n = sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int64(q, 0) : -1;
   sqlite3_finalize(q);
@@ -365,7 +380,8 @@ TEST(Confirm, AComparisonDisturbedByOtherProcessesCannotMakeANewBest) {
   ASSERT_FALSE(evaluator.compared.empty());  // candidates faster than the baseline were found...
   EXPECT_EQ(best_seconds, 1.5e-3);           // ...but none was trusted
   EXPECT_EQ(best_by_ratio(evaluation_rows(r.dir / "run.db")).c.proposer, "baseline");
-  EXPECT_EQ(events_of(r.dir / "run.db", "not-confirmed"), static_cast<int64_t>(evaluator.compared.size()));
+  EXPECT_EQ(events_of(r.dir / "run.db", "not-confirmed"),
+            static_cast<int64_t>(evaluator.compared.size()));
   EXPECT_EQ(events_of(r.dir / "run.db", "confirm"), 0);
 }
 

@@ -14,7 +14,9 @@ namespace {
 using ir::DType;
 using ir::OpKind;
 
-ir::Graph compile(const std::string& src, const SpecOptions& opt = {}) { return compile_spec("t.py", src, opt); }
+ir::Graph compile(const std::string& src, const SpecOptions& opt = {}) {
+  return compile_spec("t.py", src, opt);
+}
 
 // The source with a standard header (numpy import and DIMS) on lines 1-2.
 std::string spec(const std::string& body) {
@@ -47,19 +49,23 @@ Err error_of(const std::string& src, const SpecOptions& opt = {}) {
   } catch (const SpecError& e) {
     std::string what = e.what();
     auto h = what.find("hint: ");
-    return {e.loc().line, e.loc().col, e.message(), h == std::string::npos ? "" : what.substr(h + 6), what};
+    return {e.loc().line, e.loc().col, e.message(),
+            h == std::string::npos ? "" : what.substr(h + 6), what};
   }
   ADD_FAILURE() << "no SpecError for:\n" << src;
   return {};
 }
 
-#define EXPECT_HAS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"
+#define EXPECT_HAS(text, part)                               \
+  EXPECT_NE(std::string(text).find(part), std::string::npos) \
+      << "'" << (text) << "' lacks '" << (part) << "'"
 
 // ---------------------------------------------------------------------------- positive
 
 TEST(Elaborate, MatmulBiasReluBroadcastsAndKeepsF32) {
-  auto g = compile(spec("def f(a: \"f32[M, K]\", b: \"f32[K, N]\", bias: \"f32[N]\") -> \"f32[M, N]\":\n"
-                        "    return np.maximum(a @ b + bias, 0.0)\n"));
+  auto g =
+      compile(spec("def f(a: \"f32[M, K]\", b: \"f32[K, N]\", bias: \"f32[N]\") -> \"f32[M, N]\":\n"
+                   "    return np.maximum(a @ b + bias, 0.0)\n"));
   EXPECT_EQ(g.entry, "f");
   EXPECT_EQ(g.dims, (std::vector<std::string>{"M", "K", "N"}));
   EXPECT_EQ(g.bound_dims.at("K"), 6);
@@ -80,8 +86,10 @@ TEST(Elaborate, MatmulBiasReluBroadcastsAndKeepsF32) {
 }
 
 TEST(Elaborate, PromotionNep50) {
-  auto g = compile(spec("def f(x: \"f32[M]\", y: \"f64[M]\", i: \"i32[M]\") -> (\"f32[M]\", \"f64[M]\", \"f64[M]\", \"f64[M]\", \"i32[M]\", \"f32[M]\"):\n"
-                        "    return x * 0.5, x + y, i * 1.5, i / i, i + 1, x * np.float32(3.0)\n"));
+  auto g =
+      compile(spec("def f(x: \"f32[M]\", y: \"f64[M]\", i: \"i32[M]\") -> (\"f32[M]\", \"f64[M]\", "
+                   "\"f64[M]\", \"f64[M]\", \"i32[M]\", \"f32[M]\"):\n"
+                   "    return x * 0.5, x + y, i * 1.5, i / i, i + 1, x * np.float32(3.0)\n"));
   EXPECT_EQ(out_type(g, 0), "f32[M]");
   const ir::Node& half = g.node(g.node(g.node(g.outputs[0]).operands[1]).operands[0]);
   EXPECT_EQ(half.kind, OpKind::Reshape);
@@ -103,7 +111,8 @@ TEST(Elaborate, WeakScalarConstHoldsExactDouble) {
 }
 
 TEST(Elaborate, ScalarOnTheLeftSigmoid) {
-  auto g = compile(spec("def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n    return 1 / (1 + np.exp(-x))\n"));
+  auto g =
+      compile(spec("def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n    return 1 / (1 + np.exp(-x))\n"));
   EXPECT_EQ(out_type(g), "f32[M, N]");
   EXPECT_EQ(count(g, OpKind::Exp), 1);
   EXPECT_EQ(count(g, OpKind::Neg), 1);
@@ -111,10 +120,11 @@ TEST(Elaborate, ScalarOnTheLeftSigmoid) {
 }
 
 TEST(Elaborate, ArangeOverDimIsF64) {
-  auto g = compile(spec("def f(x: \"f32[HD]\") -> \"f64[]\":\n"
-                        "    HD = x.shape[-1]\n"
-                        "    inv = 1.0 / (10000.0 ** (np.arange(0, HD, 2) / HD))\n"
-                        "    return (x[:HD//2] * inv).sum()\n"));
+  auto g =
+      compile(spec("def f(x: \"f32[HD]\") -> \"f64[]\":\n"
+                   "    HD = x.shape[-1]\n"
+                   "    inv = 1.0 / (10000.0 ** (np.arange(0, HD, 2) / HD))\n"
+                   "    return (x[:HD//2] * inv).sum()\n"));
   EXPECT_EQ(out_type(g), "f64[]");
   const ir::Node* iota = find(g, OpKind::Iota);
   ASSERT_TRUE(iota);
@@ -124,7 +134,9 @@ TEST(Elaborate, ArangeOverDimIsF64) {
 }
 
 TEST(Elaborate, MatmulBatchBroadcast) {
-  auto g = compile(spec("def f(a: \"f32[B, 1, M, K]\", b: \"f32[S, K, N]\") -> \"f32[B, S, M, N]\":\n    return a @ b\n"));
+  auto g =
+      compile(spec("def f(a: \"f32[B, 1, M, K]\", b: \"f32[S, K, N]\") -> \"f32[B, S, M, N]\":\n   "
+                   " return a @ b\n"));
   EXPECT_EQ(out_type(g), "f32[B, S, M, N]");
   const ir::Node* c = find(g, OpKind::Contract);
   ASSERT_TRUE(c);
@@ -134,13 +146,15 @@ TEST(Elaborate, MatmulBatchBroadcast) {
 }
 
 TEST(Elaborate, MatmulVector) {
-  auto g = compile(spec("def f(a: \"f32[M, K]\", v: \"f32[K]\") -> \"f32[M]\":\n    return np.matmul(a, v)\n"));
+  auto g = compile(
+      spec("def f(a: \"f32[M, K]\", v: \"f32[K]\") -> \"f32[M]\":\n    return np.matmul(a, v)\n"));
   EXPECT_EQ(out_type(g), "f32[M]");
 }
 
 TEST(Elaborate, EinsumPairwise) {
-  auto g = compile(spec("def f(a: \"f32[M, K]\", b: \"f32[K, N]\", c: \"f32[N, S]\") -> \"f32[S, M]\":\n"
-                        "    return np.einsum(\"ij,jk,kl->li\", a, b, c)\n"));
+  auto g =
+      compile(spec("def f(a: \"f32[M, K]\", b: \"f32[K, N]\", c: \"f32[N, S]\") -> \"f32[S, M]\":\n"
+                   "    return np.einsum(\"ij,jk,kl->li\", a, b, c)\n"));
   EXPECT_EQ(out_type(g), "f32[S, M]");
   EXPECT_EQ(count(g, OpKind::Contract), 2);
   // j is summed in the first contraction: a[ij] b[jk] -> [ik].
@@ -149,15 +163,18 @@ TEST(Elaborate, EinsumPairwise) {
 }
 
 TEST(Elaborate, EinsumSingleOperand) {
-  auto g = compile(spec("def f(a: \"f32[M, K]\") -> \"f32[K]\":\n    return np.einsum('ij->j', a)\n"));
+  auto g =
+      compile(spec("def f(a: \"f32[M, K]\") -> \"f32[K]\":\n    return np.einsum('ij->j', a)\n"));
   EXPECT_EQ(out_type(g), "f32[K]");
   EXPECT_EQ(count(g, OpKind::Reduce), 1);
 }
 
 TEST(Elaborate, ReductionsKeepdimsMeanVar) {
-  auto g = compile(spec("def f(x: \"f32[M, N]\") -> (\"f32[M, 1]\", \"f32[N]\", \"f32[]\", \"f32[M]\", \"f32[1, N]\"):\n"
-                        "    return x.sum(axis=1, keepdims=True), np.max(x, axis=0), x.mean(), np.var(x, axis=-1), "
-                        "np.min(x, axis=(0,), keepdims=True)\n"));
+  auto g = compile(spec(
+      "def f(x: \"f32[M, N]\") -> (\"f32[M, 1]\", \"f32[N]\", \"f32[]\", \"f32[M]\", \"f32[1, "
+      "N]\"):\n"
+      "    return x.sum(axis=1, keepdims=True), np.max(x, axis=0), x.mean(), np.var(x, axis=-1), "
+      "np.min(x, axis=(0,), keepdims=True)\n"));
   EXPECT_EQ(out_type(g, 0), "f32[M, 1]");
   EXPECT_EQ(out_type(g, 1), "f32[N]");
   EXPECT_EQ(out_type(g, 2), "f32[]");
@@ -172,7 +189,8 @@ TEST(Elaborate, ReductionsKeepdimsMeanVar) {
 }
 
 TEST(Elaborate, VarDdof) {
-  auto g = compile(spec("def f(x: \"f64[M, N]\") -> \"f64[M]\":\n    return x.var(axis=1, ddof=1)\n"));
+  auto g =
+      compile(spec("def f(x: \"f64[M, N]\") -> \"f64[M]\":\n    return x.var(axis=1, ddof=1)\n"));
   bool found = false;
   for (auto& n : g.nodes)
     if (n.kind == OpKind::Const && n.const_dim && n.const_dim->str() == "N - 1") found = true;
@@ -185,9 +203,10 @@ TEST(Elaborate, SumOfIntIsI64) {
 }
 
 TEST(Elaborate, ReshapeMinusOneWithHalfDim) {
-  auto g = compile(spec("def f(x: \"f32[B, S, HD]\") -> \"f32[B, S, 4, 2]\":\n"
-                        "    y = x.reshape(x.shape[:-1] + (-1, 2))\n"
-                        "    return y[:, :, :4, :]\n"));
+  auto g =
+      compile(spec("def f(x: \"f32[B, S, HD]\") -> \"f32[B, S, 4, 2]\":\n"
+                   "    y = x.reshape(x.shape[:-1] + (-1, 2))\n"
+                   "    return y[:, :, :4, :]\n"));
   EXPECT_EQ(out_type(g), "f32[B, S, 4, 2]");
   const ir::Node* r = find(g, OpKind::Reshape);
   ASSERT_TRUE(r);
@@ -196,8 +215,10 @@ TEST(Elaborate, ReshapeMinusOneWithHalfDim) {
 }
 
 TEST(Elaborate, SlicingNegativeIndicesAndSteps) {
-  auto g = compile(spec("def f(x: \"f32[M, N]\") -> (\"f32[M, 2]\", \"f32[M]\", \"f32[2, N]\", \"f32[1, M, 1, N]\"):\n"
-                        "    return x[:, -2:], x[:, -1], x[0:4:2, :], x[None, :, np.newaxis]\n"));
+  auto g =
+      compile(spec("def f(x: \"f32[M, N]\") -> (\"f32[M, 2]\", \"f32[M]\", \"f32[2, N]\", \"f32[1, "
+                   "M, 1, N]\"):\n"
+                   "    return x[:, -2:], x[:, -1], x[0:4:2, :], x[None, :, np.newaxis]\n"));
   EXPECT_EQ(out_type(g, 0), "f32[M, 2]");
   const ir::Node& s0 = g.node(g.outputs[0]);
   ASSERT_EQ(s0.kind, OpKind::Slice);
@@ -214,10 +235,11 @@ TEST(Elaborate, SliceClampsLikePython) {
 }
 
 TEST(Elaborate, SplitStackConcat) {
-  auto g = compile(spec("def f(x: \"f32[M, N]\") -> (\"f32[2, M, 4]\", \"f32[M, N]\", \"f32[M, 2]\"):\n"
-                        "    a, b = np.split(x, 2, axis=1)\n"
-                        "    p, q, r = np.split(x, [2, 6], axis=-1)\n"
-                        "    return np.stack([a, b]), np.concatenate((b, a), axis=1), p\n"));
+  auto g =
+      compile(spec("def f(x: \"f32[M, N]\") -> (\"f32[2, M, 4]\", \"f32[M, N]\", \"f32[M, 2]\"):\n"
+                   "    a, b = np.split(x, 2, axis=1)\n"
+                   "    p, q, r = np.split(x, [2, 6], axis=-1)\n"
+                   "    return np.stack([a, b]), np.concatenate((b, a), axis=1), p\n"));
   EXPECT_EQ(out_type(g, 0), "f32[2, M, 4]");
   EXPECT_EQ(out_type(g, 1), "f32[M, N]");
   EXPECT_EQ(out_type(g, 2), "f32[M, 2]");
@@ -225,10 +247,11 @@ TEST(Elaborate, SplitStackConcat) {
 }
 
 TEST(Elaborate, RepeatAndTile) {
-  auto g = compile(spec("def f(x: \"f32[B, S, HD]\") -> (\"f32[B, HD]\", \"f32[B, S]\"):\n"
-                        "    r = np.repeat(x, 3, axis=1)\n"
-                        "    t = np.tile(x, (1, 1, 2))\n"
-                        "    return r.sum(axis=1), t.sum(axis=2)\n"));
+  auto g =
+      compile(spec("def f(x: \"f32[B, S, HD]\") -> (\"f32[B, HD]\", \"f32[B, S]\"):\n"
+                   "    r = np.repeat(x, 3, axis=1)\n"
+                   "    t = np.tile(x, (1, 1, 2))\n"
+                   "    return r.sum(axis=1), t.sum(axis=2)\n"));
   std::string text = ir::to_text(g);
   EXPECT_HAS(text, "f32[B, S, 3, HD] = broadcast");
   EXPECT_HAS(text, "f32[B, 3*S, HD] = reshape");
@@ -237,9 +260,10 @@ TEST(Elaborate, RepeatAndTile) {
 }
 
 TEST(Elaborate, TriAndTriuMask) {
-  auto g = compile(spec("def f(x: \"f32[S, S]\") -> (\"f32[S, S]\", \"f32[S, S]\"):\n"
-                        "    mask = np.tri(x.shape[0], dtype=np.float32)\n"
-                        "    return x * mask, np.triu(x, 1)\n"));
+  auto g =
+      compile(spec("def f(x: \"f32[S, S]\") -> (\"f32[S, S]\", \"f32[S, S]\"):\n"
+                   "    mask = np.tri(x.shape[0], dtype=np.float32)\n"
+                   "    return x * mask, np.triu(x, 1)\n"));
   EXPECT_EQ(out_type(g, 0), "f32[S, S]");
   EXPECT_EQ(g.node(g.outputs[1]).kind, OpKind::Select);
   EXPECT_EQ(count(g, OpKind::Iota), 4);
@@ -248,13 +272,14 @@ TEST(Elaborate, TriAndTriuMask) {
 }
 
 TEST(Elaborate, HelpersWithKwargsDefaultsAndTupleReturn) {
-  auto g = compile(spec("SCALE = 2.0\n"
-                        "def helper(x, y=SCALE, *, shift=1.0):\n"
-                        "    return x * y + shift, x\n"
-                        "def f(x: \"f64[M]\") -> (\"f64[M]\", \"f64[M]\"):\n"
-                        "    a, b = helper(x, shift=3.0)\n"
-                        "    c, _ = helper(b, 4.0)\n"
-                        "    return a, c\n"));
+  auto g =
+      compile(spec("SCALE = 2.0\n"
+                   "def helper(x, y=SCALE, *, shift=1.0):\n"
+                   "    return x * y + shift, x\n"
+                   "def f(x: \"f64[M]\") -> (\"f64[M]\", \"f64[M]\"):\n"
+                   "    a, b = helper(x, shift=3.0)\n"
+                   "    c, _ = helper(b, 4.0)\n"
+                   "    return a, c\n"));
   EXPECT_EQ(g.entry, "f");
   EXPECT_EQ(count(g, OpKind::Mul), 2);
   bool saw2 = false, saw3 = false, saw4 = false;
@@ -270,7 +295,8 @@ TEST(Elaborate, HelpersWithKwargsDefaultsAndTupleReturn) {
 TEST(Elaborate, DimsOverridesAndOrder) {
   SpecOptions opt;
   opt.dim_overrides = {{"N", 16}};
-  auto g = compile(spec("def f(b: \"f32[K, N]\", a: \"f32[M, K]\") -> \"f32[M, N]\":\n    return a @ b\n"), opt);
+  auto g = compile(
+      spec("def f(b: \"f32[K, N]\", a: \"f32[M, K]\") -> \"f32[M, N]\":\n    return a @ b\n"), opt);
   EXPECT_EQ(g.dims, (std::vector<std::string>{"K", "N", "M"}));
   EXPECT_EQ(g.bound_dims.at("N"), 16);
   EXPECT_EQ(g.bound_dims.at("M"), 4);
@@ -279,10 +305,11 @@ TEST(Elaborate, DimsOverridesAndOrder) {
 TEST(Elaborate, DimsFromBraceDictAndEntryOption) {
   SpecOptions opt;
   opt.entry = "g";
-  auto g = compile("import numpy as np\nimport math\nDIMS = {\"M\": 3}\n"
-                   "def f(x: \"f32[M]\") -> \"f32[M]\":\n    return x\n"
-                   "def g(x: \"f32[M]\") -> \"f32[M]\":\n    return x * math.sqrt(4.0) + np.pi\n",
-                   opt);
+  auto g = compile(
+      "import numpy as np\nimport math\nDIMS = {\"M\": 3}\n"
+      "def f(x: \"f32[M]\") -> \"f32[M]\":\n    return x\n"
+      "def g(x: \"f32[M]\") -> \"f32[M]\":\n    return x * math.sqrt(4.0) + np.pi\n",
+      opt);
   EXPECT_EQ(g.entry, "g");
   EXPECT_EQ(g.bound_dims.at("M"), 3);
   bool saw2 = false;
@@ -291,7 +318,9 @@ TEST(Elaborate, DimsFromBraceDictAndEntryOption) {
 }
 
 TEST(Elaborate, WhereWithScalarsAndComparisons) {
-  auto g = compile(spec("def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n    return np.where((x > 0) & ~(x > 5), x, 0.0)\n"));
+  auto g =
+      compile(spec("def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n    return np.where((x > 0) & ~(x > "
+                   "5), x, 0.0)\n"));
   EXPECT_EQ(g.node(g.outputs[0]).kind, OpKind::Select);
   EXPECT_EQ(count(g, OpKind::Not), 1);
   EXPECT_EQ(count(g, OpKind::And), 1);
@@ -299,8 +328,10 @@ TEST(Elaborate, WhereWithScalarsAndComparisons) {
 }
 
 TEST(Elaborate, TransposeSwapaxesExpandSqueeze) {
-  auto g = compile(spec("def f(x: \"f32[B, M, N]\") -> (\"f32[N, M, B]\", \"f32[B, N, M]\", \"f32[B, 1, M, N]\", \"f32[M, N]\"):\n"
-                        "    return x.T, np.swapaxes(x, 1, 2), np.expand_dims(x, 1), np.squeeze(x[:1], axis=0)\n"));
+  auto g = compile(spec(
+      "def f(x: \"f32[B, M, N]\") -> (\"f32[N, M, B]\", \"f32[B, N, M]\", \"f32[B, 1, M, N]\", "
+      "\"f32[M, N]\"):\n"
+      "    return x.T, np.swapaxes(x, 1, 2), np.expand_dims(x, 1), np.squeeze(x[:1], axis=0)\n"));
   EXPECT_EQ(out_type(g, 0), "f32[N, M, B]");
   EXPECT_EQ(out_type(g, 1), "f32[B, N, M]");
   EXPECT_EQ(out_type(g, 2), "f32[B, 1, M, N]");
@@ -308,31 +339,37 @@ TEST(Elaborate, TransposeSwapaxesExpandSqueeze) {
 }
 
 TEST(Elaborate, AstypeAndSoftmax) {
-  auto g = compile(spec("def softmax(x, axis=-1):\n"
-                        "    e = np.exp(x - x.max(axis=axis, keepdims=True))\n"
-                        "    return e / e.sum(axis=axis, keepdims=True)\n"
-                        "def f(x: \"f64[M, N]\") -> \"f32[M, N]\":\n    return softmax(x).astype(np.float32)\n"));
+  auto g = compile(spec(
+      "def softmax(x, axis=-1):\n"
+      "    e = np.exp(x - x.max(axis=axis, keepdims=True))\n"
+      "    return e / e.sum(axis=axis, keepdims=True)\n"
+      "def f(x: \"f64[M, N]\") -> \"f32[M, N]\":\n    return softmax(x).astype(np.float32)\n"));
   EXPECT_EQ(g.node(g.outputs[0]).kind, OpKind::Convert);
   EXPECT_EQ(out_type(g), "f32[M, N]");
   EXPECT_EQ(find(g, OpKind::Exp)->name, "e");
 }
 
 TEST(Elaborate, FullZerosOnesLike) {
-  auto g = compile(spec("def f(x: \"f32[M, N]\") -> (\"f64[M, N]\", \"f32[M, N]\", \"i64[M]\"):\n"
-                        "    return np.zeros((x.shape[0], x.shape[1])), np.ones_like(x) + x, np.full(x.shape[0], 7)\n"));
+  auto g =
+      compile(spec("def f(x: \"f32[M, N]\") -> (\"f64[M, N]\", \"f32[M, N]\", \"i64[M]\"):\n"
+                   "    return np.zeros((x.shape[0], x.shape[1])), np.ones_like(x) + x, "
+                   "np.full(x.shape[0], 7)\n"));
   EXPECT_EQ(out_type(g, 0), "f64[M, N]");
   EXPECT_EQ(out_type(g, 1), "f32[M, N]");
   EXPECT_EQ(out_type(g, 2), "i64[M]");
 }
 
 TEST(Elaborate, OuterProduct) {
-  auto g = compile(spec("def f(a: \"f32[M]\", b: \"f32[N]\") -> \"f32[M, N]\":\n    return np.outer(a, b)\n"));
+  auto g = compile(
+      spec("def f(a: \"f32[M]\", b: \"f32[N]\") -> \"f32[M, N]\":\n    return np.outer(a, b)\n"));
   EXPECT_EQ(out_type(g), "f32[M, N]");
   EXPECT_EQ(count(g, OpKind::Contract), 1);
 }
 
 TEST(Elaborate, PowerForms) {
-  auto g = compile(spec("def f(x: \"f32[M]\") -> (\"f32[M]\", \"f32[M]\", \"f32[M]\"):\n    return x ** 3, x ** 0.5, x ** 1.7\n"));
+  auto g =
+      compile(spec("def f(x: \"f32[M]\") -> (\"f32[M]\", \"f32[M]\", \"f32[M]\"):\n    return x ** "
+                   "3, x ** 0.5, x ** 1.7\n"));
   EXPECT_EQ(g.node(g.outputs[0]).kind, OpKind::PowI);
   EXPECT_EQ(g.node(g.outputs[0]).exponent, 3);
   EXPECT_EQ(g.node(g.outputs[1]).kind, OpKind::Sqrt);
@@ -340,8 +377,9 @@ TEST(Elaborate, PowerForms) {
 }
 
 TEST(Elaborate, ScaleBySqrtOfDimIsWeak) {
-  auto g = compile(spec("import math\ndef f(q: \"f32[S, HD]\", k: \"f32[S, HD]\") -> \"f32[S, S]\":\n"
-                        "    return (q @ k.T) / math.sqrt(q.shape[-1])\n"));
+  auto g =
+      compile(spec("import math\ndef f(q: \"f32[S, HD]\", k: \"f32[S, HD]\") -> \"f32[S, S]\":\n"
+                   "    return (q @ k.T) / math.sqrt(q.shape[-1])\n"));
   EXPECT_EQ(out_type(g), "f32[S, S]");
   EXPECT_EQ(count(g, OpKind::Sqrt), 1);
 }
@@ -391,15 +429,18 @@ TEST(ElaborateErrors, BooleanMaskIsDataDependent) {
 }
 
 TEST(ElaborateErrors, ReshapeMinusOneThatDoesNotDivideShowsTheCounts) {
-  auto e = error_of(spec("def f(x: \"f32[M, K]\") -> \"f32[M, K]\":\n    y = x.reshape(5, -1)\n    return x\n"));
+  auto e = error_of(
+      spec("def f(x: \"f32[M, K]\") -> \"f32[M, K]\":\n    y = x.reshape(5, -1)\n    return x\n"));
   EXPECT_EQ(e.line, 4);
   EXPECT_EQ(e.col, 9);
-  EXPECT_HAS(e.message, "cannot reshape f32[M, K] into [5, -1]: K*M = 24 elements are not divisible by 5");
+  EXPECT_HAS(e.message,
+             "cannot reshape f32[M, K] into [5, -1]: K*M = 24 elements are not divisible by 5");
   EXPECT_HAS(e.hint, "must divide the element count");
 }
 
 TEST(ElaborateErrors, NonzeroIsDataDependent) {
-  auto e = error_of(spec("def f(x: \"f32[M]\") -> \"f32[M]\":\n    i = np.nonzero(x)\n    return x\n"));
+  auto e =
+      error_of(spec("def f(x: \"f32[M]\") -> \"f32[M]\":\n    i = np.nonzero(x)\n    return x\n"));
   EXPECT_EQ(e.line, 4);
   EXPECT_EQ(e.col, 9);
   EXPECT_HAS(e.message, "data-dependent shape");
@@ -407,7 +448,8 @@ TEST(ElaborateErrors, NonzeroIsDataDependent) {
 }
 
 TEST(ElaborateErrors, MatmulMismatchNamesBothShapes) {
-  auto e = error_of(spec("def f(a: \"f32[M, K]\", b: \"f32[N, M]\") -> \"f32[M, M]\":\n    return a @ b\n"));
+  auto e = error_of(
+      spec("def f(a: \"f32[M, K]\", b: \"f32[N, M]\") -> \"f32[M, M]\":\n    return a @ b\n"));
   EXPECT_EQ(e.line, 4);
   EXPECT_EQ(e.col, 14);
   EXPECT_HAS(e.message, "matmul shape mismatch: f32[M, K] @ f32[N, M]: K != N");
@@ -415,7 +457,8 @@ TEST(ElaborateErrors, MatmulMismatchNamesBothShapes) {
 }
 
 TEST(ElaborateErrors, FailedBroadcast) {
-  auto e = error_of(spec("def f(a: \"f32[M, K]\", b: \"f32[N]\") -> \"f32[M, K]\":\n    return a + b\n"));
+  auto e = error_of(
+      spec("def f(a: \"f32[M, K]\", b: \"f32[N]\") -> \"f32[M, K]\":\n    return a + b\n"));
   EXPECT_EQ(e.line, 4);
   EXPECT_EQ(e.col, 14);
   EXPECT_HAS(e.message, "cannot broadcast f32[M, K] and f32[N]: dims K and N differ");
@@ -479,8 +522,9 @@ TEST(ElaborateErrors, NoEntry) {
 }
 
 TEST(ElaborateErrors, AmbiguousEntry) {
-  auto e = error_of(spec("def f(a: \"f32[M]\") -> \"f32[M]\":\n    return a\n"
-                         "def g(a: \"f32[M]\") -> \"f32[M]\":\n    return a\n"));
+  auto e =
+      error_of(spec("def f(a: \"f32[M]\") -> \"f32[M]\":\n    return a\n"
+                    "def g(a: \"f32[M]\") -> \"f32[M]\":\n    return a\n"));
   EXPECT_EQ(e.line, 5);
   EXPECT_EQ(e.col, 5);
   EXPECT_HAS(e.message, "ambiguous entry: functions f, g");
@@ -503,7 +547,8 @@ TEST(ElaborateErrors, UnknownDimsOverride) {
   SpecOptions opt;
   opt.dim_overrides = {{"X", 3}};
   try {
-    compile(spec("def f(a: \"f32[M, K]\", b: \"f32[K, N]\") -> \"f32[M, N]\":\n    return a @ b\n"), opt);
+    compile(spec("def f(a: \"f32[M, K]\", b: \"f32[K, N]\") -> \"f32[M, N]\":\n    return a @ b\n"),
+            opt);
     FAIL();
   } catch (const UserError& e) {
     EXPECT_HAS(e.what(), "--dims: unknown dim 'X'; the dims of f are M, K, N");
@@ -511,7 +556,8 @@ TEST(ElaborateErrors, UnknownDimsOverride) {
 }
 
 TEST(ElaborateErrors, ReturnDtypeMismatch) {
-  auto e = error_of(spec("def f(a: \"f32[M, N]\", b: \"f64[M, N]\") -> \"f32[M, N]\":\n    return a + b\n"));
+  auto e = error_of(
+      spec("def f(a: \"f32[M, N]\", b: \"f64[M, N]\") -> \"f32[M, N]\":\n    return a + b\n"));
   EXPECT_EQ(e.line, 4);
   EXPECT_EQ(e.col, 12);
   EXPECT_HAS(e.message, "returns f64[M, N] but the annotation says f32[M, N]");
@@ -519,7 +565,8 @@ TEST(ElaborateErrors, ReturnDtypeMismatch) {
 }
 
 TEST(ElaborateErrors, ReturnShapeMismatch) {
-  auto e = error_of(spec("def f(a: \"f32[M, N]\") -> \"f32[N, M]\":\n    y = a * 2\n    return y\n"));
+  auto e =
+      error_of(spec("def f(a: \"f32[M, N]\") -> \"f32[N, M]\":\n    y = a * 2\n    return y\n"));
   EXPECT_EQ(e.line, 5);
   EXPECT_EQ(e.col, 12);
   EXPECT_HAS(e.message, "returns f32[M, N] but the annotation says f32[N, M]");
@@ -535,7 +582,8 @@ TEST(ElaborateErrors, UnknownNumpyFunction) {
 }
 
 TEST(ElaborateErrors, NpErfIsNotNumpy) {
-  auto e = error_of(spec("def f(a: \"f32[M]\") -> \"f32[M]\":\n    return 0.5 * a * (1 + np.erf(a))\n"));
+  auto e =
+      error_of(spec("def f(a: \"f32[M]\") -> \"f32[M]\":\n    return 0.5 * a * (1 + np.erf(a))\n"));
   EXPECT_EQ(e.line, 4);
   EXPECT_EQ(e.col, 27);
   EXPECT_HAS(e.message, "np.erf is not a numpy function");
@@ -551,8 +599,9 @@ TEST(ElaborateErrors, UnknownName) {
 }
 
 TEST(ElaborateErrors, TupleUnpackArity) {
-  auto e = error_of(spec("def h(x):\n    return x, x, x\n"
-                         "def f(a: \"f32[M]\") -> \"f32[M]\":\n    p, q = h(a)\n    return p\n"));
+  auto e =
+      error_of(spec("def h(x):\n    return x, x, x\n"
+                    "def f(a: \"f32[M]\") -> \"f32[M]\":\n    p, q = h(a)\n    return p\n"));
   EXPECT_EQ(e.line, 6);
   EXPECT_EQ(e.col, 5);
   EXPECT_HAS(e.message, "cannot unpack 3 values into 2 names");
@@ -560,8 +609,9 @@ TEST(ElaborateErrors, TupleUnpackArity) {
 }
 
 TEST(ElaborateErrors, Recursion) {
-  auto e = error_of(spec("def h(x):\n    return h(x)\n"
-                         "def f(a: \"f32[M]\") -> \"f32[M]\":\n    return h(a)\n"));
+  auto e =
+      error_of(spec("def h(x):\n    return h(x)\n"
+                    "def f(a: \"f32[M]\") -> \"f32[M]\":\n    return h(a)\n"));
   EXPECT_EQ(e.line, 4);
   EXPECT_EQ(e.col, 12);
   EXPECT_HAS(e.message, "recursive call to 'h'");
@@ -586,7 +636,8 @@ TEST(ElaborateErrors, ReshapeNotDivisible) {
 }
 
 TEST(ElaborateErrors, ReshapeWrongCount) {
-  auto e = error_of(spec("def f(a: \"f32[M, K]\") -> \"f32[M]\":\n    return a.reshape(a.shape[0], 5)\n"));
+  auto e = error_of(
+      spec("def f(a: \"f32[M, K]\") -> \"f32[M]\":\n    return a.reshape(a.shape[0], 5)\n"));
   EXPECT_EQ(e.line, 4);
   EXPECT_EQ(e.col, 12);
   EXPECT_HAS(e.message, "element counts");
@@ -594,7 +645,9 @@ TEST(ElaborateErrors, ReshapeWrongCount) {
 }
 
 TEST(ElaborateErrors, EinsumNeedsArrow) {
-  auto e = error_of(spec("def f(a: \"f32[M, K]\", b: \"f32[K, N]\") -> \"f32[M, N]\":\n    return np.einsum(\"ij,jk\", a, b)\n"));
+  auto e =
+      error_of(spec("def f(a: \"f32[M, K]\", b: \"f32[K, N]\") -> \"f32[M, N]\":\n    return "
+                    "np.einsum(\"ij,jk\", a, b)\n"));
   EXPECT_EQ(e.line, 4);
   EXPECT_EQ(e.col, 12);
   EXPECT_HAS(e.message, "has no '->'");
@@ -602,7 +655,8 @@ TEST(ElaborateErrors, EinsumNeedsArrow) {
 }
 
 TEST(ElaborateErrors, EinsumRepeatedLabel) {
-  auto e = error_of(spec("def f(a: \"f32[M, M]\") -> \"f32[]\":\n    return np.einsum(\"ii->\", a)\n"));
+  auto e =
+      error_of(spec("def f(a: \"f32[M, M]\") -> \"f32[]\":\n    return np.einsum(\"ii->\", a)\n"));
   EXPECT_EQ(e.line, 4);
   EXPECT_HAS(e.message, "label 'i' repeats within operand 'ii'");
   EXPECT_HAS(e.hint, "repeated labels");
@@ -617,7 +671,8 @@ TEST(ElaborateErrors, PrintIsNotAllowed) {
 }
 
 TEST(ElaborateErrors, TooLargeArray) {
-  auto e = error_of(spec("def f(a: \"f32[M]\") -> \"f64[M]\":\n    z = np.zeros((10**12,))\n    return a\n"));
+  auto e = error_of(
+      spec("def f(a: \"f32[M]\") -> \"f64[M]\":\n    z = np.zeros((10**12,))\n    return a\n"));
   EXPECT_EQ(e.line, 4);
   EXPECT_EQ(e.col, 9);
   EXPECT_HAS(e.message, "too large");
@@ -651,7 +706,8 @@ TEST(ElaborateErrors, BadImport) {
 // Regression (corpus): a float computed from a dim is not "array values"; the message
 // must say it is a float and show how to write it with integer bounds.
 TEST(ElaborateErrors, ArangeFloatBoundFromDim) {
-  auto e = error_of(spec("def f(a: \"f32[M]\") -> \"f64[M]\":\n    return np.arange(0.0, a.shape[0] * 0.5, 0.5)\n"));
+  auto e = error_of(spec(
+      "def f(a: \"f32[M]\") -> \"f64[M]\":\n    return np.arange(0.0, a.shape[0] * 0.5, 0.5)\n"));
   EXPECT_EQ(e.line, 4);
   EXPECT_EQ(e.col, 12);
   EXPECT_HAS(e.message, "must be an integer, but it is a float computed from a dim");
@@ -662,7 +718,8 @@ TEST(ElaborateErrors, ArangeFloatBoundFromDim) {
 // Regression (corpus): np.stack's shape mismatch names the shapes as the user gave them,
 // not the first array after it was given the new axis.
 TEST(ElaborateErrors, StackMismatchShowsGivenShapes) {
-  auto e = error_of(spec("def f(a: \"f32[M, N]\") -> \"f32[2, M, N]\":\n    return np.stack([a, a[:1]])\n"));
+  auto e = error_of(
+      spec("def f(a: \"f32[M, N]\") -> \"f32[2, M, N]\":\n    return np.stack([a, a[:1]])\n"));
   EXPECT_EQ(e.line, 4);
   EXPECT_HAS(e.message, "np.stack needs arrays of equal shape: f32[M, N] and f32[1, N]");
 }
@@ -670,34 +727,38 @@ TEST(ElaborateErrors, StackMismatchShowsGivenShapes) {
 // Regression (random specs, seeds 16 and 652): reshape(-1, ...) whose known sizes are a sum
 // (K - 1 from a slice) divides only term by term; the -1 is still inferred from the old sizes.
 TEST(Elaborate, ReshapeInfersMinusOneAgainstSumSizes) {
-  auto g = compile(spec("def f(a: \"f32[M, K, N]\") -> \"f32[M]\":\n"
-                        "    N = a.shape[2]\n"
-                        "    t = a[:, 1:]\n"
-                        "    return t.reshape(-1, t.shape[1] * N).sum(axis=1)\n"));
+  auto g =
+      compile(spec("def f(a: \"f32[M, K, N]\") -> \"f32[M]\":\n"
+                   "    N = a.shape[2]\n"
+                   "    t = a[:, 1:]\n"
+                   "    return t.reshape(-1, t.shape[1] * N).sum(axis=1)\n"));
   const ir::Node* r = nullptr;
   for (auto& node : g.nodes)
     if (node.kind == OpKind::Reshape && node.shape.size() == 2) r = &node;
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->shape[0], ir::DimExpr::symbol("M"));
-  EXPECT_EQ(r->shape[1], (ir::DimExpr::symbol("K") - ir::DimExpr::constant(1)) * ir::DimExpr::symbol("N"));
+  EXPECT_EQ(r->shape[1],
+            (ir::DimExpr::symbol("K") - ir::DimExpr::constant(1)) * ir::DimExpr::symbol("N"));
   EXPECT_EQ(out_type(g), "f32[M]");
 }
 
 // Regression (random specs, seed 673): a -1 that stands for exactly 1 ([K - 1] -> [-1, K - 1]).
 TEST(Elaborate, ReshapeInfersMinusOneAsOne) {
-  auto g = compile(spec("def f(a: \"f32[K]\") -> \"f32[1]\":\n"
-                        "    t = a[1:]\n"
-                        "    return t.reshape(-1, t.shape[0]).sum(axis=1)\n"));
+  auto g =
+      compile(spec("def f(a: \"f32[K]\") -> \"f32[1]\":\n"
+                   "    t = a[1:]\n"
+                   "    return t.reshape(-1, t.shape[0]).sum(axis=1)\n"));
   EXPECT_EQ(out_type(g), "f32[1]");
 }
 
 // Regression (random specs, seed 1701): broadcasting a literal 1 against S//2 keeps S//2,
 // even where S//2 happens to be 1 (S = 3), so a later matmul over that dim still checks.
 TEST(Elaborate, BroadcastOneAgainstFloorDivKeepsTheDim) {
-  auto g = compile(spec("def f(a: \"f32[S]\") -> \"f32[]\":\n"
-                        "    t = a[1::2]\n"
-                        "    u = t[:, None] * t\n"
-                        "    return (u @ t).sum()\n"));
+  auto g =
+      compile(spec("def f(a: \"f32[S]\") -> \"f32[]\":\n"
+                   "    t = a[1::2]\n"
+                   "    u = t[:, None] * t\n"
+                   "    return (u @ t).sum()\n"));
   const ir::Node* mul = find(g, OpKind::Mul);
   ASSERT_NE(mul, nullptr);
   ASSERT_EQ(mul->shape.size(), 2u);

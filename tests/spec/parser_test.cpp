@@ -33,14 +33,16 @@ std::string dump(const ExprPtr& e) {
     case ExprKind::List: list("list", e->items); break;
     case ExprKind::Dict:
       out << "(dict";
-      for (size_t i = 0; i < e->keys.size(); ++i) out << " " << dump(e->keys[i]) << ":" << dump(e->items[i]);
+      for (size_t i = 0; i < e->keys.size(); ++i)
+        out << " " << dump(e->keys[i]) << ":" << dump(e->items[i]);
       out << ")";
       break;
     case ExprKind::Attribute: out << "(. " << dump(e->value) << " " << e->name << ")"; break;
     case ExprKind::Call:
       out << "(call " << dump(e->value);
       for (const auto& a : e->items) out << " " << dump(a);
-      for (const auto& k : e->keywords) out << " " << (k.name.empty() ? "**" : k.name + "=") << dump(k.value);
+      for (const auto& k : e->keywords)
+        out << " " << (k.name.empty() ? "**" : k.name + "=") << dump(k.value);
       out << ")";
       break;
     case ExprKind::Subscript:
@@ -48,12 +50,17 @@ std::string dump(const ExprPtr& e) {
       for (const auto& a : e->items) out << " " << dump(a);
       out << ")";
       break;
-    case ExprKind::Slice: out << "(slice " << dump(e->lower) << " " << dump(e->upper) << " " << dump(e->step) << ")"; break;
+    case ExprKind::Slice:
+      out << "(slice " << dump(e->lower) << " " << dump(e->upper) << " " << dump(e->step) << ")";
+      break;
     case ExprKind::Unary: out << "(" << e->op << " " << dump(e->value) << ")"; break;
-    case ExprKind::Binary: out << "(" << e->op << " " << dump(e->lhs) << " " << dump(e->rhs) << ")"; break;
+    case ExprKind::Binary:
+      out << "(" << e->op << " " << dump(e->lhs) << " " << dump(e->rhs) << ")";
+      break;
     case ExprKind::Compare:
       out << "(cmp " << dump(e->items[0]);
-      for (size_t i = 0; i < e->ops.size(); ++i) out << " " << e->ops[i] << " " << dump(e->items[i + 1]);
+      for (size_t i = 0; i < e->ops.size(); ++i)
+        out << " " << e->ops[i] << " " << dump(e->items[i + 1]);
       out << ")";
       break;
     case ExprKind::BoolOp: list(e->op.c_str(), e->items); break;
@@ -215,7 +222,9 @@ TEST(Parser, SemicolonsAndOneLineDef) {
 }
 
 TEST(Parser, ImportsAndMisc) {
-  Module m = parse("\xEF\xBB\xBF" "from a.b import (c as d, e,)\nimport x.y, z as w\nprint(1)\n");
+  Module m = parse(
+      "\xEF\xBB\xBF"
+      "from a.b import (c as d, e,)\nimport x.y, z as w\nprint(1)\n");
   ASSERT_EQ(m.body.size(), 3u);
   EXPECT_EQ(m.body[0]->module, "a.b");
   EXPECT_EQ(m.body[0]->names[0], (std::pair<std::string, std::string>("c", "d")));
@@ -273,7 +282,10 @@ void expect_error(const Bad& b) {
       ASSERT_NE(hint, std::string::npos) << what;
       EXPECT_NE(what.find(b.hint, hint), std::string::npos) << what;
     }
-    EXPECT_EQ(what.rfind("bad.py:" + std::to_string(b.line) + ":" + std::to_string(b.col) + ": error: ", 0), 0u)
+    EXPECT_EQ(
+        what.rfind("bad.py:" + std::to_string(b.line) + ":" + std::to_string(b.col) + ": error: ",
+                   0),
+        0u)
         << what;
   }
 }
@@ -286,7 +298,8 @@ TEST(ParserErrors, ForLoop) {
 }
 
 TEST(ParserErrors, WhileLoop) {
-  expect_error({std::string(kDef) + "    while x:\n        pass\n", 2, 5, "loops are not supported", "vectorized numpy"});
+  expect_error({std::string(kDef) + "    while x:\n        pass\n", 2, 5, "loops are not supported",
+                "vectorized numpy"});
 }
 
 TEST(ParserErrors, IfInFunction) {
@@ -299,23 +312,26 @@ TEST(ParserErrors, ModuleLevelIf) {
 }
 
 TEST(ParserErrors, Class) {
-  expect_error({"class A:\n    pass\n", 1, 1, "classes are not supported", "functions at module level"});
+  expect_error(
+      {"class A:\n    pass\n", 1, 1, "classes are not supported", "functions at module level"});
 }
 
 TEST(ParserErrors, Lambda) {
-  expect_error({std::string(kDef) + "    g = lambda t: t * 2\n", 2, 9, "lambda expressions are not supported",
-                "def at module level"});
+  expect_error({std::string(kDef) + "    g = lambda t: t * 2\n", 2, 9,
+                "lambda expressions are not supported", "def at module level"});
 }
 
 TEST(ParserErrors, ListComprehension) {
-  expect_error({std::string(kDef) + "    return [x[i] for i in range(2)]\n", 2, 18, "list comprehensions are not supported",
-                "np.stack/np.concatenate"});
-  expect_error({"y = sum(i for i in z)\n", 1, 11, "generator expressions are not supported", "np.stack"});
+  expect_error({std::string(kDef) + "    return [x[i] for i in range(2)]\n", 2, 18,
+                "list comprehensions are not supported", "np.stack/np.concatenate"});
+  expect_error(
+      {"y = sum(i for i in z)\n", 1, 11, "generator expressions are not supported", "np.stack"});
 }
 
 TEST(ParserErrors, UnterminatedString) {
   expect_error({"x = 1\ny = 'abc\n", 2, 5, "unterminated string literal", "close the string"});
-  expect_error({"x = \"\"\"abc\n\n", 1, 5, "unterminated triple-quoted string", "three matching quotes"});
+  expect_error(
+      {"x = \"\"\"abc\n\n", 1, 5, "unterminated triple-quoted string", "three matching quotes"});
 }
 
 TEST(ParserErrors, UnclosedBracket) {
@@ -324,8 +340,8 @@ TEST(ParserErrors, UnclosedBracket) {
 }
 
 TEST(ParserErrors, BadDedent) {
-  expect_error({"def f(x):\n        y = x\n    return y\n", 3, 5, "unindent does not match any outer indentation level",
-                "same column"});
+  expect_error({"def f(x):\n        y = x\n    return y\n", 3, 5,
+                "unindent does not match any outer indentation level", "same column"});
 }
 
 TEST(ParserErrors, UnexpectedIndent) {
@@ -333,18 +349,21 @@ TEST(ParserErrors, UnexpectedIndent) {
 }
 
 TEST(ParserErrors, TabsMixedWithSpaces) {
-  expect_error({"def f(x):\n        y = x\n\treturn y\n", 3, 2, "inconsistent use of tabs and spaces", "spaces only"});
+  expect_error({"def f(x):\n        y = x\n\treturn y\n", 3, 2,
+                "inconsistent use of tabs and spaces", "spaces only"});
 }
 
 TEST(ParserErrors, StarArgs) {
-  expect_error({"def f(x, *args):\n    pass\n", 1, 10, "*args parameters are not supported", "explicitly"});
-  expect_error({"def f(x, **kw):\n    pass\n", 1, 10, "**kwargs parameters are not supported", "explicitly"});
+  expect_error(
+      {"def f(x, *args):\n    pass\n", 1, 10, "*args parameters are not supported", "explicitly"});
+  expect_error({"def f(x, **kw):\n    pass\n", 1, 10, "**kwargs parameters are not supported",
+                "explicitly"});
   expect_error({"def f(x, /):\n    pass\n", 1, 10, "positional-only parameters", "remove the '/'"});
 }
 
 TEST(ParserErrors, Decorator) {
-  expect_error({"import functools\n@functools.cache\ndef f(x):\n    return x\n", 2, 1, "decorators are not supported",
-                "remove the decorator"});
+  expect_error({"import functools\n@functools.cache\ndef f(x):\n    return x\n", 2, 1,
+                "decorators are not supported", "remove the decorator"});
 }
 
 TEST(ParserErrors, NestedDef) {
@@ -353,16 +372,18 @@ TEST(ParserErrors, NestedDef) {
 }
 
 TEST(ParserErrors, Walrus) {
-  expect_error({std::string(kDef) + "    return (n := x) + 1\n", 2, 15, "assignment expressions (:=) are not supported",
-                "separate line"});
+  expect_error({std::string(kDef) + "    return (n := x) + 1\n", 2, 15,
+                "assignment expressions (:=) are not supported", "separate line"});
 }
 
 TEST(ParserErrors, TooDeepNesting) {
   expect_error({"x = " + std::string(1000, '(') + "1" + std::string(1000, ')') + "\n", 1, 205,
                 "nested too deeply", "several assignments"});
   // Unary operators nest without brackets; the parser's own depth guard catches them.
-  expect_error({"x = " + std::string(100000, '-') + "1\n", 1, 204, "nested too deeply", "several assignments"});
-  expect_error({"x = " + std::string(5000, '~') + "1\n", 1, 204, "nested too deeply", "several assignments"});
+  expect_error({"x = " + std::string(100000, '-') + "1\n", 1, 204, "nested too deeply",
+                "several assignments"});
+  expect_error({"x = " + std::string(5000, '~') + "1\n", 1, 204, "nested too deeply",
+                "several assignments"});
 }
 
 TEST(ParserErrors, NulByte) {
@@ -385,21 +406,27 @@ TEST(ParserErrors, IntegerTooLarge) {
 }
 
 TEST(ParserErrors, UnexpectedToken) {
-  expect_error({"def f(x):\n    return x +\n", 2, 15, "expected an expression, found end of line", ""});
-  expect_error({"def f(x) -> 'f32[N]'\n    return x\n", 1, 21, "expected ':' after the function signature", ""});
+  expect_error(
+      {"def f(x):\n    return x +\n", 2, 15, "expected an expression, found end of line", ""});
+  expect_error({"def f(x) -> 'f32[N]'\n    return x\n", 1, 21,
+                "expected ':' after the function signature", ""});
   expect_error({"def f(x):\n", 2, 1, "expected an indented block", ""});
 }
 
 TEST(ParserErrors, OtherRejectedSyntax) {
-  expect_error({std::string(kDef) + "    with open(x) as f:\n        pass\n", 2, 5, "'with' statements", "remove the with"});
-  expect_error({std::string(kDef) + "    try:\n        pass\n", 2, 5, "exception handling", "remove the try"});
-  expect_error({std::string(kDef) + "    raise ValueError(x)\n", 2, 5, "'raise' is not supported", "assert"});
+  expect_error({std::string(kDef) + "    with open(x) as f:\n        pass\n", 2, 5,
+                "'with' statements", "remove the with"});
+  expect_error({std::string(kDef) + "    try:\n        pass\n", 2, 5, "exception handling",
+                "remove the try"});
+  expect_error({std::string(kDef) + "    raise ValueError(x)\n", 2, 5, "'raise' is not supported",
+                "assert"});
   expect_error({std::string(kDef) + "    global G\n", 2, 5, "'global'", "module-level constants"});
   expect_error({std::string(kDef) + "    del x\n", 2, 5, "'del'", "stop using"});
   expect_error({std::string(kDef) + "    yield x\n", 2, 5, "generators", "return the result"});
   expect_error({"async def f(x):\n    pass\n", 1, 1, "async", "plain def"});
   expect_error({std::string(kDef) + "    return await x\n", 2, 12, "'await'", "synchronous"});
-  expect_error({std::string(kDef) + "    *a, b = x\n", 2, 5, "starred assignment targets", "exactly"});
+  expect_error(
+      {std::string(kDef) + "    *a, b = x\n", 2, 5, "starred assignment targets", "exactly"});
   expect_error({"x = 3j\n", 1, 5, "complex", "real numbers"});
   expect_error({"x = f'{y}'\n", 1, 5, "f-strings are not supported", "plain string"});
   expect_error({"x = b'abc'\n", 1, 5, "bytes literals", "plain string"});
@@ -409,7 +436,8 @@ TEST(ParserErrors, OtherRejectedSyntax) {
   expect_error({"x = 1 \\ 2\n", 1, 7, "after line continuation", "last character"});
   expect_error({"return 1\n", 1, 1, "'return' outside a function", "inside a def"});
   expect_error({"f(x) = 1\n", 1, 1, "cannot assign to a function call", "name"});
-  expect_error({"f(a=1, b)\n", 1, 8, "positional argument follows keyword argument", "before keyword"});
+  expect_error(
+      {"f(a=1, b)\n", 1, 8, "positional argument follows keyword argument", "before keyword"});
   expect_error({"x = 1\r2\n", 1, 6, "carriage return", "line endings"});
 }
 

@@ -80,8 +80,9 @@ void expect_user_error(Fn fn, std::initializer_list<std::string> parts) {
     fn();
     ADD_FAILURE() << "no UserError";
   } catch (const UserError& e) {
-    for (const auto& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-        << "message: " << e.what() << "\nmissing: " << p;
+    for (const auto& p : parts)
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
+          << "message: " << e.what() << "\nmissing: " << p;
   }
 }
 
@@ -108,8 +109,8 @@ TEST_F(StoreTest, RunInfoRoundTrip) {
     RunInfo out = s.run();
     EXPECT_EQ(out.spec_path, in.spec_path);
     EXPECT_EQ(out.seed, in.seed);
-    EXPECT_TRUE(std::regex_match(out.created,
-                                 std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")))
+    EXPECT_TRUE(
+        std::regex_match(out.created, std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")))
         << out.created;
   }
   Store s = Store::open(path_);
@@ -353,12 +354,12 @@ TEST_F(StoreTest, BestIsPassingByMedianUsingLatestEvaluation) {
   };
   int64_t slow = add(1, "pass", 3e-3);
   int64_t fast = add(2, "pass", 1e-3);
-  add(3, "wrong", 1e-5);                 // fast but wrong: never best
-  add(4, "pass", 0);                     // passed, not timed: no median to rank
+  add(3, "wrong", 1e-5);  // fast but wrong: never best
+  add(4, "pass", 0);      // passed, not timed: no median to rank
   int64_t mid = add(5, "pass", 2e-3);
-  int64_t flip = add(6, "pass", 5e-4);   // passed once, later failed: out
+  int64_t flip = add(6, "pass", 5e-4);  // passed once, later failed: out
   s.add_evaluation(make_evaluation(flip, "wrong", 0));
-  int64_t fixed = add(7, "crash", 0);    // failed once, later passed: in
+  int64_t fixed = add(7, "crash", 0);  // failed once, later passed: in
   s.add_evaluation(make_evaluation(fixed, "pass", 2.5e-3));
   s.add_candidate(make_candidate(kernel_source(8)));  // never evaluated
 
@@ -553,7 +554,10 @@ TEST_F(StoreTest, CheckpointEmptiesTheLog) {
 }
 
 TEST_F(StoreTest, CreateOnExistingPathFails) {
-  { Store s = Store::create(path_, sample_run()); s.add_event("x", "y"); }
+  {
+    Store s = Store::create(path_, sample_run());
+    s.add_event("x", "y");
+  }
   auto size = fs::file_size(path_);
   expect_user_error([&] { Store::create(path_, sample_run()); },
                     {"run database '" + path_ + "' exists; resume it with --resume " + path_ +

@@ -192,7 +192,8 @@ TEST(Run, AnExitedCommandsLeftoversAreKilledWhenAsked) {
 void on_alarm(int) {}
 
 TEST(Run, SignalsInterruptingTheWaitsChangeNothing) {
-  struct sigaction action {}, old {};
+  struct sigaction action {
+  }, old{};
   action.sa_handler = on_alarm;  // no SA_RESTART: poll, read and waitpid see EINTR
   sigemptyset(&action.sa_mask);
   ASSERT_EQ(sigaction(SIGALRM, &action, &old), 0);

@@ -23,7 +23,8 @@ std::vector<std::string> corpus() {
   std::vector<std::string> files;
   for (const char* dir : {"tests/redteam", "tests/blueteam"})
     for (const auto& e : fs::directory_iterator(fs::path(OLLIE_SOURCE_DIR) / dir))
-      if (e.path().extension() == ".cpp") files.push_back(std::string(dir) + "/" + e.path().filename().string());
+      if (e.path().extension() == ".cpp")
+        files.push_back(std::string(dir) + "/" + e.path().filename().string());
   std::sort(files.begin(), files.end());
   return files;
 }
@@ -69,7 +70,8 @@ TEST_P(Corpus, VerdictIsTheExpectedOne) {
   // A wrong kernel marked full is one that only the full level catches: quick passes it.
   if (level == "full" && expect != "pass") {
     const v::Report quick = v::verify(graph, source, graph_at, options);
-    EXPECT_EQ(quick.verdict, v::Verdict::Pass) << GetParam() << " is caught at quick already: " << quick.message;
+    EXPECT_EQ(quick.verdict, v::Verdict::Pass)
+        << GetParam() << " is caught at quick already: " << quick.message;
   }
   if (level == "full") options.level = v::Level::Full;
   const v::Report r = v::verify(graph, source, graph_at, options);
@@ -86,11 +88,13 @@ TEST_P(Corpus, VerdictIsTheExpectedOne) {
     allowed = allowed || expect.substr(pos, next - pos) == got;
     pos = next + 4;
   }
-  EXPECT_TRUE(allowed) << GetParam() << ": expected " << expect << ", got " << got << ": " << r.message;
+  EXPECT_TRUE(allowed) << GetParam() << ": expected " << expect << ", got " << got << ": "
+                       << r.message;
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, Corpus, ::testing::ValuesIn(corpus()), [](const auto& p) {
-  std::string name = fs::path(p.param).parent_path().filename().string() + "_" + fs::path(p.param).stem().string();
+  std::string name =
+      fs::path(p.param).parent_path().filename().string() + "_" + fs::path(p.param).stem().string();
   for (char& c : name)
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   return name;

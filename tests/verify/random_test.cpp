@@ -49,7 +49,8 @@ TEST(Random, UniformBitsAreBalanced) {
     sum += g.uniform();
   }
   // Each bit is a fair coin: n/2 +- 5 sigma (sigma = sqrt(n)/2).
-  for (int b = 0; b < 64; ++b) EXPECT_NEAR(ones[static_cast<size_t>(b)], n / 2, 5 * std::sqrt(n) / 2) << "bit " << b;
+  for (int b = 0; b < 64; ++b)
+    EXPECT_NEAR(ones[static_cast<size_t>(b)], n / 2, 5 * std::sqrt(n) / 2) << "bit " << b;
   EXPECT_NEAR(sum / n, 0.5, 5 * std::sqrt(1.0 / 12 / n));
 }
 
@@ -91,8 +92,8 @@ TEST(Random, NormalHasTheMomentsAndShapeOfTheStandardNormal) {
     ++hist[static_cast<size_t>(b)];
   }
   const double mean = s1 / n, var = s2 / n - mean * mean;
-  EXPECT_NEAR(mean, 0.0, 5 / std::sqrt(n));         // sd of the mean: 1/sqrt(n)
-  EXPECT_NEAR(var, 1.0, 5 * std::sqrt(2.0 / n));    // sd of the variance: sqrt(2/n)
+  EXPECT_NEAR(mean, 0.0, 5 / std::sqrt(n));           // sd of the mean: 1/sqrt(n)
+  EXPECT_NEAR(var, 1.0, 5 * std::sqrt(2.0 / n));      // sd of the variance: sqrt(2/n)
   EXPECT_NEAR(s3 / n, 0.0, 5 * std::sqrt(15.0 / n));  // skewness 0 (sd sqrt(15/n))
   EXPECT_NEAR(s4 / n, 3.0, 5 * std::sqrt(96.0 / n));  // kurtosis 3 (sd sqrt(96/n))
   // The tail beyond r = 3.654 (drawn by the ziggurat's separate tail code) and beyond 3.
@@ -105,7 +106,8 @@ TEST(Random, NormalHasTheMomentsAndShapeOfTheStandardNormal) {
     const double lo = b == 0 ? -INFINITY : -4 + 0.25 * (b - 1);
     const double hi = b == bins + 1 ? INFINITY : -4 + 0.25 * b;
     const double expected = n * (phi(hi) - phi(lo));
-    chi2 += (hist[static_cast<size_t>(b)] - expected) * (hist[static_cast<size_t>(b)] - expected) / expected;
+    chi2 += (hist[static_cast<size_t>(b)] - expected) * (hist[static_cast<size_t>(b)] - expected) /
+            expected;
   }
   const double df = bins + 1;
   EXPECT_LT(chi2, df + 6 * std::sqrt(2 * df));
@@ -134,10 +136,13 @@ ollie::ir::Graph graph_of(const std::string& source) {
 }
 
 TEST(RandomInputs, SameSeedSameInputsOtherSeedOthers) {
-  const auto g = graph_of("DIMS = dict(M=300, N=700)\n"
-                          "def f(x: \"f32[M, N]\", y: \"f64[N]\") -> \"f64[M, N]\":\n    return x + y\n");
-  for (auto d : {v::Distribution::Normal, v::Distribution::Wide, v::Distribution::Special, v::Distribution::Offset}) {
-    const auto a = v::make_inputs(g, 99, d), b = v::make_inputs(g, 99, d), c = v::make_inputs(g, 100, d);
+  const auto g = graph_of(
+      "DIMS = dict(M=300, N=700)\n"
+      "def f(x: \"f32[M, N]\", y: \"f64[N]\") -> \"f64[M, N]\":\n    return x + y\n");
+  for (auto d : {v::Distribution::Normal, v::Distribution::Wide, v::Distribution::Special,
+                 v::Distribution::Offset}) {
+    const auto a = v::make_inputs(g, 99, d), b = v::make_inputs(g, 99, d),
+               c = v::make_inputs(g, 100, d);
     ASSERT_EQ(a.size(), 2u);
     for (size_t i = 0; i < a.size(); ++i) {
       ASSERT_EQ(a[i].data.size(), b[i].data.size());
@@ -156,9 +161,11 @@ TEST(RandomInputs, SameSeedSameInputsOtherSeedOthers) {
 TEST(RandomInputs, DrawnByAnyNumberOfThreadsTheSame) {
   // Several 64Ki-element chunks per parameter, of every dtype: the verifier draws a
   // suite's inputs with two threads, `ollie eval` with one.
-  const auto g = graph_of("DIMS = dict(M=500, N=700)\n"
-                          "def f(x: \"f32[M, N]\", y: \"f64[N, M]\", i: \"i32[M, N]\", b: \"bool[M, N]\") -> \"f64[M, N]\":\n"
-                          "    return np.where(b, x + y.T, i)\n");
+  const auto g = graph_of(
+      "DIMS = dict(M=500, N=700)\n"
+      "def f(x: \"f32[M, N]\", y: \"f64[N, M]\", i: \"i32[M, N]\", b: \"bool[M, N]\") -> \"f64[M, "
+      "N]\":\n"
+      "    return np.where(b, x + y.T, i)\n");
   for (auto d : {v::Distribution::Normal, v::Distribution::Special, v::Distribution::Wide}) {
     const auto one = v::make_inputs(g, 31, d, 1);
     for (int threads : {2, 5}) {
@@ -166,7 +173,9 @@ TEST(RandomInputs, DrawnByAnyNumberOfThreadsTheSame) {
       ASSERT_EQ(one.size(), many.size());
       for (size_t p = 0; p < one.size(); ++p) {
         ASSERT_EQ(one[p].data.size(), many[p].data.size());
-        EXPECT_EQ(std::memcmp(one[p].data.data(), many[p].data.data(), one[p].data.size() * sizeof(double)), 0)
+        EXPECT_EQ(std::memcmp(one[p].data.data(), many[p].data.data(),
+                              one[p].data.size() * sizeof(double)),
+                  0)
             << "param " << p << ", " << threads << " threads";
       }
     }
@@ -175,8 +184,9 @@ TEST(RandomInputs, DrawnByAnyNumberOfThreadsTheSame) {
 
 TEST(RandomInputs, NormalInputsAreStandardNormalAndF32Rounded) {
   // 1.2e6 elements: several of the generator's 65536-element chunks.
-  const auto g = graph_of("DIMS = dict(M=1000, N=1200)\n"
-                          "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n    return x * 2.0\n");
+  const auto g = graph_of(
+      "DIMS = dict(M=1000, N=1200)\n"
+      "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n    return x * 2.0\n");
   const auto in = v::make_inputs(g, 12345, v::Distribution::Normal)[0].data;
   double s1 = 0, s2 = 0;
   for (double x : in) {
@@ -199,8 +209,9 @@ TEST(RandomInputs, NormalInputsAreStandardNormalAndF32Rounded) {
 }
 
 TEST(RandomInputs, AboutOnePercentSpecialValuesOfEachKind) {
-  const auto g = graph_of("DIMS = dict(M=1000, N=1000)\n"
-                          "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n    return x * 2.0\n");
+  const auto g = graph_of(
+      "DIMS = dict(M=1000, N=1000)\n"
+      "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n    return x * 2.0\n");
   const auto in = v::make_inputs(g, 777, v::Distribution::Special)[0].data;
   int nan = 0, pinf = 0, ninf = 0, pzero = 0, nzero = 0;
   for (double x : in) {
@@ -214,13 +225,15 @@ TEST(RandomInputs, AboutOnePercentSpecialValuesOfEachKind) {
   const int special = nan + pinf + ninf + pzero + nzero;
   EXPECT_NEAR(special / n, 0.01, 5 * std::sqrt(0.01 * 0.99 / n));
   // Each kind a fifth of them (a normal draw is never exactly zero).
-  for (int count : {nan, pinf, ninf, pzero, nzero}) EXPECT_NEAR(count, n / 500, 5 * std::sqrt(n / 500));
+  for (int count : {nan, pinf, ninf, pzero, nzero})
+    EXPECT_NEAR(count, n / 500, 5 * std::sqrt(n / 500));
 }
 
 TEST(RandomInputs, IntegersCoverTheirRangeUniformly) {
-  const auto g = graph_of("DIMS = dict(M=600, K=40, N=500)\n"
-                          "def f(a: \"f32[M, K]\", b: \"f32[K, N]\", i: \"i32[N]\", m: \"bool[N]\") -> \"f32[M, N]\":\n"
-                          "    return np.where(m, a @ b, i.astype(np.float32))\n");
+  const auto g = graph_of(
+      "DIMS = dict(M=600, K=40, N=500)\n"
+      "def f(a: \"f32[M, K]\", b: \"f32[K, N]\", i: \"i32[N]\", m: \"bool[N]\") -> \"f32[M, N]\":\n"
+      "    return np.where(m, a @ b, i.astype(np.float32))\n");
   const int64_t k = v::exact_range(g).k;
   ASSERT_GT(k, 8);
   const auto in = v::make_inputs(g, 5, v::Distribution::Integer);

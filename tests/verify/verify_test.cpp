@@ -45,7 +45,8 @@ v::Report check(const std::string& source) {
 
 TEST(Verify, EmittedKernelPassesEverySuite) {
   const auto g = softmax_at({{"M", 8}, {"N", 40}});
-  const std::string source = ollie::emit::emit_kernel(ollie::loops::lower(g, ollie::loops::default_schedule(g)), g);
+  const std::string source =
+      ollie::emit::emit_kernel(ollie::loops::lower(g, ollie::loops::default_schedule(g)), g);
   const v::Report r = v::verify(g, source, softmax_at, options());
   EXPECT_EQ(r.verdict, v::Verdict::Pass) << r.message;
   std::set<std::string> names;
@@ -54,8 +55,9 @@ TEST(Verify, EmittedKernelPassesEverySuite) {
     EXPECT_TRUE(s.passed);
     EXPECT_GT(s.elements, 0);
   }
-  EXPECT_EQ(names, (std::set<std::string>{"normal", "wide", "special-values", "offset", "shape-sweep", "prefilled-outputs",
-                                          "call-order", "reused-buffers"}));
+  EXPECT_EQ(names,
+            (std::set<std::string>{"normal", "wide", "special-values", "offset", "shape-sweep",
+                                   "prefilled-outputs", "call-order", "reused-buffers"}));
   EXPECT_TRUE(r.generic);
   EXPECT_GT(r.worst, 0.0);
   EXPECT_LE(r.worst, 1.0);
@@ -91,7 +93,8 @@ TEST(Verify, SameSeedReplaysTheSameInputs) {
   const auto& c = *w.counterexample;
   ASSERT_EQ(c.suite, "normal");
   const auto ref = ollie::interp::evaluate(g, v::make_inputs(g, c.seed, v::Distribution::Normal));
-  EXPECT_EQ(c.expected, ref.values[static_cast<size_t>(c.output)].data[static_cast<size_t>(c.index)]);
+  EXPECT_EQ(c.expected,
+            ref.values[static_cast<size_t>(c.output)].data[static_cast<size_t>(c.index)]);
 }
 
 TEST(Verify, WrongKernelGivesTheFirstCounterexample) {
@@ -228,7 +231,8 @@ TEST(Verify, FullLevelSanitizerBuildCatchesAnOverreadThatQuickPasses) {
   ASSERT_FALSE(r.suites.empty());
   EXPECT_EQ(r.suites.back().name, "sanitizer");
   EXPECT_FALSE(r.suites.back().passed);
-  for (size_t i = 0; i + 1 < r.suites.size(); ++i) EXPECT_TRUE(r.suites[i].passed) << r.suites[i].name;
+  for (size_t i = 0; i + 1 < r.suites.size(); ++i)
+    EXPECT_TRUE(r.suites[i].passed) << r.suites[i].name;
 
   const auto j = nlohmann::json::parse(v::certificate_json(g, "abc123", r, full));
   EXPECT_EQ(j["verdict"], "sanitizer");
@@ -254,9 +258,10 @@ TEST(Verify, FullLevelReplaysNormalCallOrderAndOneSweepUnderTheSanitizer) {
   EXPECT_EQ(sanitizer_dims, (std::vector<std::string>{"M=8, N=40", "M=8, N=40", "M=3, N=5"}));
   const auto j = nlohmann::json::parse(v::certificate_json(g, "abc123", r, full));
   EXPECT_TRUE(j.contains("sanitizer_build"));
-  EXPECT_FALSE(nlohmann::json::parse(v::certificate_json(g, "abc123", check(kernel_file("softmax_rows.cpp")),
-                                                         options()))
-                   .contains("sanitizer_build"));
+  EXPECT_FALSE(
+      nlohmann::json::parse(
+          v::certificate_json(g, "abc123", check(kernel_file("softmax_rows.cpp")), options()))
+          .contains("sanitizer_build"));
 }
 
 TEST(Verify, SpecialValueInputsAreDrawn) {

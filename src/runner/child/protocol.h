@@ -7,8 +7,8 @@
 namespace ollie::runner::protocol {
 
 // File descriptors the child finds already open (the parent dup2s them into place).
-constexpr int kMemFd = 3;       // the memfd: header, then every buffer
-constexpr int kReportFd = 4;    // write end of the report pipe
+constexpr int kMemFd = 3;     // the memfd: header, then every buffer
+constexpr int kReportFd = 4;  // write end of the report pipe
 
 constexpr char kRequestMagic[8] = {'O', 'L', 'L', 'I', 'E', 'R', 'Q', '1'};
 constexpr uint32_t kReportMagic = 0x4f4c5231;  // "OLR1"
@@ -36,14 +36,15 @@ struct RequestHeader {
   uint32_t n_inputs;
   uint32_t n_outputs;
   uint32_t n_dims;
-  uint64_t total_size;    // bytes of the whole memfd
-  uint64_t header_size;   // bytes of the header region (a multiple of the page size)
+  uint64_t total_size;   // bytes of the whole memfd
+  uint64_t header_size;  // bytes of the header region (a multiple of the page size)
   uint32_t path_len;
   uint32_t flags;         // kProtect...
   uint64_t parent_pid;    // the child dies with this process (PR_SET_PDEATHSIG)
   uint32_t entry_len;     // bytes of the entry symbol's name
   uint32_t n_calls;       // calls mode: calls in order
-  uint64_t memory_bytes;  // address space the kernel may add (RLIMIT_AS above what is mapped); 0: no limit
+  uint64_t memory_bytes;  // address space the kernel may add (RLIMIT_AS above what is mapped); 0:
+                          // no limit
   uint64_t cpu_seconds;   // RLIMIT_CPU of the child (all threads); 0: no limit
   // Timed mode (n_sets > 0): rounds of repetitions. Round r refills the live inputs
   // from set r % n_sets, then calls every kernel once (in turn, order reversed on odd
@@ -56,7 +57,7 @@ struct RequestHeader {
   // `warmup` untimed rounds first, then timed rounds until at least min_rounds were
   // made and budget_seconds have passed, or max_rounds were made.
   uint32_t n_sets;
-  uint32_t n_kernels;     // 1, or 2 for a side-by-side comparison
+  uint32_t n_kernels;  // 1, or 2 for a side-by-side comparison
   uint32_t path2_len, entry2_len;
   uint32_t warmup, min_rounds, max_rounds, warm_call;
   double budget_seconds;
@@ -66,7 +67,7 @@ struct RequestHeader {
 
 // Written by the child into the memfd at results_offset in timed mode.
 struct TimedResults {
-  uint32_t rounds;        // timed rounds completed
+  uint32_t rounds;  // timed rounds completed
   uint32_t reserved;
   double warmup_seconds;  // wall time of the warm-up rounds
 };
@@ -88,26 +89,26 @@ constexpr uint32_t kSanitize = 4;
 constexpr int kSanitizerExitCode = 86;
 
 struct Buffer {
-  uint64_t offset;        // 64-byte aligned
-  uint64_t bytes;         // payload bytes
+  uint64_t offset;  // 64-byte aligned
+  uint64_t bytes;   // payload bytes
 };
 
 constexpr uint64_t kAlignment = 64;  // every buffer's start (the kernel ABI's promise)
 
 enum class ReportStatus : uint32_t {
-  Ok = 0,          // the kernel returned; `seconds` is the call's wall time
-  LoadError = 1,   // dlopen/dlsym failed; the message carries dlerror()
-  BadRequest = 2,  // the child could not read the request; message says why
-  OutOfMemory = 3, // operator new failed under the memory limit
+  Ok = 0,           // the kernel returned; `seconds` is the call's wall time
+  LoadError = 1,    // dlopen/dlsym failed; the message carries dlerror()
+  BadRequest = 2,   // the child could not read the request; message says why
+  OutOfMemory = 3,  // operator new failed under the memory limit
 };
 
 // Written once to kReportFd, in a single write() (header + message <= PIPE_BUF, so
 // the parent never sees half a report).
 struct Report {
   uint32_t magic;
-  uint32_t status;        // ReportStatus
+  uint32_t status;  // ReportStatus
   double seconds;
-  uint32_t message_len;   // bytes following this struct
+  uint32_t message_len;  // bytes following this struct
   uint32_t reserved;
 };
 

@@ -134,8 +134,9 @@ uint64_t mapped_bytes() {
 }
 
 void out_of_memory() {
-  write_report(proto::ReportStatus::OutOfMemory, 0,
-               "the kernel ran out of memory (operator new failed under the runner's address-space limit)");
+  write_report(
+      proto::ReportStatus::OutOfMemory, 0,
+      "the kernel ran out of memory (operator new failed under the runner's address-space limit)");
   _exit(0);
 }
 
@@ -144,16 +145,53 @@ void out_of_memory() {
 const int kOpens[] = {SCMP_SYS(open), SCMP_SYS(openat), SCMP_SYS(openat2), SCMP_SYS(creat),
                       SCMP_SYS(open_by_handle_at)};
 const int kForbidden[] = {
-    SCMP_SYS(socket), SCMP_SYS(socketpair), SCMP_SYS(connect), SCMP_SYS(bind), SCMP_SYS(listen),
-    SCMP_SYS(accept), SCMP_SYS(accept4), SCMP_SYS(sendto), SCMP_SYS(sendmsg), SCMP_SYS(recvfrom),
-    SCMP_SYS(recvmsg), SCMP_SYS(fork), SCMP_SYS(vfork), SCMP_SYS(execve), SCMP_SYS(execveat),
-    SCMP_SYS(ptrace), SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev), SCMP_SYS(unlink),
-    SCMP_SYS(unlinkat), SCMP_SYS(rename), SCMP_SYS(renameat), SCMP_SYS(renameat2), SCMP_SYS(mkdir),
-    SCMP_SYS(mkdirat), SCMP_SYS(rmdir), SCMP_SYS(link), SCMP_SYS(linkat), SCMP_SYS(symlink),
-    SCMP_SYS(symlinkat), SCMP_SYS(chmod), SCMP_SYS(fchmodat), SCMP_SYS(chown), SCMP_SYS(fchownat),
-    SCMP_SYS(truncate), SCMP_SYS(mount), SCMP_SYS(umount2), SCMP_SYS(chdir), SCMP_SYS(fchdir),
-    SCMP_SYS(setrlimit), SCMP_SYS(prlimit64), SCMP_SYS(seccomp), SCMP_SYS(memfd_create),
-    SCMP_SYS(kill), SCMP_SYS(bpf), SCMP_SYS(io_uring_setup), SCMP_SYS(userfaultfd),
+    SCMP_SYS(socket),
+    SCMP_SYS(socketpair),
+    SCMP_SYS(connect),
+    SCMP_SYS(bind),
+    SCMP_SYS(listen),
+    SCMP_SYS(accept),
+    SCMP_SYS(accept4),
+    SCMP_SYS(sendto),
+    SCMP_SYS(sendmsg),
+    SCMP_SYS(recvfrom),
+    SCMP_SYS(recvmsg),
+    SCMP_SYS(fork),
+    SCMP_SYS(vfork),
+    SCMP_SYS(execve),
+    SCMP_SYS(execveat),
+    SCMP_SYS(ptrace),
+    SCMP_SYS(process_vm_readv),
+    SCMP_SYS(process_vm_writev),
+    SCMP_SYS(unlink),
+    SCMP_SYS(unlinkat),
+    SCMP_SYS(rename),
+    SCMP_SYS(renameat),
+    SCMP_SYS(renameat2),
+    SCMP_SYS(mkdir),
+    SCMP_SYS(mkdirat),
+    SCMP_SYS(rmdir),
+    SCMP_SYS(link),
+    SCMP_SYS(linkat),
+    SCMP_SYS(symlink),
+    SCMP_SYS(symlinkat),
+    SCMP_SYS(chmod),
+    SCMP_SYS(fchmodat),
+    SCMP_SYS(chown),
+    SCMP_SYS(fchownat),
+    SCMP_SYS(truncate),
+    SCMP_SYS(mount),
+    SCMP_SYS(umount2),
+    SCMP_SYS(chdir),
+    SCMP_SYS(fchdir),
+    SCMP_SYS(setrlimit),
+    SCMP_SYS(prlimit64),
+    SCMP_SYS(seccomp),
+    SCMP_SYS(memfd_create),
+    SCMP_SYS(kill),
+    SCMP_SYS(bpf),
+    SCMP_SYS(io_uring_setup),
+    SCMP_SYS(userfaultfd),
 };
 
 void install_sandbox(const proto::RequestHeader& header) {
@@ -205,7 +243,8 @@ void prepare_sanitizer(char* base, uint64_t total_size, const std::vector<proto:
     poison(base + cursor, total_size - cursor);
   }
   using Notify = void (*)(void*);
-  if (auto notify = reinterpret_cast<Notify>(dlsym(RTLD_DEFAULT, "__sanitizer_sandbox_on_notify"))) notify(nullptr);
+  if (auto notify = reinterpret_cast<Notify>(dlsym(RTLD_DEFAULT, "__sanitizer_sandbox_on_notify")))
+    notify(nullptr);
 }
 
 }  // namespace
@@ -251,7 +290,8 @@ int main() {
   std::vector<int64_t> dims(header.n_dims);
   std::vector<std::vector<char>> paths, symbols;
   off_t at = sizeof header;
-  if (!read_exact(buffers.data(), n_buffers * sizeof(proto::Buffer), at)) bad_request("buffer table");
+  if (!read_exact(buffers.data(), n_buffers * sizeof(proto::Buffer), at))
+    bad_request("buffer table");
   at += static_cast<off_t>(n_buffers * sizeof(proto::Buffer));
   if (!read_exact(dims.data(), dims.size() * sizeof(int64_t), at)) bad_request("dims");
   at += static_cast<off_t>(dims.size() * sizeof(int64_t));
@@ -266,7 +306,8 @@ int main() {
     at += static_cast<off_t>(entry_len);
   }
 
-  void* mapped = mmap(nullptr, header.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, proto::kMemFd, 0);
+  void* mapped =
+      mmap(nullptr, header.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, proto::kMemFd, 0);
   if (mapped == MAP_FAILED) bad_request("mmap of the buffers");
   char* base = static_cast<char*>(mapped);
   std::vector<void*> pointers(n_buffers);
@@ -275,7 +316,8 @@ int main() {
   for (size_t i = 0; i < n_buffers; ++i) {
     // Each buffer's pages are its own, after a guard page (checked, so that protecting
     // one buffer's pages never touches another's).
-    if (buffers[i].offset % proto::kAlignment != 0 || buffers[i].offset / page * page < previous_end + page ||
+    if (buffers[i].offset % proto::kAlignment != 0 ||
+        buffers[i].offset / page * page < previous_end + page ||
         buffers[i].offset + buffers[i].bytes > header.total_size) {
       errno = 0;
       bad_request("buffer outside the memfd, misaligned, or without a guard page");
@@ -285,7 +327,8 @@ int main() {
   }
   if (timed && (header.results_offset < previous_end + page ||
                 header.results_offset + sizeof(proto::TimedResults) +
-                        n_kernels * header.max_rounds * sizeof(double) > header.total_size)) {
+                        n_kernels * header.max_rounds * sizeof(double) >
+                    header.total_size)) {
     errno = 0;
     bad_request("no room for the timing results");
   }
@@ -303,8 +346,8 @@ int main() {
     if (!entry) {
       const char* err = dlerror();
       char message[proto::kMaxMessage];
-      std::snprintf(message, sizeof message, "the library defines no %s symbol (%s)", symbols[k].data(),
-                    err ? err : "it resolves to null");
+      std::snprintf(message, sizeof message, "the library defines no %s symbol (%s)",
+                    symbols[k].data(), err ? err : "it resolves to null");
       write_report(proto::ReportStatus::LoadError, 0, message);
       _exit(0);
     }
@@ -316,11 +359,13 @@ int main() {
   char* view = nullptr;
   char* flush = nullptr;
   if (timed) {
-    void* v = mmap(nullptr, header.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, proto::kMemFd, 0);
+    void* v =
+        mmap(nullptr, header.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, proto::kMemFd, 0);
     if (v == MAP_FAILED) bad_request("second mmap of the buffers");
     view = static_cast<char*>(v);
     if (header.flush_bytes > 0) {
-      void* f = mmap(nullptr, header.flush_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      void* f = mmap(nullptr, header.flush_bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (f == MAP_FAILED) bad_request("cannot map the cache-flush buffer");
       flush = static_cast<char*>(f);
       std::memset(flush, 1, header.flush_bytes);
@@ -336,8 +381,10 @@ int main() {
       const uint64_t first = buffers[i].offset / page * page, end = page_end(buffers[i], page);
       protect(base, cursor, first - cursor, PROT_NONE);
       const bool input = timed ? i < header.n_inputs : i % per_call < header.n_inputs;
-      if (timed && i >= per_call) protect(base, first, end - first, PROT_NONE);
-      else if (input) protect(base, first, end - first, PROT_READ);
+      if (timed && i >= per_call)
+        protect(base, first, end - first, PROT_NONE);
+      else if (input)
+        protect(base, first, end - first, PROT_READ);
       cursor = end;
     }
     protect(base, cursor, header.total_size - cursor, PROT_NONE);

@@ -30,7 +30,8 @@ void flush_caches(char* flush, uint64_t bytes) {
 
 void run_timed(const TimedRequest& request) {
   const proto::RequestHeader& h = *request.header;
-  const size_t n_in = h.n_inputs, n_out = h.n_outputs, n_sets = h.n_sets, n_kernels = request.entries.size();
+  const size_t n_in = h.n_inputs, n_out = h.n_outputs, n_sets = h.n_sets,
+               n_kernels = request.entries.size();
   const proto::Buffer* live = request.buffers;
   const proto::Buffer* staged = live + n_in + n_out;
   const proto::Buffer* check = staged + n_sets * n_in;
@@ -45,7 +46,8 @@ void run_timed(const TimedRequest& request) {
     loaded_set = set;
   };
   auto poison = [&] {
-    for (size_t o = 0; o < n_out; ++o) std::memset(view + live[n_in + o].offset, 0xFF, live[n_in + o].bytes);
+    for (size_t o = 0; o < n_out; ++o)
+      std::memset(view + live[n_in + o].offset, 0xFF, live[n_in + o].bytes);
   };
   auto round = [&](uint64_t r, bool timed) {
     const size_t set = r % n_sets;
@@ -69,8 +71,8 @@ void run_timed(const TimedRequest& request) {
       const double t1 = now();
       if (timed) times[k * h.max_rounds + r] = t1 - t0;
       for (size_t o = 0; o < n_out; ++o)
-        std::memcpy(view + check[(k * n_sets + set) * n_out + o].offset, view + live[n_in + o].offset,
-                    live[n_in + o].bytes);
+        std::memcpy(view + check[(k * n_sets + set) * n_out + o].offset,
+                    view + live[n_in + o].offset, live[n_in + o].bytes);
     }
   };
 

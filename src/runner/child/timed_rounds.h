@@ -16,11 +16,11 @@ using EntryFn = void (*)(void* const*, const int64_t*);
 struct TimedRequest {
   const protocol::RequestHeader* header = nullptr;
   const protocol::Buffer* buffers = nullptr;  // the whole table (protocol.h)
-  char* view = nullptr;        // the runner's own read-write mapping of the memfd
-  void* const* live = nullptr; // the live buffers as the kernels see them (inputs, then outputs)
+  char* view = nullptr;                       // the runner's own read-write mapping of the memfd
+  void* const* live = nullptr;  // the live buffers as the kernels see them (inputs, then outputs)
   std::vector<EntryFn> entries;
   const int64_t* dims = nullptr;
-  char* flush = nullptr;       // header->flush_bytes of memory, or null
+  char* flush = nullptr;  // header->flush_bytes of memory, or null
 };
 
 // Runs the warm-up and timed rounds and writes TimedResults and the times at
