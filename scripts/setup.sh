@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
   g++ cmake ninja-build pkg-config git
+  clang-format                      # the formatting check (scripts/check_format.sh)
   clang libclang-rt-14-dev          # libFuzzer for the parser fuzz target
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libzip-dev zlib1g-dev             # .npz files are zip archives
