@@ -144,7 +144,7 @@ TEST(Failures, TheLogKeepsTheLastFewTrimmed) {
   log.add("compile-error", "a.cpp:1:1: error: first\na.cpp:2:1: error: second\n");
   log.add("crash", "signal 11");
   ASSERT_EQ(log.recent().size(), 2u);
-  EXPECT_EQ(log.recent()[0].verdict, "compile_error");
+  EXPECT_EQ(log.recent()[0].verdict, "compile-error");
   EXPECT_NE(log.recent()[0].diagnostic.find("first"), std::string::npos);
   EXPECT_EQ(log.recent()[0].diagnostic.find("error: second"), std::string::npos);
   EXPECT_EQ(log.recent()[1].verdict, "crash");
@@ -166,7 +166,7 @@ TEST(Failures, RenderedFailuresReachThePrompt) {
   PromptInputs in;
   in.failures.assign(log.recent().begin(), log.recent().end());
   ModelRequest r = render_prompt(parse_prompt_template("{{failures}}", "t.md"), in);
-  EXPECT_NE(r.user.find("compile_error"), std::string::npos);
+  EXPECT_NE(r.user.find("compile-error"), std::string::npos);
   EXPECT_NE(r.user.find("'foo' was not declared"), std::string::npos);
 }
 
