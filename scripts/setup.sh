@@ -11,6 +11,7 @@ APT_PACKAGES=(
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libzip-dev zlib1g-dev             # .npz files are zip archives
   libseccomp-dev                    # the runner's system-call filter
+  bubblewrap                        # the sandbox candidate code compiles and runs in (namespaces)
   libssl-dev                        # SHA-256 for the build cache
   libsqlite3-dev                    # the run database
   libcurl4-openssl-dev              # language-model clients (HTTPS)

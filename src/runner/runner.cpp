@@ -388,6 +388,7 @@ const char* status_name(Status s) {
     case Status::Forbidden: return "forbidden-syscall";
     case Status::OutOfMemory: return "out-of-memory";
     case Status::Sanitizer: return "sanitizer";
+    case Status::Tampered: return "tampered";
   }
   return "unknown";
 }

@@ -69,10 +69,12 @@ enum class Status {
   ProtocolError,
   Forbidden,
   OutOfMemory,
-  Sanitizer
+  Sanitizer,
+  Tampered
 };
 // "ok", "load-error", "crash", "timeout", "protocol-error", "forbidden-syscall", "out-of-memory",
-// "sanitizer"
+// "sanitizer", "tampered" (the kernel changed its read-only inputs, the floating-point
+// environment or the harness's memory)
 const char* status_name(Status s);
 
 struct Outcome {

@@ -93,6 +93,7 @@ Verdict from_status(runner::Status s) {
     case runner::Status::Forbidden: return Verdict::Forbidden;
     case runner::Status::OutOfMemory: return Verdict::OutOfMemory;
     case runner::Status::Sanitizer: return Verdict::Sanitizer;
+    case runner::Status::Tampered: return Verdict::Tampered;
     case runner::Status::Crash:
     case runner::Status::ProtocolError: return Verdict::Crash;
   }
@@ -112,6 +113,8 @@ const char* verdict_name(Verdict v) {
     case Verdict::CompileError: return "compile-error";
     case Verdict::LoadError: return "load-error";
     case Verdict::Sanitizer: return "sanitizer";
+    case Verdict::Tampered: return "tampered";
+    case Verdict::Refused: return "refused";
   }
   return "?";
 }
@@ -119,7 +122,8 @@ const char* verdict_name(Verdict v) {
 std::optional<Verdict> verdict_from_name(std::string_view name) {
   for (Verdict v :
        {Verdict::Pass, Verdict::Wrong, Verdict::Crash, Verdict::Timeout, Verdict::OutOfMemory,
-        Verdict::Forbidden, Verdict::CompileError, Verdict::LoadError, Verdict::Sanitizer})
+        Verdict::Forbidden, Verdict::CompileError, Verdict::LoadError, Verdict::Sanitizer,
+        Verdict::Tampered, Verdict::Refused})
     if (name == verdict_name(v)) return v;
   return std::nullopt;
 }

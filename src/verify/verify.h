@@ -31,11 +31,16 @@ enum class Verdict {
   Forbidden,
   CompileError,
   LoadError,
-  Sanitizer
+  Sanitizer,
+  Tampered,
+  Refused
 };
 // "pass", "wrong", "crash", "timeout", "out-of-memory", "forbidden-syscall", "compile-error",
 // "load-error", "sanitizer" (the full level's AddressSanitizer/UndefinedBehaviorSanitizer build
-// reported an error)
+// reported an error), "tampered" (the kernel changed what it must leave alone: its read-only
+// inputs, the floating-point environment, the harness's memory), "refused" (the source asks
+// for something a kernel never needs, found before it was compiled or loaded: system calls,
+// constructors, inline assembly, the environment, ...)
 const char* verdict_name(Verdict v);
 // The verdict named `name` (verdict_name's text, as the run database stores it); nullopt
 // for any other text.
