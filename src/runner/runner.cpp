@@ -22,9 +22,8 @@
 #include "support/error.h"
 #include "support/process.h"
 #include "support/random.h"
+#include "support/sandbox.h"
 #include "support/strings.h"
-
-extern char** environ;
 
 namespace ollie::runner {
 
@@ -60,7 +59,7 @@ void check_entry_symbol(const std::string& name) {
                     "' is not a C identifier; name an extern \"C\" function such as ollie_entry");
 }
 
-// The kernels a request names, with their .so paths.
+// The kernels a request names, with their .so paths in the runner's jail.
 struct Named {
   std::string so_path;
   std::string entry_symbol;
@@ -103,7 +102,9 @@ Fd make_request(const std::vector<Named>& kernels, const Layout& layout,
         options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
     header.cpu_seconds = static_cast<uint64_t>(std::ceil(options.timeout_seconds * threads)) + 1;
   }
-  header.parent_pid = static_cast<uint64_t>(getpid());
+  // No parent check: in its jail's PID namespace the runner's parent is bwrap, not us, and
+  // bwrap's --die-with-parent ends the jail with us.
+  header.parent_pid = 0;
   char* at = base;
   auto put = [&at](const void* src, size_t bytes) {
     if (bytes) std::memcpy(at, src, bytes);
@@ -120,34 +121,35 @@ Fd make_request(const std::vector<Named>& kernels, const Layout& layout,
   return fd;
 }
 
-bool has_prefix(const char* s, const char* prefix) {
-  return std::strncmp(s, prefix, std::strlen(prefix)) == 0;
+// Where the child finds the runner and kernel k inside its jail (the request names the
+// latter; the host paths are bound there read-only).
+constexpr const char* kRunnerInJail = "/sandbox/runner";
+std::string so_path_in_jail(size_t k) { return "/sandbox/k" + std::to_string(k) + ".so"; }
+// The fd at which bwrap reads its options (sandbox::command_line_with_args_fd); it closes it
+// before starting the runner.
+constexpr int kJailArgsFd = proto::kReportFd + 1;
+
+// OMP_NUM_THREADS from our environment when it is a plain count or list ("8", "8,2"), else "".
+std::string inherited_thread_count() {
+  const char* v = std::getenv("OMP_NUM_THREADS");
+  if (!v || !*v || std::strlen(v) > 64) return "";
+  for (const char* c = v; *c; ++c)
+    if (!(*c >= '0' && *c <= '9') && *c != ',') return "";
+  return v;
 }
 
-// The OpenMP settings that change how a kernel's threads wait and where they run: fixed
-// for timing (Options::steady_openmp), not inherited.
-constexpr const char* kOpenMpWaitAndPlacement[] = {
-    "OMP_WAIT_POLICY=", "GOMP_SPINCOUNT=",    "OMP_PROC_BIND=",
-    "OMP_PLACES=",      "GOMP_CPU_AFFINITY=", "OMP_DYNAMIC="};
-
-// The child's environment: ours, with OMP_NUM_THREADS replaced when asked, for timing
-// the OpenMP wait policy fixed, and for a sanitizer run the runtime preloaded and its
-// options set (inherited ones replaced).
+// The child's whole environment, the same in every mode (verify, bench, sanitizer): nothing
+// of ours (API keys live there) but OMP_NUM_THREADS (Options::threads, else ours when it is
+// a plain count), the fixed OpenMP wait policy (threads spin between calls instead of
+// sleeping, whatever the user's shell says; the placement variables are never set), and for
+// a sanitizer run the runtime preloaded and its options (the child removes these three from
+// its environment once the kernel is loaded).
 std::vector<std::string> child_environment(const Options& options) {
   std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    if (options.threads > 0 && has_prefix(*e, "OMP_NUM_THREADS=")) continue;
-    if (options.steady_openmp &&
-        std::any_of(std::begin(kOpenMpWaitAndPlacement), std::end(kOpenMpWaitAndPlacement),
-                    [&](const char* name) { return has_prefix(*e, name); }))
-      continue;
-    if (options.sanitize && (has_prefix(*e, "LD_PRELOAD=") || has_prefix(*e, "ASAN_OPTIONS=") ||
-                             has_prefix(*e, "UBSAN_OPTIONS=")))
-      continue;
-    env.emplace_back(*e);
-  }
-  if (options.threads > 0) env.push_back("OMP_NUM_THREADS=" + std::to_string(options.threads));
-  if (options.steady_openmp) env.push_back("OMP_WAIT_POLICY=active");
+  const std::string threads =
+      options.threads > 0 ? std::to_string(options.threads) : inherited_thread_count();
+  if (!threads.empty()) env.push_back("OMP_NUM_THREADS=" + threads);
+  env.push_back("OMP_WAIT_POLICY=active");
   if (options.sanitize) {
     const std::string exitcode = "exitcode=" + std::to_string(proto::kSanitizerExitCode);
     // ASan must come first in the library list; the runner itself is not instrumented.
@@ -163,24 +165,48 @@ std::vector<std::string> child_environment(const Options& options) {
   return env;
 }
 
-// Starts the runner in its own process group (a kill on timeout also reaches anything the
-// kernel forked) with exactly these fds and no others: 0 /dev/null, 1 our stderr, 2 our
-// stderr or `stderr_fd`, the memfd and the report pipe at the protocol's numbers.
-pid_t spawn_child(const std::string& runner, int memfd, int report_fd, int stderr_fd,
-                  const Options& options) {
+// The runner's jail: the runner and each kernel bound read-only at neutral paths (a kernel
+// that does not exist is left out: dlopen reports it), the sanitizer runtime where the jail
+// does not show it already, a /proc of the jail's own processes (the runner reads
+// /proc/self/statm, ASan /proc/self/maps), nothing else of ours.
+sandbox::Jail runner_jail(const std::string& runner, const std::vector<std::string>& so_paths,
+                          const Options& options) {
+  sandbox::Jail jail;
+  jail.read_only.push_back({runner, kRunnerInJail});
+  for (size_t k = 0; k < so_paths.size(); ++k)
+    jail.read_only_if_present.push_back({so_paths[k], so_path_in_jail(k)});
+  if (options.sanitize && !sandbox::visible_in_every_jail(options.sanitizer_runtime))
+    jail.read_only.push_back({options.sanitizer_runtime, options.sanitizer_runtime});
+  jail.environment = child_environment(options);
+  jail.cwd = "/tmp";
+  jail.proc = true;
+  return jail;
+}
+
+// Starts the runner in its jail (bwrap, in its own process group: a kill on timeout reaches
+// bwrap, and with it, through --die-with-parent and the PID namespace, everything the kernel
+// started) with exactly these fds and no others: 0 /dev/null, 1 our stderr, 2 our stderr or
+// `stderr_fd`, the memfd and the report pipe at the protocol's numbers (bwrap passes them
+// on; the fd of its options it closes).
+pid_t spawn_child(const std::string& runner, const std::vector<std::string>& so_paths, int memfd,
+                  int report_fd, int stderr_fd, const Options& options) {
+  sandbox::check_available();
+  sandbox::ArgsFd jailed = sandbox::command_line_with_args_fd(
+      runner_jail(runner, so_paths, options), {kRunnerInJail}, kJailArgsFd);
   process::Command command;
-  command.argv = {runner};
-  command.environment = child_environment(options);
+  command.argv = jailed.argv;
+  command.environment = std::vector<std::string>{};  // bwrap needs none; the jail has its own
   command.own_group = true;
   command.fds = {process::ChildFd::dev_null(0), process::ChildFd::dup(2, 1)};
   if (stderr_fd >= 0) command.fds.push_back(process::ChildFd::dup(stderr_fd, 2));
   command.fds.push_back(process::ChildFd::dup(memfd, proto::kMemFd));
   command.fds.push_back(process::ChildFd::dup(report_fd, proto::kReportFd));
-  command.close_from = proto::kReportFd + 1;
+  command.fds.push_back(process::ChildFd::dup(jailed.fd.get(), kJailArgsFd));
+  command.close_from = kJailArgsFd + 1;
   const process::Started started = process::spawn(command);
   if (started.failure) {
     errno = started.failure.error;
-    fail_errno("cannot start the runner '" + runner + "'");
+    fail_errno("cannot start the runner '" + runner + "' in its sandbox (" + command.argv[0] + ")");
   }
   return started.pid;
 }
@@ -235,10 +261,10 @@ std::string sanitizer_report(const std::string& text, const std::string& so_path
 
 // Starts the runner on the request in `memfd`, waits for it within the timeout and turns
 // how it ended into an Outcome: Ok (with the child's `seconds`) only when it reported
-// success and exited cleanly. `what` names the kernel for load errors; `so_path` is the
-// library whose frames a sanitizer report keeps.
-Outcome execute(const std::string& runner, int memfd, const std::string& what,
-                const std::string& so_path, const Options& options) {
+// success and exited cleanly. `what` names the kernel for load errors; `so_paths` are the
+// kernels' libraries (the first one's frames a sanitizer report keeps).
+Outcome run_in_jail(const std::string& runner, const std::vector<std::string>& so_paths, int memfd,
+                    const std::string& what, const Options& options) {
   process::Pipe report = child_pipe();
   const auto start = Clock::now();
   const auto deadline =
@@ -249,7 +275,7 @@ Outcome execute(const std::string& runner, int memfd, const std::string& what,
   process::Pipe stderr_pipe;
   if (options.sanitize) stderr_pipe = child_pipe();
   const pid_t pid =
-      spawn_child(runner, memfd, report.write.get(), stderr_pipe.write.get(), options);
+      spawn_child(runner, so_paths, memfd, report.write.get(), stderr_pipe.write.get(), options);
   report.write.reset();
   stderr_pipe.write.reset();
   process::Capture capture(std::move(stderr_pipe.read), size_t{1} << 16);
@@ -264,6 +290,7 @@ Outcome execute(const std::string& runner, int memfd, const std::string& what,
   process::kill_group(pid, SIGKILL);
   int wait_status = 0;
   process::reap(pid, wait_status);
+  wait_status = sandbox::wait_status_inside(wait_status);  // bwrap's 128 + N: signal N
   capture.read_available();
   // What a kernel writes to stderr ends up in messages and JSON certificates, which must
   // stay valid text.
@@ -271,7 +298,7 @@ Outcome execute(const std::string& runner, int memfd, const std::string& what,
   if (WIFEXITED(wait_status) && options.sanitize &&
       WEXITSTATUS(wait_status) == proto::kSanitizerExitCode) {
     outcome.status = Status::Sanitizer;
-    outcome.message = sanitizer_report(stderr_text, so_path);
+    outcome.message = sanitizer_report(stderr_text, so_path_in_jail(0));
     if (outcome.message.empty())
       outcome.message = "the runner exited with the sanitizer's exit code " +
                         std::to_string(proto::kSanitizerExitCode) +
@@ -361,6 +388,20 @@ Outcome execute(const std::string& runner, int memfd, const std::string& what,
   return outcome;
 }
 
+// run_in_jail, its message naming the kernels by their paths here, not in the jail.
+Outcome execute(const std::string& runner, const std::vector<std::string>& so_paths, int memfd,
+                const std::string& what, const Options& options) {
+  Outcome outcome = run_in_jail(runner, so_paths, memfd, what, options);
+  for (size_t k = 0; k < so_paths.size(); ++k) {
+    const std::string inside = so_path_in_jail(k);
+    for (size_t at = 0; (at = outcome.message.find(inside, at)) != std::string::npos;) {
+      outcome.message.replace(at, inside.size(), so_paths[k]);
+      at += so_paths[k].size();
+    }
+  }
+  return outcome;
+}
+
 std::string find_runner(const Options& options) {
   const std::string runner =
       options.runner_path.empty() ? default_runner_path() : options.runner_path;
@@ -423,11 +464,11 @@ Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
     for (Slot& s : output_slots(graph, Role::Output)) slots.push_back(std::move(s));
   }
   std::vector<Named> kernels;
-  kernels.push_back({so_path, options.entry_symbol});
+  kernels.push_back({so_path_in_jail(0), options.entry_symbol});
   const Layout layout =
       plan(graph, std::move(slots),
-           sizeof(proto::RequestHeader) + so_path.size() + options.entry_symbol.size(), 0,
-           options.placement);
+           sizeof(proto::RequestHeader) + kernels[0].so_path.size() + options.entry_symbol.size(),
+           0, options.placement);
   proto::RequestHeader header{};
   header.n_inputs = static_cast<uint32_t>(n_in);
   header.n_outputs = static_cast<uint32_t>(n_out);
@@ -452,7 +493,7 @@ Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
     }
   });
 
-  Outcome outcome = execute(runner, memfd.get(), "'" + so_path + "'", so_path, options);
+  Outcome outcome = execute(runner, {so_path}, memfd.get(), "'" + so_path + "'", options);
   if (outcome.status != Status::Ok) return outcome;
   Mapping map(memfd.get(), layout.total_size);
   if (std::string slack = check_slack(map.base(), layout, graph); !slack.empty()) {
@@ -484,8 +525,8 @@ TimedOutcome time_kernels(const std::vector<Kernel>& kernels, const ir::Graph& g
   uint64_t header_bytes = sizeof(proto::RequestHeader);
   for (const Kernel& k : kernels) {
     check_entry_symbol(k.entry_symbol);
-    named.push_back({k.so_path, k.entry_symbol});
-    header_bytes += k.so_path.size() + k.entry_symbol.size();
+    named.push_back({so_path_in_jail(named.size()), k.entry_symbol});
+    header_bytes += named.back().so_path.size() + k.entry_symbol.size();
   }
   for (const auto& inputs : input_sets) check_inputs(graph, inputs);
   const size_t n_in = graph.params.size(), n_out = graph.results.size(), n_sets = input_sets.size();
@@ -524,10 +565,13 @@ TimedOutcome time_kernels(const std::vector<Kernel>& kernels, const ir::Graph& g
   });
 
   std::string what;
-  for (const Kernel& k : kernels)
+  std::vector<std::string> so_paths;
+  for (const Kernel& k : kernels) {
     what += (what.empty() ? "'" : " or '") + k.so_path + "' (" + k.entry_symbol + ")";
+    so_paths.push_back(k.so_path);
+  }
   TimedOutcome timed;
-  static_cast<Outcome&>(timed) = execute(runner, memfd.get(), what, kernels[0].so_path, child);
+  static_cast<Outcome&>(timed) = execute(runner, so_paths, memfd.get(), what, child);
   if (timed.status != Status::Ok) return timed;
   Mapping map(memfd.get(), layout.total_size);
   if (std::string slack = check_slack(map.base(), layout, graph); !slack.empty()) {
