@@ -1,5 +1,7 @@
 // The build driver: content-addressed cache of compiled candidates, one compiler run per
-// key (across threads and, through atomic renames, across processes), parallel batches.
+// key (across threads and, through atomic renames, across processes), parallel batches;
+// every candidate compile runs in a sandbox (support/sandbox.h) that sees only /usr and the
+// build's own directories.
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -21,6 +23,7 @@
 
 #include "build/build.h"
 #include "support/process.h"
+#include "support/sandbox.h"
 #include "support/sha256.h"
 
 namespace fs = std::filesystem;
@@ -66,6 +69,66 @@ process::RunResult run_compiler(const std::vector<std::string>& argv, const std:
     throw InternalError(p.failure.call + " failed: " + std::strerror(p.failure.error));
   if (p.wait_error != 0)
     throw InternalError(std::string("waitpid failed: ") + std::strerror(p.wait_error));
+  return p;
+}
+
+// The compiler as posix_spawnp would find it: `name` itself when it holds a '/' (made
+// absolute), else the first executable of that name in PATH; "" when there is none. Not
+// resolved through symlinks: clang++ is a link whose name picks the language.
+std::string find_compiler(const std::string& name) {
+  if (name.find('/') != std::string::npos) return fs::absolute(name).lexically_normal().string();
+  const char* path = std::getenv("PATH");
+  std::string dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (size_t start = 0; start <= dirs.size();) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    start = end + 1;
+    const fs::path candidate = fs::absolute(dir.empty() ? "." : dir) / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.lexically_normal().string();
+  }
+  return "";
+}
+
+// A compile's jail: /usr (system headers, the toolchain), the build directory `work`
+// read-write and `tmp` as TMPDIR, both at their own paths (so the paths in diagnostics are
+// the real ones), no network, no /proc, no environment of ours but PATH (CPATH and the like
+// would change a build without changing its key). A compiler outside /usr is bound
+// read-only at its own path: its installation prefix when it sits in a bin/ directory (a
+// toolchain under /opt), else the file alone.
+sandbox::Jail compiler_jail(const std::string& compiler, const fs::path& work,
+                            const fs::path& tmp) {
+  sandbox::Jail jail;
+  if (!sandbox::visible_in_every_jail(compiler)) {
+    const fs::path dir = fs::path(compiler).parent_path();
+    const bool prefix = dir.filename() == "bin" && dir.parent_path() != dir.root_path();
+    const std::string bound = prefix ? dir.parent_path().string() : compiler;
+    jail.read_only.push_back({bound, bound});
+  }
+  jail.writable = {{work.string(), work.string()}, {tmp.string(), tmp.string()}};
+  jail.environment = {"PATH=/usr/local/bin:/usr/bin:/bin", "TMPDIR=" + tmp.string()};
+  jail.cwd = work.string();
+  return jail;
+}
+
+// Runs a candidate's compile, `argv` (argv[0] the compiler's name), in its jail
+// (compiler_jail) in `work`; the exit status as the compiler's own (a compiler killed by
+// a signal inside shows that signal).
+process::RunResult run_jailed_compiler(const std::vector<std::string>& argv, const fs::path& work,
+                                       const fs::path& tmp, double time_limit_seconds) {
+  sandbox::check_available();
+  const std::string compiler = find_compiler(argv[0]);
+  if (compiler.empty()) {
+    process::RunResult missing;
+    missing.failure = {ENOENT, "posix_spawnp " + argv[0], true};
+    return missing;
+  }
+  std::vector<std::string> inside = argv;
+  inside[0] = compiler;
+  const sandbox::Jail jail = compiler_jail(compiler, work, tmp);
+  process::RunResult p =
+      run_compiler(sandbox::command_line(jail, inside), work.string(), time_limit_seconds);
+  p.status = sandbox::status_inside(p.status);
   return p;
 }
 
@@ -297,15 +360,28 @@ Result compile_fresh(const std::string& cache_dir, double time_limit, std::atomi
                     "': " + std::strerror(errno) +
                     "; make it writable or set OLLIE_CACHE_DIR to a writable directory");
   const fs::path work = pattern;
+  const fs::path tmp = work.string() + ".tmp";  // the compile's TMPDIR, removed after it
+  struct RemoveTmp {
+    const fs::path& tmp;
+    ~RemoveTmp() {
+      std::error_code ignored;
+      fs::remove_all(tmp, ignored);
+    }
+  } remove_tmp{tmp};
   try {
     for (const auto& unit : request.units) write_file(work / unit.name, unit.source);
+    fs::create_directory(tmp, ec);
+    if (ec)
+      throw UserError("cannot create a temporary directory in the cache '" + root.string() +
+                      "': " + ec.message() +
+                      "; make it writable or set OLLIE_CACHE_DIR to a writable directory");
 
     Result r;
     r.key = key;
     r.compiler_version = version;
     r.command = command_for(request);
     ++runs;
-    process::RunResult p = run_compiler(r.command, work.string(), time_limit);
+    process::RunResult p = run_jailed_compiler(r.command, work, tmp, time_limit);
     if (p.failure.error != 0)
       throw UserError("cannot run the C++ compiler '" + request.toolchain.compiler + "': " +
                       std::strerror(p.failure.error) + "; install it or name another compiler");
