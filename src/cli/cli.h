@@ -130,6 +130,7 @@ struct OptimizeFlags {
   // The llm proposer's model (docs/llm.md). Unset values (empty, negative, 0 where noted)
   // fall back to the run's stored options or the defaults. The key is never stored.
   std::string llm_protocol, llm_base_url, llm_model, llm_key;
+  std::string llm_key_file;       // --llm-key-file: read into llm_key by read_key_file
   int llm_max_tokens = 0;         // 0: unset
   double llm_temperature = -1;    // < 0: unset
   double llm_price_in = -1;       // per million prompt tokens; < 0: unset
@@ -148,6 +149,14 @@ struct OptimizeFlags {
 double parse_duration(const std::string& text, const std::string& flag);
 // Exit 0 when a best kernel was written, 4 when none passed the full verification.
 int run_optimize(const OptimizeFlags& f);
+
+// Secrets on the command line (secrets.cpp). Overwrites the value of every `flag VALUE` and
+// `flag=VALUE` in argv's own memory, which /proc/PID/cmdline shows to every process of the
+// user; true when there was one. Call after parsing (the parser keeps copies).
+bool scrub_flag_values(int argc, char** argv, const std::string& flag);
+// The API key in the file `path`: its text without surrounding whitespace. UserError naming
+// the file (never the key) when it cannot be read or is empty.
+std::string read_key_file(const std::string& path);
 
 struct CalibrateFlags {
   bool recalibrate = false;

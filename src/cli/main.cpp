@@ -197,11 +197,17 @@ int main(int argc, char** argv) {
       ->group("Language model");
   opt_cmd->add_option("--llm-model", opt.llm_model, "the model's name (env OLLIE_LLM_MODEL)")
       ->group("Language model");
+  CLI::Option* llm_key =
+      opt_cmd
+          ->add_option("--llm-key", opt.llm_key,
+                       "the API key (discouraged: until ollie erases it, other processes can read "
+                       "it in the process list; set OPENAI_API_KEY or ANTHROPIC_API_KEY, or use "
+                       "--llm-key-file). Never stored")
+          ->group("Language model");
   opt_cmd
-      ->add_option(
-          "--llm-key", opt.llm_key,
-          "the API key (discouraged: other users see it in the process list; set OPENAI_API_KEY or "
-          "ANTHROPIC_API_KEY instead). Never stored")
+      ->add_option("--llm-key-file", opt.llm_key_file,
+                   "a file holding the API key, alone (instead of --llm-key). Never stored")
+      ->excludes(llm_key)
       ->group("Language model");
   opt_cmd
       ->add_option("--llm-max-tokens", opt.llm_max_tokens,
@@ -289,9 +295,15 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    scrub_flag_values(argc, argv, "--llm-key");
     int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
+  // The parser has its copy: the key leaves /proc/PID/cmdline (where every process of the
+  // user could read it until now).
+  if (scrub_flag_values(argc, argv, "--llm-key"))
+    std::cerr << "warning: --llm-key shows the key to every process of this user until ollie "
+                 "starts; set OPENAI_API_KEY or ANTHROPIC_API_KEY, or use --llm-key-file FILE\n";
 
   try {
     if (*check) return run_check(check_flags, check_json, check_rewrites);
@@ -300,7 +312,10 @@ int main(int argc, char** argv) {
     if (*verify_cmd) return run_verify(verify_flags, ver);
     if (*emit_cmd) return run_emit(emit_flags, emit_opts);
     if (*bench_cmd) return run_bench(bench_flags, bench);
-    if (*opt_cmd) return run_optimize(opt);
+    if (*opt_cmd) {
+      if (!opt.llm_key_file.empty()) opt.llm_key = read_key_file(opt.llm_key_file);
+      return run_optimize(opt);
+    }
     if (*calibrate_cmd) return run_calibrate(cal);
   } catch (const UserError& e) {
     std::cerr << e.what() << "\n";
