@@ -91,9 +91,10 @@ std::string find_compiler(const std::string& name) {
 }
 
 // A compile's jail: /usr (system headers, the toolchain), the build directory `work`
-// read-write and `tmp` as TMPDIR, both at their own paths (so the paths in diagnostics are
-// the real ones), no network, no /proc, no environment of ours but PATH (CPATH and the like
-// would change a build without changing its key). A compiler outside /usr is bound
+// read-write at its own path (so the paths in diagnostics are the real ones) and `tmp` as
+// /tmp, the TMPDIR (on disk, and assembler messages name /tmp/ccXXXXXX.s as they always
+// did), no network, no /proc, no environment of ours but PATH (CPATH and the like would
+// change a build without changing its key). A compiler outside /usr is bound
 // read-only at its own path: its installation prefix when it sits in a bin/ directory (a
 // toolchain under /opt), else the file alone.
 sandbox::Jail compiler_jail(const std::string& compiler, const fs::path& work,
@@ -105,8 +106,9 @@ sandbox::Jail compiler_jail(const std::string& compiler, const fs::path& work,
     const std::string bound = prefix ? dir.parent_path().string() : compiler;
     jail.read_only.push_back({bound, bound});
   }
-  jail.writable = {{work.string(), work.string()}, {tmp.string(), tmp.string()}};
-  jail.environment = {"PATH=/usr/local/bin:/usr/bin:/bin", "TMPDIR=" + tmp.string()};
+  // /tmp first: a build directory under /tmp is then bound on top of it.
+  jail.writable = {{tmp.string(), "/tmp"}, {work.string(), work.string()}};
+  jail.environment = {"PATH=/usr/local/bin:/usr/bin:/bin", "TMPDIR=/tmp"};
   jail.cwd = work.string();
   return jail;
 }

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -102,8 +103,29 @@ std::string absolute(const std::string& path) {
   return fs::absolute(path).lexically_normal().string();
 }
 
-void add_binds(std::vector<std::string>& out, const char* flag, const std::vector<Bind>& binds) {
-  for (const Bind& b : binds) out.insert(out.end(), {flag, absolute(b.source), b.dest});
+// The jail's binds, parents before children (a bind at /tmp would otherwise hide one made
+// below it earlier), in the order given where the depth is the same.
+void add_binds(std::vector<std::string>& out, const Jail& jail) {
+  struct Mount {
+    const char* flag;
+    const Bind* bind;
+  };
+  std::vector<Mount> mounts;
+  for (const Bind& b : jail.read_only) mounts.push_back({"--ro-bind", &b});
+  for (const Bind& b : jail.read_only_if_present) mounts.push_back({"--ro-bind-try", &b});
+  for (const Bind& b : jail.writable) mounts.push_back({"--bind", &b});
+  auto depth = [](const Mount& m) {
+    int n = 0;
+    for (const auto& part : fs::path(m.bind->dest).lexically_normal().relative_path()) {
+      (void)part;
+      ++n;
+    }
+    return n;
+  };
+  std::stable_sort(mounts.begin(), mounts.end(),
+                   [&](const Mount& a, const Mount& b) { return depth(a) < depth(b); });
+  for (const Mount& m : mounts)
+    out.insert(out.end(), {m.flag, absolute(m.bind->source), m.bind->dest});
 }
 
 // The probe: a minimal jail running /usr/bin/true. Empty when it worked, else the message.
@@ -171,10 +193,8 @@ std::vector<std::string> options(const Jail& jail) {
   if (recent) out.insert(out.end(), {"--size", std::to_string(jail.tmp_bytes)});
   out.insert(out.end(), {"--tmpfs", "/tmp"});
   if (jail.proc) out.insert(out.end(), {"--proc", "/proc"});
-  // After /tmp: a bind below /tmp lands in the private tmpfs.
-  add_binds(out, "--ro-bind", jail.read_only);
-  add_binds(out, "--ro-bind-try", jail.read_only_if_present);
-  add_binds(out, "--bind", jail.writable);
+  // After /tmp: a bind below /tmp lands in the private tmpfs (or on a bind at /tmp).
+  add_binds(out, jail);
   out.insert(out.end(), {"--chdir", jail.cwd.empty() ? "/" : jail.cwd});
   return out;
 }

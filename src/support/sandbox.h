@@ -19,6 +19,8 @@ struct Bind {
   std::string dest;    // path inside the jail
 };
 
+// Binds are made parents first (by the depth of `dest`), so one at /tmp does not hide one
+// below it.
 struct Jail {
   std::vector<Bind> read_only;
   std::vector<Bind> read_only_if_present;  // skipped when the source does not exist

@@ -92,6 +92,19 @@ TEST_F(Sandbox, TheJailShowsUsrItsBindsAndNothingElse) {
   EXPECT_TRUE(fs::exists(dir_ / "out" / "written.txt"));
 }
 
+TEST_F(Sandbox, ABindBelowAnotherIsMadeAfterIt) {
+  fs::create_directories(dir_ / "tmp");
+  std::ofstream(dir_ / "inner.txt") << "inner\n";
+  sandbox::Jail jail;
+  // Given child first: the bind at /tmp must not hide the one below it.
+  jail.read_only = {{(dir_ / "inner.txt").string(), "/tmp/a/inner.txt"}};
+  jail.writable = {{(dir_ / "tmp").string(), "/tmp"}};
+  const process::RunResult r = run(jail, "cat /tmp/a/inner.txt && echo x > /tmp/outer.txt");
+  ASSERT_TRUE(r.status.exited && r.status.exit_code == 0) << r.out;
+  EXPECT_NE(r.out.find("inner\n"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(dir_ / "tmp" / "outer.txt"));
+}
+
 TEST_F(Sandbox, NoNetworkAndOnlyTheJailsOwnProcesses) {
   sandbox::Jail jail;
   jail.proc = true;
