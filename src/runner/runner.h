@@ -25,7 +25,7 @@ struct Options {
   double timeout_seconds = 60;  // wall-clock limit of one run; the child is killed after it
   std::string
       runner_path;  // default: "ollie-runner" next to the running executable (/proc/self/exe)
-  int threads = 0;  // OMP_NUM_THREADS for the child; 0 = leave as is
+  int threads = 0;  // OMP_NUM_THREADS for the child; 0 = ours if a plain count, else unset
   std::string entry_symbol =
       "ollie_entry";  // the adapter entry to call (build::AdapterNames::entry)
   // The sandbox: a seccomp filter (no files, sockets, processes or exec once the kernel
@@ -53,11 +53,11 @@ struct Options {
   // of space reserved at start).
   bool sanitize = false;
   std::string sanitizer_runtime;
-  // A fixed OpenMP environment for timing (time_kernels sets it when
-  // TimingOptions::steady_openmp): OMP_WAIT_POLICY=active, and none of GOMP_SPINCOUNT,
-  // OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY or OMP_DYNAMIC inherited, so a kernel's
-  // threads spin between calls instead of sleeping (a sleeping pool is woken by futex,
-  // which costs more than a small kernel), whatever the user's shell says.
+  // Kept for the callers; every child now gets the fixed OpenMP environment, timed or not
+  // (the child inherits no environment, docs/design.md section 7): OMP_WAIT_POLICY=active,
+  // and none of GOMP_SPINCOUNT, OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY or
+  // OMP_DYNAMIC, so a kernel's threads spin between calls instead of sleeping (a sleeping
+  // pool is woken by futex, which costs more than a small kernel).
   bool steady_openmp = false;
 };
 
