@@ -130,6 +130,12 @@ process::RunResult run_jailed_compiler(const std::vector<std::string>& argv, con
   const sandbox::Jail jail = compiler_jail(compiler, work, tmp);
   process::RunResult p =
       run_compiler(sandbox::command_line(jail, inside), work.string(), time_limit_seconds);
+  // bwrap's own failure (exit 1, its message first) says nothing about the source: it must
+  // not be cached as a compile error.
+  if (p.status.exited && p.status.exit_code == 1 && p.out.rfind("bwrap: ", 0) == 0)
+    throw UserError("cannot run the C++ compiler '" + compiler +
+                    "' in its sandbox: " + p.out.substr(0, p.out.find('\n')) +
+                    "; check that the compiler and the build cache are readable");
   p.status = sandbox::status_inside(p.status);
   return p;
 }
