@@ -207,8 +207,10 @@ struct KernelTiming {
   double compile_seconds = 0;
 };
 
-enum class BenchStatus { Ok, CompileError, RunFailed, Wrong };
-const char* bench_status_name(BenchStatus s);  // "ok", "compile-error", "run-failed", "wrong"
+// Refused: a kernel's source or build failed the screens (build/screen.h) and never ran.
+enum class BenchStatus { Ok, CompileError, RunFailed, Wrong, Refused };
+// "ok", "compile-error", "run-failed", "wrong", "refused"
+const char* bench_status_name(BenchStatus s);
 
 struct BenchReport {
   BenchStatus status = BenchStatus::Ok;
