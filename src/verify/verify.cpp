@@ -121,10 +121,9 @@ const char* verdict_name(Verdict v) {
 }
 
 std::optional<Verdict> verdict_from_name(std::string_view name) {
-  for (Verdict v :
-       {Verdict::Pass, Verdict::Wrong, Verdict::Crash, Verdict::Timeout, Verdict::OutOfMemory,
-        Verdict::Forbidden, Verdict::CompileError, Verdict::LoadError, Verdict::Sanitizer,
-        Verdict::Tampered, Verdict::Refused})
+  for (Verdict v : {Verdict::Pass, Verdict::Wrong, Verdict::Crash, Verdict::Timeout,
+                    Verdict::OutOfMemory, Verdict::Forbidden, Verdict::CompileError,
+                    Verdict::LoadError, Verdict::Sanitizer, Verdict::Tampered, Verdict::Refused})
     if (name == verdict_name(v)) return v;
   return std::nullopt;
 }
