@@ -122,7 +122,11 @@ BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernel
     build::Request request;
     request.units = {{"kernel.cpp", k.source}, {"ollie_adapter.cpp", build::adapter_source(graph)}};
     if (!options.compiler.empty()) request.toolchain.compiler = options.compiler;
-    const build::ScreenedResult screened = build::compile_screened(driver, request);
+    build::ScreenedResult screened;
+    if (options.screen)
+      screened = build::compile_screened(driver, request);
+    else
+      screened.built = driver.compile(request);
     const build::Result& result = screened.built;
     KernelTiming timing;
     timing.name = k.name;

@@ -196,7 +196,11 @@ struct BenchOptions {
   double timeout_seconds = 300;  // the whole timed run
   std::string compiler;          // empty: the build driver's default
   std::string cache_dir;         // empty: the build driver's default
-  std::string runner_path;       // empty: next to the running executable
+  // Each kernel through the screen (build/screen.h) before it is timed. false only for
+  // instruments that test the timing itself (tests' kernels that sleep or read the
+  // environment): never for a candidate.
+  bool screen = true;
+  std::string runner_path;  // empty: next to the running executable
 };
 
 struct KernelTiming {
