@@ -20,7 +20,7 @@ bool starts(std::string_view s, std::string_view p) { return s.substr(0, p.size(
 
 // Names refused wherever they appear as a token, and why.
 const std::unordered_map<std::string_view, const char*>& refused_names() {
-  static const char* const kAsm = "inline assembly: a kernel is plain C++ (intrinsics are fine)";
+  static const char* const kAsm = "is inline assembly: a kernel is plain C++ (intrinsics are fine)";
   static const char* const kFrame = "reads the caller's stack frame: a kernel never needs it";
   static const char* const kEnv =
       "reads or changes the environment: a kernel's result depends only on its arguments";
