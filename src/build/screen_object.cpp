@@ -152,11 +152,14 @@ void screen_load_time(const ElfFile& elf, const std::string& where, bool sanitiz
     for (const std::string& target : targets) {
       if (toolchain_entry(target, sanitized) || (all.empty() && targets.size() <= 1)) continue;
       out.push_back(
-          {where, name + " runs `" + target + "` when the kernel is " +
-                      (s.sh_type == SHT_INIT_ARRAY ? "loaded" : "unloaded") +
-                      ": a kernel's code runs only when it is called (a namespace-scope object "
-                      "with a constructor or destructor, a constructor/destructor attribute, or "
-                      "<iostream>; make such objects function-local statics or constexpr)"});
+          {where,
+           name + " runs `" + target + "` when the kernel is " +
+               (s.sh_type == SHT_INIT_ARRAY ? "loaded" : "unloaded") +
+               ": a kernel's code runs only when it is called (a namespace-scope object with a "
+               "constructor or destructor, a constructor/destructor attribute, or "
+               "<iostream> or <bits/stdc++.h>, whose stream objects are set up at load "
+               "time: drop them, and make such objects function-local statics or "
+               "constexpr)"});
     }
   }
   for (const auto& s : dynamic)
