@@ -61,8 +61,15 @@ class ElfFile {
   }
 
   // Every entry of an array section of T (symbols, dynamic entries, relocations).
+  // Whether the section's bytes lie inside the file (a corrupt size never allocates).
+  bool in_file(const Elf64_Shdr& s) const {
+    return s.sh_offset <= bytes_.size() && s.sh_size <= bytes_.size() - s.sh_offset;
+  }
+
   template <typename T>
   std::vector<T> entries(const Elf64_Shdr& s) const {
+    if (!in_file(s))
+      throw UserError("'" + path_ + "': section " + section_name(s) + " lies outside the file");
     std::vector<T> out(s.sh_size / sizeof(T));
     for (size_t k = 0; k < out.size(); ++k)
       if (!read(s.sh_offset + k * sizeof(T), out[k]))
@@ -101,6 +108,7 @@ std::vector<std::string> array_targets(const ElfFile& elf, const Elf64_Shdr& arr
   std::map<uint64_t, std::string> at;
   for (const auto& s : all)
     if (ELF64_ST_TYPE(s.sym.st_info) == STT_FUNC && !s.name.empty()) at[s.sym.st_value] = s.name;
+  if (!elf.in_file(array)) throw UserError("an init or fini array lies outside the file");
   std::vector<std::string> out(array.sh_size / 8);
   for (size_t k = 0; k < out.size(); ++k) out[k] = "an unknown function";
   for (const auto& s : elf.sections()) {
