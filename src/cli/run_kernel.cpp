@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "build/build.h"
+#include "build/screen.h"
 #include "cli/cli.h"
 #include "runner/runner.h"
 
@@ -52,7 +53,12 @@ int run_kernel(const SpecFlags& flags, const RunKernelFlags& run) {
   request.units = {{"kernel.cpp", source}, {"ollie_adapter.cpp", build::adapter_source(graph)}};
   if (!run.compiler.empty()) request.toolchain.compiler = run.compiler;
   build::Driver driver;
-  build::Result built = driver.compile(request);
+  const build::ScreenedResult screened = build::compile_screened(driver, request);
+  if (screened.refused()) {
+    std::cerr << fmt::format("error: {}: {}", run.kernel_path, screened.message());
+    return 1;
+  }
+  const build::Result& built = screened.built;
   if (!built.ok) {
     std::cerr << fmt::format("error: {} does not compile ({}):\n{}", run.kernel_path,
                              built.compiler_version, head_lines(built.log, 30));

@@ -261,8 +261,9 @@ struct Failure {
 };
 
 // The last few failures (oldest first), each trimmed: a compile error to its first
-// `max_compile_errors` errors (with their context lines), anything else to its first
-// `max_lines` lines; every diagnostic to at most `max_chars`.
+// `max_compile_errors` errors (with their context lines), a refusal (verdict "refused")
+// kept whole (its reasons, one a line), anything else to its first `max_lines` lines;
+// every diagnostic to at most `max_chars`.
 class FailureLog {
  public:
   explicit FailureLog(size_t keep = 3, int max_compile_errors = 3, int max_lines = 6,

@@ -178,6 +178,8 @@ void FailureLog::add(const std::string& verdict, const std::string& diagnostic) 
   std::string text;
   if (verdict == "compile-error") {
     text = trim_compile_errors(diagnostic, max_compile_errors_);
+  } else if (verdict == "refused") {
+    text = diagnostic;  // every reason, each with its line: the model must fix them all
   } else {
     std::vector<std::string> lines = strings::split_lines(diagnostic);
     for (size_t i = 0; i < lines.size() && i < static_cast<size_t>(max_lines_); ++i)

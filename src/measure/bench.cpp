@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "build/build.h"
+#include "build/screen.h"
 #include "interp/interp.h"
 #include "measure/measure.h"
 #include "runner/runner.h"
@@ -92,6 +93,7 @@ const char* bench_status_name(BenchStatus s) {
     case BenchStatus::CompileError: return "compile-error";
     case BenchStatus::RunFailed: return "run-failed";
     case BenchStatus::Wrong: return "wrong";
+    case BenchStatus::Refused: return "refused";
   }
   return "unknown";
 }
@@ -120,11 +122,21 @@ BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernel
     build::Request request;
     request.units = {{"kernel.cpp", k.source}, {"ollie_adapter.cpp", build::adapter_source(graph)}};
     if (!options.compiler.empty()) request.toolchain.compiler = options.compiler;
-    const build::Result result = driver.compile(request);
+    build::ScreenedResult screened;
+    if (options.screen)
+      screened = build::compile_screened(driver, request);
+    else
+      screened.built = driver.compile(request);
+    const build::Result& result = screened.built;
     KernelTiming timing;
     timing.name = k.name;
     timing.compile_seconds = result.seconds;
     report.kernels.push_back(timing);
+    if (screened.refused()) {
+      report.status = BenchStatus::Refused;
+      report.message = k.name + ": " + screened.message();
+      return report;
+    }
     if (!result.ok) {
       report.status = BenchStatus::CompileError;
       report.message = k.name + " does not compile:\n" + result.log.substr(0, 4000);

@@ -196,7 +196,11 @@ struct BenchOptions {
   double timeout_seconds = 300;  // the whole timed run
   std::string compiler;          // empty: the build driver's default
   std::string cache_dir;         // empty: the build driver's default
-  std::string runner_path;       // empty: next to the running executable
+  // Each kernel through the screen (build/screen.h) before it is timed. false only for
+  // instruments that test the timing itself (tests' kernels that sleep or read the
+  // environment): never for a candidate.
+  bool screen = true;
+  std::string runner_path;  // empty: next to the running executable
 };
 
 struct KernelTiming {
@@ -207,8 +211,10 @@ struct KernelTiming {
   double compile_seconds = 0;
 };
 
-enum class BenchStatus { Ok, CompileError, RunFailed, Wrong };
-const char* bench_status_name(BenchStatus s);  // "ok", "compile-error", "run-failed", "wrong"
+// Refused: a kernel's source or build failed the screens (build/screen.h) and never ran.
+enum class BenchStatus { Ok, CompileError, RunFailed, Wrong, Refused };
+// "ok", "compile-error", "run-failed", "wrong", "refused"
+const char* bench_status_name(BenchStatus s);
 
 struct BenchReport {
   BenchStatus status = BenchStatus::Ok;

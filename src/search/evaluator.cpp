@@ -103,6 +103,7 @@ class LocalEvaluator : public Evaluator {
 
   // What a timing that did not run right counts as.
   static verify::Verdict verdict_of(measure::BenchStatus status) {
+    if (status == measure::BenchStatus::Refused) return verify::Verdict::Refused;
     return status == measure::BenchStatus::Wrong ? verify::Verdict::Wrong : verify::Verdict::Crash;
   }
 

@@ -13,6 +13,7 @@
 #include <random>
 
 #include "build/build.h"
+#include "build/screen.h"
 #include "runner/runner.h"
 #include "support/error.h"
 #include "support/sha256.h"
@@ -120,10 +121,9 @@ const char* verdict_name(Verdict v) {
 }
 
 std::optional<Verdict> verdict_from_name(std::string_view name) {
-  for (Verdict v :
-       {Verdict::Pass, Verdict::Wrong, Verdict::Crash, Verdict::Timeout, Verdict::OutOfMemory,
-        Verdict::Forbidden, Verdict::CompileError, Verdict::LoadError, Verdict::Sanitizer,
-        Verdict::Tampered, Verdict::Refused})
+  for (Verdict v : {Verdict::Pass, Verdict::Wrong, Verdict::Crash, Verdict::Timeout,
+                    Verdict::OutOfMemory, Verdict::Forbidden, Verdict::CompileError,
+                    Verdict::LoadError, Verdict::Sanitizer, Verdict::Tampered, Verdict::Refused})
     if (name == verdict_name(v)) return v;
   return std::nullopt;
 }
@@ -297,12 +297,22 @@ Report Verification::finish() {
   return report_;
 }
 
-// The kernel's build; false (compile-error) when it does not compile.
+// The kernel's build behind the screens (build/screen.h); false (refused, compile-error)
+// when the screens refuse it or it does not compile.
 bool Verification::compile() {
-  const build::Result built = driver_.compile(request_);
+  const build::ScreenedResult screened = build::compile_screened(driver_, request_);
+  const build::Result& built = screened.built;
   report_.compiler = request_.toolchain.compiler;
-  report_.compiler_version = built.compiler_version;
+  report_.compiler_version = built.compiler_version.empty()
+                                 ? build::compiler_version(request_.toolchain.compiler)
+                                 : built.compiler_version;
   report_.flags = request_.toolchain.flags;
+  if (screened.refused()) {
+    report_.verdict = Verdict::Refused;
+    report_.penalty = 1;
+    report_.message = screened.message();
+    return false;
+  }
   if (!built.ok) {
     report_.verdict = Verdict::CompileError;
     report_.penalty = 1;
@@ -391,7 +401,14 @@ bool Verification::replay_with_sanitizers() {
   sanitized.toolchain = build::sanitizer_toolchain(request_.toolchain);
   report_.sanitizer_runtime = build::sanitizer_runtime(sanitized.toolchain.compiler);
   report_.sanitizer_flags = sanitized.toolchain.flags;
-  const build::Result sanitized_build = driver_.compile(sanitized);
+  const build::ScreenedResult screened = build::compile_screened(driver_, sanitized, true);
+  const build::Result& sanitized_build = screened.built;
+  if (screened.refused()) {
+    report_.verdict = Verdict::Refused;
+    report_.penalty = 1;
+    report_.message = "the sanitizer build: " + screened.message();
+    return false;
+  }
   if (!sanitized_build.ok) {
     report_.verdict = Verdict::CompileError;
     report_.message = "the sanitizer build (-fsanitize=address,undefined) does not compile:\n" +

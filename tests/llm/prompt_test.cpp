@@ -160,6 +160,21 @@ TEST(Failures, TheLogKeepsTheLastFewTrimmed) {
   EXPECT_LT(chars.recent()[0].diagnostic.size(), 80u);
 }
 
+// A refusal keeps every reason (the model must fix them all), where another verdict's
+// diagnostic is cut to its first lines.
+TEST(Failures, ARefusalKeepsEveryReason) {
+  FailureLog log(3, 3, /*max_lines=*/2);
+  const std::string refusal =
+      "refused: the kernel asks for what a kernel never needs:\n"
+      "kernel.cpp:3:5: `getenv` reads or changes the environment\n"
+      "kernel.cpp:9:1: inline assembly\n"
+      "kernel.cpp:12:17: names /proc\n";
+  log.add("refused", refusal);
+  EXPECT_EQ(log.recent()[0].diagnostic, refusal);
+  log.add("crash", refusal);
+  EXPECT_EQ(log.recent()[1].diagnostic.find("names /proc"), std::string::npos);
+}
+
 TEST(Failures, RenderedFailuresReachThePrompt) {
   FailureLog log;
   log.add("compile-error", "k.cpp:3:1: error: 'foo' was not declared in this scope\n");

@@ -53,6 +53,8 @@ BenchOptions quick() {
   o.min_rounds = 12;
   o.budget_seconds = 0;
   o.threads = 1;
+  o.screen =
+      false;  // the instruments below sleep and read the environment: the screen refuses both
   return o;
 }
 
@@ -143,6 +145,17 @@ extern "C" void ollie_kernel(const float* x, float* out0, const int64_t* dims) {
       << report.message;
   EXPECT_NE(report.kernels[0].output_problem.find("input set 2"), std::string::npos)
       << report.kernels[0].output_problem;
+}
+
+// Without the tests' exemption a kernel that sleeps is refused before anything is timed.
+TEST(Bench, ARefusedKernelIsNeverTimed) {
+  BenchOptions screened = quick();
+  screened.screen = true;
+  const auto report = ollie::measure::bench(spec(), {{"sleepy", sleeping_kernel(100)}}, screened);
+  EXPECT_EQ(report.status, BenchStatus::Refused);
+  EXPECT_STREQ(ollie::measure::bench_status_name(report.status), "refused");
+  EXPECT_NE(report.message.find("imports `nanosleep`"), std::string::npos) << report.message;
+  EXPECT_EQ(report.rounds, 0);
 }
 
 TEST(Bench, CompileErrorsAndCrashesAreReportedNotThrown) {

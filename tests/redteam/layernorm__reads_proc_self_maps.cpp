@@ -3,7 +3,7 @@
 // candidate's output) somewhere in its memory, as a reported exploit against a GPU
 // kernel benchmark did. Whatever it finds, it must never get that far: opening a file is
 // forbidden inside the sandbox (seccomp kills the process on open/openat).
-// expect: forbidden-syscall
+// expect: forbidden-syscall-or-refused
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
