@@ -102,8 +102,8 @@ std::vector<std::string> check_calls(const ir::Graph& graph, const runner::Timed
     problems[k] = "timed call " + std::to_string(call.round + 1) + " of " +
                   std::to_string(timed.rep_seconds[k].size()) + " (input set " +
                   std::to_string(call.set + 1) + " of 2, seed " +
-                  std::to_string(report.seed + static_cast<uint64_t>(call.set)) +
-                  ", rotated and " + std::to_string(points) +
+                  std::to_string(report.seed + static_cast<uint64_t>(call.set)) + ", rotated and " +
+                  std::to_string(points) +
                   " elements per input changed at random right before the call): " + c.text;
   }
   return problems;

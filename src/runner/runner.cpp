@@ -423,6 +423,7 @@ std::string read_checked(const char* base, const Layout& layout, const proto::Re
       call.points.emplace_back(m);
       std::memcpy(call.points[i].data(), points + i * m * sizeof(uint64_t), m * sizeof(uint64_t));
       const uint64_t n = staged[0][i].data.size();
+      if (n == 0) call.points[i].clear();  // nothing was changed
       bool ok = call.rotation[i] < std::max<uint64_t>(n, 1);
       for (uint64_t p : call.points[i]) ok = ok && p < n;
       if (!ok) return "the runner's log of checked calls names elements out of range";

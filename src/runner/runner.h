@@ -154,8 +154,8 @@ struct TimingOptions {
 // staged set and the child's log) and the outputs it wrote.
 struct CheckedCall {
   int kernel = 0;
-  int round = 0;  // the timed round
-  int set = 0;    // the input set it was drawn from
+  int round = 0;                              // the timed round
+  int set = 0;                                // the input set it was drawn from
   std::vector<uint64_t> rotation;             // per input: element p held set[(p + r) % N]
   std::vector<std::vector<uint64_t>> points;  // per input: the elements then taken from the
                                               // next set, in order

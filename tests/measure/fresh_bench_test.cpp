@@ -63,8 +63,7 @@ std::string lagging(int lag) {
 // Keys its answers by a hash of 64 sampled elements: `sample` says which ("w": the
 // small input, sampled 64 times over; "x": 64 elements spread over x).
 std::string hashing(const std::string& sample) {
-  const std::string element =
-      sample == "w" ? "w[j % dims[1]]" : "x[j * dims[0] / 64]";
+  const std::string element = sample == "w" ? "w[j % dims[1]]" : "x[j * dims[0] / 64]";
   return std::string(kHead) + "static std::map<uint64_t, std::vector<float>> answers;\n" +
          "extern \"C\" void ollie_kernel(const float* x, const float* w, float* out0, "
          "const int64_t* dims) {\n"

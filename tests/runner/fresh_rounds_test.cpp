@@ -33,8 +33,9 @@ std::string build_so(const std::string& name, const std::string& body) {
   static std::map<std::string, std::string> built;
   if (auto it = built.find(name); it != built.end()) return it->second;
   const std::string src = dir + "/" + name + ".cpp", so = dir + "/" + name + ".so";
-  std::ofstream(src) << "#include <cstdint>\n#include <cstring>\n#include <set>\n#include <vector>\n"
-                     << body;
+  std::ofstream(src)
+      << "#include <cstdint>\n#include <cstring>\n#include <set>\n#include <vector>\n"
+      << body;
   const std::string cmd = "g++ -std=c++20 -O2 -shared -fPIC -o '" + so + "' '" + src + "'";
   if (std::system(cmd.c_str()) != 0) throw std::runtime_error("test kernel failed to compile");
   return built[name] = so;
@@ -50,10 +51,11 @@ Options options() {
 constexpr int kN = 256;
 
 ollie::ir::Graph doubling() {
-  return ollie::spec::compile_spec("test.py",
-                                   "import numpy as np\nDIMS = dict(N=" + std::to_string(kN) +
-                                       ")\ndef f(x: \"f32[N]\") -> \"f32[N]\":\n    return x * 2.0\n",
-                                   {});
+  return ollie::spec::compile_spec(
+      "test.py",
+      "import numpy as np\nDIMS = dict(N=" + std::to_string(kN) +
+          ")\ndef f(x: \"f32[N]\") -> \"f32[N]\":\n    return x * 2.0\n",
+      {});
 }
 
 std::vector<std::vector<Tensor>> two_sets() {

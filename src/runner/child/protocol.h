@@ -111,9 +111,7 @@ inline uint64_t fresh_log_offset(const RequestHeader& h) {
   return h.fresh_offset + (uint64_t{4} * h.n_inputs + 7) / 8 * 8;
 }
 // Check slot groups per kernel (see the buffer table above).
-inline uint64_t check_groups(const RequestHeader& h) {
-  return h.fresh ? h.check_calls : h.n_sets;
-}
+inline uint64_t check_groups(const RequestHeader& h) { return h.fresh ? h.check_calls : h.n_sets; }
 // Bytes from results_offset to the end of what timed mode writes.
 inline uint64_t timed_results_bytes(const RequestHeader& h) {
   const uint64_t times = sizeof(TimedResults) + uint64_t{h.n_kernels} * h.max_rounds * 8;

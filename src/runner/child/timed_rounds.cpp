@@ -145,17 +145,18 @@ bool Rounds::freshen() {
     const uint64_t n = count(i), e = elem(i);
     const char* src = at(staged_[other * n_in_ + i]);
     char* dst = at(live_[i]);
-    for (size_t j = 0; j < m && n > 0; ++j) {
+    for (size_t j = 0; j < m; ++j) {
       uint64_t& p = points_[i * m + j];
-      p %= n;
-      std::memcpy(dst + p * e, src + p * e, e);
+      p = n > 0 ? p % n : 0;  // an empty input has nothing to change (the parent skips it)
+      if (n > 0) std::memcpy(dst + p * e, src + p * e, e);
     }
   }
   return true;
 }
 
 void Rounds::poison() {
-  for (size_t o = 0; o < n_out_; ++o) std::memset(at(live_[n_in_ + o]), 0xFF, live_[n_in_ + o].bytes);
+  for (size_t o = 0; o < n_out_; ++o)
+    std::memset(at(live_[n_in_ + o]), 0xFF, live_[n_in_ + o].bytes);
 }
 
 void Rounds::call(size_t k) {
@@ -177,7 +178,8 @@ bool Rounds::keep(size_t k, uint32_t r) {
   for (size_t o = 0; o < n_out_; ++o)
     std::memcpy(at(check_[(k * slots + slot) * n_out_ + o]), at(live_[n_in_ + o]),
                 live_[n_in_ + o].bytes);
-  char* entry = view_ + proto::fresh_log_offset(h_) + (k * slots + slot) * proto::fresh_entry_bytes(h_);
+  char* entry =
+      view_ + proto::fresh_log_offset(h_) + (k * slots + slot) * proto::fresh_entry_bytes(h_);
   const proto::FreshEntry head{1, static_cast<uint32_t>(k), r, static_cast<uint32_t>(set_)};
   std::memcpy(entry, &head, sizeof head);
   std::memcpy(entry + sizeof head, rotation_.data(), rotation_.size() * sizeof(uint64_t));
