@@ -200,7 +200,7 @@ struct BenchOptions {
   // Fresh inputs (runner::TimingOptions::fresh_inputs): timed calls checked per kernel
   // (a random sample, chosen after the calls) and elements changed per input per call.
   int check_calls = 8;
-  int fresh_points = 16;
+  int fresh_points = 64;
 };
 
 struct KernelTiming {

@@ -147,7 +147,7 @@ struct TimingOptions {
   // TimedOutcome::checked (set_outputs stays empty).
   bool fresh_inputs = false;
   int check_calls = 8;
-  int fresh_points = 16;
+  int fresh_points = 64;
 };
 
 // A timed call of fresh mode kept for checking: the inputs it saw (rebuilt from the

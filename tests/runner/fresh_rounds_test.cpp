@@ -155,7 +155,7 @@ TEST(FreshInputs, TheLogRebuildsEachCallsInputsAndThePointsChangeFromCallToCall)
     // Rotated by 1..N-1, and every point really changed (it holds the other set's value).
     ASSERT_GE(call.rotation[0], 1u);
     ASSERT_LT(call.rotation[0], static_cast<uint64_t>(kN));
-    ASSERT_EQ(call.points[0].size(), 16u);
+    ASSERT_EQ(call.points[0].size(), 64u);
     const auto& other = sets[static_cast<size_t>(1 - call.set)][0].data;
     for (uint64_t p : call.points[0]) {
       EXPECT_EQ(x[p], other[p]);
