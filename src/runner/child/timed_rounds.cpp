@@ -36,6 +36,9 @@ void flush_caches(char* flush, uint64_t bytes) {
 // THE call site of the per-call check, after every kernel call (warm-up, warm and timed
 // alike). The seal helper's check_after_call (runner/child/seal.h: the floating-point
 // environment and the inputs after each call) goes here when merged; it does nothing yet.
+// With fresh inputs the live inputs are no longer a copy of a staged set: an input check
+// must compare with what was written before the call (the set rotated by rotation_, then
+// points_ from the next set; see Rounds), or with a checksum taken just before t0.
 void after_call() {}
 
 // The rounds' state: the request, where everything lies in the runner's view, and in
