@@ -29,7 +29,8 @@ constexpr uint32_t kVersion = 7;
 // buffers, call c using group c. Timed mode (n_sets > 0): first the live group the
 // kernels are called on (n_inputs + n_outputs), then the staged inputs of every input
 // set (n_sets groups of n_inputs), then the check slots (n_kernels x n_sets groups of
-// n_outputs; slot [k][s] receives kernel k's outputs of its last repetition on set s).
+// n_outputs; slot [k][s] receives kernel k's outputs of its last repetition on set s;
+// with `fresh`, n_kernels x check_calls groups instead: see below).
 struct RequestHeader {
   char magic[8];
   uint32_t version;
