@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <chrono>
 #include <cstdlib>
@@ -68,6 +69,45 @@ double own_cpu() {
   getrusage(RUSAGE_SELF, &self);
   getrusage(RUSAGE_CHILDREN, &children);
   return seconds(self) + seconds(children);
+}
+
+// Each checked call's outputs against the reference for exactly the inputs it saw (the
+// references computed in parallel); per kernel the first problem ("" when none), and
+// report.checked_calls counted.
+std::vector<std::string> check_calls(const ir::Graph& graph, const runner::TimedOutcome& timed,
+                                     BenchReport& report) {
+  const size_t n = timed.checked.size();
+  std::vector<interp::Result> references(n);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < n;)
+      references[i] = interp::evaluate(graph, timed.checked[i].inputs);
+  };
+  const size_t helpers =
+      std::min<size_t>(n, std::max(1u, std::thread::hardware_concurrency())) - (n > 0 ? 1 : 0);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < helpers; ++t) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+
+  std::vector<std::string> problems(report.kernels.size());
+  for (size_t i = 0; i < n; ++i) {
+    const runner::CheckedCall& call = timed.checked[i];
+    const auto k = static_cast<size_t>(call.kernel);
+    ++report.kernels[k].checked_calls;
+    if (!problems[k].empty()) continue;
+    const verify::Comparison c = verify::compare_outputs(call.outputs, references[i]);
+    if (c.agrees) continue;
+    size_t points = 0;
+    for (const auto& p : call.points) points = std::max(points, p.size());
+    problems[k] = "timed call " + std::to_string(call.round + 1) + " of " +
+                  std::to_string(timed.rep_seconds[k].size()) + " (input set " +
+                  std::to_string(call.set + 1) + " of 2, seed " +
+                  std::to_string(report.seed + static_cast<uint64_t>(call.set)) + ", rotated and " +
+                  std::to_string(points) +
+                  " elements per input changed at random right before the call): " + c.text;
+  }
+  return problems;
 }
 
 }  // namespace
@@ -172,6 +212,11 @@ BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernel
   // timed call right after an untimed one, and libgomp's threads spinning between calls.
   timing.warm_call = true;
   timing.steady_openmp = true;
+  // Inputs no call saw before, changed last thing before the clock starts, and a random
+  // sample of the timed calls checked (docs/measurement.md, "Fresh inputs").
+  timing.fresh_inputs = true;
+  timing.check_calls = options.check_calls;
+  timing.fresh_points = options.fresh_points;
 
   const MachineCpu cpu_before = machine_cpu();
   const double own_before = own_cpu();
@@ -191,20 +236,12 @@ BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernel
   report.rounds = timed.rep_seconds.empty() ? 0 : static_cast<int>(timed.rep_seconds[0].size());
   report.warmup_seconds = timed.warmup_seconds;
 
-  std::vector<interp::Result> references;
-  for (const auto& set : sets) references.push_back(interp::evaluate(graph, set));
+  const std::vector<std::string> problems = check_calls(graph, timed, report);
   for (size_t k = 0; k < report.kernels.size(); ++k) {
     KernelTiming& kt = report.kernels[k];
     kt.stats = summarize(timed.rep_seconds[k]);
-    kt.outputs_agree = true;
-    for (size_t s = 0; s < sets.size() && kt.outputs_agree; ++s) {
-      const verify::Comparison c = verify::compare_outputs(timed.set_outputs[k][s], references[s]);
-      if (!c.agrees) {
-        kt.outputs_agree = false;
-        kt.output_problem = "input set " + std::to_string(s + 1) + " of 2 (seed " +
-                            std::to_string(report.seed + s) + "): " + c.text;
-      }
-    }
+    kt.outputs_agree = problems[k].empty();
+    kt.output_problem = problems[k];
     if (!kt.outputs_agree && report.status == BenchStatus::Ok) {
       report.status = BenchStatus::Wrong;
       report.message = kt.name + " computed wrong outputs while being timed: " + kt.output_problem;

@@ -201,13 +201,18 @@ struct BenchOptions {
   // environment): never for a candidate.
   bool screen = true;
   std::string runner_path;  // empty: next to the running executable
+  // Fresh inputs (runner::TimingOptions::fresh_inputs): timed calls checked per kernel
+  // (a random sample, chosen after the calls) and elements changed per input per call.
+  int check_calls = 8;
+  int fresh_points = 64;
 };
 
 struct KernelTiming {
   std::string name;  // as the caller named it (a file name)
   Stats stats;
-  bool outputs_agree = false;  // the outputs of its timed calls, on every input set
-  std::string output_problem;  // when not: which set, which element, by how much
+  bool outputs_agree = false;  // the outputs of its checked timed calls
+  std::string output_problem;  // when not: which call, which element, by how much
+  int checked_calls = 0;       // timed calls whose outputs were checked
   double compile_seconds = 0;
 };
 
@@ -251,8 +256,12 @@ struct BenchKernel {
 
 // Compiles each kernel (one, or two side by side), times them in one runner session on
 // two input sets drawn like the verifier's normal suite (inputs at fixed addresses,
-// refilled between rounds, outputs poisoned before every call), and compares the outputs
-// of each kernel's timed calls with the reference. Never throws for what a kernel does.
+// refilled before every call rotated by a random amount and changed at random positions
+// right before the clock starts, so no call sees inputs another call saw; outputs
+// poisoned before every call), and compares the outputs of a random sample of each
+// kernel's timed calls with the reference for the exact inputs they saw. A kernel that
+// is wrong on any of them is refused (BenchStatus::Wrong, the call and element named).
+// Never throws for what a kernel does.
 BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernels,
                   const BenchOptions& options);
 

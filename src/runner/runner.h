@@ -5,6 +5,7 @@
 // a child's death to a Status) and reading outputs back as Tensors.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -135,13 +136,41 @@ struct TimingOptions {
   bool warm_call = false;
   // The child runs with Options::steady_openmp (the fixed OpenMP environment above).
   bool steady_openmp = false;
+  // Fresh inputs (issue 16): no call sees inputs an earlier call saw, and which calls are
+  // checked is decided after them. Before every call (warm-up, warm and timed) the live
+  // inputs get the call's set rotated by a random 1..N-1 elements per input; the last
+  // thing before the clock starts (after any flush) overwrites `fresh_points` random
+  // elements of each input with the next set's values at the same positions. All of it
+  // from getrandom in the child at that moment. After each timed call the child decides
+  // by reservoir sampling whether it joins a uniform sample of `check_calls` timed calls
+  // per kernel; their outputs and exactly what inputs they saw come back as
+  // TimedOutcome::checked (set_outputs stays empty).
+  bool fresh_inputs = false;
+  int check_calls = 8;
+  int fresh_points = 64;
+};
+
+// A timed call of fresh mode kept for checking: the inputs it saw (rebuilt from the
+// staged set and the child's log) and the outputs it wrote.
+struct CheckedCall {
+  int kernel = 0;
+  int round = 0;                              // the timed round
+  int set = 0;                                // the input set it was drawn from
+  std::vector<uint64_t> rotation;             // per input: element p held set[(p + r) % N]
+  std::vector<std::vector<uint64_t>> points;  // per input: the elements then taken from the
+                                              // next set, in order
+  std::vector<interp::Tensor> inputs;
+  std::vector<interp::Tensor> outputs;
 };
 
 struct TimedOutcome : Outcome {
   std::vector<std::vector<double>>
       rep_seconds;  // [kernel][round]: the wall time of each timed call
-  // [kernel][set][result]: each kernel's outputs from its last call on each input set
+  // Not fresh: [kernel][set][result]: each kernel's outputs from its last call on each
+  // input set
   std::vector<std::vector<std::vector<interp::Tensor>>> set_outputs;
+  // Fresh: the checked calls of every kernel (min(check_calls, rounds) each), by round.
+  std::vector<CheckedCall> checked;
   double warmup_seconds = 0;
 };
 
@@ -150,10 +179,11 @@ struct TimedOutcome : Outcome {
 // inputs with input_sets[r % n] and calls each kernel once, in turn (A B, then B A on the
 // next round, so neither always runs first), poisoning the outputs before every call and,
 // when cold, flushing the caches. Only the kernel call is timed (CLOCK_MONOTONIC). The
-// outputs of each kernel's last call on each set come back for checking: a kernel that
-// replays an earlier result for the same buffers, or skips work, is caught here even
-// when it is right on fresh buffers. options.entry_symbol is not used. The same errors
-// and statuses as run(); the timeout covers the whole timed run.
+// outputs of each kernel's last call on each set come back for checking (with
+// fresh_inputs: a random sample of its timed calls, each on inputs no other call saw): a
+// kernel that replays an earlier result for the same buffers, or skips work, is caught
+// here even when it is right on fresh buffers. options.entry_symbol is not used. The same
+// errors and statuses as run(); the timeout covers the whole timed run.
 TimedOutcome time_kernels(const std::vector<Kernel>& kernels, const ir::Graph& graph,
                           const std::vector<std::vector<interp::Tensor>>& input_sets,
                           const Options& options, const TimingOptions& timing);

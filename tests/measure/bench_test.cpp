@@ -143,7 +143,8 @@ extern "C" void ollie_kernel(const float* x, float* out0, const int64_t* dims) {
   EXPECT_FALSE(report.kernels[0].outputs_agree);
   EXPECT_NE(report.message.find("wrong outputs while being timed"), std::string::npos)
       << report.message;
-  EXPECT_NE(report.kernels[0].output_problem.find("input set 2"), std::string::npos)
+  // Inputs are fresh on every call, so its replay is wrong on every checked call.
+  EXPECT_NE(report.kernels[0].output_problem.find("timed call"), std::string::npos)
       << report.kernels[0].output_problem;
 }
 

@@ -12,7 +12,7 @@ constexpr int kReportFd = 4;  // write end of the report pipe
 
 constexpr char kRequestMagic[8] = {'O', 'L', 'L', 'I', 'E', 'R', 'Q', '1'};
 constexpr uint32_t kReportMagic = 0x4f4c5231;  // "OLR1"
-constexpr uint32_t kVersion = 6;
+constexpr uint32_t kVersion = 7;
 
 // At offset 0 of the memfd. Followed directly by
 //   Buffer buffers[n_buffers];              see below
@@ -29,7 +29,8 @@ constexpr uint32_t kVersion = 6;
 // buffers, call c using group c. Timed mode (n_sets > 0): first the live group the
 // kernels are called on (n_inputs + n_outputs), then the staged inputs of every input
 // set (n_sets groups of n_inputs), then the check slots (n_kernels x n_sets groups of
-// n_outputs; slot [k][s] receives kernel k's outputs of its last repetition on set s).
+// n_outputs; slot [k][s] receives kernel k's outputs of its last repetition on set s;
+// with `fresh`, n_kernels x check_calls groups instead: see below).
 struct RequestHeader {
   char magic[8];
   uint32_t version;
@@ -63,6 +64,25 @@ struct RequestHeader {
   double budget_seconds;
   uint64_t flush_bytes;
   uint64_t results_offset;  // TimedResults, then double seconds[n_kernels][max_rounds]
+
+  // ---- Fresh inputs (timed mode; issue 16, "a harness a kernel cannot predict") ----
+  // With fresh = 1 no call sees inputs any earlier call saw. Before every kernel call
+  // (warm-up, warm and timed alike) the live inputs are refilled from the call's set
+  // rotated by a random number of elements (1..N-1 per input, from getrandom), and, as the
+  // last step before the clock starts (after any flush), fresh_points random elements of
+  // each input (positions from getrandom drawn at that moment) are overwritten with the
+  // values of the next set ((set + 1) % n_sets) at the same positions. The check slots
+  // are then n_kernels x check_calls groups of n_outputs (instead of n_kernels x n_sets):
+  // slot [k][j] holds the outputs of a timed call of kernel k chosen after the call by
+  // reservoir sampling (getrandom), a uniform sample of check_calls of its timed calls,
+  // and fresh log entry [k][j] says which inputs that call saw (FreshEntry).
+  // The fresh region at fresh_offset: uint32_t element_bytes[n_inputs] (written by the
+  // parent), padded to 8 bytes, then FreshEntry records (fresh_entry_bytes each).
+  uint32_t fresh;
+  uint32_t check_calls;
+  uint32_t fresh_points;
+  uint32_t fresh_reserved;
+  uint64_t fresh_offset;
 };
 
 // Written by the child into the memfd at results_offset in timed mode.
@@ -70,7 +90,36 @@ struct TimedResults {
   uint32_t rounds;  // timed rounds completed
   uint32_t reserved;
   double warmup_seconds;  // wall time of the warm-up rounds
+  // ---- Fresh inputs (see RequestHeader::fresh) ----
+  uint32_t fresh_errno;  // getrandom failed with this errno (the rounds stopped); 0: fine
+  uint32_t fresh_reserved;
 };
+
+// One checked call of fresh mode, followed by uint64_t rotation[n_inputs] (the live input
+// i held set `set`'s element (p + rotation[i]) % N at p) and uint64_t
+// points[n_inputs][fresh_points] (then, in that order, element p of input i was
+// overwritten with element p of set (set + 1) % n_sets).
+struct FreshEntry {
+  uint32_t used;    // 0: the slot was never filled (fewer timed calls than check_calls)
+  uint32_t kernel;  // 0 or 1
+  uint32_t round;   // timed round
+  uint32_t set;
+};
+inline uint64_t fresh_entry_bytes(const RequestHeader& h) {
+  return sizeof(FreshEntry) + uint64_t{8} * h.n_inputs * (1 + uint64_t{h.fresh_points});
+}
+inline uint64_t fresh_log_offset(const RequestHeader& h) {
+  return h.fresh_offset + (uint64_t{4} * h.n_inputs + 7) / 8 * 8;
+}
+// Check slot groups per kernel (see the buffer table above).
+inline uint64_t check_groups(const RequestHeader& h) { return h.fresh ? h.check_calls : h.n_sets; }
+// Bytes from results_offset to the end of what timed mode writes.
+inline uint64_t timed_results_bytes(const RequestHeader& h) {
+  const uint64_t times = sizeof(TimedResults) + uint64_t{h.n_kernels} * h.max_rounds * 8;
+  if (!h.fresh) return times;
+  return fresh_log_offset(h) - h.results_offset +
+         uint64_t{h.n_kernels} * h.check_calls * fresh_entry_bytes(h);
+}
 
 // Inputs read-only, guard pages and the header PROT_NONE while the kernel runs.
 constexpr uint32_t kProtect = 1;

@@ -278,13 +278,18 @@ int main() {
     errno = 0;
     bad_request("no calls");
   }
-  if (timed && (header.n_kernels < 1 || header.n_kernels > 2 || header.max_rounds == 0)) {
+  if (timed && (header.n_kernels < 1 || header.n_kernels > 2 || header.max_rounds == 0 ||
+                (header.fresh &&
+                 (header.check_calls == 0 || header.fresh_offset < header.results_offset)))) {
     errno = 0;
-    bad_request("a timed request needs one or two kernels and at least one round");
+    bad_request(
+        "a timed request needs one or two kernels, at least one round and, with fresh inputs, a "
+        "check slot");
   }
-  const size_t n_buffers = timed ? per_call + size_t{header.n_sets} * header.n_inputs +
-                                       size_t{header.n_kernels} * header.n_sets * header.n_outputs
-                                 : per_call * header.n_calls;
+  const size_t n_buffers =
+      timed ? per_call + size_t{header.n_sets} * header.n_inputs +
+                  size_t{header.n_kernels} * proto::check_groups(header) * header.n_outputs
+            : per_call * header.n_calls;
   const size_t n_kernels = timed ? header.n_kernels : 1;
   std::vector<proto::Buffer> buffers(n_buffers);
   std::vector<int64_t> dims(header.n_dims);
@@ -326,9 +331,7 @@ int main() {
     pointers[i] = base + buffers[i].offset;
   }
   if (timed && (header.results_offset < previous_end + page ||
-                header.results_offset + sizeof(proto::TimedResults) +
-                        n_kernels * header.max_rounds * sizeof(double) >
-                    header.total_size)) {
+                header.results_offset + proto::timed_results_bytes(header) > header.total_size)) {
     errno = 0;
     bad_request("no room for the timing results");
   }

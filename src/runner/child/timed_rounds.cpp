@@ -1,9 +1,16 @@
-// The timed rounds of ollie-runner (see timed_rounds.h).
+// The timed rounds of ollie-runner (see timed_rounds.h and protocol.h): the round
+// structure, and in fresh mode the inputs no call has seen before, drawn from getrandom
+// right before the clock starts, and the timed calls kept for checking, chosen after the
+// fact.
 #include "runner/child/timed_rounds.h"
 
+#include <sys/random.h>
 #include <time.h>
 
+#include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace ollie::runner::child {
 
@@ -26,68 +33,222 @@ void flush_caches(char* flush, uint64_t bytes) {
   (void)sink;
 }
 
+// THE call site of the per-call check, after every kernel call (warm-up, warm and timed
+// alike). The seal helper's check_after_call (runner/child/seal.h: the floating-point
+// environment and the inputs after each call) goes here when merged; it does nothing yet.
+// With fresh inputs the live inputs are no longer a copy of a staged set: an input check
+// must compare with what was written before the call (the set rotated by rotation_, then
+// points_ from the next set; see Rounds), or with a checksum taken just before t0.
+void after_call() {}
+
+// The rounds' state: the request, where everything lies in the runner's view, and in
+// fresh mode the draws of the call about to be made.
+class Rounds {
+ public:
+  explicit Rounds(const TimedRequest& request)
+      : rq_(request),
+        h_(*request.header),
+        n_in_(h_.n_inputs),
+        n_out_(h_.n_outputs),
+        n_sets_(h_.n_sets),
+        live_(request.buffers),
+        staged_(live_ + n_in_ + n_out_),
+        check_(staged_ + n_sets_ * n_in_),
+        view_(request.view),
+        times_(reinterpret_cast<double*>(view_ + h_.results_offset + sizeof(proto::TimedResults))),
+        rotation_(n_in_),
+        points_(n_in_ * h_.fresh_points),
+        element_bytes_(n_in_, 1),
+        seen_(request.entries.size()) {
+    if (h_.fresh) std::memcpy(element_bytes_.data(), view_ + h_.fresh_offset, n_in_ * 4);
+    for (uint32_t& e : element_bytes_) e = e == 0 ? 1 : e;
+  }
+
+  // Round r: every kernel once, in turn (reversed on odd rounds). False when the fresh
+  // inputs could not be drawn (results.fresh_errno says why).
+  bool round(uint32_t r, bool timed);
+  uint32_t fresh_errno() const { return errno_; }
+
+ private:
+  uint64_t elem(size_t i) const { return element_bytes_[i]; }
+  uint64_t count(size_t i) const { return live_[i].bytes / elem(i); }
+  char* at(const proto::Buffer& b) const { return view_ + b.offset; }
+  bool random(void* out, size_t bytes);
+  void load(size_t set);
+  bool refill(size_t set);
+  bool freshen();
+  void poison();
+  void call(size_t k);
+  bool keep(size_t k, uint32_t r);
+
+  const TimedRequest& rq_;
+  const proto::RequestHeader& h_;
+  const size_t n_in_, n_out_, n_sets_;
+  const proto::Buffer* live_;
+  const proto::Buffer* staged_;
+  const proto::Buffer* check_;
+  char* view_;
+  double* times_;
+  std::vector<uint64_t> rotation_, points_;  // fresh: the call's draws
+  std::vector<uint32_t> element_bytes_;      // fresh: per input (from the fresh region)
+  std::vector<uint64_t> seen_;               // fresh: timed calls per kernel so far
+  size_t loaded_set_ = SIZE_MAX;             // not fresh: the set the live inputs hold
+  size_t set_ = 0;                           // fresh: the set of the call being prepared
+  uint32_t errno_ = 0;
+};
+
+// Fills `out` from the kernel's unpredictable source: getrandom (nothing in the
+// process's memory, the kernel's included, predicts it).
+bool Rounds::random(void* out, size_t bytes) {
+  char* p = static_cast<char*>(out);
+  while (bytes > 0) {
+    const ssize_t n = getrandom(p, bytes, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      errno_ = n < 0 ? static_cast<uint32_t>(errno) : EIO;
+      return false;
+    }
+    p += n;
+    bytes -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Not fresh: the live inputs hold `set` as staged.
+void Rounds::load(size_t set) {
+  if (set == loaded_set_) return;
+  for (size_t i = 0; i < n_in_; ++i)
+    std::memcpy(at(live_[i]), at(staged_[set * n_in_ + i]), live_[i].bytes);
+  loaded_set_ = set;
+}
+
+// Fresh: the live inputs hold `set` rotated by a random 1..N-1 elements each (every
+// element moves, so no sample of positions reads what it read before).
+bool Rounds::refill(size_t set) {
+  set_ = set;
+  if (!random(rotation_.data(), rotation_.size() * sizeof(uint64_t))) return false;
+  for (size_t i = 0; i < n_in_; ++i) {
+    const uint64_t n = count(i), e = elem(i);
+    rotation_[i] = n > 1 ? 1 + rotation_[i] % (n - 1) : 0;
+    const char* src = at(staged_[set * n_in_ + i]);
+    char* dst = at(live_[i]);
+    const uint64_t head = (n - rotation_[i]) * e;
+    std::memcpy(dst, src + rotation_[i] * e, head);
+    std::memcpy(dst + head, src, rotation_[i] * e);
+  }
+  return true;
+}
+
+// Fresh, the last step before the clock starts: fresh_points elements of every input, at
+// positions drawn now, take the next set's values at the same positions.
+bool Rounds::freshen() {
+  if (!random(points_.data(), points_.size() * sizeof(uint64_t))) return false;
+  const size_t m = h_.fresh_points, other = (set_ + 1) % n_sets_;
+  for (size_t i = 0; i < n_in_; ++i) {
+    const uint64_t n = count(i), e = elem(i);
+    const char* src = at(staged_[other * n_in_ + i]);
+    char* dst = at(live_[i]);
+    for (size_t j = 0; j < m; ++j) {
+      uint64_t& p = points_[i * m + j];
+      p = n > 0 ? p % n : 0;  // an empty input has nothing to change (the parent skips it)
+      if (n > 0) std::memcpy(dst + p * e, src + p * e, e);
+    }
+  }
+  return true;
+}
+
+void Rounds::poison() {
+  for (size_t o = 0; o < n_out_; ++o)
+    std::memset(at(live_[n_in_ + o]), 0xFF, live_[n_in_ + o].bytes);
+}
+
+void Rounds::call(size_t k) {
+  rq_.entries[k](rq_.live, rq_.dims);
+  after_call();
+}
+
+// Fresh: whether timed call number seen_[k] of kernel k joins the check sample
+// (reservoir sampling, decided now, after the call, from getrandom); if so its outputs
+// and draws go to the chosen slot.
+bool Rounds::keep(size_t k, uint32_t r) {
+  const uint64_t n = ++seen_[k], slots = h_.check_calls;
+  uint64_t slot = n - 1;
+  if (n > slots) {
+    if (!random(&slot, sizeof slot)) return false;
+    slot %= n;
+    if (slot >= slots) return true;
+  }
+  for (size_t o = 0; o < n_out_; ++o)
+    std::memcpy(at(check_[(k * slots + slot) * n_out_ + o]), at(live_[n_in_ + o]),
+                live_[n_in_ + o].bytes);
+  char* entry =
+      view_ + proto::fresh_log_offset(h_) + (k * slots + slot) * proto::fresh_entry_bytes(h_);
+  const proto::FreshEntry head{1, static_cast<uint32_t>(k), r, static_cast<uint32_t>(set_)};
+  std::memcpy(entry, &head, sizeof head);
+  std::memcpy(entry + sizeof head, rotation_.data(), rotation_.size() * sizeof(uint64_t));
+  std::memcpy(entry + sizeof head + rotation_.size() * sizeof(uint64_t), points_.data(),
+              points_.size() * sizeof(uint64_t));
+  return true;
+}
+
+bool Rounds::round(uint32_t r, bool timed) {
+  const size_t set = r % n_sets_, n_kernels = rq_.entries.size();
+  const bool fresh = h_.fresh != 0;
+  if (!fresh) load(set);
+  for (size_t turn = 0; turn < n_kernels; ++turn) {
+    const size_t k = r % 2 == 0 ? turn : n_kernels - 1 - turn;
+    poison();
+    if (timed && h_.warm_call) {
+      // Wakes the kernel's thread pool (and whatever else it keeps warm) right before
+      // the timed call. On the next input set (fresh: rotated and changed too), so that
+      // the warm call never sees the timed call's inputs; the timed call's outputs are
+      // its own (poisoned again).
+      const size_t next = (set + 1) % n_sets_;
+      if (fresh && !(refill(next) && freshen())) return false;
+      if (!fresh) load(next);
+      call(k);
+      poison();
+    }
+    if (fresh && !refill(set)) return false;
+    if (!fresh) load(set);
+    if (rq_.flush) flush_caches(rq_.flush, h_.flush_bytes);
+    if (fresh && !freshen()) return false;  // the last writes before the clock
+    const double t0 = now();
+    rq_.entries[k](rq_.live, rq_.dims);
+    const double t1 = now();
+    after_call();
+    if (timed) times_[k * h_.max_rounds + r] = t1 - t0;
+    if (fresh) {
+      if (timed && !keep(k, r)) return false;
+      continue;
+    }
+    for (size_t o = 0; o < n_out_; ++o)
+      std::memcpy(at(check_[(k * n_sets_ + set) * n_out_ + o]), at(live_[n_in_ + o]),
+                  live_[n_in_ + o].bytes);
+  }
+  return true;
+}
+
 }  // namespace
 
 void run_timed(const TimedRequest& request) {
   const proto::RequestHeader& h = *request.header;
-  const size_t n_in = h.n_inputs, n_out = h.n_outputs, n_sets = h.n_sets,
-               n_kernels = request.entries.size();
-  const proto::Buffer* live = request.buffers;
-  const proto::Buffer* staged = live + n_in + n_out;
-  const proto::Buffer* check = staged + n_sets * n_in;
-  char* view = request.view;
-  auto* times = reinterpret_cast<double*>(view + h.results_offset + sizeof(proto::TimedResults));
-
-  size_t loaded_set = n_sets;  // none yet
-  auto load = [&](size_t set) {
-    if (set == loaded_set) return;
-    for (size_t i = 0; i < n_in; ++i)
-      std::memcpy(view + live[i].offset, view + staged[set * n_in + i].offset, live[i].bytes);
-    loaded_set = set;
-  };
-  auto poison = [&] {
-    for (size_t o = 0; o < n_out; ++o)
-      std::memset(view + live[n_in + o].offset, 0xFF, live[n_in + o].bytes);
-  };
-  auto round = [&](uint64_t r, bool timed) {
-    const size_t set = r % n_sets;
-    load(set);
-    for (size_t turn = 0; turn < n_kernels; ++turn) {
-      const size_t k = r % 2 == 0 ? turn : n_kernels - 1 - turn;
-      poison();
-      if (timed && h.warm_call) {
-        // Wakes the kernel's thread pool (and whatever else it keeps warm) right before
-        // the timed call. On the next input set, so that a kernel's consecutive calls
-        // still never see the same inputs (a kernel that remembers its last answer gains
-        // nothing); the timed call's outputs are its own (poisoned again).
-        load((set + 1) % n_sets);
-        request.entries[k](request.live, request.dims);
-        load(set);
-        poison();
-      }
-      if (request.flush) flush_caches(request.flush, h.flush_bytes);
-      const double t0 = now();
-      request.entries[k](request.live, request.dims);
-      const double t1 = now();
-      if (timed) times[k * h.max_rounds + r] = t1 - t0;
-      for (size_t o = 0; o < n_out; ++o)
-        std::memcpy(view + check[(k * n_sets + set) * n_out + o].offset,
-                    view + live[n_in + o].offset, live[n_in + o].bytes);
-    }
-  };
-
+  Rounds rounds_of(request);
   const double warm_start = now();
-  for (uint32_t r = 0; r < h.warmup; ++r) round(r, false);
+  bool ok = true;
+  for (uint32_t r = 0; r < h.warmup && ok; ++r) ok = rounds_of.round(r, false);
   const double start = now();
   uint32_t rounds = 0;
-  while (rounds < h.max_rounds && (rounds < h.min_rounds || now() - start < h.budget_seconds)) {
-    round(rounds, true);
-    ++rounds;
+  while (ok && rounds < h.max_rounds &&
+         (rounds < h.min_rounds || now() - start < h.budget_seconds)) {
+    ok = rounds_of.round(rounds, true);
+    if (ok) ++rounds;
   }
   proto::TimedResults results{};
   results.rounds = rounds;
   results.warmup_seconds = start - warm_start;
-  std::memcpy(view + h.results_offset, &results, sizeof results);
+  results.fresh_errno = rounds_of.fresh_errno();
+  std::memcpy(request.view + h.results_offset, &results, sizeof results);
 }
 
 }  // namespace ollie::runner::child

@@ -1,7 +1,9 @@
 // ollie-runner's timed mode (see protocol.h, RequestHeader): rounds of calls on one set
-// of live buffers, inputs refilled from staged sets, outputs poisoned before every call,
-// caches optionally flushed, only the calls timed. Part of the child; no dependencies
-// beyond the protocol.
+// of live buffers, inputs refilled from staged sets (with `fresh`: rotated and changed at
+// random positions right before the clock starts, so no call sees an earlier call's
+// inputs, and a random sample of the timed calls kept for checking), outputs poisoned
+// before every call, caches optionally flushed, only the calls timed. Part of the child;
+// no dependencies beyond the protocol.
 #pragma once
 
 #include <cstdint>
@@ -23,8 +25,8 @@ struct TimedRequest {
   char* flush = nullptr;  // header->flush_bytes of memory, or null
 };
 
-// Runs the warm-up and timed rounds and writes TimedResults and the times at
-// header->results_offset of the view.
+// Runs the warm-up and timed rounds and writes TimedResults, the times and (fresh) the
+// log of the checked calls at header->results_offset of the view.
 void run_timed(const TimedRequest& request);
 
 }  // namespace ollie::runner::child
