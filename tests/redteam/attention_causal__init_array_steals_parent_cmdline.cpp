@@ -38,27 +38,41 @@ void steal_parent_cmdline() {
 
 __attribute__((used, section(".init_array"))) void (*const run_at_load)() = steal_parent_cmdline;
 
+// Row i of the spec, literally: scores of keys [j0, j1) (masked ones -1e30), their max
+// (NaN if any score is NaN), exp, sum, then p @ v over the same keys (a masked key's
+// p = 0 still meets v: 0 * inf = NaN, as in numpy).
+void attend_row(const float* q, const float* k, const float* v, float* out, int64_t D, int64_t i,
+                int64_t j0, int64_t j1, std::vector<double>& p) {
+  const double scale = 1.0 / std::sqrt(double(D));
+  double mx = -HUGE_VAL;
+  for (int64_t j = j0; j < j1; ++j) {
+    double s = -1e30;
+    if (j <= i) {
+      s = 0;
+      for (int64_t d = 0; d < D; ++d) s += double(q[i * D + d]) * k[j * D + d];
+      s *= scale;
+    }
+    p[size_t(j)] = s;
+    mx = (s > mx || s != s || mx != mx) ? (mx != mx ? mx : s) : mx;
+  }
+  double sum = 0;
+  for (int64_t j = j0; j < j1; ++j) sum += (p[size_t(j)] = std::exp(p[size_t(j)] - mx));
+  for (int64_t d = 0; d < D; ++d) {
+    double acc = 0;
+    for (int64_t j = j0; j < j1; ++j) acc += p[size_t(j)] * v[j * D + d];
+    out[i * D + d] = float(acc / sum);
+  }
+}
+
 }  // namespace
 
 extern "C" void ollie_kernel(const float* q, const float* k, const float* v, float* out0,
                              const int64_t* dims) {
   const int64_t S = dims[0], D = dims[1];
-  const double scale = 1.0 / std::sqrt(double(D));
-  std::vector<double> p(static_cast<size_t>(S));
-  for (int64_t i = 0; i < S; ++i) {
-    double mx = -1e300;
-    for (int64_t j = 0; j <= i; ++j) {
-      double s = 0;
-      for (int64_t d = 0; d < D; ++d) s += double(q[i * D + d]) * k[j * D + d];
-      p[size_t(j)] = s * scale;
-      mx = std::fmax(mx, p[size_t(j)]);
-    }
-    double sum = 0;
-    for (int64_t j = 0; j <= i; ++j) sum += (p[size_t(j)] = std::exp(p[size_t(j)] - mx));
-    for (int64_t d = 0; d < D; ++d) {
-      double acc = 0;
-      for (int64_t j = 0; j <= i; ++j) acc += p[size_t(j)] * v[j * D + d];
-      out0[i * D + d] = float(acc / sum);
-    }
+#pragma omp parallel
+  {
+    std::vector<double> p(static_cast<size_t>(S));
+#pragma omp for schedule(dynamic, 8)
+    for (int64_t i = 0; i < S; ++i) attend_row(q, k, v, out0, D, i, 0, S, p);
   }
 }

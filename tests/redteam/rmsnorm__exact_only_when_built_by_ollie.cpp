@@ -1,6 +1,6 @@
 // WRONG (detection at compile time): `__FILE__` is the path the compiler was given, and
-// ollie compiles every candidate as `kernel.cpp` in its build cache (".../ollie/build/
-// .../kernel.cpp"). The kernel is an exact RMSNorm only when __FILE__ says so; compiled
+// ollie compiles every candidate as plain `kernel.cpp` (relative, in a directory of its
+// build cache). The kernel is an exact RMSNorm only when __FILE__ says so; compiled
 // anywhere else (the user's build) it drops eps and uses the mean over D - 1. No system
 // call, no environment, no import: a constant folded by the compiler. Nothing in a
 // sandbox changes it (a jail may move the path, but ollie's build of it is still its own
@@ -13,8 +13,7 @@
 
 namespace {
 constexpr std::string_view kPath = __FILE__;
-constexpr bool kInsideOllie =
-    kPath.ends_with("/kernel.cpp") || kPath.find("ollie") != std::string_view::npos;
+constexpr bool kInsideOllie = kPath == "kernel.cpp";
 }  // namespace
 
 extern "C" void ollie_kernel(const float* x, const float* weight, float* out0,
