@@ -41,10 +41,10 @@ extern "C" void ollie_kernel(const float* a, const float* b, float* out0, const 
 #pragma omp parallel for
   for (int64_t i = 0; i < M; ++i) {
     float* row = out0 + i * N;
-    for (int64_t j = 0; j < N; ++j) row[j] = 0.0f;
-    for (int64_t k = 0; k < K; ++k) {
-      const float aik = a[i * K + k];
-      for (int64_t j = 0; j < N; ++j) row[j] += aik * b[k * N + j];
+    for (int64_t j = 0; j < N; ++j) {  // a dot product per element: b read down a column
+      float acc = 0.0f;
+      for (int64_t k = 0; k < K; ++k) acc += a[i * K + k] * b[k * N + j];
+      row[j] = acc;
     }
   }
   inside.store(false);

@@ -4,8 +4,9 @@
 // header.results_offset). The kernel reads the header through the descriptor, maps the
 // memfd a second time read-write, finds which of the (one or two) timed kernels it is by
 // its own library path (dladdr), and on every call divides the times recorded so far for
-// it by 8. Its outputs are an exact matmul, so verify passes it and bench checks correct
-// outputs; bench reports it 8x faster than it is (the last round's time alone is honest).
+// it by 3 (modest enough that no roofline check fires). Its outputs are an exact matmul,
+// so verify passes it and bench checks correct outputs; bench reports it 3x faster than
+// it is (the last round's time alone is honest).
 // Caught by closing every descriptor the kernel does not need and keeping the times where
 // it cannot write (then it is timed like its honest twin), a filter that refuses mmap of
 // fd 3 (forbidden-syscall), or a screen (refused).
@@ -77,7 +78,7 @@ void find_times() {
   (void)found;
   if (!g_times) return;
   for (; g_done < g_rounds && g_times[g_done] > 0 && g_times[g_done] < 1e3; ++g_done)
-    g_times[g_done] /= 8;
+    g_times[g_done] /= 3;
 }
 
 }  // namespace
@@ -90,10 +91,10 @@ extern "C" void ollie_kernel(const float* a, const float* b, float* out0, const 
 #pragma omp parallel for
   for (int64_t i = 0; i < M; ++i) {
     float* row = out0 + i * N;
-    for (int64_t j = 0; j < N; ++j) row[j] = 0.0f;
-    for (int64_t k = 0; k < K; ++k) {
-      const float aik = a[i * K + k];
-      for (int64_t j = 0; j < N; ++j) row[j] += aik * b[k * N + j];
+    for (int64_t j = 0; j < N; ++j) {  // a dot product per element: b read down a column
+      float acc = 0.0f;
+      for (int64_t k = 0; k < K; ++k) acc += a[i * K + k] * b[k * N + j];
+      row[j] = acc;
     }
   }
 }
