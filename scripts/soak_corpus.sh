@@ -100,11 +100,13 @@ for line in open(sys.argv[1]):
     runs[key] += 1; ok[key] += good; expect[key] = exp
     seen.setdefault(key, collections.Counter())[got] += 1
     groups[group] += 1; groups_ok[group] += good
-print(f"{'group':7} {'kernel':58} {'expected':>9}  {'expect':44} verdicts seen")
+kw = max([len(k[1]) for k in runs] + [6])
+ew = max([len(e) for e in expect.values()] + [6])
+print(f"{'group':7} {'kernel':{kw}} {'expected':>9}  {'expect':{ew}}  verdicts seen")
 for key in sorted(runs):
     verdicts = ", ".join(f"{v} {n}" for v, n in seen[key].most_common())
     flag = "" if ok[key] == runs[key] else "  <--"
-    print(f"{key[0]:7} {key[1]:58} {ok[key]:>4}/{runs[key]:<4}  {expect[key]:44} {verdicts}{flag}")
+    print(f"{key[0]:7} {key[1]:{kw}} {ok[key]:>4}/{runs[key]:<4}  {expect[key]:{ew}}  {verdicts}{flag}")
 print()
 for g in sorted(groups):
     print(f"{g}: {groups_ok[g]} of {groups[g]} runs got an expected verdict")
