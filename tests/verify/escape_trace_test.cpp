@@ -70,8 +70,18 @@ struct Listener {
   }
 };
 
+// Whether `text` (a file's first MiB) is ollie's own copy of the kernel: its source (with
+// the marker's #define) or a build product (an ELF object holds the marker as data).
+bool build_artifact(const std::string& text) {
+  return text.rfind(
+             "\x7f"
+             "ELF",
+             0) == 0 ||
+         text.find("#define OLLIE_RT_MARKER") != std::string::npos;
+}
+
 // Regular files under `dir` (to `depth` levels, `skip` and below left out) changed since
-// `since` whose name or first MiB contains `marker`.
+// `since` whose name, or first MiB unless it is a build artifact, contains `marker`.
 void files_with_marker(const fs::path& dir, const std::string& marker, fs::file_time_type since,
                        int depth, const fs::path& skip, std::vector<fs::path>& found) {
   std::error_code ec;
@@ -86,8 +96,9 @@ void files_with_marker(const fs::path& dir, const std::string& marker, fs::file_
       continue;
     }
     if (!e.is_regular_file(ec2) || e.last_write_time(ec2) < since || ec2) continue;
+    const std::string text = read_all(e.path());
     if (e.path().filename().string().find(marker) != std::string::npos ||
-        read_all(e.path()).find(marker) != std::string::npos)
+        (text.find(marker) != std::string::npos && !build_artifact(text)))
       found.push_back(e.path());
   }
 }
@@ -130,8 +141,8 @@ struct Traces {
   }
 };
 
-// `build_cache`: where ollie compiled the kernel (its source there names the marker, of
-// course): not searched.
+// `build_cache`: where ollie compiled the kernel: not searched (copies of the kernel's
+// source and its builds elsewhere, e.g. in a jail's directory, are recognized and skipped).
 Traces collect(const Listener& listener, const std::string& marker, fs::file_time_type since,
                const fs::path& build_cache) {
   // A daemon or a late write gets a moment to show.
