@@ -104,10 +104,39 @@ std::vector<int> permutation(random::Xoshiro256& rng, int n) {
   return p;
 }
 
-// The drawn sizes the spec accepts, added one dim at a time to the bound dims (for specs
-// whose dims are tied: a reshape that needs DM = H * HD rejects most draws whole).
+// One dim's remainder per draw (the first 16 draws): a random permutation of 0..15 with
+// 0 at draw zj (its multiple of 256) and at least 4 at draw lj (its large size, which
+// must not take the remainders that fix 1, 2, 3 or the multiple of 256).
+std::vector<int> remainders(random::Xoshiro256& rng, int lj, int zj) {
+  std::vector<int> r = permutation(rng, 16);
+  auto at = [&](int j) -> int& { return r[static_cast<size_t>(j)]; };
+  if (zj < 16)
+    for (int k = 0; k < 16; ++k)
+      if (at(k) == 0) std::swap(at(k), at(zj));
+  if (lj < 16 && lj != zj && at(lj) < 4)
+    for (int k = 0; k < 16; ++k)
+      if (k != zj && at(k) >= 4) {
+        std::swap(at(k), at(lj));
+        break;
+      }
+  return r;
+}
+
+// The draw made acceptable to a spec that rejects it: first one dim one larger (a spec
+// that needs an even size, such as RoPE's pairs), else the drawn sizes the spec accepts
+// added one dim at a time to the bound dims (dims tied by a reshape, DM = H * HD), kept
+// only when that costs at most `cap` or twice the draw (the bound sizes kept do not shrink).
 std::optional<ir::Graph> accepted_part(const ir::Graph& g, const GraphAt& graph_at,
-                                       const ir::DimBindings& drawn) {
+                                       const ir::DimBindings& drawn, double cap) {
+  for (const auto& d : g.dims) {
+    ir::DimBindings trial = drawn;
+    ++trial[d];
+    try {
+      return graph_at(trial);
+    } catch (const UserError&) {
+      // Not this dim: try the next one.
+    }
+  }
   ir::DimBindings current = g.bound_dims;
   std::optional<ir::Graph> best;
   for (const auto& d : g.dims) {
@@ -121,6 +150,8 @@ std::optional<ir::Graph> accepted_part(const ir::Graph& g, const GraphAt& graph_
       // This dim's drawn size is not accepted with the others: keep its bound size.
     }
   }
+  const double allowed = std::max(cap, 2 * sweep_cost(g, drawn));
+  if (best && allowed > 0 && sweep_cost(*best, best->bound_dims) > allowed) return std::nullopt;
   return best;
 }
 
@@ -142,20 +173,15 @@ std::vector<ir::DimBindings> sweep_dims(const ir::Graph& g, uint64_t seed, int d
   const int n = std::max(1, draws);
   std::vector<Draw> out(static_cast<size_t>(n));
   for (auto& d : out) d.pins.assign(g.dims.size(), Pin::None);
-  // Which draw makes each dim large: distinct draws while there are enough.
-  const std::vector<int> large = permutation(rng, n);
+  // The draws that pin a dim (large, or a multiple of 256): two per dim, all different
+  // while there are enough, so no draw pins two dims and the others can always shrink.
+  const std::vector<int> special = permutation(rng, n);
   for (size_t di = 0; di < g.dims.size(); ++di) {
     const std::string& name = g.dims[di];
     const int64_t b = bound_of(g, name);
-    std::vector<int> remainder = permutation(rng, 16);
-    // The large draw must not take the remainders that fix a multiple of 256 or 1, 2, 3.
-    const int lj = large[di % static_cast<size_t>(n)];
-    if (lj < 16 && remainder[static_cast<size_t>(lj)] < 4)
-      for (size_t k = 0; k < remainder.size(); ++k)
-        if (remainder[k] >= 4) {
-          std::swap(remainder[k], remainder[static_cast<size_t>(lj)]);
-          break;
-        }
+    const int lj = special[(2 * di) % static_cast<size_t>(n)];
+    const int zj = special[(2 * di + 1) % static_cast<size_t>(n)];
+    const std::vector<int> remainder = remainders(rng, lj, zj);
     for (int j = 0; j < n; ++j) {
       const int64_t r = j < 16 ? remainder[static_cast<size_t>(j)] : uniform_in(rng, 0, 15);
       const Pin pin = lj == j ? Pin::Large : r == 0 ? Pin::Multiple256 : Pin::None;
@@ -175,13 +201,14 @@ std::vector<ir::DimBindings> sweep_dims(const ir::Graph& g, uint64_t seed, int d
 
 std::vector<ir::Graph> sweep_graphs(const ir::Graph& g, const GraphAt& graph_at, uint64_t seed,
                                     int draws) {
+  const double cap = 4 * kSweepDrawShare * sweep_cost(g, g.bound_dims);
   std::vector<ir::Graph> out;
   for (const auto& dims : sweep_dims(g, seed, draws)) {
     if (dims == g.bound_dims) continue;
     try {
       out.push_back(graph_at(dims));
     } catch (const UserError&) {
-      if (auto part = accepted_part(g, graph_at, dims)) out.push_back(std::move(*part));
+      if (auto part = accepted_part(g, graph_at, dims, cap)) out.push_back(std::move(*part));
     }
   }
   return out;

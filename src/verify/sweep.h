@@ -32,9 +32,11 @@ std::vector<ir::DimBindings> sweep_dims(const ir::Graph& g, uint64_t seed, int d
 // (0 when the graph's shapes cannot be evaluated there).
 double sweep_cost(const ir::Graph& g, const ir::DimBindings& dims);
 
-// The sweep's graphs: each of sweep_dims through `graph_at`; a draw the spec rejects (tied
-// dims, graph_at throws UserError) keeps as many of its drawn sizes as the spec accepts,
-// one dim at a time over the bound dims; draws equal to the bound dims are dropped.
+// The sweep's graphs: each of sweep_dims through `graph_at`. A draw the spec rejects
+// (graph_at throws UserError) is tried with one dim one larger (a spec that needs an even
+// size), else keeps as many of its drawn sizes as the spec accepts, one dim at a time
+// over the bound dims (tied dims), dropped when that costs more than 4 * kSweepDrawShare
+// of the bound dims and twice the draw; draws equal to the bound dims are dropped.
 std::vector<ir::Graph> sweep_graphs(const ir::Graph& g, const GraphAt& graph_at, uint64_t seed,
                                     int draws = kSweepDraws);
 

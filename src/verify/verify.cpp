@@ -372,15 +372,24 @@ void Verification::plan_random_suites() {
   suites_.emplace_back("offset", Distribution::Offset, graph_);
 }
 
-// A generic kernel at the sweep's dims (verify/sweep.h), one call each: normal inputs,
-// every fourth draw exact constants and every fourth special values.
+// A generic kernel at the sweep's dims (verify/sweep.h), one call each: normal inputs
+// where a dim is large or a multiple of 256 (what those draws are for must not hide
+// behind equal rows or a NaN), and at the other draws exact constants, special values
+// and normal inputs in turn.
 void Verification::plan_shape_sweep() {
   if (report_.generic) sweep_ = sweep_graphs(graph_, graph_at_, seed_);
-  for (size_t j = 0; j < sweep_.size(); ++j) {
-    const Distribution d = j % 4 == 2   ? Distribution::Constants
-                           : j % 4 == 3 ? Distribution::Special
-                                        : Distribution::Normal;
-    suites_.emplace_back("shape-sweep", d, sweep_[j]);
+  const Distribution plain[] = {Distribution::Constants, Distribution::Special,
+                                Distribution::Normal};
+  size_t plain_draws = 0;
+  for (const auto& g : sweep_) {
+    bool pinned = false;
+    for (const auto& [d, v] : g.bound_dims) {
+      const auto bound = graph_.bound_dims.find(d);
+      pinned =
+          pinned || v % 256 == 0 || (bound != graph_.bound_dims.end() && v > 2 * bound->second);
+    }
+    const Distribution d = pinned ? Distribution::Normal : plain[plain_draws++ % std::size(plain)];
+    suites_.emplace_back("shape-sweep", d, g);
   }
 }
 

@@ -89,6 +89,22 @@ TEST(Sweep, MatmulGraphsKeepTheCoverageAndTheCostStaysBounded) {
   }
 }
 
+TEST(Sweep, EveryExamplesSweepCostsAFewTimesItsBoundDims) {
+  for (const char* name : kExamples) {
+    const Graph g = example(name);
+    const v::GraphAt at = [&](const DimBindings& dims) { return example(name, dims); };
+    const double bound_cost = v::sweep_cost(g, g.bound_dims);
+    double worst = 0;
+    for (uint64_t seed : {11u, 12u, 13u}) {
+      double total = 0;
+      for (const auto& s : v::sweep_graphs(g, at, seed)) total += v::sweep_cost(s, s.bound_dims);
+      worst = std::max(worst, total / bound_cost);
+    }
+    std::printf("%s: the sweep costs up to %.2f times the bound dims\n", name, worst);
+    EXPECT_LT(worst, 4.0) << name;
+  }
+}
+
 TEST(Sweep, DrawsDependOnlyOnTheSeed) {
   const Graph g = example("mla_decode");
   EXPECT_EQ(v::sweep_dims(g, 99), v::sweep_dims(g, 99));
