@@ -47,9 +47,10 @@ int64_t mixed_size(random::Xoshiro256& rng, int64_t r, int64_t b) {
 // One dim's value in the draw that has remainder r for it.
 int64_t drawn_size(random::Xoshiro256& rng, int64_t r, int64_t b, Pin pin) {
   if (pin == Pin::Large) {
-    // In [2b + 1, 4b] with remainder r when that range has room; the smallest such above.
+    // In [2b + 1, 2.5b] (within 2-4x, and cheap for a cost quadratic in the dim) with
+    // remainder r when that range has room; else the smallest such above.
     const int64_t lo = at_least_with_remainder(2 * b + 1, r);
-    const int64_t steps = std::max<int64_t>(0, (4 * b - lo) / 16);
+    const int64_t steps = std::max<int64_t>(0, (2 * b + b / 2 - lo) / 16);
     return std::max<int64_t>(1, lo + 16 * uniform_in(rng, 0, steps));
   }
   if (r == 0) return 256 * uniform_in(rng, 1, std::max<int64_t>(1, b / 256));

@@ -92,6 +92,9 @@ std::vector<Distribution> call_distributions(const Suite& suite) {
   return ds;
 }
 
+// Call c of a suite draws its inputs with the suite's seed + c * kCallSeedStep.
+constexpr uint64_t kCallSeedStep = 1000003;
+
 // Calls per runner process in the multi-call suites: 5 to 9, drawn per run.
 int calls_per_process(uint64_t seed) {
   return 5 + static_cast<int>(random::mix64(seed ^ 0xca11) % 5);
@@ -276,7 +279,7 @@ class Verification {
   runner::Outcome call_kernel(bool reused, const Suite& suite, const Calls& calls,
                               const std::string& so_path, const runner::Options& run,
                               Calls& outputs) const;
-  bool agrees(const std::string& label, SuiteResult& result,
+  bool agrees(const std::string& label, uint64_t call_seed, SuiteResult& result,
               const std::vector<interp::Tensor>& outputs, const interp::Result& reference);
   Report finish();
 
@@ -330,15 +333,16 @@ bool Verification::compile() {
 }
 
 // The suites: fresh seeds derived from `seed_`, recorded with each. The integer-exact
-// suites run first: their counterexamples are the easiest to read.
+// suites run first: their counterexamples are the easiest to read; then those at the
+// bound dims, then the shape sweep.
 void Verification::plan_suites() {
   const bool exact = plan_integer_exact(graph_, kMaxIntegerRange);
   if (exact && full_) plan_integer_exact(graph_, 1);
   plan_random_suites();
+  plan_call_suites();
   plan_shape_sweep();
   // And {-1, 0, 1} at the sweep's dims of median cost (odd sizes, still cheap).
   if (exact && !sweep_.empty()) plan_integer_exact(median_sweep_graph(), 1);
-  plan_call_suites();
 }
 
 // Integer-exact where the spec is polynomial (verify/polynomial.h): the widest exact
@@ -354,15 +358,12 @@ bool Verification::plan_integer_exact(const ir::Graph& g, int64_t k) {
   return range.k > 0;
 }
 
-// Random inputs at the bound dims. Quick: one normal call (in a process of its own, the
-// plainest counterexample); the wide, special-values, offset and exact-constants inputs
-// are calls of the call-order suite (plan_call_suites). Full: each as suites of their own
-// too, the normal ones with calls_ calls per process.
+// Random inputs at the bound dims, at the full level: each distribution as suites of
+// their own, the normal ones with calls_ calls per process. At quick the normal, wide,
+// special-values, offset and exact-constants inputs are the calls of the call-order
+// suite (plan_call_suites), whose first call is a normal one in a fresh process.
 void Verification::plan_random_suites() {
-  if (!full_) {
-    suites_.emplace_back("normal", Distribution::Normal, graph_);
-    return;
-  }
+  if (!full_) return;
   for (int i = 0; i < 2; ++i)
     suites_.emplace_back("normal", Distribution::Normal, graph_).calls = calls_;
   for (int i = 0; i < 2; ++i) suites_.emplace_back("wide", Distribution::Wide, graph_);
@@ -406,6 +407,7 @@ const ir::Graph& Verification::median_sweep_graph() const {
 // calls in one process on new buffers and on reused ones.
 void Verification::plan_call_suites() {
   // Outputs that already hold plausible values: a kernel must still write every element.
+  // First: one call, so a kernel that hangs costs one timeout.
   suites_.emplace_back("prefilled-outputs", Distribution::Normal, graph_).plausible_outputs = true;
   // calls_ (5 to 9) calls in one process, each on fresh inputs (kCallMix) and new buffers:
   // state kept between calls (a cache keyed on pointers or values, a static result, the
@@ -484,7 +486,7 @@ bool Verification::run_suites(const std::vector<Suite>& list, size_t first,
 std::unique_ptr<InputDraw> Verification::start_draw(const Suite& suite, size_t index) const {
   const uint64_t s = seed_ + index;
   std::vector<uint64_t> seeds;
-  for (int c = 0; c < suite.calls; ++c) seeds.push_back(s + uint64_t{1000003} * c);
+  for (int c = 0; c < suite.calls; ++c) seeds.push_back(s + kCallSeedStep * c);
   return std::make_unique<InputDraw>(suite.graph, seeds, call_distributions(suite),
                                      suite.integer_range);
 }
@@ -503,6 +505,8 @@ bool Verification::run_suite(const Suite& suite, size_t index, const Calls& call
       suite.replays.empty() ? suite.name : suite.name + " (" + suite.replays + ")";
   runner::Options run = base;
   run.plausible_outputs = suite.plausible_outputs;
+  // The timeout is for up to three calls (the old A, B, A); more calls get more time.
+  run.timeout_seconds = base.timeout_seconds * std::max(1, (suite.calls + 2) / 3);
   // Buffers alternate between the start and the end of their pages, so a read before
   // the first element or past the last one meets a guard page in one suite or another.
   run.placement = index % 2 == 0 ? runner::Placement::Start : runner::Placement::End;
@@ -579,7 +583,7 @@ bool Verification::check_calls(const Suite& suite, bool reused, SuiteResult& res
       label += " (call " + call + " of " + n + " in one process, " + inputs + ")";
     else if (outputs.size() > 1)
       label += " (call " + call + " of " + n + " in one process)";
-    if (!agrees(label, result, outputs[c], refs[c])) {
+    if (!agrees(label, result.seed + kCallSeedStep * c, result, outputs[c], refs[c])) {
       report_.suites.push_back(result);
       return false;
     }
@@ -613,7 +617,7 @@ runner::Outcome Verification::call_kernel(bool reused, const Suite& suite, const
 
 // Every output element of one call against the reference; false (and the verdict set)
 // at the first element outside its bound.
-bool Verification::agrees(const std::string& label, SuiteResult& result,
+bool Verification::agrees(const std::string& label, uint64_t call_seed, SuiteResult& result,
                           const std::vector<interp::Tensor>& outputs,
                           const interp::Result& reference) {
   const Comparison c = compare_outputs(outputs, reference);
@@ -623,8 +627,8 @@ bool Verification::agrees(const std::string& label, SuiteResult& result,
   report_.verdict = Verdict::Wrong;
   report_.penalty = c.penalty();
   if (c.index >= 0)
-    report_.counterexample = Counterexample{label,   result.seed, result.dims, c.output,
-                                            c.index, c.expected,  c.got,       c.bound};
+    report_.counterexample = Counterexample{label,   call_seed,  result.dims, c.output,
+                                            c.index, c.expected, c.got,       c.bound};
   report_.message = suite_context(label, result) + c.text;
   return false;
 }
