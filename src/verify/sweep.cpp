@@ -163,7 +163,12 @@ double sweep_cost(const ir::Graph& g, const ir::DimBindings& dims) {
   at.bound_dims = dims;
   try {
     const ir::Cost c = ir::cost(at);
-    return static_cast<double>(c.flops) + static_cast<double>(c.compulsory_bytes) / 4;
+    // Every value the reference interpreter makes (with its bound) costs it about as
+    // much as a few multiply-adds: attention's S x S scores dominate at small head sizes.
+    double elements = 0;
+    for (const auto& n : at.nodes)
+      elements += static_cast<double>(ir::element_count(ir::evaluate_shape(n.shape, dims)));
+    return static_cast<double>(c.flops) + 4 * elements;
   } catch (const std::exception&) {
     return 0;
   }
