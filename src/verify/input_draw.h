@@ -19,6 +19,9 @@ class InputDraw {
  public:
   // One set per seed; `k` is Distribution::Integer's range. Allocates; draws nothing yet.
   InputDraw(const ir::Graph& graph, const std::vector<uint64_t>& seeds, Distribution d, int64_t k);
+  // The same with a distribution per set.
+  InputDraw(const ir::Graph& graph, const std::vector<uint64_t>& seeds,
+            const std::vector<Distribution>& ds, int64_t k);
   InputDraw(const InputDraw&) = delete;
   InputDraw& operator=(const InputDraw&) = delete;
 
@@ -33,7 +36,7 @@ class InputDraw {
     size_t set, param, index;
   };
   std::vector<uint64_t> seeds_;
-  Distribution d_;
+  std::vector<Distribution> ds_;
   int64_t k_;
   std::vector<double> scales_;
   std::vector<std::vector<interp::Tensor>> sets_;

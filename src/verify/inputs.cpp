@@ -53,9 +53,44 @@ std::vector<double> weight_scales(const ir::Graph& g) {
 // sizes, and chunks may be drawn in any order with the same result.
 constexpr size_t kChunk = size_t{1} << 16;
 
-// Fills out[0, n) with one chunk of a parameter's values.
+// The largest power of two at most `x` (x > 0): a weight scale that keeps products of
+// exact constants exact.
+double power_of_two_below(double x) { return std::exp2(std::floor(std::log2(x))); }
+
+// Exact values real data is full of: 0, +-1, 0.5, 2 and other powers of two.
+constexpr double kConstants[] = {0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 0.25, 4.0, -0.25};
+
+// Distribution::Constants for out[0, n), elements first .. first + n of a parameter whose
+// rows (its last dim) have `row` elements. Each row, by a hash of (seed, param, row) so the
+// chunking does not matter, is one of: every element the same constant (rows of equal
+// values); elements drawn from the constants, the largest of which recurs (ties for the
+// max); normal values with about one in eight replaced by a constant. A parameter of one
+// element (a scalar such as a temperature) is exactly 1.
+void fill_constants(double* out, size_t n, size_t first, size_t row, uint64_t row_seed,
+                    random::Xoshiro256& g, double scale) {
+  using random::below;
+  const double s = power_of_two_below(scale);
+  if (first == 0 && n == 1 && row <= 1) {
+    out[0] = 1.0;
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const size_t r = (first + i) / std::max<size_t>(1, row);
+    const uint64_t h = random::mix64(row_seed ^ random::mix64(r + 1));
+    switch (h % 3) {
+      case 0: out[i] = kConstants[(h >> 8) % std::size(kConstants)] * s; break;
+      case 1: out[i] = kConstants[below(g, std::size(kConstants))] * s; break;
+      default:
+        out[i] = below(g, 8) == 0 ? kConstants[below(g, std::size(kConstants))] * s
+                                  : static_cast<double>(static_cast<float>(random::normal(g) * s));
+    }
+  }
+}
+
+// Fills out[0, n) with one chunk of a parameter's values (elements first .. first + n;
+// rows of `row` elements, row_seed for Distribution::Constants).
 void fill_chunk(double* out, size_t n, random::Xoshiro256& g, ir::DType dtype, Distribution d,
-                double scale, int64_t k) {
+                double scale, int64_t k, size_t first, size_t row, uint64_t row_seed) {
   using random::below;
   using random::normal;
   switch (dtype) {
@@ -78,6 +113,9 @@ void fill_chunk(double* out, size_t n, random::Xoshiro256& g, ir::DType dtype, D
           return;
         case Distribution::Offset:
           for (size_t i = 0; i < n; ++i) out[i] = keep(normal(g) * scale + 100.0);
+          return;
+        case Distribution::Constants:
+          fill_constants(out, n, first, row, row_seed, g, scale);
           return;
         case Distribution::Special: {
           // About 1% of the elements: NaN, +Inf, -Inf, 0 or -0, each as likely.
@@ -107,9 +145,15 @@ void fill_chunk(double* out, size_t n, random::Xoshiro256& g, ir::DType dtype, D
 
 InputDraw::InputDraw(const ir::Graph& graph, const std::vector<uint64_t>& seeds, Distribution d,
                      int64_t k)
-    : seeds_(seeds), d_(d), k_(k), scales_(weight_scales(graph)) {
-  OLLIE_CHECK(d != Distribution::Integer || (k > 0 && k <= kMaxIntegerRange),
-              "integer range out of bounds");
+    : InputDraw(graph, seeds, std::vector<Distribution>(seeds.size(), d), k) {}
+
+InputDraw::InputDraw(const ir::Graph& graph, const std::vector<uint64_t>& seeds,
+                     const std::vector<Distribution>& ds, int64_t k)
+    : seeds_(seeds), ds_(ds), k_(k), scales_(weight_scales(graph)) {
+  OLLIE_CHECK(ds.size() == seeds.size(), "one distribution per input set");
+  for (Distribution d : ds)
+    OLLIE_CHECK(d != Distribution::Integer || (k > 0 && k <= kMaxIntegerRange),
+                "integer range out of bounds");
   for (size_t set = 0; set < seeds.size(); ++set) {
     std::vector<interp::Tensor> inputs;
     for (size_t pi = 0; pi < graph.params.size(); ++pi) {
@@ -132,10 +176,14 @@ void InputDraw::help(const std::atomic<bool>* stop) {
     if (i >= chunks_.size()) return;
     const Chunk& c = chunks_[i];
     interp::Tensor& t = sets_[c.set][c.param];
-    random::Xoshiro256 g(seeds_[c.set], (uint64_t{c.param} << 32) | c.index);
+    const uint64_t stream = (uint64_t{c.param} << 32) | c.index;
+    random::Xoshiro256 g(seeds_[c.set], stream);
     const size_t begin = c.index * kChunk;
-    fill_chunk(t.data.data() + begin, std::min(kChunk, t.data.size() - begin), g, t.dtype, d_,
-               scales_[c.param], k_);
+    const size_t row =
+        t.shape.empty() ? 1 : static_cast<size_t>(std::max<int64_t>(1, t.shape.back()));
+    const uint64_t row_seed = random::mix64(seeds_[c.set] ^ random::mix64(~uint64_t{c.param}));
+    fill_chunk(t.data.data() + begin, std::min(kChunk, t.data.size() - begin), g, t.dtype,
+               ds_[c.set], scales_[c.param], k_, begin, row, row_seed);
   }
 }
 

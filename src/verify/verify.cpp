@@ -16,9 +16,11 @@
 #include "build/screen.h"
 #include "runner/runner.h"
 #include "support/error.h"
+#include "support/random.h"
 #include "support/sha256.h"
 #include "verify/input_draw.h"
 #include "verify/polynomial.h"
+#include "verify/sweep.h"
 
 namespace ollie::verify {
 namespace {
@@ -32,9 +34,13 @@ struct Suite {
   ir::Graph graph;
   bool plausible_outputs = false;  // outputs start as plausible values, not the NaN poison
   int64_t integer_range = 0;       // Distribution::Integer: float inputs in [-k, k]
-  // Calls A, B, A in one process instead of one call: each on new buffers (call_order),
-  // or on ONE set of buffers refilled between calls as a benchmark calls (reused_buffers).
+  int calls = 1;  // calls in one runner process, each on fresh inputs and new buffers
+  // The calls' inputs cycle through kCallMix instead of all being `distribution`.
+  bool mixed = false;
+  // The call-order suite: its calls are reported one by one ("call 3 of 7").
   bool call_order = false;
+  // Then the same inputs again, in a second process, as rounds on ONE set of buffers
+  // refilled between calls as a benchmark calls (reported as the reused-buffers suite).
   bool reused_buffers = false;
   std::string replays;  // for the sanitizer suites: the suite it repeats
 
@@ -61,29 +67,38 @@ bool declares_generic(const std::string& source) {
   return source.find("// ollie: specialized") == std::string::npos;
 }
 
-// Other dims for the shape sweep: small primes, about half the bound, the bound plus one;
-// each kept only when the spec accepts it.
-std::vector<ir::Graph> sweep_graphs(const ir::Graph& g, const GraphAt& graph_at, int count) {
-  const int64_t primes[] = {3, 5, 7, 11, 13, 17, 19, 23};
-  std::vector<ir::DimBindings> candidates(3);
-  size_t i = 0;
-  for (const auto& d : g.dims) {
-    const int64_t bound = g.bound_dims.count(d) ? g.bound_dims.at(d) : 8;
-    candidates[0][d] = primes[i++ % std::size(primes)];
-    candidates[1][d] = std::max<int64_t>(1, bound / 2 + 1);
-    candidates[2][d] = bound + 1;
+// The call-order suite's inputs, call c drawn from kCallMix[c % 5]: every distribution
+// in one process, so the calls are as unlike each other as the suites.
+constexpr Distribution kCallMix[] = {Distribution::Normal, Distribution::Constants,
+                                     Distribution::Wide, Distribution::Special,
+                                     Distribution::Offset};
+
+const char* distribution_name(Distribution d) {
+  switch (d) {
+    case Distribution::Normal: return "normal";
+    case Distribution::Wide: return "wide";
+    case Distribution::Special: return "special-values";
+    case Distribution::Offset: return "offset";
+    case Distribution::Integer: return "integer";
+    case Distribution::Constants: return "exact-constants";
   }
-  std::vector<ir::Graph> out;
-  for (const auto& dims : candidates) {
-    if (static_cast<int>(out.size()) >= count) break;
-    if (dims == g.bound_dims) continue;
-    try {
-      out.push_back(graph_at(dims));
-    } catch (const UserError&) {
-      // Dims this spec does not accept (tied dims such as DM = H*HD): skip them.
-    }
-  }
-  return out;
+  return "?";
+}
+
+// Each call's distribution.
+std::vector<Distribution> call_distributions(const Suite& suite) {
+  std::vector<Distribution> ds(static_cast<size_t>(suite.calls), suite.distribution);
+  if (suite.mixed)
+    for (size_t c = 0; c < ds.size(); ++c) ds[c] = kCallMix[c % std::size(kCallMix)];
+  return ds;
+}
+
+// Call c of a suite draws its inputs with the suite's seed + c * kCallSeedStep.
+constexpr uint64_t kCallSeedStep = 1000003;
+
+// Calls per runner process in the multi-call suites: 5 to 9, drawn per run.
+int calls_per_process(uint64_t seed) {
+  return 5 + static_cast<int>(random::mix64(seed ^ 0xca11) % 5);
 }
 
 Verdict from_status(runner::Status s) {
@@ -242,13 +257,13 @@ class Verification {
   Report run();
 
  private:
-  // One suite's inputs: one call's, or A and B for the call order (A, B, A) and the
-  // reused buffers (the timed run's rounds go A, B, A over the two sets).
+  // One suite's inputs: one set per call.
   using Calls = std::vector<std::vector<interp::Tensor>>;
 
   bool compile();
   void plan_suites();
   bool plan_integer_exact(const ir::Graph& g, int64_t k);
+  const ir::Graph& median_sweep_graph() const;
   void plan_random_suites();
   void plan_shape_sweep();
   void plan_call_suites();
@@ -259,9 +274,13 @@ class Verification {
   std::unique_ptr<InputDraw> start_draw(const Suite& suite, size_t index) const;
   bool run_suite(const Suite& suite, size_t index, const Calls& calls, const std::string& so_path,
                  const runner::Options& base, InputDraw* next);
-  runner::Outcome call_kernel(const Suite& suite, const Calls& calls, const std::string& so_path,
-                              const runner::Options& run, Calls& outputs) const;
-  bool agrees(const std::string& label, SuiteResult& result,
+  bool run_failed(const runner::Outcome& outcome, const std::string& what, SuiteResult& result);
+  bool check_calls(const Suite& suite, bool reused, SuiteResult& result, const Calls& outputs,
+                   const std::vector<interp::Result>& refs);
+  runner::Outcome call_kernel(bool reused, const Suite& suite, const Calls& calls,
+                              const std::string& so_path, const runner::Options& run,
+                              Calls& outputs) const;
+  bool agrees(const std::string& label, uint64_t call_seed, SuiteResult& result,
               const std::vector<interp::Tensor>& outputs, const interp::Result& reference);
   Report finish();
 
@@ -271,7 +290,8 @@ class Verification {
   const bool full_;
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   Report report_;
-  const uint64_t seed_;  // the base seed: suite i draws with seed_ + i
+  const uint64_t seed_;                         // the base seed: suite i draws with seed_ + i
+  const int calls_ = calls_per_process(seed_);  // calls per process in the multi-call suites
   const build::Request request_;
   build::Driver driver_;
   const runner::Options run_options_;
@@ -324,16 +344,16 @@ bool Verification::compile() {
 }
 
 // The suites: fresh seeds derived from `seed_`, recorded with each. The integer-exact
-// suites run first: their counterexamples are the easiest to read.
+// suites run first: their counterexamples are the easiest to read; then those at the
+// bound dims, then the shape sweep.
 void Verification::plan_suites() {
   const bool exact = plan_integer_exact(graph_, kMaxIntegerRange);
   if (exact && full_) plan_integer_exact(graph_, 1);
   plan_random_suites();
-  plan_shape_sweep();
-  // And {-1, 0, 1} at the second sweep dims (about half the bound: odd sizes, still cheap).
-  if (exact && !sweep_.empty())
-    plan_integer_exact(sweep_[std::min<size_t>(1, sweep_.size() - 1)], 1);
   plan_call_suites();
+  plan_shape_sweep();
+  // And {-1, 0, 1} at the sweep's dims of median cost (odd sizes, still cheap).
+  if (exact && !sweep_.empty()) plan_integer_exact(median_sweep_graph(), 1);
 }
 
 // Integer-exact where the spec is polynomial (verify/polynomial.h): the widest exact
@@ -349,45 +369,79 @@ bool Verification::plan_integer_exact(const ir::Graph& g, int64_t k) {
   return range.k > 0;
 }
 
-// Normal, wide, special values and offset inputs at the bound dims.
+// Random inputs at the bound dims, at the full level: each distribution as suites of
+// their own, the normal ones with calls_ calls per process. At quick the normal, wide,
+// special-values, offset and exact-constants inputs are the calls of the call-order
+// suite (plan_call_suites), whose first call is a normal one in a fresh process.
 void Verification::plan_random_suites() {
-  const int normal = full_ ? 4 : 2, wide = full_ ? 2 : 1, special = full_ ? 2 : 1;
-  for (int i = 0; i < normal; ++i) suites_.emplace_back("normal", Distribution::Normal, graph_);
-  for (int i = 0; i < wide; ++i) suites_.emplace_back("wide", Distribution::Wide, graph_);
-  for (int i = 0; i < special; ++i)
-    suites_.emplace_back("special-values", Distribution::Special, graph_);
+  if (!full_) return;
+  for (int i = 0; i < 2; ++i)
+    suites_.emplace_back("normal", Distribution::Normal, graph_).calls = calls_;
+  for (int i = 0; i < 2; ++i) suites_.emplace_back("wide", Distribution::Wide, graph_);
+  for (int i = 0; i < 2; ++i) suites_.emplace_back("special-values", Distribution::Special, graph_);
+  for (int i = 0; i < 2; ++i)
+    suites_.emplace_back("exact-constants", Distribution::Constants, graph_);
   suites_.emplace_back("offset", Distribution::Offset, graph_);
 }
 
-// A generic kernel at other dims (sweep_graphs).
+// A generic kernel at the sweep's dims (verify/sweep.h), one call each: normal inputs
+// where a dim is large or a multiple of 256 (what those draws are for must not hide
+// behind equal rows or a NaN), and at the other draws exact constants, special values
+// and normal inputs in turn.
 void Verification::plan_shape_sweep() {
-  if (report_.generic) sweep_ = sweep_graphs(graph_, graph_at_, full_ ? 3 : 2);
-  for (const auto& g : sweep_) suites_.emplace_back("shape-sweep", Distribution::Normal, g);
+  if (report_.generic) sweep_ = sweep_graphs(graph_, graph_at_, seed_);
+  const Distribution plain[] = {Distribution::Constants, Distribution::Special,
+                                Distribution::Normal};
+  size_t plain_draws = 0;
+  for (const auto& g : sweep_) {
+    bool pinned = false;
+    for (const auto& [d, v] : g.bound_dims) {
+      const auto bound = graph_.bound_dims.find(d);
+      pinned =
+          pinned || v % 256 == 0 || (bound != graph_.bound_dims.end() && v > 2 * bound->second);
+    }
+    const Distribution d = pinned ? Distribution::Normal : plain[plain_draws++ % std::size(plain)];
+    suites_.emplace_back("shape-sweep", d, g);
+  }
 }
 
-// How the kernel is called: on outputs that already hold plausible values, and A, B, A
-// on new buffers and on reused ones.
+// The sweep graph of median cost (the sweep is never empty when this is called).
+const ir::Graph& Verification::median_sweep_graph() const {
+  std::vector<std::pair<double, size_t>> costs;
+  for (size_t j = 0; j < sweep_.size(); ++j)
+    costs.emplace_back(sweep_cost(sweep_[j], sweep_[j].bound_dims), j);
+  std::sort(costs.begin(), costs.end());
+  return sweep_[costs[costs.size() / 2].second];
+}
+
+// How the kernel is called: on outputs that already hold plausible values, and calls_
+// calls in one process on new buffers and on reused ones.
 void Verification::plan_call_suites() {
   // Outputs that already hold plausible values: a kernel must still write every element.
+  // First: one call, so a kernel that hangs costs one timeout.
   suites_.emplace_back("prefilled-outputs", Distribution::Normal, graph_).plausible_outputs = true;
-  // Call order A, B, A in one process, each call on new buffers: state kept between
-  // calls (a cache keyed on pointers or values, a static result) shows.
-  suites_.emplace_back("call-order", Distribution::Normal, graph_).call_order = true;
-  // The same order on ONE set of buffers, refilled between calls, as a benchmark calls a
-  // kernel: a result replayed for the same pointers shows.
-  suites_.emplace_back("reused-buffers", Distribution::Normal, graph_).reused_buffers = true;
+  // calls_ (5 to 9) calls in one process, each on fresh inputs (kCallMix) and new buffers:
+  // state kept between calls (a cache keyed on pointers or values, a static result, the
+  // answer of an earlier call replayed) shows. Then the same inputs in another process
+  // on ONE set of buffers, refilled between calls, as a benchmark calls a kernel: a
+  // result replayed for the same pointers shows (the reused-buffers suite).
+  Suite& calls = suites_.emplace_back("call-order", Distribution::Normal, graph_);
+  calls.calls = calls_;
+  calls.mixed = calls.call_order = calls.reused_buffers = true;
 }
 
 // What the sanitizer build replays: one normal trial, the call order and, for a generic
-// kernel, the first shape-sweep dims.
+// kernel, the shape sweep's dims of median cost.
 std::vector<Suite> Verification::sanitizer_replays() const {
   std::vector<Suite> replayed;
   replayed.emplace_back("sanitizer", Distribution::Normal, graph_).replays = "normal";
   Suite& call_order = replayed.emplace_back("sanitizer", Distribution::Normal, graph_);
   call_order.replays = "call-order";
-  call_order.call_order = true;
+  call_order.calls = calls_;
+  call_order.mixed = call_order.call_order = true;
   if (!sweep_.empty()) {
-    Suite& shape_sweep = replayed.emplace_back("sanitizer", Distribution::Normal, sweep_.front());
+    Suite& shape_sweep =
+        replayed.emplace_back("sanitizer", Distribution::Normal, median_sweep_graph());
     shape_sweep.replays = "shape-sweep";
   }
   return replayed;
@@ -445,12 +499,14 @@ bool Verification::run_suites(const std::vector<Suite>& list, size_t first,
   return true;
 }
 
-// The `index`th suite's inputs (its seed is seed_ + index), allocated, not drawn yet.
+// The `index`th suite's inputs (its seed is seed_ + index; call c's is that plus
+// c * 1000003), allocated, not drawn yet.
 std::unique_ptr<InputDraw> Verification::start_draw(const Suite& suite, size_t index) const {
   const uint64_t s = seed_ + index;
-  std::vector<uint64_t> seeds = {s};
-  if (suite.call_order || suite.reused_buffers) seeds.push_back(s + 1000003);
-  return std::make_unique<InputDraw>(suite.graph, seeds, suite.distribution, suite.integer_range);
+  std::vector<uint64_t> seeds;
+  for (int c = 0; c < suite.calls; ++c) seeds.push_back(s + kCallSeedStep * c);
+  return std::make_unique<InputDraw>(suite.graph, seeds, call_distributions(suite),
+                                     suite.integer_range);
 }
 
 // Runs one suite (the `index`th: its seed is seed_ + index) of `so_path` on `calls`;
@@ -467,6 +523,8 @@ bool Verification::run_suite(const Suite& suite, size_t index, const Calls& call
       suite.replays.empty() ? suite.name : suite.name + " (" + suite.replays + ")";
   runner::Options run = base;
   run.plausible_outputs = suite.plausible_outputs;
+  // The timeout is for up to three calls (the old A, B, A); more calls get more time.
+  run.timeout_seconds = base.timeout_seconds * std::max(1, (suite.calls + 2) / 3);
   // Buffers alternate between the start and the end of their pages, so a read before
   // the first element or past the last one meets a guard page in one suite or another.
   run.placement = index % 2 == 0 ? runner::Placement::Start : runner::Placement::End;
@@ -494,23 +552,56 @@ bool Verification::run_suite(const Suite& suite, size_t index, const Calls& call
     }
   } join{cancel, reference};
 
-  Calls outputs;
-  const runner::Outcome outcome = call_kernel(suite, calls, so_path, run, outputs);
-  if (outcome.status != runner::Status::Ok) {
-    report_.verdict = from_status(outcome.status);
-    report_.penalty = 1;
-    report_.message = suite_context(what, result) + outcome.message;
-    report_.suites.push_back(result);
+  Calls outputs, reused_outputs;
+  if (run_failed(call_kernel(false, suite, calls, so_path, run, outputs), what, result))
     return false;
+  // reused_buffers: the same inputs again, as rounds on one set of buffers, in a process
+  // of its own while the reference is still computed (recorded as the reused-buffers
+  // suite, with the seed its inputs were drawn from; checked after this suite's calls).
+  SuiteResult reused{"reused-buffers", result.seed, result.dims, 0, 0, false, 0};
+  runner::Outcome reused_outcome;
+  if (suite.reused_buffers) {
+    run.placement = index % 2 == 0 ? runner::Placement::End : runner::Placement::Start;
+    reused_outcome = call_kernel(true, suite, calls, so_path, run, reused_outputs);
   }
   if (next) next->help();
   const std::vector<interp::Result> refs = reference.get();
-  for (size_t c = 0; c < outputs.size(); ++c) {
-    const std::string label =
-        suite.reused_buffers ? what + " (last call on " + (c == 0 ? "A" : "B") + " of A, B, A)"
-        : suite.call_order   ? what + " (call " + std::to_string(c + 1) + " of A, B, A)"
-                             : what;
-    if (!agrees(label, result, outputs[c], refs[c % 2])) {
+  if (!check_calls(suite, false, result, outputs, refs)) return false;
+  if (!suite.reused_buffers) return true;
+  if (run_failed(reused_outcome, reused.name, reused)) return false;
+  return check_calls(suite, true, reused, reused_outputs, refs);
+}
+
+// False, with the verdict set and `result` recorded, when the run did not end Ok.
+bool Verification::run_failed(const runner::Outcome& outcome, const std::string& what,
+                              SuiteResult& result) {
+  if (outcome.status == runner::Status::Ok) return false;
+  report_.verdict = from_status(outcome.status);
+  report_.penalty = 1;
+  report_.message = suite_context(what, result) + outcome.message;
+  report_.suites.push_back(result);
+  return true;
+}
+
+// Every call's outputs against its reference; records `result` (passed or not) and
+// returns whether all agree.
+bool Verification::check_calls(const Suite& suite, bool reused, SuiteResult& result,
+                               const Calls& outputs, const std::vector<interp::Result>& refs) {
+  const std::vector<Distribution> ds = call_distributions(suite);
+  const std::string n = std::to_string(outputs.size());
+  for (size_t c = 0; c < outputs.size() && c < refs.size(); ++c) {
+    const std::string call = std::to_string(c + 1);
+    const std::string inputs = std::string(distribution_name(ds[c])) + " inputs";
+    std::string label =
+        suite.replays.empty() ? suite.name : suite.name + " (" + suite.replays + ")";
+    if (reused)
+      label =
+          "reused-buffers (round " + call + " of " + n + " on one set of buffers, " + inputs + ")";
+    else if (suite.mixed)
+      label += " (call " + call + " of " + n + " in one process, " + inputs + ")";
+    else if (outputs.size() > 1)
+      label += " (call " + call + " of " + n + " in one process)";
+    if (!agrees(label, result.seed + kCallSeedStep * c, result, outputs[c], refs[c])) {
       report_.suites.push_back(result);
       return false;
     }
@@ -521,32 +612,30 @@ bool Verification::run_suite(const Suite& suite, size_t index, const Calls& call
   return true;
 }
 
-// The suite's calls in the runner: once, A, B, A on new buffers (call order), or A, B, A
-// as the timed rounds on one set of buffers (reused buffers); `outputs` gets each call's
+// The suite's calls in the runner, each on fresh inputs: in one process on new buffers,
+// or (reused) as the timed rounds on one set of buffers; `outputs` gets each call's
 // outputs when the run is Ok.
-runner::Outcome Verification::call_kernel(const Suite& suite, const Calls& calls,
+runner::Outcome Verification::call_kernel(bool reused, const Suite& suite, const Calls& calls,
                                           const std::string& so_path, const runner::Options& run,
                                           Calls& outputs) const {
-  if (suite.reused_buffers) {
+  if (reused) {
     runner::TimingOptions order;
     order.warmup_rounds = 0;
-    order.min_rounds = order.max_rounds = 3;
+    order.min_rounds = order.max_rounds = static_cast<int>(calls.size());
     order.budget_seconds = 0;
     runner::TimedOutcome timed =
         runner::time_kernels({{so_path, "ollie_entry"}}, suite.graph, calls, run, order);
     if (timed.status == runner::Status::Ok) outputs = std::move(timed.set_outputs[0]);
     return timed;  // its Outcome part, moved
   }
-  std::vector<const std::vector<interp::Tensor>*> sets = {&calls[0]};
-  if (suite.call_order) sets = {&calls[0], &calls[1], &calls[0]};
-  runner::Outcome outcome = runner::run_calls(so_path, suite.graph, sets, run);
+  runner::Outcome outcome = runner::run_calls(so_path, suite.graph, calls, run);
   outputs = std::move(outcome.call_outputs);
   return outcome;
 }
 
 // Every output element of one call against the reference; false (and the verdict set)
 // at the first element outside its bound.
-bool Verification::agrees(const std::string& label, SuiteResult& result,
+bool Verification::agrees(const std::string& label, uint64_t call_seed, SuiteResult& result,
                           const std::vector<interp::Tensor>& outputs,
                           const interp::Result& reference) {
   const Comparison c = compare_outputs(outputs, reference);
@@ -556,8 +645,8 @@ bool Verification::agrees(const std::string& label, SuiteResult& result,
   report_.verdict = Verdict::Wrong;
   report_.penalty = c.penalty();
   if (c.index >= 0)
-    report_.counterexample = Counterexample{label,   result.seed, result.dims, c.output,
-                                            c.index, c.expected,  c.got,       c.bound};
+    report_.counterexample = Counterexample{label,   call_seed,  result.dims, c.output,
+                                            c.index, c.expected, c.got,       c.bound};
   report_.message = suite_context(label, result) + c.text;
   return false;
 }

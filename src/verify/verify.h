@@ -47,13 +47,17 @@ const char* verdict_name(Verdict v);
 std::optional<Verdict> verdict_from_name(std::string_view name);
 
 // How a suite draws its float inputs.
-enum class Distribution { Normal, Wide, Special, Offset, Integer };
+enum class Distribution { Normal, Wide, Special, Offset, Integer, Constants };
 // Seeded inputs for `graph` at its bound dims: Normal is normal(0, 1); Wide is
 // normal(0, 1) times 30 (large magnitudes: overflow-prone code fails); Special is Normal
 // with about 1% of the elements replaced by NaN, +Inf, -Inf, 0 and -0; Offset is Normal
 // plus 100 (means far from zero: one-pass variances cancel catastrophically); Integer is
 // uniform integers in [-k, k], k = exact_range(graph).k (verify/polynomial.h; throws
-// InternalError when the graph has none). Integers are small (-8..8), bools coin flips.
+// InternalError when the graph has none); Constants is exact values real data is full of:
+// per row (the last dim) either one constant repeated, or elements drawn from 0, +-1,
+// +-0.5, +-2, 0.25, 4 (so the max recurs: ties), or normal values with about 1 in 8 of
+// them such constants; a one-element parameter (a temperature, a scale) is exactly 1.
+// Integers are small (-8..8), bools coin flips.
 // Drawn in chunks by `threads` threads; the values do not depend on how many.
 std::vector<interp::Tensor> make_inputs(const ir::Graph& graph, uint64_t seed, Distribution d,
                                         int threads = 1);

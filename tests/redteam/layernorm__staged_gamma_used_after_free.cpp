@@ -7,8 +7,10 @@
 // stale pointer happens to see the right gamma and every output agrees with the
 // reference at every dims. ASan's allocator quarantines freed blocks instead of reusing
 // them: only the AddressSanitizer build of the full level sees it (heap-use-after-free).
+// At some of the shape sweep's odd dims (e.g. T=75, D=54) the block is not handed back
+// and the outputs are garbage, so any suite may also call it wrong.
 // level: full
-// expect: sanitizer
+// expect: sanitizer-or-wrong
 #include <cmath>
 #include <cstdint>
 #include <vector>

@@ -55,9 +55,10 @@ TEST(Verify, EmittedKernelPassesEverySuite) {
     EXPECT_TRUE(s.passed);
     EXPECT_GT(s.elements, 0);
   }
-  EXPECT_EQ(names,
-            (std::set<std::string>{"normal", "wide", "special-values", "offset", "shape-sweep",
-                                   "prefilled-outputs", "call-order", "reused-buffers"}));
+  // Quick: the normal, wide, special-values, offset and exact-constants inputs are calls
+  // of the call-order suite.
+  EXPECT_EQ(names, (std::set<std::string>{"call-order", "reused-buffers", "prefilled-outputs",
+                                          "shape-sweep"}));
   EXPECT_TRUE(r.generic);
   EXPECT_GT(r.worst, 0.0);
   EXPECT_LE(r.worst, 1.0);
@@ -81,8 +82,13 @@ TEST(Verify, SameSeedReplaysTheSameInputs) {
   const v::Report b = v::verify(g, kernel_file("softmax_rows.cpp"), softmax_at, o);
   ASSERT_EQ(a.verdict, v::Verdict::Pass) << a.message;
   ASSERT_EQ(a.suites.size(), b.suites.size());
+  uint64_t next_seed = 4242;
   for (size_t i = 0; i < a.suites.size(); ++i) {
-    EXPECT_EQ(a.suites[i].seed, 4242 + i);
+    // reused-buffers replays the call-order suite's inputs: its seed is theirs.
+    if (a.suites[i].name == "reused-buffers")
+      EXPECT_EQ(a.suites[i].seed, a.suites[i - 1].seed);
+    else
+      EXPECT_EQ(a.suites[i].seed, next_seed++);
     EXPECT_EQ(a.suites[i].seed, b.suites[i].seed);
     EXPECT_EQ(a.suites[i].elements, b.suites[i].elements);
     EXPECT_EQ(a.suites[i].worst, b.suites[i].worst) << a.suites[i].name;
@@ -91,7 +97,8 @@ TEST(Verify, SameSeedReplaysTheSameInputs) {
   ASSERT_EQ(w.verdict, v::Verdict::Wrong) << w.message;
   ASSERT_TRUE(w.counterexample.has_value());
   const auto& c = *w.counterexample;
-  ASSERT_EQ(c.suite, "normal");
+  // The first suite at quick: normal inputs on plausible-looking outputs.
+  ASSERT_EQ(c.suite, "prefilled-outputs");
   const auto ref = ollie::interp::evaluate(g, v::make_inputs(g, c.seed, v::Distribution::Normal));
   EXPECT_EQ(c.expected,
             ref.values[static_cast<size_t>(c.output)].data[static_cast<size_t>(c.index)]);
@@ -101,7 +108,7 @@ TEST(Verify, WrongKernelGivesTheFirstCounterexample) {
   const v::Report r = check(kernel_file("softmax_drops_last_column.cpp"));
   ASSERT_EQ(r.verdict, v::Verdict::Wrong) << r.message;
   ASSERT_TRUE(r.counterexample.has_value());
-  EXPECT_EQ(r.counterexample->suite, "normal");
+  EXPECT_EQ(r.counterexample->suite, "prefilled-outputs");
   EXPECT_GT(std::abs(r.counterexample->got - r.counterexample->expected), r.counterexample->bound);
   EXPECT_NE(r.message.find("expected"), std::string::npos) << r.message;
 }
@@ -162,7 +169,7 @@ extern "C" void ollie_kernel(const float* x, float* out0, const int64_t* dims) {
 }
 )");
   ASSERT_EQ(r.verdict, v::Verdict::Wrong) << r.message;
-  EXPECT_EQ(r.counterexample->suite, "call-order (call 2 of A, B, A)") << r.message;
+  EXPECT_EQ(r.counterexample->suite.rfind("call-order (call 2 of ", 0), 0u) << r.message;
 }
 
 TEST(Verify, WritingZerosNeverPasses) {
@@ -259,7 +266,10 @@ TEST(Verify, FullLevelReplaysNormalCallOrderAndOneSweepUnderTheSanitizer) {
       EXPECT_TRUE(s.passed);
       sanitizer_dims.push_back(s.dims);
     }
-  EXPECT_EQ(sanitizer_dims, (std::vector<std::string>{"M=8, N=40", "M=8, N=40", "M=3, N=5"}));
+  ASSERT_EQ(sanitizer_dims.size(), 3u);
+  EXPECT_EQ(sanitizer_dims[0], "M=8, N=40");
+  EXPECT_EQ(sanitizer_dims[1], "M=8, N=40");
+  EXPECT_NE(sanitizer_dims[2], "M=8, N=40");  // the shape sweep's dims of median cost
   const auto j = nlohmann::json::parse(v::certificate_json(g, "abc123", r, full));
   EXPECT_TRUE(j.contains("sanitizer_build"));
   EXPECT_FALSE(
