@@ -17,9 +17,11 @@ namespace ollie::runner {
 // (the kernel ABI's promise) and has a guard page before and after its pages. Start: at
 // the start of its first page, so reading before element 0 crashes at once. End: as near
 // the end of its last page as the alignment allows, so reading past the last element
-// crashes (up to 63 bytes of slack remain). Unused bytes of a buffer's pages hold 0xFF,
-// and a write into them next to an output is reported as a crash.
-enum class Placement { Start, End };
+// crashes (up to 63 bytes of slack remain). Random (the default): at a random multiple of
+// 64 bytes into its first page, drawn per buffer per run, so a kernel cannot recognise the
+// harness by buffers that start at page starts or end at page ends. Unused bytes of a
+// buffer's pages hold 0xFF, and a write into them next to an output is reported as a crash.
+enum class Placement { Start, End, Random };
 
 struct Options {
   double timeout_seconds = 60;  // wall-clock limit of one run; the child is killed after it
@@ -37,7 +39,7 @@ struct Options {
   // Outputs start as plausible finite values instead of the NaN poison (the verifier's
   // check that a kernel does not skip work when its outputs look written already).
   bool plausible_outputs = false;
-  Placement placement = Placement::Start;
+  Placement placement = Placement::Random;
   // The sanitizer run (the verifier's full level): the .so was built with
   // -fsanitize=address,undefined (build::sanitizer_toolchain) and `sanitizer_runtime` is the
   // ASan runtime to preload (build::sanitizer_runtime, e.g. `g++ -print-file-name=libasan.so`);

@@ -57,6 +57,7 @@ Options options() {
   Options o;
   o.runner_path = OLLIE_RUNNER;
   o.timeout_seconds = 30;
+  o.placement = Placement::Start;  // these tests put guard pages where they expect
   return o;
 }
 

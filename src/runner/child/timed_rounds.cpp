@@ -4,6 +4,9 @@
 #include <time.h>
 
 #include <cstring>
+#include <vector>
+
+#include "runner/child/seal.h"
 
 namespace ollie::runner::child {
 
@@ -36,7 +39,14 @@ void run_timed(const TimedRequest& request) {
   const proto::Buffer* staged = live + n_in + n_out;
   const proto::Buffer* check = staged + n_sets * n_in;
   char* view = request.view;
-  auto* times = reinterpret_cast<double*>(view + h.results_offset + sizeof(proto::TimedResults));
+  double* times = request.times;
+  // What the live inputs must still hold after a call on set s (seal.h).
+  std::vector<InputCopy> copies(n_sets * n_in);
+  for (size_t s = 0; s < n_sets; ++s)
+    for (size_t i = 0; i < n_in; ++i)
+      copies[s * n_in + i] = {view + live[i].offset, view + staged[s * n_in + i].offset,
+                              live[i].bytes};
+  uint64_t calls = 0;
 
   size_t loaded_set = n_sets;  // none yet
   auto load = [&](size_t set) {
@@ -62,6 +72,7 @@ void run_timed(const TimedRequest& request) {
         // nothing); the timed call's outputs are its own (poisoned again).
         load((set + 1) % n_sets);
         request.entries[k](request.live, request.dims);
+        check_after_call(&copies[loaded_set * n_in], n_in, ++calls);
         load(set);
         poison();
       }
@@ -69,6 +80,7 @@ void run_timed(const TimedRequest& request) {
       const double t0 = now();
       request.entries[k](request.live, request.dims);
       const double t1 = now();
+      check_after_call(&copies[set * n_in], n_in, ++calls);
       if (timed) times[k * h.max_rounds + r] = t1 - t0;
       for (size_t o = 0; o < n_out; ++o)
         std::memcpy(view + check[(k * n_sets + set) * n_out + o].offset,
@@ -88,6 +100,8 @@ void run_timed(const TimedRequest& request) {
   results.rounds = rounds;
   results.warmup_seconds = start - warm_start;
   std::memcpy(view + h.results_offset, &results, sizeof results);
+  std::memcpy(view + h.results_offset + sizeof results, times,
+              n_kernels * h.max_rounds * sizeof(double));
 }
 
 }  // namespace ollie::runner::child
