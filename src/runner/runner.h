@@ -30,10 +30,11 @@ struct Options {
   int threads = 0;  // OMP_NUM_THREADS for the child; 0 = leave as is
   std::string entry_symbol =
       "ollie_entry";  // the adapter entry to call (build::AdapterNames::entry)
-  // The sandbox: a seccomp filter (no files, sockets, processes or exec once the kernel
-  // is loaded; threads allowed), an address-space limit of `memory_bytes` beyond the
-  // buffers, and a CPU-time limit of the timeout times the threads. Off only for tests
-  // of the layers beneath it.
+  // The sandbox: seccomp filters installed before the kernel is loaded (no sockets,
+  // processes, exec, write-opens, prctl, or remapping the runner's memory, from its static
+  // constructors on) and after (no opens at all; threads allowed), an address-space limit
+  // of `memory_bytes` beyond the buffers, and a CPU-time limit of the timeout times the
+  // threads. Off only for tests of the layers beneath it.
   bool sandbox = true;
   uint64_t memory_bytes = uint64_t{8} << 30;
   // Outputs start as plausible finite values instead of the NaN poison (the verifier's

@@ -482,12 +482,14 @@ extern "C" void ollie_entry(void* const*, const int64_t*) { std::exit(0); }
 }
 
 TEST(Runner, ThreadsOptionSetsOmpNumThreads) {
+  // The kernel's environment is empty (the seal); libgomp read OMP_NUM_THREADS at load.
   const std::string so = build_so("omp_env", R"(
+#include <omp.h>
 extern "C" void ollie_entry(void* const* buffers, const int64_t*) {
-  const char* v = std::getenv("OMP_NUM_THREADS");
-  static_cast<float*>(buffers[1])[0] = v ? static_cast<float>(std::atoi(v)) : -1.0f;
+  static_cast<float*>(buffers[1])[0] = static_cast<float>(omp_get_max_threads());
 }
-)");
+)",
+                                  "-O2 -fopenmp");
   Options o = options();
   o.threads = 3;
   Outcome out = ollie::runner::run(so, vector_graph(), vector_inputs(), o);

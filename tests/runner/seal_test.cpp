@@ -88,7 +88,7 @@ Outcome timed(const std::string& name, const std::string& body, Options o = opti
   timing.min_rounds = 2;
   timing.max_rounds = 2;
   timing.budget_seconds = 0;
-  return ollie::runner::time_kernels({{build_so(name, body)}}, vector_graph(),
+  return ollie::runner::time_kernels({{build_so(name, body), o.entry_symbol}}, vector_graph(),
                                      {{filled(4, 1)}, {filled(4, 9)}}, o, timing);
 }
 
