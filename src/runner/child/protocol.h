@@ -66,8 +66,9 @@ struct RequestHeader {
   double budget_seconds;
   uint64_t flush_bytes;
   uint64_t results_offset;  // TimedResults, then double seconds[n_kernels][max_rounds]
-  // Random per run; every report carries it back. The child wipes it (and the magic)
-  // from the memfd before the kernel is loaded, so a report the kernel forges lacks it.
+  // Random per run; every report carries it back. The child zeroes the header region
+  // (this, the magic, the paths) before the kernel is loaded, so a report the kernel
+  // forges lacks it.
   uint64_t nonce;
 };
 

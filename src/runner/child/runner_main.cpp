@@ -13,9 +13,10 @@
 //     for another). Buffers are 64-byte aligned, each on pages of its own between guard
 //     pages; inputs hold their dtype's values, outputs and unused bytes are 0xFF (NaN for
 //     floats) so an unwritten element shows.
-//   * The child (seal.h, sandbox.h) reads the request, keeps the nonce and wipes it and the
-//     magic from the memfd, maps the memfd into a guarded block of address space (timed
-//     mode: a second view of it and a private mapping for the times too), closes fd 3,
+//   * The child (seal.h, sandbox.h) reads the request, keeps the nonce, maps the memfd
+//     into a guarded block of address space (timed mode: a second view of it and a
+//     private mapping for the times too), zeroes the header region (magic, nonce, paths:
+//     nothing there says "ollie"), closes fd 3,
 //     makes the header and guard pages inaccessible and the inputs read-only (flag
 //     kProtect), moves the report pipe to a random high descriptor, and with kSandbox sets
 //     its limits (RLIMIT_AS: what is mapped now plus memory_bytes; RLIMIT_CPU) and
@@ -244,10 +245,10 @@ Mappings map_request(const Request& r, uint64_t page) {
     m.times = reinterpret_cast<double*>(
         map_at(block.base + 2 * memfd_span, times_bytes, MAP_PRIVATE | MAP_ANONYMOUS, -1));
   }
-  // Nothing in the memfd says "ollie" or holds the nonce any more; the kernel can neither
+  // Nothing in the memfd says "ollie", names the kernel's path or holds the nonce any
+  // more (the parent reads only the buffers and the results back); the kernel can neither
   // remap nor write the memfd but through these mappings.
-  std::memset(m.base + offsetof(proto::RequestHeader, magic), 0, sizeof h.magic);
-  std::memset(m.base + offsetof(proto::RequestHeader, nonce), 0, sizeof h.nonce);
+  std::memset(m.base, 0, h.header_size);
   close(proto::kMemFd);
   if (const char* error = child::prepare_filters(block, h.flags & proto::kSanitize))
     bad_request_plain(error);
@@ -361,6 +362,7 @@ int main(int argc, char** argv) {
   proto::RequestHeader& header = r.header;
   child::open_report_channel(header.nonce);
   header.nonce = 0;
+  std::memset(header.magic, 0, sizeof header.magic);
   // Never outlive the parent: a hung kernel must not keep running after ollie is gone.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (header.parent_pid != 0 && static_cast<uint64_t>(getppid()) != header.parent_pid) _exit(3);
