@@ -366,6 +366,39 @@ TEST(Seal, TheKernelSeesAnEmptyEnvironmentInEveryMode) {
   EXPECT_EQ(asan.outputs[0].data, none);
 }
 
+TEST(Seal, OpenMpKernelsRunUnderBothFilters) {
+  // libgomp starts its threads (clone with CLONE_THREAD) and neither it nor glibc calls
+  // prctl, opens a file or remaps memory while the kernel runs.
+  const std::string body = R"(
+#include <omp.h>
+extern "C" void ollie_entry(void* const* b, const int64_t* dims) {
+  const float* x = static_cast<const float*>(b[0]);
+  float* y = static_cast<float*>(b[1]);
+  std::vector<float> scratch(static_cast<size_t>(dims[0]) * 100000);
+#pragma omp parallel for
+  for (int64_t i = 0; i < dims[0]; ++i) {
+    scratch[i * 100000] = x[i];
+    y[i] = scratch[i * 100000] + 1.0f;
+  }
+}
+)";
+  Options o = options();
+  o.threads = 4;
+  const std::string so = build_so("openmp", "#include <vector>\n" + body, "-O2 -fopenmp");
+  const Outcome out = ollie::runner::run(so, vector_graph(), {filled(4, 1)}, o);
+  ASSERT_EQ(out.status, Status::Ok) << describe(out);
+  EXPECT_EQ(out.outputs[0].data, (std::vector<double>{2, 3, 4, 5}));
+  TimingOptions timing;
+  timing.min_rounds = 3;
+  timing.max_rounds = 3;
+  timing.budget_seconds = 0;
+  timing.warm_call = true;
+  timing.steady_openmp = true;
+  const auto t = ollie::runner::time_kernels({{so}}, vector_graph(),
+                                             {{filled(4, 1)}, {filled(4, 9)}}, o, timing);
+  EXPECT_EQ(t.status, Status::Ok) << describe(t);
+}
+
 TEST(Seal, BuffersStartAtRandomMultiplesOf64) {
   // y[0] = where x starts within its page, y[1] = where y ends within its page.
   const std::string body = R"(
