@@ -280,7 +280,11 @@ void set_limits(const proto::RequestHeader& header) {
     if (setrlimit(RLIMIT_CPU, &cpu) != 0) bad_request("setrlimit(RLIMIT_CPU)");
   }
   if (header.memory_bytes > 0) {
-    const uint64_t limit = mapped_bytes() + header.memory_bytes;
+    // Never above a hard limit set from outside (ulimit -v): that one holds anyway.
+    rlimit outside{};
+    getrlimit(RLIMIT_AS, &outside);
+    const uint64_t limit =
+        std::min<uint64_t>(mapped_bytes() + header.memory_bytes, outside.rlim_max);
     const rlimit as{limit, limit};
     if (setrlimit(RLIMIT_AS, &as) != 0) bad_request("setrlimit(RLIMIT_AS)");
     std::set_new_handler(out_of_memory);

@@ -237,9 +237,17 @@ const char* install(std::vector<sock_filter>& program) {
 bool reserve_block(uint64_t bytes, uint64_t min_bytes, GuardedBlock& block) {
   unsigned n = 21;
   while (n < 46 && ((uint64_t{1} << n) < bytes || (uint64_t{1} << n) < min_bytes)) ++n;
+  // Under an address-space limit set from outside (ulimit -v) the wanted block may not
+  // fit: then the smallest that holds `bytes` (a munmap or mprotect longer than it, of the
+  // kernel's own memory, would then kill).
+  void* p = MAP_FAILED;
+  for (; p == MAP_FAILED; --n) {
+    p = mmap(nullptr, 3 * (uint64_t{1} << n), PROT_NONE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p != MAP_FAILED) break;
+    if ((uint64_t{1} << n) < 2 * bytes) return false;
+  }
   const uint64_t size = uint64_t{1} << n;
-  void* p = mmap(nullptr, 3 * size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) return false;
   const uint64_t start = reinterpret_cast<uint64_t>(p);
   const uint64_t base = (start + size - 1) / size * size + size;  // the pad below stays inside
   if (base - size > start) munmap(p, base - size - start);
