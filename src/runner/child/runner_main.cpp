@@ -283,8 +283,14 @@ void set_limits(const proto::RequestHeader& header) {
     // Never above a hard limit set from outside (ulimit -v): that one holds anyway.
     rlimit outside{};
     getrlimit(RLIMIT_AS, &outside);
-    const uint64_t limit =
-        std::min<uint64_t>(mapped_bytes() + header.memory_bytes, outside.rlim_max);
+    const uint64_t mapped = mapped_bytes();
+    // The guarded block alone is more than the kernel's limit: without knowing what is
+    // mapped, any limit would be wrong.
+    if (mapped == 0)
+      bad_request_plain(
+          "cannot read /proc/self/statm to set the memory limit (mount /proc in the runner's "
+          "sandbox)");
+    const uint64_t limit = std::min<uint64_t>(mapped + header.memory_bytes, outside.rlim_max);
     const rlimit as{limit, limit};
     if (setrlimit(RLIMIT_AS, &as) != 0) bad_request("setrlimit(RLIMIT_AS)");
     std::set_new_handler(out_of_memory);
