@@ -356,6 +356,14 @@ TEST(Seal, TheKernelSeesAnEmptyEnvironmentInEveryMode) {
   const Outcome openmp = run("getenv", kGetenv, steady);
   ASSERT_EQ(openmp.status, Status::Ok) << describe(openmp);
   EXPECT_EQ(openmp.outputs[0].data, none);
+  TimingOptions timing;
+  timing.min_rounds = 1;
+  timing.budget_seconds = 0;
+  timing.steady_openmp = true;
+  const auto timed_run = ollie::runner::time_kernels(
+      {{build_so("getenv", kGetenv)}}, vector_graph(), {{filled(4, 1)}}, options(), timing);
+  ASSERT_EQ(timed_run.status, Status::Ok) << describe(timed_run);
+  EXPECT_EQ(timed_run.set_outputs[0][0][0].data, none);
   Options sanitized = options();
   sanitized.sanitize = true;  // LD_PRELOAD and ASAN_OPTIONS in the child's environment
   sanitized.sanitizer_runtime = ollie::build::sanitizer_runtime("g++");
