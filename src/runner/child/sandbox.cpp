@@ -31,7 +31,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <utility>
 #include <vector>
 
 namespace ollie::runner::child {
@@ -166,16 +165,17 @@ bool add_block_rules(scmp_filter_ctx ctx, const GuardedBlock& block) {
 bool add_loader_rules(scmp_filter_ctx ctx, const GuardedBlock& block) {
   bool ok = true;
   for (int sys : kForbidden) ok = ok && deny(ctx, sys);
-  // Read-only opens only (the loader's); creat and the opens whose flags hide in a
-  // struct or a handle not at all.
+  // Read-only opens only: the loader's, and what libgomp (sysfs, with OMP_PROC_BIND or
+  // OMP_PLACES) and the sanitizer runtime (/proc/self/maps) read at load, some without
+  // O_CLOEXEC. A constructor can read what the jail lets it see; it cannot write it, send
+  // it, or keep it past the run. creat and the opens whose flags hide in a struct or a
+  // handle not at all.
   const int flags_arg[][2] = {{SCMP_SYS(open), 1}, {SCMP_SYS(openat), 2}};
   for (const auto& [sys, arg] : flags_arg)
-    for (auto [mask, value] : {std::pair<uint64_t, uint64_t>{O_ACCMODE, O_WRONLY},
-                               {O_ACCMODE, O_RDWR},
-                               {O_CREAT, O_CREAT},
-                               {O_TRUNC, O_TRUNC}})
+    for (uint64_t mask :
+         {uint64_t{O_WRONLY}, uint64_t{O_RDWR}, uint64_t{O_CREAT}, uint64_t{O_TRUNC}})
       ok = ok && deny(ctx, sys, 1,
-                      scmp_arg_cmp{static_cast<unsigned>(arg), SCMP_CMP_MASKED_EQ, mask, value});
+                      scmp_arg_cmp{static_cast<unsigned>(arg), SCMP_CMP_MASKED_EQ, mask, mask});
   for (int sys : {SCMP_SYS(creat), SCMP_SYS(openat2), SCMP_SYS(open_by_handle_at)})
     ok = ok && deny(ctx, sys);
   // New threads yes, new processes no; clone3 hides its flags in a struct: ENOSYS makes

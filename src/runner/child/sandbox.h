@@ -27,9 +27,9 @@ bool reserve_block(uint64_t bytes, uint64_t min_bytes, GuardedBlock& block);
 // killing once the kernel is loaded. Returns an error message, or null.
 const char* prepare_filters(const GuardedBlock& block, bool sanitize);
 
-// Before the kernel is loaded: what the loader needs (read-only opens, mmap, mprotect)
-// stays allowed; sockets, new processes, exec, ptrace, kill, write-opens, file-system
-// changes, prctl, limits and the guarded block are not. Sets no_new_privs.
+// Before the kernel is loaded: what the loader needs (read-only opens, mmap, mprotect) stays
+// allowed; sockets, new processes, exec, ptrace, kill, write-opens, file-system changes, prctl,
+// limits and the guarded block are not. Sets no_new_privs.
 const char* install_loader_filter();
 
 // After the kernel is loaded, on top: no opens at all, no prctl or seccomp, no mprotect
