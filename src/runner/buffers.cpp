@@ -2,14 +2,17 @@
 #include "runner/buffers.h"
 
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <limits>
 
 #include "support/error.h"
+#include "support/random.h"
 
 namespace ollie::runner::detail {
 
@@ -18,6 +21,13 @@ namespace proto = protocol;
 namespace {
 
 uint64_t round_up(uint64_t n, uint64_t page) { return (n + page - 1) / page * page; }
+
+uint64_t random_seed() {
+  uint64_t seed = 0;
+  if (getrandom(&seed, sizeof seed, 0) != sizeof seed)
+    seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  return seed;
+}
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s = "[";
@@ -128,15 +138,17 @@ Layout plan(const ir::Graph& graph, std::vector<Slot> slots, uint64_t header_byt
                                     layout.dims.size() * sizeof(int64_t),
                                 page);
   uint64_t cursor = layout.header_size;
+  random::Xoshiro256 rng(placement == Placement::Random ? random_seed() : 0);
   for (const Slot& slot : layout.slots) {
     cursor += page;  // guard page before every buffer
     const uint64_t bytes = slot.bytes();
-    const uint64_t span = round_up(std::max<uint64_t>(bytes, 1), page);
-    const uint64_t offset = placement == Placement::End && bytes > 0
-                                ? cursor + span - round_up(bytes, proto::kAlignment)
-                                : cursor;
+    uint64_t offset = cursor;
+    if (placement == Placement::End && bytes > 0)
+      offset = cursor + round_up(bytes, page) - round_up(bytes, proto::kAlignment);
+    else if (placement == Placement::Random)
+      offset = cursor + rng.next() % (page / proto::kAlignment) * proto::kAlignment;
     layout.buffers.push_back({offset, bytes});
-    cursor += span;
+    cursor = round_up(std::max(offset + bytes, cursor + 1), page);
   }
   cursor += page;  // and one after the last
   layout.results_offset = cursor;
@@ -154,6 +166,12 @@ void store(char* dst, ir::DType dtype, const std::vector<double>& values) {
       for (size_t i = 0; i < values.size(); ++i) dst[i] = values[i] != 0 ? 1 : 0;
       return;
   }
+}
+
+bool holds(const char* at, ir::DType dtype, const std::vector<double>& values) {
+  std::vector<char> expected(values.size() * static_cast<size_t>(ir::dtype_bytes(dtype)));
+  store(expected.data(), dtype, values);
+  return expected.empty() || std::memcmp(expected.data(), at, expected.size()) == 0;
 }
 
 interp::Tensor read_tensor(const char* base, const Layout& layout, size_t b) {

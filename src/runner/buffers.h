@@ -76,6 +76,9 @@ void poison_around(char* base, const Layout& layout, Role filled);
 // `values` stored at `dst` as `dtype` (bool: 1 for non-zero).
 void store(char* dst, ir::DType dtype, const std::vector<double>& values);
 
+// Whether `at` still holds `values` stored as `dtype` (byte for byte what store() writes).
+bool holds(const char* at, ir::DType dtype, const std::vector<double>& values);
+
 // Buffer `b` of the layout read back as a Tensor (a bool byte other than 0 or 1: NaN).
 interp::Tensor read_tensor(const char* base, const Layout& layout, size_t b);
 

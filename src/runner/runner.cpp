@@ -5,6 +5,7 @@
 
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,6 +66,15 @@ struct Named {
   std::string so_path;
   std::string entry_symbol;
 };
+
+// 64 random bits (never 0) that the child's report must carry back: a report the kernel
+// forges lacks them (protocol.h).
+uint64_t run_nonce() {
+  uint64_t nonce = 0;
+  while (nonce == 0)
+    if (getrandom(&nonce, sizeof nonce, 0) != sizeof nonce) fail_errno("getrandom");
+  return nonce;
+}
 
 // Creates the memfd: the header, the inputs and poisoned outputs. `fill(base)` stores
 // the request's values into the buffers, writing every byte of each buffer of role
@@ -260,12 +270,22 @@ std::string sanitizer_report(const std::string& text, const std::string& so_path
   return out;
 }
 
+// Exactly one report, carrying the run's nonce (a BadRequest before the child read the
+// header carries none). `bytes`: all the report pipe held.
+bool genuine_report(const proto::Report& report, size_t bytes, uint64_t nonce) {
+  if (bytes != sizeof report + report.message_len) return false;
+  return report.nonce == nonce ||
+         (report.nonce == 0 &&
+          static_cast<proto::ReportStatus>(report.status) == proto::ReportStatus::BadRequest);
+}
+
 // Starts the runner on the request in `memfd`, waits for it within the timeout and turns
 // how it ended into an Outcome: Ok (with the child's `seconds`) only when it reported
 // success and exited cleanly. `what` names the kernel for load errors; `so_paths` are the
-// kernels' libraries (the first one's frames a sanitizer report keeps).
+// kernels' libraries (the first one's frames a sanitizer report keeps); every report must
+// carry `nonce`.
 Outcome run_in_jail(const std::string& runner, const std::vector<std::string>& so_paths, int memfd,
-                    const std::string& what, const Options& options) {
+                    uint64_t nonce, const std::string& what, const Options& options) {
   process::Pipe report = child_pipe();
   const auto start = Clock::now();
   const auto deadline =
@@ -331,6 +351,13 @@ Outcome run_in_jail(const std::string& runner, const std::vector<std::string>& s
   const size_t message_len =
       has_report ? std::min<size_t>(header.message_len, report_data.size() - sizeof header) : 0;
   const std::string message = has_report ? report_data.substr(sizeof header, message_len) : "";
+  if (has_report && !genuine_report(header, report_data.size(), nonce)) {
+    outcome.status = Status::Tampered;
+    outcome.message =
+        "the runner's report pipe held a report the runner did not write (a second report, or "
+        "one without the run's nonce): the kernel wrote to the report pipe";
+    return with_stderr(outcome);
+  }
 
   if (WIFSIGNALED(wait_status)) {
     outcome.signal = WTERMSIG(wait_status);
@@ -371,6 +398,10 @@ Outcome run_in_jail(const std::string& runner, const std::vector<std::string>& s
       outcome.status = Status::OutOfMemory;
       outcome.message = message;
       return with_stderr(outcome);
+    case proto::ReportStatus::Tampered:
+      outcome.status = Status::Tampered;
+      outcome.message = message;
+      return with_stderr(outcome);
     case proto::ReportStatus::Ok: break;
     default:
       outcome.status = Status::ProtocolError;
@@ -391,8 +422,8 @@ Outcome run_in_jail(const std::string& runner, const std::vector<std::string>& s
 
 // run_in_jail, its message naming the kernels by their paths here, not in the jail.
 Outcome execute(const std::string& runner, const std::vector<std::string>& so_paths, int memfd,
-                const std::string& what, const Options& options) {
-  Outcome outcome = run_in_jail(runner, so_paths, memfd, what, options);
+                uint64_t nonce, const std::string& what, const Options& options) {
+  Outcome outcome = run_in_jail(runner, so_paths, memfd, nonce, what, options);
   for (size_t k = 0; k < so_paths.size(); ++k) {
     const std::string inside = so_path_in_jail(k);
     for (size_t at = 0; (at = outcome.message.find(inside, at)) != std::string::npos;) {
@@ -536,6 +567,7 @@ Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
   header.n_inputs = static_cast<uint32_t>(n_in);
   header.n_outputs = static_cast<uint32_t>(n_out);
   header.n_calls = static_cast<uint32_t>(calls.size());
+  header.nonce = run_nonce();
   Fd memfd = make_request(kernels, layout, header, options, Role::Input, [&](char* base) {
     for (size_t c = 0; c < calls.size(); ++c)
       for (size_t i = 0; i < n_in; ++i)
@@ -556,9 +588,21 @@ Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
     }
   });
 
-  Outcome outcome = execute(runner, {so_path}, memfd.get(), "'" + so_path + "'", options);
+  Outcome outcome =
+      execute(runner, {so_path}, memfd.get(), header.nonce, "'" + so_path + "'", options);
   if (outcome.status != Status::Ok) return outcome;
   Mapping map(memfd.get(), layout.total_size);
+  // The inputs are read-only to the kernel; that they still hold what was written here is
+  // checked here, out of its reach.
+  for (size_t c = 0; c < calls.size(); ++c)
+    for (size_t i = 0; i < n_in; ++i)
+      if (!holds(map.base() + layout.buffers[c * per_call + i].offset, layout.slots[i].dtype,
+                 (*calls[c])[i].data)) {
+        outcome.status = Status::Tampered;
+        outcome.message = "the kernel changed its read-only input '" + graph.params[i].name +
+                          "' (call " + std::to_string(c + 1) + ")";
+        return outcome;
+      }
   if (std::string slack = check_slack(map.base(), layout, graph); !slack.empty()) {
     outcome.status = Status::Crash;
     outcome.message = slack;
@@ -630,6 +674,7 @@ TimedOutcome time_kernels(const std::vector<Kernel>& kernels, const ir::Graph& g
   header.budget_seconds = timing.budget_seconds;
   header.flush_bytes = timing.cold ? timing.flush_bytes : 0;
   header.warm_call = timing.warm_call ? 1 : 0;
+  header.nonce = run_nonce();
   Options child = options;
   child.steady_openmp = options.steady_openmp || timing.steady_openmp;
   Fd memfd = make_request(named, layout, header, child, Role::Staged, [&](char* base) {
@@ -651,9 +696,22 @@ TimedOutcome time_kernels(const std::vector<Kernel>& kernels, const ir::Graph& g
     so_paths.push_back(k.so_path);
   }
   TimedOutcome timed;
-  static_cast<Outcome&>(timed) = execute(runner, so_paths, memfd.get(), what, child);
+  static_cast<Outcome&>(timed) = execute(runner, so_paths, memfd.get(), header.nonce, what, child);
   if (timed.status != Status::Ok) return timed;
   Mapping map(memfd.get(), layout.total_size);
+  // The staged sets the child refilled the live inputs from (and compared them with after
+  // every call) are intact.
+  for (size_t s = 0; s < n_sets; ++s)
+    for (size_t i = 0; i < n_in; ++i) {
+      const size_t b = n_in + n_out + s * n_in + i;
+      if (!holds(map.base() + layout.buffers[b].offset, layout.slots[b].dtype,
+                 input_sets[s][i].data)) {
+        timed.status = Status::Tampered;
+        timed.message = "the staged copy of input '" + graph.params[i].name + "' (set " +
+                        std::to_string(s) + ") changed during the timed run";
+        return timed;
+      }
+    }
   if (std::string slack = check_slack(map.base(), layout, graph); !slack.empty()) {
     timed.status = Status::Crash;
     timed.message = slack;

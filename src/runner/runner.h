@@ -18,9 +18,11 @@ namespace ollie::runner {
 // (the kernel ABI's promise) and has a guard page before and after its pages. Start: at
 // the start of its first page, so reading before element 0 crashes at once. End: as near
 // the end of its last page as the alignment allows, so reading past the last element
-// crashes (up to 63 bytes of slack remain). Unused bytes of a buffer's pages hold 0xFF,
-// and a write into them next to an output is reported as a crash.
-enum class Placement { Start, End };
+// crashes (up to 63 bytes of slack remain). Random (the default): at a random multiple of
+// 64 bytes into its first page, drawn per buffer per run, so a kernel cannot recognise the
+// harness by buffers that start at page starts or end at page ends. Unused bytes of a
+// buffer's pages hold 0xFF, and a write into them next to an output is reported as a crash.
+enum class Placement { Start, End, Random };
 
 struct Options {
   double timeout_seconds = 60;  // wall-clock limit of one run; the child is killed after it
@@ -29,16 +31,17 @@ struct Options {
   int threads = 0;  // OMP_NUM_THREADS for the child; 0 = ours if a plain count, else unset
   std::string entry_symbol =
       "ollie_entry";  // the adapter entry to call (build::AdapterNames::entry)
-  // The sandbox: a seccomp filter (no files, sockets, processes or exec once the kernel
-  // is loaded; threads allowed), an address-space limit of `memory_bytes` beyond the
-  // buffers, and a CPU-time limit of the timeout times the threads. Off only for tests
-  // of the layers beneath it.
+  // The sandbox: seccomp filters installed before the kernel is loaded (no sockets,
+  // processes, exec, write-opens, prctl, or remapping the runner's memory, from its static
+  // constructors on) and after (no opens at all; threads allowed), an address-space limit
+  // of `memory_bytes` beyond the buffers, and a CPU-time limit of the timeout times the
+  // threads. Off only for tests of the layers beneath it.
   bool sandbox = true;
   uint64_t memory_bytes = uint64_t{8} << 30;
   // Outputs start as plausible finite values instead of the NaN poison (the verifier's
   // check that a kernel does not skip work when its outputs look written already).
   bool plausible_outputs = false;
-  Placement placement = Placement::Start;
+  Placement placement = Placement::Random;
   // The sanitizer run (the verifier's full level): the .so was built with
   // -fsanitize=address,undefined (build::sanitizer_toolchain) and `sanitizer_runtime` is the
   // ASan runtime to preload (build::sanitizer_runtime, e.g. `g++ -print-file-name=libasan.so`);

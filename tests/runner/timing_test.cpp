@@ -38,7 +38,8 @@ const std::string& scratch() {
 }
 
 // Compiles `body` (defining ollie_entry) into <name>.so, once per name.
-std::string build_so(const std::string& name, const std::string& body) {
+std::string build_so(const std::string& name, const std::string& body,
+                     const std::string& flags = "-O2") {
   static std::map<std::string, std::string> built;
   if (auto it = built.find(name); it != built.end()) return it->second;
   const std::string src = scratch() + "/" + name + ".cpp";
@@ -46,7 +47,8 @@ std::string build_so(const std::string& name, const std::string& body) {
   std::ofstream(src)
       << "#include <cstdint>\n#include <cstring>\n#include <ctime>\n#include <vector>\n"
       << body;
-  const std::string cmd = "g++ -std=c++20 -O2 -shared -fPIC -o '" + so + "' '" + src + "'";
+  const std::string cmd =
+      "g++ -std=c++20 " + flags + " -shared -fPIC -o '" + so + "' '" + src + "'";
   if (std::system(cmd.c_str()) != 0)
     throw std::runtime_error("test kernel failed to compile: " + name);
   built[name] = so;
@@ -57,6 +59,7 @@ Options options() {
   Options o;
   o.runner_path = OLLIE_RUNNER;
   o.timeout_seconds = 30;
+  o.placement = Placement::Start;  // these tests put guard pages where they expect
   return o;
 }
 
@@ -311,16 +314,32 @@ TEST(Timing, AWarmCallPrecedesEachTimedCallAndItsOutputsAreNotTheTimedOnes) {
   EXPECT_EQ(two.set_outputs[0][0][0].data[1], 7.0);  // set 0's after one on set 1 (x[0] = 7)
 }
 
-// out[0..2]: whether the child sees OMP_WAIT_POLICY=active, GOMP_SPINCOUNT, OMP_PROC_BIND.
+// out[0..2]: whether libgomp in the child runs with OMP_WAIT_POLICY=active,
+// GOMP_SPINCOUNT=1, OMP_PROC_BIND=true (as omp_display_env prints them: the kernel's own
+// environment is empty, libgomp read it at load).
 const char* kOmpEnv = R"(
-#include <cstdlib>
+#include <omp.h>
+#include <unistd.h>
+#include <cstdio>
+#include <string>
 extern "C" void ollie_entry(void* const* b, const int64_t* dims) {
   float* out = static_cast<float*>(b[1]);
   for (int64_t i = 0; i < dims[0]; ++i) out[i] = 0;
-  const char* policy = std::getenv("OMP_WAIT_POLICY");
-  out[0] = policy && std::strcmp(policy, "active") == 0;
-  out[1] = std::getenv("GOMP_SPINCOUNT") != nullptr;
-  out[2] = std::getenv("OMP_PROC_BIND") != nullptr;
+  int fds[2];
+  if (pipe(fds) != 0) return;
+  const int saved = dup(2);
+  std::fflush(stderr);
+  dup2(fds[1], 2);
+  omp_display_env(1);
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(fds[1]);
+  std::string text;
+  char chunk[4096];
+  for (ssize_t n; (n = read(fds[0], chunk, sizeof chunk)) > 0;) text.append(chunk, n);
+  out[0] = text.find("OMP_WAIT_POLICY = 'ACTIVE'") != std::string::npos;
+  out[1] = text.find("GOMP_SPINCOUNT = '1'") != std::string::npos;
+  out[2] = text.find("OMP_PROC_BIND = 'TRUE'") != std::string::npos;
 }
 )";
 
@@ -335,11 +354,11 @@ TEST(Timing, TheOpenMpWaitPolicyIsFixedWhateverTheParentsEnvironment) {
   timing.min_rounds = 1;
   timing.budget_seconds = 0;
   const std::vector<std::vector<Tensor>> one_set = {{filled(16, 0)}};
-  const auto inherited = ollie::runner::time_kernels({{build_so("omp_env", kOmpEnv)}}, graph,
-                                                     one_set, options(), timing);
+  const auto inherited = ollie::runner::time_kernels(
+      {{build_so("omp_env", kOmpEnv, "-O2 -fopenmp")}}, graph, one_set, options(), timing);
   timing.steady_openmp = true;
-  const auto steady = ollie::runner::time_kernels({{build_so("omp_env", kOmpEnv)}}, graph, one_set,
-                                                  options(), timing);
+  const auto steady = ollie::runner::time_kernels({{build_so("omp_env", kOmpEnv, "-O2 -fopenmp")}},
+                                                  graph, one_set, options(), timing);
   unsetenv("OMP_WAIT_POLICY");
   unsetenv("GOMP_SPINCOUNT");
   unsetenv("OMP_PROC_BIND");

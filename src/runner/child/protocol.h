@@ -6,7 +6,9 @@
 
 namespace ollie::runner::protocol {
 
-// File descriptors the child finds already open (the parent dup2s them into place).
+// File descriptors the child finds already open (the parent dup2s them into place). The
+// child closes the memfd once it is mapped and moves the report pipe to a random high
+// descriptor before it loads the kernel.
 constexpr int kMemFd = 3;     // the memfd: header, then every buffer
 constexpr int kReportFd = 4;  // write end of the report pipe
 
@@ -41,7 +43,8 @@ struct RequestHeader {
   uint64_t header_size;  // bytes of the header region (a multiple of the page size)
   uint32_t path_len;
   uint32_t flags;         // kProtect...
-  uint64_t parent_pid;    // the child dies with this process (PR_SET_PDEATHSIG)
+  uint64_t parent_pid;    // the child exits unless this is its parent; 0: do not check (a
+                          // PID namespace); it dies with its parent either way (PDEATHSIG)
   uint32_t entry_len;     // bytes of the entry symbol's name
   uint32_t n_calls;       // calls mode: calls in order
   uint64_t memory_bytes;  // address space the kernel may add (RLIMIT_AS above what is mapped); 0:
@@ -83,6 +86,11 @@ struct RequestHeader {
   uint32_t fresh_points;
   uint32_t fresh_reserved;
   uint64_t fresh_offset;
+
+  // Random per run; every report carries it back. The child zeroes the header region
+  // (this, the magic, the paths) before the kernel is loaded, so a report the kernel
+  // forges lacks it.
+  uint64_t nonce;
 };
 
 // Written by the child into the memfd at results_offset in timed mode.
@@ -123,8 +131,10 @@ inline uint64_t timed_results_bytes(const RequestHeader& h) {
 
 // Inputs read-only, guard pages and the header PROT_NONE while the kernel runs.
 constexpr uint32_t kProtect = 1;
-// A seccomp filter, installed after the kernel is loaded, kills the child on any system
-// call that reaches outside it (files, sockets, new processes, exec); threads are allowed.
+// Two stacked seccomp filters, one before the kernel is loaded (its constructors run under
+// it) and a stricter one after, kill the child on any system call that reaches outside
+// the kernel (files, sockets, new processes, exec, prctl, the runner's mappings); threads
+// are allowed. See child/sandbox.h.
 constexpr uint32_t kSandbox = 2;
 // The kernel was built with -fsanitize=address,undefined and the parent preloaded the
 // sanitizer runtime. Everything around the buffers is poisoned in ASan's shadow, the
@@ -149,16 +159,19 @@ enum class ReportStatus : uint32_t {
   LoadError = 1,    // dlopen/dlsym failed; the message carries dlerror()
   BadRequest = 2,   // the child could not read the request; message says why
   OutOfMemory = 3,  // operator new failed under the memory limit
+  Tampered = 4,     // the kernel changed the FP environment or a read-only input; message says
 };
 
-// Written once to kReportFd, in a single write() (header + message <= PIPE_BUF, so
-// the parent never sees half a report).
+// Written once to the report pipe, in a single write() (header + message <= PIPE_BUF, so
+// the parent never sees half a report). The parent believes exactly one report carrying
+// the run's nonce (BadRequest before the header was read carries 0).
 struct Report {
   uint32_t magic;
   uint32_t status;  // ReportStatus
   double seconds;
   uint32_t message_len;  // bytes following this struct
   uint32_t reserved;
+  uint64_t nonce;  // RequestHeader::nonce
 };
 
 constexpr uint32_t kMaxMessage = 3000;

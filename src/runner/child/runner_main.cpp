@@ -2,44 +2,57 @@
 // compiled kernel (or two, to time them side by side), calls it on buffers shared with
 // the parent, and reports back.
 //
-// Protocol (version 5; structs in protocol.h):
-//   * The parent (src/runner/runner.cpp) starts `ollie-runner` with posix_spawn, no
-//     arguments, stdin = /dev/null, stdout and stderr = the parent's stderr (stderr = a
-//     pipe the parent reads, in a sanitizer run), and exactly two more descriptors:
-//     fd 3 = a memfd, fd 4 = the write end of a report pipe. Everything else is closed.
-//   * The memfd starts with a RequestHeader (magic, version, counts, total size), the
-//     offset/size of every buffer, the dims values in graph.dims order, the path of the
-//     .so and the name of its entry symbol (ollie_entry unless the parent asks for
-//     another). Buffers are 64-byte aligned, each on pages of its own between guard
+// Protocol (version 7; structs in protocol.h):
+//   * The parent (src/runner/runner.cpp) starts `ollie-runner` with posix_spawn (or inside
+//     a jail), no arguments, stdin = /dev/null, stdout and stderr = the parent's stderr
+//     (stderr = a pipe the parent reads, in a sanitizer run), and two more descriptors:
+//     fd 3 = a memfd, fd 4 = the write end of a report pipe. The child closes any other.
+//   * The memfd starts with a RequestHeader (magic, version, counts, total size, a random
+//     nonce), the offset/size of every buffer, the dims values in graph.dims order, the
+//     path of the .so and the name of its entry symbol (ollie_entry unless the parent asks
+//     for another). Buffers are 64-byte aligned, each on pages of its own between guard
 //     pages; inputs hold their dtype's values, outputs and unused bytes are 0xFF (NaN for
 //     floats) so an unwritten element shows.
-//   * The child maps the memfd, makes the header and guard pages inaccessible and the
-//     inputs read-only (flag kProtect), dlopen()s the .so (RTLD_NOW | RTLD_LOCAL),
-//     looks up the entry symbol (a `void (void* const* buffers, const int64_t* dims)`,
-//     like the adapter's ollie_entry), then either
+//   * The child (seal.h, sandbox.h) reads the request, keeps the nonce, maps the memfd
+//     into a guarded block of address space (timed mode: a second view of it and a
+//     private mapping for the times too), zeroes the header region (magic, nonce, paths:
+//     nothing there says "ollie"), closes fd 3,
+//     makes the header and guard pages inaccessible and the inputs read-only (flag
+//     kProtect), moves the report pipe to a random high descriptor, and with kSandbox sets
+//     its limits (RLIMIT_AS: what is mapped now plus memory_bytes; RLIMIT_CPU) and
+//     installs the loader filter. Only then it dlopen()s the .so (RTLD_NOW | RTLD_LOCAL),
+//     so the kernel's static constructors run filtered; checks they left the
+//     floating-point environment alone; empties the environment (libgomp has read OMP_*
+//     by then) and wipes the command line; installs the kernel filter on top; looks up the
+//     entry symbol (a `void (void* const* buffers, const int64_t* dims)`, like the
+//     adapter's ollie_entry), then either
 //       - calls mode: makes n_calls calls in order, each on its own set of buffers,
 //         timing them with CLOCK_MONOTONIC (the report has the sum), or
 //       - timed mode (n_sets > 0): runs rounds on one live set of buffers (see
-//         timed_rounds.h), through a second mapping of the memfd that the kernel's
-//         protections do not cover, and writes the times into the memfd;
-//     then writes one Report to fd 4 and _exit(0)s (no static destructors of the kernel
-//     run).
-//   * With flag kSandbox, once the kernel is loaded and before it is called, the child
-//     limits its address space (RLIMIT_AS: what is mapped now plus memory_bytes) and CPU
-//     time (RLIMIT_CPU), reports OutOfMemory if operator new then fails, and installs a
-//     seccomp filter (libseccomp) that kills it (SIGSYS) on opening files, sockets,
-//     fork/vfork/exec, clone without CLONE_THREAD and other ways out; clone3 fails with
+//         timed_rounds.h), through the second view that the kernel's protections do not
+//         cover, and writes the times into the memfd after the last call;
+//     checking after every call that the FP environment (MXCSR, x87 control word) is as
+//     it was and, in timed mode, that the live inputs equal the staged set they came from
+//     (else a Tampered report); then writes one Report with the nonce and _exit(0)s (no
+//     static destructors of the kernel run). The parent believes one report with the
+//     nonce, compares the inputs it wrote (calls mode) or staged (timed mode) with the
+//     memfd afterwards, and reports Tampered otherwise.
+//   * The filters (libseccomp, built before either is installed) kill the child
+//     (SIGSYS): the loader filter on sockets, fork/vfork/exec, clone without
+//     CLONE_THREAD, ptrace, kill, write-opens, file-system changes, prctl, limits and any
+//     mprotect/munmap/madvise/mremap/mmap(MAP_FIXED) touching the guarded block; the
+//     kernel filter on every open, seccomp and mprotect with PROT_EXEC. clone3 fails with
 //     ENOSYS so that glibc creates threads with clone, whose flags the filter can check.
+//     OutOfMemory is reported if operator new fails under the limit.
 //   * With flag kSanitize (the verifier's full level: the kernel was built with
 //     -fsanitize=address,undefined and the parent preloaded libasan and set ASAN_OPTIONS
 //     and UBSAN_OPTIONS), everything in the memfd but the buffers' payload bytes is
 //     poisoned in ASan's shadow and __sanitizer_sandbox_on_notify is called before the
-//     sandbox; the filter then answers open/openat/... with EACCES instead of killing
-//     (the runtime reads /proc/self/maps while it reports), and UBSan, which reads its
+//     kernel filter; that filter then answers opens with EACCES instead of killing (the
+//     runtime reads /proc/self/maps while it reports), and UBSan, which reads its
 //     options lazily from /proc/self/environ, gets them from __ubsan_default_options
-//     below. The address-space limit is computed as usual: ASan's reserved shadow counts
-//     as mapped. A report ends the child with protocol::kSanitizerExitCode; its stderr is
-//     a pipe the parent reads.
+//     below (a copy taken before the environment is emptied). A report ends the child
+//     with protocol::kSanitizerExitCode; its stderr is a pipe the parent reads.
 //   * Load failures are reported (status LoadError; the message carries dlerror() and,
 //     for a missing entry, the symbol's name). A crash or a hang produces no report:
 //     the parent learns from the wait status or its timeout.
@@ -47,49 +60,35 @@
 //     the parent was already gone. The child gets SIGKILL when its parent dies.
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <sched.h>
-#include <seccomp.h>
 #include <signal.h>
-#include <sys/resource.h>
-#include <sys/prctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
-#include <algorithm>
+#include <cstring>
 #include <new>
 #include <vector>
 
 #include "runner/child/protocol.h"
+#include "runner/child/sandbox.h"
+#include "runner/child/seal.h"
 #include "runner/child/timed_rounds.h"
 
 namespace {
 
 namespace proto = ollie::runner::protocol;
+namespace child = ollie::runner::child;
 
-using ollie::runner::child::EntryFn;
-
-void write_report(proto::ReportStatus status, double seconds, const char* message) {
-  char buf[sizeof(proto::Report) + proto::kMaxMessage];
-  size_t len = message ? std::strlen(message) : 0;
-  if (len > proto::kMaxMessage) len = proto::kMaxMessage;
-  proto::Report report{};
-  report.magic = proto::kReportMagic;
-  report.status = static_cast<uint32_t>(status);
-  report.seconds = seconds;
-  report.message_len = static_cast<uint32_t>(len);
-  std::memcpy(buf, &report, sizeof report);
-  if (len) std::memcpy(buf + sizeof report, message, len);
-  size_t total = sizeof report + len;
-  // One write of <= PIPE_BUF bytes is atomic; retry only on EINTR.
-  while (write(proto::kReportFd, buf, total) < 0 && errno == EINTR) {
-  }
-}
+using child::EntryFn;
+using child::write_report;
 
 [[noreturn]] void bad_request(const char* what) {
   char message[512];
@@ -97,6 +96,11 @@ void write_report(proto::ReportStatus status, double seconds, const char* messag
                 errno ? ": " : "", errno ? std::strerror(errno) : "");
   write_report(proto::ReportStatus::BadRequest, 0, message);
   _exit(2);
+}
+
+[[noreturn]] void bad_request_plain(const char* what) {
+  errno = 0;
+  bad_request(what);
 }
 
 bool read_exact(void* dst, size_t bytes, off_t offset) {
@@ -112,10 +116,12 @@ bool read_exact(void* dst, size_t bytes, off_t offset) {
   return true;
 }
 
+uint64_t round_up(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
+
 // The end of the last page holding any of the buffer's bytes.
 uint64_t page_end(const proto::Buffer& b, uint64_t page) {
   const uint64_t first = b.offset / page * page;
-  return std::max(first + page, (b.offset + b.bytes + page - 1) / page * page);
+  return std::max(first + page, round_up(b.offset + b.bytes, page));
 }
 
 void protect(char* base, uint64_t offset, uint64_t bytes, int prot) {
@@ -140,92 +146,179 @@ void out_of_memory() {
   _exit(0);
 }
 
-// The system calls that reach outside the kernel's own computation: opening files, and
-// the rest.
-const int kOpens[] = {SCMP_SYS(open), SCMP_SYS(openat), SCMP_SYS(openat2), SCMP_SYS(creat),
-                      SCMP_SYS(open_by_handle_at)};
-const int kForbidden[] = {
-    SCMP_SYS(socket),
-    SCMP_SYS(socketpair),
-    SCMP_SYS(connect),
-    SCMP_SYS(bind),
-    SCMP_SYS(listen),
-    SCMP_SYS(accept),
-    SCMP_SYS(accept4),
-    SCMP_SYS(sendto),
-    SCMP_SYS(sendmsg),
-    SCMP_SYS(recvfrom),
-    SCMP_SYS(recvmsg),
-    SCMP_SYS(fork),
-    SCMP_SYS(vfork),
-    SCMP_SYS(execve),
-    SCMP_SYS(execveat),
-    SCMP_SYS(ptrace),
-    SCMP_SYS(process_vm_readv),
-    SCMP_SYS(process_vm_writev),
-    SCMP_SYS(unlink),
-    SCMP_SYS(unlinkat),
-    SCMP_SYS(rename),
-    SCMP_SYS(renameat),
-    SCMP_SYS(renameat2),
-    SCMP_SYS(mkdir),
-    SCMP_SYS(mkdirat),
-    SCMP_SYS(rmdir),
-    SCMP_SYS(link),
-    SCMP_SYS(linkat),
-    SCMP_SYS(symlink),
-    SCMP_SYS(symlinkat),
-    SCMP_SYS(chmod),
-    SCMP_SYS(fchmodat),
-    SCMP_SYS(chown),
-    SCMP_SYS(fchownat),
-    SCMP_SYS(truncate),
-    SCMP_SYS(mount),
-    SCMP_SYS(umount2),
-    SCMP_SYS(chdir),
-    SCMP_SYS(fchdir),
-    SCMP_SYS(setrlimit),
-    SCMP_SYS(prlimit64),
-    SCMP_SYS(seccomp),
-    SCMP_SYS(memfd_create),
-    SCMP_SYS(kill),
-    SCMP_SYS(bpf),
-    SCMP_SYS(io_uring_setup),
-    SCMP_SYS(userfaultfd),
+// The request as read from the memfd.
+struct Request {
+  proto::RequestHeader header{};
+  bool timed = false;
+  size_t per_call = 0, n_kernels = 1;
+  std::vector<proto::Buffer> buffers;
+  std::vector<int64_t> dims;
+  std::vector<std::vector<char>> paths, symbols;
 };
 
-void install_sandbox(const proto::RequestHeader& header) {
+Request read_request() {
+  errno = 0;
+  Request r;
+  proto::RequestHeader& h = r.header;
+  if (!read_exact(&h, sizeof h, 0)) bad_request("cannot read the header from fd 3");
+  if (std::memcmp(h.magic, proto::kRequestMagic, sizeof h.magic) != 0)
+    bad_request_plain("wrong magic (fd 3 is not an ollie request)");
+  if (h.version != proto::kVersion)
+    bad_request_plain("protocol version mismatch between ollie and ollie-runner (rebuild both)");
+  r.per_call = size_t{h.n_inputs} + h.n_outputs;
+  r.timed = h.n_sets > 0;
+  if (!r.timed && h.n_calls == 0) bad_request_plain("no calls");
+  if (r.timed && (h.n_kernels < 1 || h.n_kernels > 2 || h.max_rounds == 0 ||
+                  (h.fresh && (h.check_calls == 0 || h.fresh_offset < h.results_offset))))
+    bad_request_plain(
+        "a timed request needs one or two kernels, at least one round and, with fresh inputs, a "
+        "check slot");
+  const size_t n_buffers = r.timed ? r.per_call + size_t{h.n_sets} * h.n_inputs +
+                                         size_t{h.n_kernels} * proto::check_groups(h) * h.n_outputs
+                                   : r.per_call * h.n_calls;
+  r.n_kernels = r.timed ? h.n_kernels : 1;
+  r.buffers.resize(n_buffers);
+  r.dims.resize(h.n_dims);
+  off_t at = sizeof h;
+  if (!read_exact(r.buffers.data(), n_buffers * sizeof(proto::Buffer), at))
+    bad_request("buffer table");
+  at += static_cast<off_t>(n_buffers * sizeof(proto::Buffer));
+  if (!read_exact(r.dims.data(), r.dims.size() * sizeof(int64_t), at)) bad_request("dims");
+  at += static_cast<off_t>(r.dims.size() * sizeof(int64_t));
+  for (size_t k = 0; k < r.n_kernels; ++k) {
+    const uint32_t path_len = k == 0 ? h.path_len : h.path2_len;
+    const uint32_t entry_len = k == 0 ? h.entry_len : h.entry2_len;
+    r.paths.emplace_back(size_t{path_len} + 1, '\0');
+    r.symbols.emplace_back(size_t{entry_len} + 1, '\0');
+    if (!read_exact(r.paths.back().data(), path_len, at)) bad_request("so path");
+    at += static_cast<off_t>(path_len);
+    if (!read_exact(r.symbols.back().data(), entry_len, at)) bad_request("entry symbol");
+    at += static_cast<off_t>(entry_len);
+  }
+  return r;
+}
+
+// Each buffer's pages are its own, after a guard page (checked, so that protecting one
+// buffer's pages never touches another's); the timing results fit after the last.
+void check_layout(const Request& r, uint64_t page) {
+  const proto::RequestHeader& h = r.header;
+  uint64_t previous_end = h.header_size;
+  for (const proto::Buffer& b : r.buffers) {
+    if (b.offset % proto::kAlignment != 0 || b.offset / page * page < previous_end + page ||
+        b.offset + b.bytes > h.total_size)
+      bad_request_plain("buffer outside the memfd, misaligned, or without a guard page");
+    previous_end = page_end(b, page);
+  }
+  if (r.timed && (h.results_offset < previous_end + page ||
+                  h.results_offset + proto::timed_results_bytes(h) > h.total_size))
+    bad_request_plain("no room for the timing results");
+}
+
+// The runner's mappings, all inside the guarded block: the kernel's view of the memfd
+// and, in timed mode, the runner's own view and the private times.
+struct Mappings {
+  char* base = nullptr;
+  char* view = nullptr;
+  double* times = nullptr;
+};
+
+Mappings map_request(const Request& r, uint64_t page) {
+  const proto::RequestHeader& h = r.header;
+  const uint64_t memfd_span = round_up(h.total_size, page) + page;
+  const uint64_t times_bytes = round_up(r.n_kernels * h.max_rounds * sizeof(double), page);
+  const uint64_t needed = (r.timed ? 2 * memfd_span + times_bytes : memfd_span) + page;
+  // No legitimate munmap or mprotect is longer than the block (sandbox.h): the kernel's
+  // address-space limit bounds them, and without one (or under ASan) 1 TiB does.
+  const uint64_t longest =
+      h.memory_bytes > 0 && !(h.flags & proto::kSanitize) ? 2 * h.memory_bytes : uint64_t{1} << 40;
+  child::GuardedBlock block;
+  if (!child::reserve_block(needed, longest, block))
+    bad_request("cannot reserve address space for the buffers");
+  auto map_at = [&](char* at, uint64_t bytes, int flags, int fd) {
+    void* p = mmap(at, bytes, PROT_READ | PROT_WRITE, flags | MAP_FIXED, fd, 0);
+    if (p == MAP_FAILED) bad_request("mmap of the buffers");
+    return static_cast<char*>(p);
+  };
+  Mappings m;
+  m.base = map_at(block.base, h.total_size, MAP_SHARED, proto::kMemFd);
+  if (r.timed) {
+    m.view = map_at(block.base + memfd_span, h.total_size, MAP_SHARED, proto::kMemFd);
+    m.times = reinterpret_cast<double*>(
+        map_at(block.base + 2 * memfd_span, times_bytes, MAP_PRIVATE | MAP_ANONYMOUS, -1));
+  }
+  // Nothing in the memfd says "ollie", names the kernel's path or holds the nonce any
+  // more (the parent reads only the buffers and the results back); the kernel can neither
+  // remap nor write the memfd but through these mappings.
+  std::memset(m.base, 0, h.header_size);
+  close(proto::kMemFd);
+  if (const char* error = child::prepare_filters(block, h.flags & proto::kSanitize))
+    bad_request_plain(error);
+  return m;
+}
+
+// Everything except the buffers' own pages is off limits; inputs are read-only; in timed
+// mode only the live buffers are accessible in the kernel's view.
+void protect_buffers(const Request& r, char* base, uint64_t page) {
+  const proto::RequestHeader& h = r.header;
+  protect(base, 0, h.header_size, PROT_NONE);
+  uint64_t cursor = h.header_size;
+  for (size_t i = 0; i < r.buffers.size(); ++i) {
+    const uint64_t first = r.buffers[i].offset / page * page, end = page_end(r.buffers[i], page);
+    protect(base, cursor, first - cursor, PROT_NONE);
+    const bool input = r.timed ? i < h.n_inputs : i % r.per_call < h.n_inputs;
+    if (r.timed && i >= r.per_call)
+      protect(base, first, end - first, PROT_NONE);
+    else if (input)
+      protect(base, first, end - first, PROT_READ);
+    cursor = end;
+  }
+  protect(base, cursor, h.total_size - cursor, PROT_NONE);
+}
+
+void set_limits(const proto::RequestHeader& header) {
   if (header.cpu_seconds > 0) {
     const rlimit cpu{header.cpu_seconds, header.cpu_seconds + 1};
     if (setrlimit(RLIMIT_CPU, &cpu) != 0) bad_request("setrlimit(RLIMIT_CPU)");
   }
   if (header.memory_bytes > 0) {
-    const uint64_t limit = mapped_bytes() + header.memory_bytes;
+    // Never above a hard limit set from outside (ulimit -v): that one holds anyway.
+    rlimit outside{};
+    getrlimit(RLIMIT_AS, &outside);
+    const uint64_t mapped = mapped_bytes();
+    // The guarded block alone is more than the kernel's limit: without knowing what is
+    // mapped, any limit would be wrong.
+    if (mapped == 0)
+      bad_request_plain(
+          "cannot read /proc/self/statm to set the memory limit (mount /proc in the runner's "
+          "sandbox)");
+    const uint64_t limit = std::min<uint64_t>(mapped + header.memory_bytes, outside.rlim_max);
     const rlimit as{limit, limit};
     if (setrlimit(RLIMIT_AS, &as) != 0) bad_request("setrlimit(RLIMIT_AS)");
     std::set_new_handler(out_of_memory);
   }
-  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-  if (!ctx) bad_request("seccomp_init");
-  bool ok = true;
-  // The sanitizer runtime reads /proc/self/maps (and, for UBSan, /proc/self/environ) while
-  // it reports; it copes with a failed open, not with being killed in the middle.
-  const uint32_t open_action =
-      header.flags & proto::kSanitize ? SCMP_ACT_ERRNO(EACCES) : SCMP_ACT_KILL_PROCESS;
-  for (int sys : kOpens)
-    if (sys >= 0) ok = ok && seccomp_rule_add(ctx, open_action, sys, 0) == 0;
-  for (int sys : kForbidden)
-    if (sys >= 0) ok = ok && seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, sys, 0) == 0;
-  // New threads yes, new processes no.
-  ok = ok && seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(clone), 1,
-                              SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0)) == 0;
-  ok = ok && seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) == 0;
-  ok = ok && seccomp_load(ctx) == 0;
-  seccomp_release(ctx);
-  if (!ok) {
-    errno = 0;
-    bad_request("cannot install the seccomp filter");
+}
+
+std::vector<EntryFn> load_kernels(const Request& r) {
+  std::vector<EntryFn> entries;
+  for (size_t k = 0; k < r.n_kernels; ++k) {
+    void* handle = dlopen(r.paths[k].data(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      write_report(proto::ReportStatus::LoadError, 0, dlerror());
+      _exit(0);
+    }
+    dlerror();
+    auto entry = reinterpret_cast<EntryFn>(dlsym(handle, r.symbols[k].data()));
+    if (!entry) {
+      const char* err = dlerror();
+      char message[proto::kMaxMessage];
+      std::snprintf(message, sizeof message, "the library defines no %s symbol (%s)",
+                    r.symbols[k].data(), err ? err : "it resolves to null");
+      write_report(proto::ReportStatus::LoadError, 0, message);
+      _exit(0);
+    }
+    entries.push_back(entry);
   }
+  return entries;
 }
 
 // Sanitizer mode: everything in the memfd that is not a buffer's payload (the header,
@@ -247,175 +340,83 @@ void prepare_sanitizer(char* base, uint64_t total_size, const std::vector<proto:
     notify(nullptr);
 }
 
+// Calls mode: the calls in order, each on its own buffers (so state kept between calls
+// shows), the FP environment checked after each (the parent compares the inputs).
+double run_calls(const Request& r, EntryFn entry, std::vector<void*>& pointers) {
+  double seconds = 0;
+  for (uint32_t c = 0; c < r.header.n_calls; ++c) {
+    timespec t0{}, t1{};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    entry(pointers.data() + c * r.per_call, r.dims.data());
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    child::check_after_call(nullptr, 0, c + 1);
+    seconds += double(t1.tv_sec - t0.tv_sec) + double(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  }
+  return seconds;
+}
+
 }  // namespace
 
 // UBSan's runtime reads its options lazily, at its first report, from /proc/self/environ,
-// which the sandbox closes; it asks this hook first, so the parent's UBSAN_OPTIONS (in our
-// environment, read without opening a file) still apply.
+// which the sandbox closes; it asks this hook first, so the parent's UBSAN_OPTIONS (copied
+// before the environment was emptied) still apply.
 extern "C" __attribute__((visibility("default"))) const char* __ubsan_default_options() {
-  const char* options = std::getenv("UBSAN_OPTIONS");
+  const char* copy = child::ubsan_options();
+  const char* options = copy[0] ? copy : std::getenv("UBSAN_OPTIONS");
   return options ? options : "";
 }
 
-int main() {
-  errno = 0;
-  proto::RequestHeader header{};
-  if (!read_exact(&header, sizeof header, 0)) bad_request("cannot read the header from fd 3");
-  if (std::memcmp(header.magic, proto::kRequestMagic, sizeof header.magic) != 0) {
-    errno = 0;
-    bad_request("wrong magic (fd 3 is not an ollie request)");
-  }
-  if (header.version != proto::kVersion) {
-    errno = 0;
-    bad_request("protocol version mismatch between ollie and ollie-runner (rebuild both)");
-  }
+int main(int argc, char** argv) {
+  child::close_other_fds();
+  child::record_fp_env();
+  Request r = read_request();
+  proto::RequestHeader& header = r.header;
+  child::open_report_channel(header.nonce);
+  header.nonce = 0;
+  std::memset(header.magic, 0, sizeof header.magic);
   // Never outlive the parent: a hung kernel must not keep running after ollie is gone.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (header.parent_pid != 0 && static_cast<uint64_t>(getppid()) != header.parent_pid) _exit(3);
-  const size_t per_call = size_t{header.n_inputs} + header.n_outputs;
-  const bool timed = header.n_sets > 0;
-  if (!timed && header.n_calls == 0) {
-    errno = 0;
-    bad_request("no calls");
-  }
-  if (timed && (header.n_kernels < 1 || header.n_kernels > 2 || header.max_rounds == 0 ||
-                (header.fresh &&
-                 (header.check_calls == 0 || header.fresh_offset < header.results_offset)))) {
-    errno = 0;
-    bad_request(
-        "a timed request needs one or two kernels, at least one round and, with fresh inputs, a "
-        "check slot");
-  }
-  const size_t n_buffers =
-      timed ? per_call + size_t{header.n_sets} * header.n_inputs +
-                  size_t{header.n_kernels} * proto::check_groups(header) * header.n_outputs
-            : per_call * header.n_calls;
-  const size_t n_kernels = timed ? header.n_kernels : 1;
-  std::vector<proto::Buffer> buffers(n_buffers);
-  std::vector<int64_t> dims(header.n_dims);
-  std::vector<std::vector<char>> paths, symbols;
-  off_t at = sizeof header;
-  if (!read_exact(buffers.data(), n_buffers * sizeof(proto::Buffer), at))
-    bad_request("buffer table");
-  at += static_cast<off_t>(n_buffers * sizeof(proto::Buffer));
-  if (!read_exact(dims.data(), dims.size() * sizeof(int64_t), at)) bad_request("dims");
-  at += static_cast<off_t>(dims.size() * sizeof(int64_t));
-  for (size_t k = 0; k < n_kernels; ++k) {
-    const uint32_t path_len = k == 0 ? header.path_len : header.path2_len;
-    const uint32_t entry_len = k == 0 ? header.entry_len : header.entry2_len;
-    paths.emplace_back(size_t{path_len} + 1, '\0');
-    symbols.emplace_back(size_t{entry_len} + 1, '\0');
-    if (!read_exact(paths.back().data(), path_len, at)) bad_request("so path");
-    at += static_cast<off_t>(path_len);
-    if (!read_exact(symbols.back().data(), entry_len, at)) bad_request("entry symbol");
-    at += static_cast<off_t>(entry_len);
-  }
-
-  void* mapped =
-      mmap(nullptr, header.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, proto::kMemFd, 0);
-  if (mapped == MAP_FAILED) bad_request("mmap of the buffers");
-  char* base = static_cast<char*>(mapped);
-  std::vector<void*> pointers(n_buffers);
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  uint64_t previous_end = header.header_size;
-  for (size_t i = 0; i < n_buffers; ++i) {
-    // Each buffer's pages are its own, after a guard page (checked, so that protecting
-    // one buffer's pages never touches another's).
-    if (buffers[i].offset % proto::kAlignment != 0 ||
-        buffers[i].offset / page * page < previous_end + page ||
-        buffers[i].offset + buffers[i].bytes > header.total_size) {
-      errno = 0;
-      bad_request("buffer outside the memfd, misaligned, or without a guard page");
-    }
-    previous_end = page_end(buffers[i], page);
-    pointers[i] = base + buffers[i].offset;
-  }
-  if (timed && (header.results_offset < previous_end + page ||
-                header.results_offset + proto::timed_results_bytes(header) > header.total_size)) {
-    errno = 0;
-    bad_request("no room for the timing results");
-  }
-
-  // Load before protecting: a failing load is the common, reportable case.
-  std::vector<EntryFn> entries;
-  for (size_t k = 0; k < n_kernels; ++k) {
-    void* handle = dlopen(paths[k].data(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-      write_report(proto::ReportStatus::LoadError, 0, dlerror());
-      _exit(0);
-    }
-    dlerror();
-    auto entry = reinterpret_cast<EntryFn>(dlsym(handle, symbols[k].data()));
-    if (!entry) {
-      const char* err = dlerror();
-      char message[proto::kMaxMessage];
-      std::snprintf(message, sizeof message, "the library defines no %s symbol (%s)",
-                    symbols[k].data(), err ? err : "it resolves to null");
-      write_report(proto::ReportStatus::LoadError, 0, message);
-      _exit(0);
-    }
-    entries.push_back(entry);
-  }
-
-  // Timed mode: the runner's own view of the memfd (staged inputs, check slots and
-  // results stay inaccessible in the kernel's view), and the cache-flush buffer.
-  char* view = nullptr;
+  check_layout(r, page);
+  const Mappings m = map_request(r, page);
+  std::vector<void*> pointers(r.buffers.size());
+  for (size_t i = 0; i < r.buffers.size(); ++i) pointers[i] = m.base + r.buffers[i].offset;
   char* flush = nullptr;
-  if (timed) {
-    void* v =
-        mmap(nullptr, header.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, proto::kMemFd, 0);
-    if (v == MAP_FAILED) bad_request("second mmap of the buffers");
-    view = static_cast<char*>(v);
-    if (header.flush_bytes > 0) {
-      void* f = mmap(nullptr, header.flush_bytes, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (f == MAP_FAILED) bad_request("cannot map the cache-flush buffer");
-      flush = static_cast<char*>(f);
-      std::memset(flush, 1, header.flush_bytes);
-    }
+  if (r.timed && header.flush_bytes > 0) {
+    void* f = mmap(nullptr, header.flush_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (f == MAP_FAILED) bad_request("cannot map the cache-flush buffer");
+    flush = static_cast<char*>(f);
+    std::memset(flush, 1, header.flush_bytes);
   }
+  if (header.flags & proto::kProtect) protect_buffers(r, m.base, page);
 
-  if (header.flags & proto::kProtect) {
-    // Everything except the buffers' own pages is off limits; inputs are read-only;
-    // in timed mode only the live buffers are accessible.
-    protect(base, 0, header.header_size, PROT_NONE);
-    uint64_t cursor = header.header_size;
-    for (size_t i = 0; i < n_buffers; ++i) {
-      const uint64_t first = buffers[i].offset / page * page, end = page_end(buffers[i], page);
-      protect(base, cursor, first - cursor, PROT_NONE);
-      const bool input = timed ? i < header.n_inputs : i % per_call < header.n_inputs;
-      if (timed && i >= per_call)
-        protect(base, first, end - first, PROT_NONE);
-      else if (input)
-        protect(base, first, end - first, PROT_READ);
-      cursor = end;
-    }
-    protect(base, cursor, header.total_size - cursor, PROT_NONE);
-  }
-
-  if (header.flags & proto::kSanitize) prepare_sanitizer(base, header.total_size, buffers);
-  if (header.flags & proto::kSandbox) install_sandbox(header);
+  const bool sandbox = header.flags & proto::kSandbox;
+  if (sandbox) set_limits(header);
+  if (sandbox)
+    if (const char* error = child::install_loader_filter()) bad_request(error);
+  const std::vector<EntryFn> entries = load_kernels(r);
+  child::check_after_load();
+  child::clear_environment(argc, argv);
+  if (header.flags & proto::kSanitize) prepare_sanitizer(m.base, header.total_size, r.buffers);
+  if (sandbox)
+    if (const char* error = child::install_kernel_filter()) bad_request(error);
 
   double seconds = 0;
-  if (timed) {
-    ollie::runner::child::TimedRequest request;
+  if (r.timed) {
+    child::TimedRequest request;
     request.header = &header;
-    request.buffers = buffers.data();
-    request.view = view;
+    request.buffers = r.buffers.data();
+    request.view = m.view;
     request.live = pointers.data();
     request.entries = entries;
-    request.dims = dims.data();
+    request.dims = r.dims.data();
     request.flush = flush;
-    ollie::runner::child::run_timed(request);
+    request.times = m.times;
+    child::run_timed(request);
   } else {
-    // The calls in order, each on its own buffers (so state kept between calls shows).
-    for (uint32_t c = 0; c < header.n_calls; ++c) {
-      timespec t0{}, t1{};
-      clock_gettime(CLOCK_MONOTONIC, &t0);
-      entries[0](pointers.data() + c * per_call, dims.data());
-      clock_gettime(CLOCK_MONOTONIC, &t1);
-      seconds += double(t1.tv_sec - t0.tv_sec) + double(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-    }
+    seconds = run_calls(r, entries[0], pointers);
   }
   std::fflush(stdout);
   write_report(proto::ReportStatus::Ok, seconds, "");

@@ -7,10 +7,14 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <vector>
+
+#include "runner/child/seal.h"
 
 namespace ollie::runner::child {
 
@@ -33,14 +37,6 @@ void flush_caches(char* flush, uint64_t bytes) {
   (void)sink;
 }
 
-// THE call site of the per-call check, after every kernel call (warm-up, warm and timed
-// alike). The seal helper's check_after_call (runner/child/seal.h: the floating-point
-// environment and the inputs after each call) goes here when merged; it does nothing yet.
-// With fresh inputs the live inputs are no longer a copy of a staged set: an input check
-// must compare with what was written before the call (the set rotated by rotation_, then
-// points_ from the next set; see Rounds), or with a checksum taken just before t0.
-void after_call() {}
-
 // The rounds' state: the request, where everything lies in the runner's view, and in
 // fresh mode the draws of the call about to be made.
 class Rounds {
@@ -55,13 +51,17 @@ class Rounds {
         staged_(live_ + n_in_ + n_out_),
         check_(staged_ + n_sets_ * n_in_),
         view_(request.view),
-        times_(reinterpret_cast<double*>(view_ + h_.results_offset + sizeof(proto::TimedResults))),
+        times_(request.times),
         rotation_(n_in_),
         points_(n_in_ * h_.fresh_points),
         element_bytes_(n_in_, 1),
         seen_(request.entries.size()) {
     if (h_.fresh) std::memcpy(element_bytes_.data(), view_ + h_.fresh_offset, n_in_ * 4);
     for (uint32_t& e : element_bytes_) e = e == 0 ? 1 : e;
+    copies_.resize(n_sets_ * n_in_);
+    for (size_t s = 0; s < n_sets_; ++s)
+      for (size_t i = 0; i < n_in_; ++i)
+        copies_[s * n_in_ + i] = {at(live_[i]), at(staged_[s * n_in_ + i]), live_[i].bytes};
   }
 
   // Round r: every kernel once, in turn (reversed on odd rounds). False when the fresh
@@ -79,6 +79,8 @@ class Rounds {
   bool freshen();
   void poison();
   void call(size_t k);
+  void after_call();
+  bool fresh_input_intact(size_t i, char* message, size_t size) const;
   bool keep(size_t k, uint32_t r);
 
   const TimedRequest& rq_;
@@ -92,6 +94,8 @@ class Rounds {
   std::vector<uint64_t> rotation_, points_;  // fresh: the call's draws
   std::vector<uint32_t> element_bytes_;      // fresh: per input (from the fresh region)
   std::vector<uint64_t> seen_;               // fresh: timed calls per kernel so far
+  std::vector<InputCopy> copies_;            // not fresh: what the live inputs of set s hold
+  uint64_t calls_ = 0;                       // kernel calls so far (the checks name them)
   size_t loaded_set_ = SIZE_MAX;             // not fresh: the set the live inputs hold
   size_t set_ = 0;                           // fresh: the set of the call being prepared
   uint32_t errno_ = 0;
@@ -167,6 +171,62 @@ void Rounds::call(size_t k) {
   after_call();
 }
 
+// Fresh: input i holds what refill and freshen wrote (the set rotated by rotation_[i],
+// then points_ from the next set): every point checked alone, the stretches between the
+// points compared with the rotated set. Otherwise `message` says where it differs.
+bool Rounds::fresh_input_intact(size_t i, char* message, size_t size) const {
+  const uint64_t n = count(i), e = elem(i), r = rotation_[i], m = h_.fresh_points;
+  if (n == 0) return true;
+  const char* live = at(live_[i]);
+  const char* src = at(staged_[set_ * n_in_ + i]);
+  const char* other = at(staged_[((set_ + 1) % n_sets_) * n_in_ + i]);
+  std::vector<uint64_t> points(points_.begin() + static_cast<ptrdiff_t>(i * m),
+                               points_.begin() + static_cast<ptrdiff_t>((i + 1) * m));
+  std::sort(points.begin(), points.end());
+  auto differs = [&](uint64_t element) {
+    std::snprintf(message, size, "the kernel changed its read-only input %zu (element %llu)", i,
+                  static_cast<unsigned long long>(element));
+    return false;
+  };
+  for (uint64_t p : points)
+    if (std::memcmp(live + p * e, other + p * e, e) != 0) return differs(p);
+  // live[a, b) against the set rotated by r: element q of live is element (q + r) % n.
+  auto stretch = [&](uint64_t a, uint64_t b) {
+    while (a < b) {
+      const uint64_t from = (a + r) % n, len = std::min(b - a, n - from);
+      if (std::memcmp(live + a * e, src + from * e, len * e) != 0) return false;
+      a += len;
+    }
+    return true;
+  };
+  uint64_t a = 0;
+  for (uint64_t p : points) {
+    if (!stretch(a, p)) return differs(a);
+    a = std::max(a, p + 1);
+  }
+  return stretch(a, n) || differs(a);
+}
+
+// After every kernel call (warm-up, warm and timed alike): the floating-point environment
+// and the read-only inputs as the kernel found them (seal.h); otherwise the child reports
+// Tampered and ends.
+void Rounds::after_call() {
+  ++calls_;
+  if (h_.fresh == 0) {
+    check_after_call(&copies_[loaded_set_ * n_in_], n_in_, calls_);
+    return;
+  }
+  check_after_call(nullptr, 0, calls_);
+  char message[256];
+  for (size_t i = 0; i < n_in_; ++i) {
+    if (fresh_input_intact(i, message, sizeof message)) continue;
+    char full[400];
+    std::snprintf(full, sizeof full, "%s during call %llu", message,
+                  static_cast<unsigned long long>(calls_));
+    report_tampered(full);
+  }
+}
+
 // Fresh: whether timed call number seen_[k] of kernel k joins the check sample
 // (reservoir sampling, decided now, after the call, from getrandom); if so its outputs
 // and draws go to the chosen slot.
@@ -216,8 +276,8 @@ bool Rounds::round(uint32_t r, bool timed) {
     const double t0 = now();
     rq_.entries[k](rq_.live, rq_.dims);
     const double t1 = now();
-    after_call();
     if (timed) times_[k * h_.max_rounds + r] = t1 - t0;
+    after_call();
     if (fresh) {
       if (timed && !keep(k, r)) return false;
       continue;
@@ -248,7 +308,10 @@ void run_timed(const TimedRequest& request) {
   results.rounds = rounds;
   results.warmup_seconds = start - warm_start;
   results.fresh_errno = rounds_of.fresh_errno();
+  // The times were kept in the child's private mapping until now (the kernel's calls are over).
   std::memcpy(request.view + h.results_offset, &results, sizeof results);
+  std::memcpy(request.view + h.results_offset + sizeof results, request.times,
+              request.entries.size() * h.max_rounds * sizeof(double));
 }
 
 }  // namespace ollie::runner::child

@@ -23,10 +23,15 @@ struct TimedRequest {
   std::vector<EntryFn> entries;
   const int64_t* dims = nullptr;
   char* flush = nullptr;  // header->flush_bytes of memory, or null
+  // n_kernels x max_rounds times, in a private mapping (not the memfd): copied to the
+  // results only after the last call.
+  double* times = nullptr;
 };
 
-// Runs the warm-up and timed rounds and writes TimedResults, the times and (fresh) the
-// log of the checked calls at header->results_offset of the view.
+// Runs the warm-up and timed rounds, checking after every call (seal.h:
+// check_after_call, and in fresh mode the inputs as written) that the kernel left the FP
+// environment and the live inputs alone, and writes TimedResults, the times and (fresh)
+// the log of the checked calls at header->results_offset of the view.
 void run_timed(const TimedRequest& request);
 
 }  // namespace ollie::runner::child

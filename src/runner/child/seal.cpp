@@ -1,0 +1,187 @@
+// The child's seal (see seal.h).
+#include "runner/child/seal.h"
+
+#include <sys/auxv.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace ollie::runner::child {
+
+namespace {
+
+namespace proto = protocol;
+
+int report_fd = proto::kReportFd;
+uint64_t report_nonce = 0;
+char ubsan_copy[4096];
+
+struct FpEnv {
+  uint32_t mxcsr = 0;
+  uint16_t x87 = 0;
+};
+FpEnv recorded;
+
+FpEnv current_fp_env() {
+  FpEnv env;
+#if defined(__x86_64__) || defined(__i386__)
+  asm volatile("stmxcsr %0" : "=m"(env.mxcsr));
+  asm volatile("fnstcw %0" : "=m"(env.x87));
+#endif
+  return env;
+}
+
+// MXCSR: bits 0-5 are sticky exception flags (a kernel may raise them), 6 DAZ, 7-12 the
+// exception masks, 13-14 the rounding mode, 15 FTZ. x87 control word: 0-5 masks, 8-9
+// precision, 10-11 rounding.
+constexpr uint32_t kMxcsrDaz = 1u << 6, kMxcsrMasks = 0x3fu << 7, kMxcsrRounding = 3u << 13,
+                   kMxcsrFtz = 1u << 15;
+constexpr uint16_t kX87Masks = 0x3f, kX87Precision = 3u << 8, kX87Rounding = 3u << 10;
+
+const char* rounding_name(uint32_t mode) {
+  static const char* const names[] = {"to nearest", "down", "up", "toward zero"};
+  return names[mode & 3];
+}
+
+// What differs between the recorded environment and `now`, or "" when nothing does.
+void describe_fp_change(const FpEnv& now, char* out, size_t cap) {
+  out[0] = '\0';
+  const uint32_t was = recorded.mxcsr, is = now.mxcsr;
+  auto bit = [&](uint32_t mask, const char* what) {
+    if ((was ^ is) & mask)
+      std::snprintf(out, cap, "the kernel left %s %s in MXCSR", what,
+                    is & mask ? "set" : "cleared");
+  };
+  bit(kMxcsrFtz, "flush-to-zero");
+  if (out[0]) return;
+  bit(kMxcsrDaz, "denormals-are-zero");
+  if (out[0]) return;
+  if ((was ^ is) & kMxcsrRounding) {
+    std::snprintf(out, cap, "the kernel left the SSE rounding mode in MXCSR %s (it was %s)",
+                  rounding_name(is >> 13), rounding_name(was >> 13));
+  } else if ((was ^ is) & kMxcsrMasks) {
+    std::snprintf(out, cap,
+                  "the kernel changed the SSE exception masks in MXCSR (0x%x, they were 0x%x)",
+                  (is & kMxcsrMasks) >> 7, (was & kMxcsrMasks) >> 7);
+  } else if ((recorded.x87 ^ now.x87) & kX87Rounding) {
+    std::snprintf(out, cap, "the kernel left the x87 rounding mode %s (it was %s)",
+                  rounding_name(now.x87 >> 10), rounding_name(recorded.x87 >> 10));
+  } else if ((recorded.x87 ^ now.x87) & (kX87Precision | kX87Masks)) {
+    std::snprintf(out, cap,
+                  "the kernel changed the x87 control word (precision or exception masks: "
+                  "0x%x, it was 0x%x)",
+                  now.x87, recorded.x87);
+  }
+}
+
+// Overwrites a string in place (the process's original argv / environment block).
+void wipe(char* s) {
+  if (s) std::memset(s, 0, std::strlen(s));
+}
+
+}  // namespace
+
+void close_other_fds() {
+  if (close_range(proto::kReportFd + 1, ~0u, 0) == 0) return;
+  const long max = sysconf(_SC_OPEN_MAX);
+  for (long fd = proto::kReportFd + 1; fd < (max > 0 ? max : 1024); ++fd)
+    close(static_cast<int>(fd));
+}
+
+void open_report_channel(uint64_t nonce) {
+  report_nonce = nonce;
+  rlimit files{};
+  getrlimit(RLIMIT_NOFILE, &files);
+  const uint64_t low = 64, high = std::min<uint64_t>(files.rlim_cur, 1 << 16);
+  uint64_t r = 0;
+  if (high <= low + 1 || getrandom(&r, sizeof r, 0) != sizeof r) return;
+  const int target = static_cast<int>(low + r % (high - low));
+  if (dup3(proto::kReportFd, target, O_CLOEXEC) != target) return;
+  close(proto::kReportFd);
+  report_fd = target;
+}
+
+void write_report(proto::ReportStatus status, double seconds, const char* message) {
+  char buf[sizeof(proto::Report) + proto::kMaxMessage];
+  size_t len = message ? std::strlen(message) : 0;
+  if (len > proto::kMaxMessage) len = proto::kMaxMessage;
+  proto::Report report{};
+  report.magic = proto::kReportMagic;
+  report.status = static_cast<uint32_t>(status);
+  report.seconds = seconds;
+  report.message_len = static_cast<uint32_t>(len);
+  report.nonce = report_nonce;
+  std::memcpy(buf, &report, sizeof report);
+  if (len) std::memcpy(buf + sizeof report, message, len);
+  // One write of <= PIPE_BUF bytes is atomic; retry only on EINTR.
+  while (write(report_fd, buf, sizeof report + len) < 0 && errno == EINTR) {
+  }
+}
+
+void report_tampered(const char* message) {
+  write_report(proto::ReportStatus::Tampered, 0, message);
+  _exit(0);
+}
+
+void record_fp_env() { recorded = current_fp_env(); }
+
+namespace {
+
+void check_fp_env(const char* when) {
+  const FpEnv now = current_fp_env();
+  char message[512];
+  if (((now.mxcsr ^ recorded.mxcsr) & ~0x3fu) != 0 || now.x87 != recorded.x87) {
+    char what[400];
+    describe_fp_change(now, what, sizeof what);
+    std::snprintf(message, sizeof message, "%s after %s",
+                  what[0] ? what : "the kernel changed the FP environment", when);
+    report_tampered(message);
+  }
+}
+
+}  // namespace
+
+void check_after_load() { check_fp_env("loading it (a static constructor)"); }
+
+void check_after_call(const InputCopy* inputs, size_t n_inputs, uint64_t call) {
+  char when[64];
+  const FpEnv now = current_fp_env();
+  if (((now.mxcsr ^ recorded.mxcsr) & ~0x3fu) != 0 || now.x87 != recorded.x87) {
+    std::snprintf(when, sizeof when, "call %llu", static_cast<unsigned long long>(call));
+    check_fp_env(when);
+  }
+  char message[512];
+  for (size_t i = 0; i < n_inputs; ++i) {
+    if (std::memcmp(inputs[i].live, inputs[i].reference, inputs[i].bytes) == 0) continue;
+    const auto* a = static_cast<const unsigned char*>(inputs[i].live);
+    const auto* b = static_cast<const unsigned char*>(inputs[i].reference);
+    uint64_t at = 0;
+    while (at < inputs[i].bytes && a[at] == b[at]) ++at;
+    std::snprintf(
+        message, sizeof message,
+        "the kernel changed its read-only input %zu (first at byte %llu) during call %llu", i,
+        static_cast<unsigned long long>(at), static_cast<unsigned long long>(call));
+    report_tampered(message);
+  }
+}
+
+void clear_environment(int argc, char** argv) {
+  if (const char* options = std::getenv("UBSAN_OPTIONS"))
+    std::snprintf(ubsan_copy, sizeof ubsan_copy, "%s", options);
+  for (char** e = environ; e && *e; ++e) wipe(*e);
+  clearenv();
+  for (int i = 0; i < argc; ++i) wipe(argv[i]);
+  wipe(reinterpret_cast<char*>(getauxval(AT_EXECFN)));
+}
+
+const char* ubsan_options() { return ubsan_copy; }
+
+}  // namespace ollie::runner::child
