@@ -330,8 +330,9 @@ TEST(RunnerJail, TheKernelsEnvironmentIsTheSameInEveryModeAndHoldsNothingOfOurs)
   EXPECT_EQ(without_sanitizer(text_of(sanitizer.outputs[0].data)), env);
   EXPECT_EQ(env.find("OLLIE_JAIL_TEST_SECRET"), std::string::npos) << env;
   EXPECT_EQ(env.find("OMP_PROC_BIND"), std::string::npos) << env;
-  EXPECT_NE(env.find("OMP_WAIT_POLICY=active\n"), std::string::npos) << env;
-  EXPECT_NE(env.find("OMP_NUM_THREADS=2\n"), std::string::npos) << env;
+  // The runner empties its environment once the kernel is loaded (libgomp has read its
+  // OMP_* settings by then; tests/runner/seal_test.cpp checks them through libgomp).
+  EXPECT_EQ(env, "");
 }
 
 TEST(RunnerJail, ALoadErrorNamesTheKernelsRealPath) {
