@@ -44,8 +44,19 @@ const std::unordered_map<std::string_view, const char*>& refused_names() {
   static const char* const kHide =
       "hides code from the sanitizers: every kernel is checked under AddressSanitizer and "
       "UndefinedBehaviorSanitizer";
+  static const char* const kWhere =
+      "names the file or the moment the kernel was built: a kernel must compute the same "
+      "whatever it is compiled as, and where";
   static const std::unordered_map<std::string_view, const char*> names = {
       {"asm", kAsm},
+      {"__FILE__", kWhere},
+      {"__BASE_FILE__", kWhere},
+      {"__FILE_NAME__", kWhere},
+      {"__builtin_FILE", kWhere},
+      {"source_location", kWhere},
+      {"__DATE__", kWhere},
+      {"__TIME__", kWhere},
+      {"__TIMESTAMP__", kWhere},
       {"__asm", kAsm},
       {"__asm__", kAsm},
       {"__builtin_frame_address", kFrame},

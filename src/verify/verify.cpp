@@ -101,6 +101,13 @@ int calls_per_process(uint64_t seed) {
   return 5 + static_cast<int>(random::mix64(seed ^ 0xca11) % 5);
 }
 
+// Suite `index`'s buffer placement: page start, page end and random in turn.
+runner::Placement placement_of(size_t index) {
+  static constexpr runner::Placement kCycle[] = {runner::Placement::Start, runner::Placement::End,
+                                                 runner::Placement::Random};
+  return kCycle[index % 3];
+}
+
 Verdict from_status(runner::Status s) {
   switch (s) {
     case runner::Status::Ok: return Verdict::Pass;
@@ -525,9 +532,11 @@ bool Verification::run_suite(const Suite& suite, size_t index, const Calls& call
   run.plausible_outputs = suite.plausible_outputs;
   // The timeout is for up to three calls (the old A, B, A); more calls get more time.
   run.timeout_seconds = base.timeout_seconds * std::max(1, (suite.calls + 2) / 3);
-  // Buffers alternate between the start and the end of their pages, so a read before
-  // the first element or past the last one meets a guard page in one suite or another.
-  run.placement = index % 2 == 0 ? runner::Placement::Start : runner::Placement::End;
+  // Buffers cycle between the start and the end of their pages, so a read before the
+  // first element or past the last one meets a guard page in one suite or another, and a
+  // random place in the page (the runner's default), so a kernel cannot tell the harness
+  // by buffers at page edges.
+  run.placement = placement_of(index);
 
   std::atomic<bool> cancel{false};
   std::future<std::vector<interp::Result>> reference = std::async(std::launch::async, [&] {
@@ -561,7 +570,7 @@ bool Verification::run_suite(const Suite& suite, size_t index, const Calls& call
   SuiteResult reused{"reused-buffers", result.seed, result.dims, 0, 0, false, 0};
   runner::Outcome reused_outcome;
   if (suite.reused_buffers) {
-    run.placement = index % 2 == 0 ? runner::Placement::End : runner::Placement::Start;
+    run.placement = placement_of(index + 1);
     reused_outcome = call_kernel(true, suite, calls, so_path, run, reused_outputs);
   }
   if (next) next->help();

@@ -3,6 +3,8 @@
 // (with the llm proposer against the loopback test server of tests/llm).
 // Set OLLIE_UPDATE_GOLDEN=1 to rewrite tests/golden/*.txt from the current output.
 #include <gtest/gtest.h>
+
+#include <regex>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -72,6 +74,14 @@ std::vector<std::string> example_names() {
     if (e.path().extension() == ".py") names.push_back(e.path().stem().string());
   std::sort(names.begin(), names.end());
   return names;
+}
+
+// `ollie verify`'s pass line: "all N suites agree with the reference", with at least the
+// ten suites a generic kernel gets at quick besides its shape-sweep draws.
+bool all_suites_agree(const std::string& out) {
+  std::smatch m;
+  static const std::regex line("all ([0-9]+) suites agree");
+  return std::regex_search(out, m, line) && std::stoi(m[1]) >= 10;
 }
 
 TEST(Cli, EveryExampleMatchesItsGoldenCheckOutput) {
@@ -748,7 +758,7 @@ TEST(Cli, FlashRewrittenKernelsPassTheVerifier) {
       CommandResult verified =
           ollie("verify " + spec + " " + (out / (name + ".cpp")).string() + " --dims " + sizes);
       EXPECT_EQ(verified.exit_code, 0) << variant << "\n" << verified.out;
-      EXPECT_NE(verified.out.find("all 10 suites agree"), std::string::npos) << verified.out;
+      EXPECT_TRUE(all_suites_agree(verified.out)) << verified.out;
     }
   }
   // Without normalize-late, attention's flash site is the probabilities' division.
@@ -796,7 +806,7 @@ TEST(Cli, OnlineRewrittenKernelsPassTheVerifier) {
       CommandResult verified =
           ollie("verify " + spec + " " + (out / (name + ".cpp")).string() + " --dims " + sizes);
       EXPECT_EQ(verified.exit_code, 0) << variant << "\n" << verified.out;
-      EXPECT_NE(verified.out.find("all 10 suites agree"), std::string::npos) << verified.out;
+      EXPECT_TRUE(all_suites_agree(verified.out)) << verified.out;
     }
   }
   fs::remove_all(dir);

@@ -45,9 +45,10 @@ static void honest(const float* x, const float* w, float* out, const int64_t* di
 
 // From its fifth call on, returns the answer it computed `lag` calls earlier.
 std::string lagging(int lag) {
-  return std::string(kHead) + "static std::vector<std::vector<float>> past;\n" +
+  return std::string(kHead) +
          "extern \"C\" void ollie_kernel(const float* x, const float* w, float* out0, "
          "const int64_t* dims) {\n"
+         "  static auto& past = *new std::vector<std::vector<float>>;\n"  // no load-time code
          "  const size_t n = static_cast<size_t>(dims[0]);\n"
          "  if (past.size() >= 4) {\n"
          "    std::memcpy(out0, past[past.size() - " +
@@ -64,9 +65,10 @@ std::string lagging(int lag) {
 // small input, sampled 64 times over; "x": 64 elements spread over x).
 std::string hashing(const std::string& sample) {
   const std::string element = sample == "w" ? "w[j % dims[1]]" : "x[j * dims[0] / 64]";
-  return std::string(kHead) + "static std::map<uint64_t, std::vector<float>> answers;\n" +
+  return std::string(kHead) +
          "extern \"C\" void ollie_kernel(const float* x, const float* w, float* out0, "
          "const int64_t* dims) {\n"
+         "  static auto& answers = *new std::map<uint64_t, std::vector<float>>;\n"
          "  uint64_t h = 1469598103934665603ull;\n"
          "  for (int j = 0; j < 64; ++j) {\n"
          "    uint32_t bits;\n"

@@ -1,9 +1,10 @@
 // WRONG (a predictable harness lets it through, and bench times it 4x faster): the
 // kernel keeps copies of its last four outputs and, from its fifth call on, swaps its
 // implementation (a function pointer) for one that copies out the answer of call n - 4
-// without looking at the inputs, then waits until a quarter of a typical honest call's time
-// has passed (4x faster is a plausible optimization; a memcpy's 1000x would trip bench's
-// roofline check). Today no verify process calls a kernel more than three
+// without looking at the inputs, then burns a quarter of an honest call's work (4x faster
+// is a plausible optimization; a memcpy's 1000x would trip bench's roofline check). Its
+// state is function-local statics and it reads no clock, so the up-front screen has
+// nothing to refuse. Today no verify process calls a kernel more than three
 // times, and bench's rounds alternate two input sets with period 4 (warm call on the next
 // set, timed call on this one), so the replayed answer is always the right one and bench
 // checks it and times the paced copy. Caught by 5-9 calls per process on fresh inputs (wrong), and
@@ -11,7 +12,6 @@
 // tests/measure/fake_time_test.cpp) turns the replay off: the same kernel, honest.
 // expect: wrong
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -19,20 +19,12 @@
 
 namespace {
 
-std::vector<float> history[4];
+// The last four outputs (a function-local static: no load-time constructor).
+std::vector<float>* history() {
+  static std::vector<float>* h = new std::vector<float>[4];
+  return h;
+}
 uint64_t calls = 0;
-std::vector<double> honest_seconds;  // the computed calls' times
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// The median of the honest (computed) calls' times so far: a steady target to pace to.
-[[maybe_unused]] double typical(std::vector<double>& seen) {
-  if (seen.empty()) return 0;
-  std::nth_element(seen.begin(), seen.begin() + long(seen.size() / 2), seen.end());
-  return seen[seen.size() / 2];
-}
 
 // Row i of the spec, literally: scores of keys [j0, j1) (masked ones -1e30), their max
 // (NaN if any score is NaN), exp, sum, then p @ v over the same keys (a masked key's
@@ -71,17 +63,18 @@ void compute(const float* q, const float* k, const float* v, float* out, int64_t
 
 using Impl = void (*)(const float*, const float*, const float*, float*, int64_t, int64_t);
 
-// Copies the answer of call n - 4, then waits until a quarter of an honest call's time
-// has passed: 4x faster looks like a good kernel, not an impossible one (no roofline
-// check fires).
-[[maybe_unused]] void replay(const float*, const float*, const float*, float* out, int64_t S,
-                             int64_t D) {
-  const double start = now();
-  const std::vector<float>& old = history[calls % 4];
+// Copies the answer of call n - 4, then does a quarter of an honest call's work into
+// scratch: 4x faster looks like a good kernel, not an impossible one (no roofline check
+// fires).
+[[maybe_unused]] void replay(const float* q, const float* k, const float* v, float* out,
+                             int64_t S, int64_t D) {
+  const std::vector<float>& old = history()[calls % 4];
   if (old.size() == static_cast<size_t>(S * D)) std::memcpy(out, old.data(), old.size() * 4);
-  const double target = typical(honest_seconds) / 4;
-  while (now() - start < target) {
-  }
+  std::vector<float> scratch(static_cast<size_t>(S * D));
+  std::vector<double> p(static_cast<size_t>(S));
+  for (int64_t i = 0; i < S; i += 4) attend_row(q, k, v, scratch.data(), D, i, 0, S, p);
+  volatile float sink = scratch.empty() ? 0.0f : scratch[0];
+  (void)sink;
 }
 
 Impl impl = compute;
@@ -91,10 +84,8 @@ Impl impl = compute;
 extern "C" void ollie_kernel(const float* q, const float* k, const float* v, float* out0,
                              const int64_t* dims) {
   const int64_t S = dims[0], D = dims[1];
-  const double start = now();
   impl(q, k, v, out0, S, D);
-  if (impl == compute) honest_seconds.push_back(now() - start);
-  history[calls % 4].assign(out0, out0 + S * D);
+  history()[calls % 4].assign(out0, out0 + S * D);
   ++calls;
 #ifndef OLLIE_HONEST_TWIN
   if (calls == 4) impl = replay;

@@ -3,8 +3,9 @@
 // them off. Its own outputs are exact for normal inputs; the damage is to the caller:
 // every float operation of the program after the call flushes subnormals to zero (a
 // model's small gradients, a reference implementation the user compares with). No output
-// check sees it; caught only by a check of MXCSR after every call (tampered).
-// expect: tampered
+// check sees it; caught by the screen (it refuses `_mm_setcsr`: refused) and, where a
+// kernel hides the write from it, by the check of MXCSR after every call (tampered).
+// expect: tampered-or-refused
 #include <xmmintrin.h>
 
 #include <cmath>

@@ -1,6 +1,6 @@
 // WRONG (probing the compiler's filesystem): `__has_include("/etc/hostname")` asks, at
 // compile time, whether a host file is visible, the `#include`-shaped way to learn about the
-// machine (one bit per path; "/root/.ssh/id_rsa" would do as well). The kernel is an exact
+// machine (one bit per path; any private key under the home directory would do as well). The kernel is an exact
 // softmax only when the file is NOT visible, i.e. when its compiler runs in a jail that
 // hides the host (ollie's, once issue 16's jail lands), and uses a crude exp when it is
 // (a user's ordinary build). Today ollie's compiler sees /etc/hostname, so the kernel is

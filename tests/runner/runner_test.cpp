@@ -527,8 +527,9 @@ extern "C" void ollie_entry(void* const* buffers, const int64_t*) {
   o.sandbox = false;
   Outcome out = ollie::runner::run(so, vector_graph(), vector_inputs(), o);
   ASSERT_EQ(out.status, Status::Ok) << out.message;
-  // stdin, stdout, stderr, the report pipe (the memfd is closed once mapped)
-  EXPECT_EQ(out.outputs[0].data[0], 4.0);
+  // stdin, stdout, stderr, the report pipe and /proc/self/stat (the thread check's source;
+  // the memfd is closed once mapped)
+  EXPECT_EQ(out.outputs[0].data[0], 5.0);
 }
 
 TEST(Runner, ForkedHelperDoesNotHoldTheRunHostage) {

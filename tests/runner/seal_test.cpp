@@ -187,8 +187,9 @@ extern "C" void probe(void* const* b, const int64_t* dims) {
   EXPECT_EQ(probed.outputs[0].data, (std::vector<double>{2, 3, 4, 5}));
 }
 
-TEST(Seal, OnlyStdioAndTheReportPipeAtARandomDescriptorAreOpen) {
-  // y[0] = open descriptors, y[1] = whether 3 or 4 is one of them, y[2] = the highest.
+TEST(Seal, OnlyStdioTheThreadCountAndTheReportPipeAtARandomDescriptorAreOpen) {
+  // y[0] = open descriptors (stdio, /proc/self/stat for the thread check, the report pipe), y[1] =
+  // whether 3 or 4 is one of them, y[2] = the highest.
   const std::string body = R"(
 extern "C" void ollie_entry(void* const* b, const int64_t*) {
   float* y = static_cast<float*>(b[1]);
@@ -202,7 +203,7 @@ extern "C" void ollie_entry(void* const* b, const int64_t*) {
   for (int i = 0; i < 4; ++i) {
     const Outcome out = run("count_fds_sealed", body);
     ASSERT_EQ(out.status, Status::Ok) << describe(out);
-    EXPECT_EQ(out.outputs[0].data[0], 4.0);
+    EXPECT_EQ(out.outputs[0].data[0], 5.0);
     EXPECT_EQ(out.outputs[0].data[1], 0.0);
     EXPECT_GE(out.outputs[0].data[2], 64.0);
     highs.insert(out.outputs[0].data[2]);
@@ -427,6 +428,39 @@ extern "C" void ollie_entry(void* const* b, const int64_t* dims) {
   }
   EXPECT_GT(starts.size(), 2u);
   EXPECT_GT(ends.size(), 2u);
+}
+
+// ---- Threads left running ----
+
+// A helper thread that outlives the call (it could compute off the clock, or slow the
+// other kernel of a side-by-side timing) is tampering; threads joined before returning
+// are fine.
+const char* kThreadsBefore = R"(
+#include <atomic>
+#include <thread>
+static std::atomic<int> spin{0};
+)";
+
+TEST(Seal, AThreadLeftRunningAfterTheCallIsTampered) {
+  const std::string left = plus_one(R"(
+  static bool started = false;
+  if (!started) { started = true; std::thread([] { for (;;) spin.fetch_add(1); }).detach(); }
+)",
+                                    kThreadsBefore);
+  for (const Outcome& out : {run("thread_left", left), timed("thread_left", left)}) {
+    EXPECT_EQ(out.status, Status::Tampered) << describe(out);
+    EXPECT_NE(out.message.find("left threads running"), std::string::npos) << out.message;
+  }
+}
+
+TEST(Seal, ThreadsJoinedBeforeReturningAreFine) {
+  const std::string joined = plus_one(R"(
+  std::thread t([] { spin.fetch_add(1); });
+  t.join();
+)",
+                                      kThreadsBefore);
+  for (const Outcome& out : {run("thread_joined", joined), timed("thread_joined", joined)})
+    EXPECT_EQ(out.status, Status::Ok) << describe(out);
 }
 
 }  // namespace

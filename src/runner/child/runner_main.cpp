@@ -369,6 +369,7 @@ extern "C" __attribute__((visibility("default"))) const char* __ubsan_default_op
 int main(int argc, char** argv) {
   child::close_other_fds();
   child::record_fp_env();
+  child::open_thread_count();
   Request r = read_request();
   proto::RequestHeader& header = r.header;
   child::open_report_channel(header.nonce);
@@ -398,6 +399,7 @@ int main(int argc, char** argv) {
     if (const char* error = child::install_loader_filter()) bad_request(error);
   const std::vector<EntryFn> entries = load_kernels(r);
   child::check_after_load();
+  child::record_thread_limit();
   child::clear_environment(argc, argv);
   if (header.flags & proto::kSanitize) prepare_sanitizer(m.base, header.total_size, r.buffers);
   if (sandbox)

@@ -1,6 +1,7 @@
 // The child's seal (see seal.h).
 #include "runner/child/seal.h"
 
+#include <dlfcn.h>
 #include <sys/auxv.h>
 #include <sys/random.h>
 #include <sys/resource.h>
@@ -29,6 +30,8 @@ struct FpEnv {
   uint16_t x87 = 0;
 };
 FpEnv recorded;
+int thread_stat_fd = -1;  // /proc/self/stat, or -1 (no /proc: the thread check is off)
+long thread_limit = 1;  // threads that may exist (only the main thread until the kernel is loaded)
 
 FpEnv current_fp_env() {
   FpEnv env;
@@ -149,7 +152,64 @@ void check_fp_env(const char* when) {
 
 }  // namespace
 
-void check_after_load() { check_fp_env("loading it (a static constructor)"); }
+namespace {
+
+// The process's threads now (field 20 of /proc/self/stat); -1 when unknown (no /proc), -2
+// when the descriptor no longer reads (the kernel closed or replaced it).
+long current_threads() {
+  if (thread_stat_fd < 0) return -1;
+  char text[1024];
+  const ssize_t n = pread(thread_stat_fd, text, sizeof text - 1, 0);
+  if (n <= 0) return -2;
+  text[n] = '\0';
+  const char* p = std::strrchr(text, ')');  // the command name may hold spaces
+  if (!p) return -1;
+  for (int field = 2; field < 20 && p; ++field) p = std::strchr(p + 1, ' ');
+  return p ? std::strtol(p + 1, nullptr, 10) : -1;
+}
+
+void check_threads(const char* when) {
+  const long threads = current_threads();
+  if (threads == -2) {
+    char message[200];
+    std::snprintf(message, sizeof message,
+                  "the runner's /proc/self/stat descriptor no longer reads after %s (the kernel "
+                  "closed or replaced it)",
+                  when);
+    report_tampered(message);
+  }
+  if (threads < 0 || threads <= thread_limit) return;
+  char message[400];
+  std::snprintf(message, sizeof message,
+                "the kernel left threads running after %s: %ld threads exist, at most %ld may "
+                "(OpenMP keeps at most a team's threads between calls; a thread the kernel "
+                "starts must end before it returns)",
+                when, threads, thread_limit);
+  report_tampered(message);
+}
+
+}  // namespace
+
+void open_thread_count() { thread_stat_fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC); }
+
+namespace {
+void empty_region(void*) {}
+}  // namespace
+
+void record_thread_limit() {
+  // Loaded as a dependency of the kernel (RTLD_LOCAL), so looked up by name, not globally.
+  if (void* gomp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD)) {
+    using Parallel = void (*)(void (*)(void*), void*, unsigned, unsigned);
+    if (auto parallel = reinterpret_cast<Parallel>(dlsym(gomp, "GOMP_parallel")))
+      parallel(empty_region, nullptr, 0, 0);
+  }
+  thread_limit = std::max(current_threads(), 1L);
+}
+
+void check_after_load() {
+  check_fp_env("loading it (a static constructor)");
+  check_threads("loading it (a static constructor)");
+}
 
 void check_after_call(const InputCopy* inputs, size_t n_inputs, uint64_t call) {
   char when[64];
@@ -157,6 +217,10 @@ void check_after_call(const InputCopy* inputs, size_t n_inputs, uint64_t call) {
   if (((now.mxcsr ^ recorded.mxcsr) & ~0x3fu) != 0 || now.x87 != recorded.x87) {
     std::snprintf(when, sizeof when, "call %llu", static_cast<unsigned long long>(call));
     check_fp_env(when);
+  }
+  if (thread_stat_fd >= 0) {
+    std::snprintf(when, sizeof when, "call %llu", static_cast<unsigned long long>(call));
+    check_threads(when);
   }
   char message[512];
   for (size_t i = 0; i < n_inputs; ++i) {

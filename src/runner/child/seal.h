@@ -28,6 +28,14 @@ void write_report(protocol::ReportStatus status, double seconds, const char* mes
 // as it found it; called once at start, before the kernel is loaded.
 void record_fp_env();
 
+// Opens /proc/self/stat (kept open: the kernel filter forbids opening it later); called
+// before the kernel is loaded.
+void open_thread_count();
+// Once the kernel is loaded and before it is called: when libgomp is in the process, an
+// empty parallel region makes its thread pool as large as a team of the default size
+// keeps between calls; the threads that exist then are all that may exist after any call.
+void record_thread_limit();
+
 // A read-only input as the kernel saw it and the bytes it must still hold.
 struct InputCopy {
   const void* live = nullptr;
@@ -35,7 +43,9 @@ struct InputCopy {
   uint64_t bytes = 0;
 };
 
-// After every call of a kernel: the floating-point environment is the recorded one and
+// After every call of a kernel: the floating-point environment is the recorded one, no
+// more threads exist than record_thread_limit allows (a thread the kernel left running
+// could compute off the clock or slow the other kernel of a side-by-side timing), and
 // every live input equals its reference (none in calls mode, where the parent compares).
 // Otherwise reports Tampered, saying what changed and in which call (`call`, counted from
 // 1 in this process), and ends the child. Cost: two register reads and a memcmp per input.
