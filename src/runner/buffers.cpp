@@ -130,8 +130,14 @@ std::vector<Slot> output_slots(const ir::Graph& graph, Role role) {
 
 Layout plan(const ir::Graph& graph, std::vector<Slot> slots, uint64_t header_bytes,
             uint64_t results_bytes, Placement placement) {
+  return plan(bound_dims(graph), 1, std::move(slots), header_bytes, results_bytes, placement);
+}
+
+Layout plan(std::vector<int64_t> dims, size_t dims_groups, std::vector<Slot> slots,
+            uint64_t header_bytes, uint64_t results_bytes, Placement placement) {
   Layout layout;
-  layout.dims = bound_dims(graph);
+  layout.dims = std::move(dims);
+  layout.dims_groups = std::max<size_t>(dims_groups, 1);
   layout.slots = std::move(slots);
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   layout.header_size = round_up(header_bytes + layout.slots.size() * sizeof(proto::Buffer) +

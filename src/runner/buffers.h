@@ -48,7 +48,8 @@ struct Slot {
 struct Layout {
   std::vector<Slot> slots;                // in buffer-table order
   std::vector<protocol::Buffer> buffers;  // the same order
-  std::vector<int64_t> dims;
+  std::vector<int64_t> dims;  // graph.dims order; with dims_groups > 1, one group per call
+  size_t dims_groups = 1;
   uint64_t header_size = 0;
   uint64_t results_offset = 0;  // timed mode
   uint64_t total_size = 0;
@@ -68,6 +69,10 @@ std::vector<Slot> output_slots(const ir::Graph& graph, Role role);
 // a guard page before and after; within its pages it sits at the start or at the end.
 Layout plan(const ir::Graph& graph, std::vector<Slot> slots, uint64_t header_bytes,
             uint64_t results_bytes, Placement placement);
+// The same with the dims table given: `dims_groups` groups of the graph's dims (one per
+// call, protocol::kDimsPerCall).
+Layout plan(std::vector<int64_t> dims, size_t dims_groups, std::vector<Slot> slots,
+            uint64_t header_bytes, uint64_t results_bytes, Placement placement);
 
 // Writes 0xFF (the poison) over every byte after the header region up to the results,
 // except the buffers of role `filled`, which the caller writes in full.

@@ -93,7 +93,7 @@ Fd make_request(const std::vector<Named>& kernels, const Layout& layout,
 
   std::memcpy(header.magic, proto::kRequestMagic, sizeof header.magic);
   header.version = proto::kVersion;
-  header.n_dims = static_cast<uint32_t>(layout.dims.size());
+  header.n_dims = static_cast<uint32_t>(layout.dims.size() / layout.dims_groups);
   header.total_size = layout.total_size;
   header.header_size = layout.header_size;
   header.path_len = static_cast<uint32_t>(kernels[0].so_path.size());
@@ -105,7 +105,8 @@ Fd make_request(const std::vector<Named>& kernels, const Layout& layout,
   header.n_kernels = static_cast<uint32_t>(kernels.size());
   header.results_offset = layout.results_offset;
   header.flags = proto::kProtect | (options.sandbox ? proto::kSandbox : 0u) |
-                 (options.sanitize ? proto::kSanitize : 0u);
+                 (options.sanitize ? proto::kSanitize : 0u) |
+                 (layout.dims_groups > 1 ? proto::kDimsPerCall : 0u);
   if (options.sandbox) {
     header.memory_bytes = options.memory_bytes;
     // CPU time of all threads: the wall limit times the threads that may run, plus slack.
@@ -547,20 +548,40 @@ Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
 Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
                   const std::vector<const std::vector<interp::Tensor>*>& calls,
                   const Options& options) {
+  return run_calls(so_path, std::vector<const ir::Graph*>(calls.size(), &graph), calls, options);
+}
+
+Outcome run_calls(const std::string& so_path, const std::vector<const ir::Graph*>& graphs,
+                  const std::vector<const std::vector<interp::Tensor>*>& calls,
+                  const Options& options) {
   const std::string runner = find_runner(options);
   check_entry_symbol(options.entry_symbol);
   if (calls.empty()) throw UserError("runner: no calls to make");
-  for (const auto* inputs : calls) check_inputs(graph, *inputs);
+  if (graphs.size() != calls.size())
+    throw UserError("runner: one graph per call (" + std::to_string(graphs.size()) + " for " +
+                    std::to_string(calls.size()) + " calls)");
+  const ir::Graph& graph = *graphs[0];
   const size_t n_in = graph.params.size(), n_out = graph.results.size(), per_call = n_in + n_out;
   std::vector<Slot> slots;
+  std::vector<int64_t> dims;
+  bool same_dims = true;
   for (size_t c = 0; c < calls.size(); ++c) {
-    for (Slot& s : input_slots(graph, Role::Input)) slots.push_back(std::move(s));
-    for (Slot& s : output_slots(graph, Role::Output)) slots.push_back(std::move(s));
+    const ir::Graph& g = *graphs[c];
+    if (g.params.size() != n_in || g.results.size() != n_out || g.dims != graph.dims)
+      throw UserError("runner: the calls' graphs must be one spec at other dims");
+    check_inputs(g, *calls[c]);
+    for (Slot& s : input_slots(g, Role::Input)) slots.push_back(std::move(s));
+    for (Slot& s : output_slots(g, Role::Output)) slots.push_back(std::move(s));
+    const std::vector<int64_t> d = bound_dims(g);
+    same_dims = same_dims && (c == 0 || std::equal(d.begin(), d.end(), dims.begin()));
+    dims.insert(dims.end(), d.begin(), d.end());
   }
+  if (same_dims) dims.resize(dims.size() / calls.size());
+  const size_t groups = same_dims ? 1 : calls.size();
   std::vector<Named> kernels;
   kernels.push_back({so_path_in_jail(0), options.entry_symbol});
   const Layout layout =
-      plan(graph, std::move(slots),
+      plan(std::move(dims), groups, std::move(slots),
            sizeof(proto::RequestHeader) + kernels[0].so_path.size() + options.entry_symbol.size(),
            0, options.placement);
   proto::RequestHeader header{};
@@ -579,11 +600,11 @@ Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
       random::Xoshiro256 rng(0x5eed);
       for (size_t c = 0; c < calls.size(); ++c)
         for (size_t i = n_in; i < per_call; ++i) {
-          std::vector<double> values(static_cast<size_t>(ir::element_count(layout.slots[i].shape)));
+          const Slot& slot = layout.slots[c * per_call + i];
+          std::vector<double> values(static_cast<size_t>(ir::element_count(slot.shape)));
           for (double& x : values)
-            x = layout.slots[i].dtype == ir::DType::Bool ? 1.0
-                                                         : std::round(random::normal(rng) * 4) / 4;
-          store(base + layout.buffers[c * per_call + i].offset, layout.slots[i].dtype, values);
+            x = slot.dtype == ir::DType::Bool ? 1.0 : std::round(random::normal(rng) * 4) / 4;
+          store(base + layout.buffers[c * per_call + i].offset, slot.dtype, values);
         }
     }
   });

@@ -101,6 +101,12 @@ Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
 Outcome run_calls(const std::string& so_path, const ir::Graph& graph,
                   const std::vector<const std::vector<interp::Tensor>*>& calls,
                   const Options& options);
+// The same with each call at its own dims: call c runs on graphs[c], one spec at other
+// dims (the same params, results and dim names; the verifier's shape sweep in one process
+// instead of one per draw).
+Outcome run_calls(const std::string& so_path, const std::vector<const ir::Graph*>& graphs,
+                  const std::vector<const std::vector<interp::Tensor>*>& calls,
+                  const Options& options);
 
 // Runs options.entry_symbol of `so_path` once on `inputs` (one per graph param, shapes at
 // graph.bound_dims) in a fresh child process; never throws for anything the kernel does.

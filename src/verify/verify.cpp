@@ -278,6 +278,10 @@ class Verification {
   bool replay_with_sanitizers();
   bool run_suites(const std::vector<Suite>& list, size_t first, const std::string& so_path,
                   const runner::Options& base);
+  bool run_sequence(const std::vector<Suite>& list, size_t first, size_t begin, size_t end,
+                    const std::string& so_path, const runner::Options& base);
+  bool run_batch(const std::vector<Suite>& list, size_t first, size_t begin, size_t end,
+                 const std::string& so_path, const runner::Options& base);
   std::unique_ptr<InputDraw> start_draw(const Suite& suite, size_t index) const;
   bool run_suite(const Suite& suite, size_t index, const Calls& calls, const std::string& so_path,
                  const runner::Options& base, InputDraw* next);
@@ -484,24 +488,115 @@ bool Verification::replay_with_sanitizers() {
                     sanitizer_options);
 }
 
+// Shape-sweep draws run this many to a runner process (each call at its own dims), so a
+// sweep of 16 draws costs 3 process starts, not 16.
+constexpr size_t kSweepBatch = 6;
+
+// Whether suite `s` can share a runner process with its neighbours: one call, no reused
+// buffers, no plausible outputs, not bit-exact.
+bool batchable(const Suite& s) {
+  return s.name == "shape-sweep" && s.calls == 1 && !s.reused_buffers && !s.plausible_outputs &&
+         s.distribution != Distribution::Integer;
+}
+
+// The end of the batch that starts at `begin` (begin + 1 when list[begin] runs alone).
+size_t batch_end(const std::vector<Suite>& list, size_t begin) {
+  size_t end = begin;
+  while (end < list.size() && end - begin < kSweepBatch && batchable(list[end])) ++end;
+  return std::max(end, begin + 1);
+}
+
 // Runs `list` in order (the i-th is suite first + i); false at the first that fails.
-// The first suite's inputs are drawn by two threads; each later suite's while the
-// previous one runs (run_suite).
+// Consecutive shape-sweep draws run in batches (run_batch), the rest one process each.
 bool Verification::run_suites(const std::vector<Suite>& list, size_t first,
                               const std::string& so_path, const runner::Options& base) {
-  if (list.empty()) return true;
-  std::unique_ptr<InputDraw> draw = start_draw(list[0], first);
+  for (size_t i = 0; i < list.size();) {
+    size_t end = batch_end(list, i);
+    if (end > i + 1) {
+      if (!run_batch(list, first, i, end, so_path, base)) return false;
+    } else {
+      while (end < list.size() && batch_end(list, end) == end + 1) ++end;
+      if (!run_sequence(list, first, i, end, so_path, base)) return false;
+    }
+    i = end;
+  }
+  return true;
+}
+
+// Runs list[begin, end) one process each. The first suite's inputs are drawn by two
+// threads; each later suite's while the previous one runs (run_suite).
+bool Verification::run_sequence(const std::vector<Suite>& list, size_t first, size_t begin,
+                                size_t end, const std::string& so_path,
+                                const runner::Options& base) {
+  if (begin >= end) return true;
+  std::unique_ptr<InputDraw> draw = start_draw(list[begin], first + begin);
   {
     auto helper = std::async(std::launch::async, [&] { draw->help(); });
     draw->help();
     helper.get();
   }
   Calls calls = draw->take();
-  for (size_t i = 0; i < list.size(); ++i) {
+  for (size_t i = begin; i < end; ++i) {
     std::unique_ptr<InputDraw> next =
-        i + 1 < list.size() ? start_draw(list[i + 1], first + i + 1) : nullptr;
+        i + 1 < end ? start_draw(list[i + 1], first + i + 1) : nullptr;
     if (!run_suite(list[i], first + i, calls, so_path, base, next.get())) return false;
     if (next) calls = next->take();
+  }
+  return true;
+}
+
+// Runs the one-call suites list[begin, end) (shape-sweep draws, each at its own dims) as
+// the calls of ONE runner process while a thread computes their references. When that
+// process fails, the draws run again one process each, so the verdict names the draw
+// (and when each passes alone, the batch's failure stands: state kept between calls).
+bool Verification::run_batch(const std::vector<Suite>& list, size_t first, size_t begin, size_t end,
+                             const std::string& so_path, const runner::Options& base) {
+  std::vector<Calls> inputs;
+  for (size_t i = begin; i < end; ++i) {
+    std::unique_ptr<InputDraw> draw = start_draw(list[i], first + i);
+    auto helper = std::async(std::launch::async, [&] { draw->help(); });
+    draw->help();
+    helper.get();
+    inputs.push_back(draw->take());
+  }
+  std::atomic<bool> cancel{false};
+  auto reference = std::async(std::launch::async, [&] {
+    std::vector<std::vector<interp::Result>> refs;
+    for (size_t i = begin; i < end && !cancel; ++i)
+      refs.push_back({interp::evaluate(list[i].graph, inputs[i - begin][0], &cancel)});
+    return refs;
+  });
+  std::vector<const ir::Graph*> graphs;
+  std::vector<const std::vector<interp::Tensor>*> calls;
+  for (size_t i = begin; i < end; ++i) {
+    graphs.push_back(&list[i].graph);
+    calls.push_back(&inputs[i - begin][0]);
+  }
+  runner::Options run = base;
+  run.timeout_seconds = base.timeout_seconds * static_cast<double>((end - begin + 2) / 3);
+  run.placement = placement_of(first + begin);
+  runner::Outcome outcome = runner::run_calls(so_path, graphs, calls, run);
+  if (outcome.status != runner::Status::Ok) {
+    cancel = true;
+    reference.wait();
+    const size_t recorded = report_.suites.size();
+    if (!run_sequence(list, first, begin, end, so_path, base)) return false;
+    report_.suites.resize(recorded);
+    SuiteResult result{
+        "shape-sweep",
+        seed_ + first + begin,
+        "draws " + std::to_string(begin) + "-" + std::to_string(end - 1) + " in one process",
+        0,
+        0,
+        false,
+        0};
+    return !run_failed(outcome, "shape-sweep (its draws in one process)", result);
+  }
+  const std::vector<std::vector<interp::Result>> refs = reference.get();
+  for (size_t i = begin; i < end; ++i) {
+    SuiteResult result{list[i].name, seed_ + first + i, dims_text(list[i].graph), 0, 0, false, 0};
+    if (!check_calls(list[i], false, result, {outcome.call_outputs[i - begin]}, refs[i - begin]))
+      return false;
   }
   return true;
 }

@@ -5,7 +5,7 @@
 // process exit, or after timing many calls may see correct values; a checker that reads
 // the outputs as soon as the call returns sees the untouched (poisoned) buffer. The late
 // write can also land in a buffer the checker has already reused for another trial.
-// expect: wrong
+// expect: wrong-or-tampered
 #include <cmath>
 #include <cstdint>
 #include <thread>

@@ -14,7 +14,7 @@ constexpr int kReportFd = 4;  // write end of the report pipe
 
 constexpr char kRequestMagic[8] = {'O', 'L', 'L', 'I', 'E', 'R', 'Q', '1'};
 constexpr uint32_t kReportMagic = 0x4f4c5231;  // "OLR1"
-constexpr uint32_t kVersion = 7;
+constexpr uint32_t kVersion = 8;
 
 // At offset 0 of the memfd. Followed directly by
 //   Buffer buffers[n_buffers];              see below
@@ -142,6 +142,10 @@ constexpr uint32_t kSandbox = 2;
 // with EACCES instead of killing, because the runtime opens /proc/self/* while it writes
 // its report. Sockets, new processes and exec still kill.
 constexpr uint32_t kSanitize = 4;
+
+// Calls mode: the dims table holds n_calls groups of n_dims values, call c using group c
+// (the same spec at other dims in every call: the shape sweep in one process).
+constexpr uint32_t kDimsPerCall = 8;
 
 // The exit code the parent gives ASan and UBSan (ASAN_OPTIONS / UBSAN_OPTIONS exitcode=)
 // for a run with kSanitize: the child exits with it after the runtime printed a report.

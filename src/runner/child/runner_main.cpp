@@ -178,7 +178,8 @@ Request read_request() {
                                    : r.per_call * h.n_calls;
   r.n_kernels = r.timed ? h.n_kernels : 1;
   r.buffers.resize(n_buffers);
-  r.dims.resize(h.n_dims);
+  const bool dims_per_call = !r.timed && (h.flags & proto::kDimsPerCall);
+  r.dims.resize(size_t{h.n_dims} * (dims_per_call ? h.n_calls : 1));
   off_t at = sizeof h;
   if (!read_exact(r.buffers.data(), n_buffers * sizeof(proto::Buffer), at))
     bad_request("buffer table");
@@ -347,7 +348,8 @@ double run_calls(const Request& r, EntryFn entry, std::vector<void*>& pointers) 
   for (uint32_t c = 0; c < r.header.n_calls; ++c) {
     timespec t0{}, t1{};
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    entry(pointers.data() + c * r.per_call, r.dims.data());
+    const size_t dims_at = r.header.flags & proto::kDimsPerCall ? c * size_t{r.header.n_dims} : 0;
+    entry(pointers.data() + c * r.per_call, r.dims.data() + dims_at);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     child::check_after_call(nullptr, 0, c + 1);
     seconds += double(t1.tv_sec - t0.tv_sec) + double(t1.tv_nsec - t0.tv_nsec) * 1e-9;
