@@ -879,4 +879,59 @@ TEST(Runner, StatusNames) {
   EXPECT_STREQ(ollie::runner::status_name(Status::ProtocolError), "protocol-error");
 }
 
+// ---- Calls at their own dims (the verifier's batched shape sweep) ----
+
+ollie::ir::Graph vector_graph_of(int n) {
+  return spec("DIMS = dict(N=" + std::to_string(n) +
+              ")\ndef f(x: \"f32[N]\") -> \"f32[N]\":\n    return x + 1.0\n");
+}
+
+TEST(Runner, EachCallRunsAtItsOwnDimsInOneProcess) {
+  // y = x + N: the output shows which dims each call was given.
+  const std::string so = build_so("plus_n", R"(
+extern "C" void ollie_entry(void* const* buffers, const int64_t* dims) {
+  const float* x = static_cast<const float*>(buffers[0]);
+  float* y = static_cast<float*>(buffers[1]);
+  for (int64_t i = 0; i < dims[0]; ++i) y[i] = x[i] + float(dims[0]);
+}
+)");
+  const std::vector<int> sizes = {4, 9, 1000, 1};
+  std::vector<ollie::ir::Graph> graphs;
+  std::vector<std::vector<Tensor>> inputs;
+  for (int n : sizes) {
+    graphs.push_back(vector_graph_of(n));
+    std::vector<double> x(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) x[static_cast<size_t>(i)] = i;
+    inputs.push_back({tensor(DType::F32, {n}, x)});
+  }
+  std::vector<const ollie::ir::Graph*> graph_of_call;
+  std::vector<const std::vector<Tensor>*> calls;
+  for (size_t c = 0; c < sizes.size(); ++c) {
+    graph_of_call.push_back(&graphs[c]);
+    calls.push_back(&inputs[c]);
+  }
+  for (auto placement : {ollie::runner::Placement::Start, ollie::runner::Placement::Random}) {
+    Options o = options();
+    o.placement = placement;
+    const Outcome out = ollie::runner::run_calls(so, graph_of_call, calls, o);
+    ASSERT_EQ(out.status, Status::Ok) << out.message;
+    ASSERT_EQ(out.call_outputs.size(), sizes.size());
+    for (size_t c = 0; c < sizes.size(); ++c) {
+      const auto& y = out.call_outputs[c][0];
+      ASSERT_EQ(y.shape, std::vector<int64_t>{sizes[c]});
+      for (int i = 0; i < sizes[c]; ++i)
+        ASSERT_EQ(y.data[static_cast<size_t>(i)], i + sizes[c]) << "call " << c << " element " << i;
+    }
+  }
+  // One graph per call, and one spec.
+  EXPECT_THROW(ollie::runner::run_calls(so, {graph_of_call[0]}, calls, options()),
+               ollie::UserError);
+  const ollie::ir::Graph other = spec(
+      "DIMS = dict(N=4)\ndef f(x: \"f32[N]\", z: \"f32[N]\") -> \"f32[N]\":\n"
+      "    return x + z\n");
+  EXPECT_THROW(
+      ollie::runner::run_calls(so, {&other, graph_of_call[1]}, {calls[0], calls[1]}, options()),
+      ollie::UserError);
+}
+
 }  // namespace
