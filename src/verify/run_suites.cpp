@@ -272,5 +272,4 @@ bool Verification::agrees(const std::string& label, uint64_t call_seed, SuiteRes
   return false;
 }
 
-
 }  // namespace ollie::verify::detail

@@ -24,8 +24,6 @@
 
 namespace ollie::verify::detail {
 
-
-
 struct Suite {
   std::string name;
   Distribution distribution;
@@ -121,8 +119,6 @@ inline Verdict from_status(runner::Status s) {
   return Verdict::Crash;
 }
 
-
-
 // The report before anything ran: what the kernel's source says of itself.
 inline Report report_of_source(const std::string& kernel_source) {
   Report report;
@@ -133,7 +129,7 @@ inline Report report_of_source(const std::string& kernel_source) {
 
 // The kernel and its adapter, for the options' compiler.
 inline build::Request kernel_request(const ir::Graph& graph, const std::string& kernel_source,
-                              const Options& options) {
+                                     const Options& options) {
   build::Request request;
   request.units = {{"kernel.cpp", kernel_source},
                    {"ollie_adapter.cpp", build::adapter_source(graph)}};
@@ -142,7 +138,9 @@ inline build::Request kernel_request(const ir::Graph& graph, const std::string& 
 }
 
 // A base seed from the system's entropy source.
-inline uint64_t fresh_seed() { return (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}(); }
+inline uint64_t fresh_seed() {
+  return (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+}
 
 // What a failure message starts with: "normal suite (seed 123, M=5, N=37): ".
 inline std::string suite_context(const std::string& label, const SuiteResult& result) {
@@ -156,7 +154,6 @@ inline runner::Options runner_options(const Options& options) {
   run_options.runner_path = options.runner_path;
   return run_options;
 }
-
 
 // One call of verify(), step by step: the kernel's build, the suites planned and run in
 // order, then (full) the sanitizer build's replays. A step that fails sets the report's
