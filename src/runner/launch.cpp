@@ -58,7 +58,6 @@ void check_entry_symbol(const std::string& name) {
                     "' is not a C identifier; name an extern \"C\" function such as ollie_entry");
 }
 
-
 // 64 random bits (never 0) that the child's report must carry back: a report the kernel
 // forges lacks them (protocol.h).
 uint64_t run_nonce() {
@@ -67,7 +66,6 @@ uint64_t run_nonce() {
     if (getrandom(&nonce, sizeof nonce, 0) != sizeof nonce) fail_errno("getrandom");
   return nonce;
 }
-
 
 // Where the child finds the runner and kernel k inside its jail (the request names the
 // latter; the host paths are bound there read-only).

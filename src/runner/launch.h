@@ -44,8 +44,8 @@ uint64_t run_nonce();
 // `filled`; every other byte after the header is 0xFF.
 template <typename Fill>
 process::Fd make_request(const std::vector<Named>& kernels, const Layout& layout,
-                protocol::RequestHeader header, const Options& options, Role filled,
-                const Fill& fill) {
+                         protocol::RequestHeader header, const Options& options, Role filled,
+                         const Fill& fill) {
   process::Fd fd(memfd_create("ollie-buffers", MFD_CLOEXEC));
   if (fd.get() < 0) fail_errno("memfd_create");
   if (ftruncate(fd.get(), static_cast<off_t>(layout.total_size)) != 0)

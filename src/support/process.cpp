@@ -115,12 +115,39 @@ Failure open_pipe(Pipe& pipe, NonBlocking our_end) {
   return {};
 }
 
-Started spawn(const Command& command) {
+namespace {
+
+// The child's fds are set up by dup2 in order, so a source that is also a target (or
+// lands on one an earlier dup2 wrote) would be lost, and dup2(fd, fd) would keep its
+// O_CLOEXEC: every source at or below the highest target is first duplicated above it
+// (close-on-exec; `held` keeps the copies until the child has started).
+bool sources_above_targets(Command& command, std::vector<Fd>& held, Failure& failure) {
+  int highest = -1;
+  for (const ChildFd& fd : command.fds) highest = std::max(highest, fd.to);
+  for (ChildFd& fd : command.fds) {
+    if (fd.from < 0 || fd.from > highest) continue;
+    const int copy = fcntl(fd.from, F_DUPFD_CLOEXEC, highest + 1);
+    if (copy < 0) {
+      failure = {errno, "fcntl(F_DUPFD_CLOEXEC)"};
+      return false;
+    }
+    held.emplace_back(copy);
+    fd.from = copy;
+  }
+  return true;
+}
+
+}  // namespace
+
+Started spawn(const Command& original) {
   Started started;
-  if (command.argv.empty()) {
+  if (original.argv.empty()) {
     started.failure = {EINVAL, "spawn (no program)"};
     return started;
   }
+  Command command = original;
+  std::vector<Fd> held;
+  if (!sources_above_targets(command, held, started.failure)) return started;
   SpawnSetup setup(started.failure);
   if (!setup.ok() || !setup.configure(command, started.failure)) return started;
   std::vector<std::string> args = command.argv;

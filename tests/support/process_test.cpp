@@ -245,6 +245,42 @@ TEST(Spawn, TheChildGetsExactlyTheFdsNamed) {
   EXPECT_EQ(capture.text().substr(capture.text().find('\n') + 1), "hello\n");
 }
 
+// Sources that sit where targets go: a close-on-exec fd whose number is its own target
+// (dup2(fd, fd) would keep O_CLOEXEC), and one whose number an earlier target takes.
+TEST(Spawn, SourcesAtTargetNumbersReachTheChild) {
+  // Two pipes, their write ends moved to fds 7 and 8 (close-on-exec). The child gets the
+  // first at 7 (its own number) and at 8, and the second at 9: in order, dup2(7, 8) would
+  // overwrite the second before dup2(8, 9) reads it.
+  process::Pipe a, b;
+  ASSERT_FALSE(process::open_pipe(a, process::NonBlocking::Read));
+  ASSERT_FALSE(process::open_pipe(b, process::NonBlocking::Read));
+  ASSERT_EQ(::dup3(a.write.get(), 7, O_CLOEXEC), 7);
+  ASSERT_EQ(::dup3(b.write.get(), 8, O_CLOEXEC), 8);
+  process::Fd at7(7), at8(8);
+  a.write.reset();
+  b.write.reset();
+  process::Command c;
+  c.argv = {"/bin/sh", "-c", "echo one >&7; echo two >&9"};
+  c.environment = std::vector<std::string>{"PATH=/usr/bin:/bin"};
+  // 7 -> 7 (same number), 7 -> 8 (overwrites source 8 before it is used), 8 -> 9.
+  c.fds = {process::ChildFd::dev_null(0), process::ChildFd::dup(7, 7), process::ChildFd::dup(7, 8),
+           process::ChildFd::dup(8, 9)};
+  c.close_from = 10;
+  const process::Started started = process::spawn(c);
+  ASSERT_FALSE(started.failure) << started.failure.call;
+  at7.reset();
+  at8.reset();
+  int status = -1;
+  ASSERT_TRUE(process::reap(started.pid, status));
+  EXPECT_EQ(process::exit_status(status).exit_code, 0);
+  char buf[16] = {};
+  EXPECT_EQ(::read(a.read.get(), buf, sizeof buf), 4);
+  EXPECT_EQ(std::string(buf, 4), "one\n");
+  char buf2[16] = {};
+  EXPECT_EQ(::read(b.read.get(), buf2, sizeof buf2), 4);
+  EXPECT_EQ(std::string(buf2, 4), "two\n");
+}
+
 TEST(Spawn, HasExitedLooksWithoutReaping) {
   process::Command c;
   c.argv = {"/bin/sh", "-c", "exit 4"};
