@@ -248,28 +248,29 @@ TEST(Spawn, TheChildGetsExactlyTheFdsNamed) {
 // Sources that sit where targets go: a close-on-exec fd whose number is its own target
 // (dup2(fd, fd) would keep O_CLOEXEC), and one whose number an earlier target takes.
 TEST(Spawn, SourcesAtTargetNumbersReachTheChild) {
-  // Two pipes, their write ends moved to fds 7 and 8 (close-on-exec). The child gets the
-  // first at 7 (its own number) and at 8, and the second at 9: in order, dup2(7, 8) would
-  // overwrite the second before dup2(8, 9) reads it.
+  // Two pipes, their write ends moved to fds 200 and 201 (close-on-exec, numbers nothing
+  // else here holds). The child gets the first at 200 (its own number) and at 201, and
+  // the second at 202: in order, dup2(200, 201) would overwrite the second before
+  // dup2(201, 202) reads it.
+  for (int fd : {200, 201, 202}) ASSERT_EQ(::fcntl(fd, F_GETFD), -1) << fd << " is taken";
   process::Pipe a, b;
   ASSERT_FALSE(process::open_pipe(a, process::NonBlocking::Read));
   ASSERT_FALSE(process::open_pipe(b, process::NonBlocking::Read));
-  ASSERT_EQ(::dup3(a.write.get(), 7, O_CLOEXEC), 7);
-  ASSERT_EQ(::dup3(b.write.get(), 8, O_CLOEXEC), 8);
-  process::Fd at7(7), at8(8);
+  ASSERT_EQ(::dup3(a.write.get(), 200, O_CLOEXEC), 200);
+  ASSERT_EQ(::dup3(b.write.get(), 201, O_CLOEXEC), 201);
+  process::Fd first(200), second(201);
   a.write.reset();
   b.write.reset();
   process::Command c;
-  c.argv = {"/bin/sh", "-c", "echo one >&7; echo two >&9"};
+  c.argv = {"/bin/bash", "-c", "echo one >&200; echo two >&202"};
   c.environment = std::vector<std::string>{"PATH=/usr/bin:/bin"};
-  // 7 -> 7 (same number), 7 -> 8 (overwrites source 8 before it is used), 8 -> 9.
-  c.fds = {process::ChildFd::dev_null(0), process::ChildFd::dup(7, 7), process::ChildFd::dup(7, 8),
-           process::ChildFd::dup(8, 9)};
-  c.close_from = 10;
+  c.fds = {process::ChildFd::dev_null(0), process::ChildFd::dup(200, 200),
+           process::ChildFd::dup(200, 201), process::ChildFd::dup(201, 202)};
+  c.close_from = 203;
   const process::Started started = process::spawn(c);
   ASSERT_FALSE(started.failure) << started.failure.call;
-  at7.reset();
-  at8.reset();
+  first.reset();
+  second.reset();
   int status = -1;
   ASSERT_TRUE(process::reap(started.pid, status));
   EXPECT_EQ(process::exit_status(status).exit_code, 0);
