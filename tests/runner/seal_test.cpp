@@ -463,4 +463,24 @@ TEST(Seal, ThreadsJoinedBeforeReturningAreFine) {
     EXPECT_EQ(out.status, Status::Ok) << describe(out);
 }
 
+TEST(Seal, AnOpenMpTeamLargerThanTheDefaultIsNotALeftThread) {
+  // libgomp keeps the team's threads between calls: more than the default team, all its own.
+  const std::string wide = plus_one(R"(
+  float sink[8] = {};
+#pragma omp parallel num_threads(6)
+  sink[omp_get_thread_num()] = 1.0f;
+  (void)sink;
+)",
+                                    "#include <omp.h>\n");
+  const std::string so = build_so("omp_wide", wide, "-O2 -fopenmp");
+  const Outcome called = ollie::runner::run(so, vector_graph(), {filled(4, 1)}, options());
+  EXPECT_EQ(called.status, Status::Ok) << describe(called);
+  TimingOptions timing;
+  timing.min_rounds = timing.max_rounds = 3;
+  timing.budget_seconds = 0;
+  const Outcome timed_out = ollie::runner::time_kernels(
+      {{so}}, vector_graph(), {{filled(4, 1)}, {filled(4, 9)}}, options(), timing);
+  EXPECT_EQ(timed_out.status, Status::Ok) << describe(timed_out);
+}
+
 }  // namespace

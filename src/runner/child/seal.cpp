@@ -168,6 +168,21 @@ long current_threads() {
   return p ? std::strtol(p + 1, nullptr, 10) : -1;
 }
 
+// libgomp's GOMP_parallel, when the kernel brought libgomp (record_thread_limit).
+using GompParallel = void (*)(void (*)(void*), void*, unsigned, unsigned);
+GompParallel gomp_parallel = nullptr;
+void empty_region(void*) {}
+
+// Whether all `threads` threads are the main thread and libgomp's pool: a team of that
+// size reuses every pool thread and starts one for each thread that is not the pool's,
+// so the count grows exactly when some thread is not libgomp's. A kernel may grow the
+// pool (a team larger than the default); the pool's threads then become the new limit.
+bool only_openmp_threads(long threads) {
+  if (!gomp_parallel) return false;
+  gomp_parallel(empty_region, nullptr, static_cast<unsigned>(threads), 0);
+  return current_threads() <= threads;
+}
+
 void check_threads(const char* when) {
   const long threads = current_threads();
   if (threads == -2) {
@@ -179,11 +194,15 @@ void check_threads(const char* when) {
     report_tampered(message);
   }
   if (threads < 0 || threads <= thread_limit) return;
+  if (only_openmp_threads(threads)) {
+    thread_limit = threads;
+    return;
+  }
   char message[400];
   std::snprintf(message, sizeof message,
                 "the kernel left threads running after %s: %ld threads exist, at most %ld may "
-                "(OpenMP keeps at most a team's threads between calls; a thread the kernel "
-                "starts must end before it returns)",
+                "(the main thread and OpenMP's pool; a thread the kernel starts must end "
+                "before it returns)",
                 when, threads, thread_limit);
   report_tampered(message);
 }
@@ -192,17 +211,11 @@ void check_threads(const char* when) {
 
 void open_thread_count() { thread_stat_fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC); }
 
-namespace {
-void empty_region(void*) {}
-}  // namespace
-
 void record_thread_limit() {
   // Loaded as a dependency of the kernel (RTLD_LOCAL), so looked up by name, not globally.
-  if (void* gomp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD)) {
-    using Parallel = void (*)(void (*)(void*), void*, unsigned, unsigned);
-    if (auto parallel = reinterpret_cast<Parallel>(dlsym(gomp, "GOMP_parallel")))
-      parallel(empty_region, nullptr, 0, 0);
-  }
+  if (void* gomp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD))
+    gomp_parallel = reinterpret_cast<GompParallel>(dlsym(gomp, "GOMP_parallel"));
+  if (gomp_parallel) gomp_parallel(empty_region, nullptr, 0, 0);
   thread_limit = std::max(current_threads(), 1L);
 }
 
