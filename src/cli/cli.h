@@ -96,6 +96,7 @@ struct VerifyFlags {
   double timeout_seconds = 60;
   int threads = 0;
   std::string compiler;
+  bool accept_weak = false;  // a weak pass (docs/verifier.md) counts as pass
 };
 // Exit code 0 only when the verdict is pass; 4 for any other verdict.
 int run_verify(const SpecFlags& flags, const VerifyFlags& v);
@@ -144,6 +145,7 @@ struct OptimizeFlags {
   std::string replay;           // a recorded run database to replay
   bool replay_evaluate =
       false;  // evaluate every candidate again instead of reusing the recorded evaluations
+  bool accept_weak = false;  // a weak pass (docs/verifier.md) may be the search's answer
 };
 // "90s", "10m", "2h", "1d" (a bare number is seconds); UserError naming `flag` otherwise.
 double parse_duration(const std::string& text, const std::string& flag);

@@ -124,6 +124,9 @@ int main(int argc, char** argv) {
   verify_cmd->add_option("--threads", ver.threads, "OMP_NUM_THREADS for the kernel")
       ->check(CLI::NonNegativeNumber);
   verify_cmd->add_option("--compiler", ver.compiler, "the C++ compiler (default g++)");
+  verify_cmd->add_flag("--accept-weak", ver.accept_weak,
+                       "count a weak pass (most elements of an output bounded only by the 1% "
+                       "relative floor) as a pass; the certificate still says weak");
 
   SpecFlags bench_flags;
   BenchFlags bench;
@@ -180,6 +183,9 @@ int main(int argc, char** argv) {
       ->add_option("--bench-seconds", opt.bench_seconds,
                    "side-by-side timing budget per candidate (default 0.3)")
       ->check(CLI::PositiveNumber);
+  opt_cmd->add_flag("--accept-weak", opt.accept_weak,
+                    "let a weak pass (most elements of an output bounded only by the 1% relative "
+                    "floor) count as a pass, in the search and for the final answer");
   opt_cmd
       ->add_option("--log-every", opt.log_every,
                    "seconds between progress lines when not on a terminal")

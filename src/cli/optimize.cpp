@@ -202,7 +202,8 @@ int run_optimize(const OptimizeFlags& f) {
                     {"chains", f.chains},
                     {"proposers", proposers},
                     {"threads", f.threads},
-                    {"bench_seconds", f.bench_seconds}};
+                    {"bench_seconds", f.bench_seconds},
+                    {"accept_weak", f.accept_weak}};
     if (!llm_options.is_null()) options_json["llm"] = llm_options;
     info.options_json = options_json.dump();
     info.seed = f.seed;
@@ -244,6 +245,7 @@ int run_optimize(const OptimizeFlags& f) {
   search::EvaluatorOptions eo;
   eo.threads = options_json.value("threads", 0);
   eo.bench_seconds = options_json.value("bench_seconds", 0.3);
+  eo.verify.accept_weak = options_json.value("accept_weak", false);
   const search::Candidate baseline = search::baseline_candidate(graph);
   auto local_evaluator = search::make_local_evaluator(graph, graph_at, baseline.source, eo);
   // A replay reuses the recorded run's evaluations of identical kernels (unless
@@ -350,6 +352,7 @@ int run_optimize(const OptimizeFlags& f) {
   verify::Options full;
   full.level = verify::Level::Full;
   full.threads = eo.threads;
+  full.accept_weak = eo.verify.accept_weak;
   for (const auto& [cand, eval] : best) {
     std::cerr << fmt::format("verifying candidate {} at full level ...\n", cand.id);
     const verify::Report report = verify::verify(graph, cand.source, graph_at, full);

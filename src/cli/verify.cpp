@@ -30,6 +30,7 @@ int run_verify(const SpecFlags& flags, const VerifyFlags& v) {
   options.timeout_seconds = v.timeout_seconds;
   options.threads = v.threads;
   options.compiler = v.compiler;
+  options.accept_weak = v.accept_weak;
   const verify::GraphAt graph_at = [&](const ir::DimBindings& dims) {
     spec::SpecOptions so;
     so.entry = flags.entry;
@@ -58,12 +59,20 @@ int run_verify(const SpecFlags& flags, const VerifyFlags& v) {
           !s.passed ? std::string("FAILED")
           : s.integer_range > 0
               ? fmt::format("ok, bit for bit, inputs in [-{0}, {0}]", s.integer_range)
-              : fmt::format("ok, worst {:.3g} of bound", s.worst);
+              : fmt::format("ok, worst {:.3g} of bound{}", s.worst,
+                            s.tight_calls > 0 ? ", ensemble" : "");
       std::cout << fmt::format("  {:<15} seed {:<20} {:<40} {:>9} elements  {}\n", s.name, s.seed,
                                s.dims, s.elements, outcome);
     }
     for (const auto& s : report.not_applicable)
       std::cout << fmt::format("  {:<15} not applicable ({}): {}\n", s.suite, s.dims, s.reason);
+    for (size_t o = 0; o < report.criteria.size(); ++o) {
+      const interp::Criteria& c = report.criteria[o];
+      std::cout << fmt::format(
+          "  out{} elements bounded by (over the calls the ensemble tightened): honest ensemble "
+          "{}, derived bound {}, exact {}, nothing {}\n",
+          o, c.ensemble, c.derived, c.exact, c.unbounded);
+    }
     std::cout << "  " << report.message << "\n";
     if (!v.cert_path.empty()) std::cout << "  certificate: " << v.cert_path << "\n";
   }

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "interp/kernels.h"
+#include "support/random.h"
 
 namespace ollie::interp {
 
@@ -527,8 +528,27 @@ Value eval_exp_contract(const ir::Node& n, const Value& s, const Value* x) {
 
 }  // namespace
 
-Result evaluate(const ir::Graph& graph, const std::vector<Tensor>& inputs,
-                const std::atomic<bool>* cancel) {
+namespace detail {
+Value reduce(const ir::Node& node, const Value& x, const std::vector<int64_t>& out_shape) {
+  return eval_reduce(node, x, out_shape);
+}
+}  // namespace detail
+
+namespace {
+
+using detail::Value;
+
+// A node whose dtype has no rounding unit: Contract and Reduce then compute the value
+// alone, without bound work (an ensemble member needs no bound for them).
+ir::Node values_only(const ir::Node& n, bool member) {
+  ir::Node plain = n;
+  if (member) plain.dtype = ir::DType::I64;
+  return plain;
+}
+
+// The reference (member == nullptr), or an honest ensemble member.
+Result evaluate_graph(const ir::Graph& graph, const std::vector<Tensor>& inputs,
+                      const std::atomic<bool>* cancel, detail::Member* member) {
   ir::verify(graph);
   if (inputs.size() != graph.params.size())
     throw UserError("kernel '" + graph.entry + "' takes " + std::to_string(graph.params.size()) +
@@ -573,8 +593,10 @@ Result evaluate(const ir::Graph& graph, const std::vector<Tensor>& inputs,
         v = eval_concat(n, xs, shape);
         break;
       }
-      case ir::OpKind::Reduce: v = eval_reduce(n, arg(0), shape); break;
-      case ir::OpKind::Contract: v = detail::eval_contract(n, arg(0), arg(1)); break;
+      case ir::OpKind::Reduce: v = eval_reduce(values_only(n, member), arg(0), shape); break;
+      case ir::OpKind::Contract:
+        v = detail::eval_contract(values_only(n, member), arg(0), arg(1));
+        break;
       case ir::OpKind::ExpContract:
         v = eval_exp_contract(n, arg(0), n.operands.size() == 2 ? &arg(1) : nullptr);
         break;
@@ -589,6 +611,11 @@ Result evaluate(const ir::Graph& graph, const std::vector<Tensor>& inputs,
     OLLIE_CHECK(v.t.shape == shape && v.t.size() == ir::element_count(shape),
                 std::string("interp produced a wrong shape for ") + ir::op_name(n.kind));
     v.t.dtype = n.dtype;
+    if (member) {
+      std::vector<const Value*> args;
+      for (size_t k = 0; k < n.operands.size(); ++k) args.push_back(&arg(k));
+      detail::perturb(n, v, args, shape, *member, i);
+    }
     for (ir::ValueId op : n.operands)
       if (last_use[static_cast<size_t>(op)] == i) values[static_cast<size_t>(op)] = Value{};
   }
@@ -611,6 +638,26 @@ Result evaluate(const ir::Graph& graph, const std::vector<Tensor>& inputs,
     result.bounds.push_back(std::move(bound));
   }
   return result;
+}
+
+}  // namespace
+
+Result evaluate(const ir::Graph& graph, const std::vector<Tensor>& inputs,
+                const std::atomic<bool>* cancel) {
+  return evaluate_graph(graph, inputs, cancel, nullptr);
+}
+
+std::vector<std::vector<Tensor>> evaluate_members(const ir::Graph& graph,
+                                                  const std::vector<Tensor>& inputs, int first,
+                                                  int count, uint64_t seed,
+                                                  const std::atomic<bool>* cancel) {
+  std::vector<std::vector<Tensor>> members;
+  detail::Member member;
+  for (int k = first; k < first + count; ++k) {
+    member.seed = random::mix64(seed + static_cast<uint64_t>(k));
+    members.push_back(evaluate_graph(graph, inputs, cancel, &member).values);
+  }
+  return members;
 }
 
 }  // namespace ollie::interp

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <vector>
 
 #include "interp/interp.h"
@@ -131,6 +132,22 @@ Value eval_unary(const ir::Node& node, const Value& a);  // incl. PowI, Convert,
 Value eval_binary(const ir::Node& node, const Value& a, const Value& b);
 Value eval_select(const Value& c, const Value& x, const Value& y, ir::DType dtype);
 Value eval_contract(const ir::Node& node, const Value& a, const Value& b);
+// Reduce (sum, max, min) of `x` over the node's axes, to `out_shape`.
+Value reduce(const ir::Node& node, const Value& x, const std::vector<int64_t>& out_shape);
+
+// An honest ensemble member being evaluated: its seed, and per Reduce sum or Contract
+// node the sum of its terms' squares (computed by the first member evaluated and reused:
+// a magnitude, for which one member's operands serve all).
+struct Member {
+  uint64_t seed = 0;
+  std::map<size_t, std::vector<double>> squared_terms;
+};
+
+// The honest ensemble's step after node `index` (ensemble.cpp): replaces `v`'s value by
+// a Monte Carlo arithmetic sample and drops its bound, so the next node's bound is that
+// node's own rounding alone. `args` are the node's operands.
+void perturb(const ir::Node& n, Value& v, const std::vector<const Value*>& args,
+             const std::vector<int64_t>& shape, Member& member, size_t index);
 
 // Whether a contraction's steps c += a * b are fused multiply-adds (one rounding, where
 // the host the interpreter is built for has them) or a multiply then an add.

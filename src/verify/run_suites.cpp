@@ -80,7 +80,7 @@ bool Verification::run_batch(const std::vector<Suite>& list, size_t first, size_
   auto reference = std::async(std::launch::async, [&] {
     std::vector<std::vector<interp::Result>> refs;
     for (size_t i = begin; i < end && !cancel; ++i)
-      refs.push_back({interp::evaluate(list[i].graph, inputs[i - begin][0], &cancel)});
+      refs.push_back({reference_of(list[i], 0, inputs[i - begin][0], seed_ + first + i, &cancel)});
     return refs;
   });
   std::vector<const ir::Graph*> graphs;
@@ -99,19 +99,14 @@ bool Verification::run_batch(const std::vector<Suite>& list, size_t first, size_
     const size_t recorded = report_.suites.size();
     if (!run_sequence(list, first, begin, end, so_path, base)) return false;
     report_.suites.resize(recorded);
-    SuiteResult result{
-        "shape-sweep",
-        seed_ + first + begin,
-        "draws " + std::to_string(begin) + "-" + std::to_string(end - 1) + " in one process",
-        0,
-        0,
-        false,
-        0};
+    SuiteResult result = suite_result(
+        "shape-sweep", seed_ + first + begin,
+        "draws " + std::to_string(begin) + "-" + std::to_string(end - 1) + " in one process");
     return !run_failed(outcome, "shape-sweep (its draws in one process)", result);
   }
   const std::vector<std::vector<interp::Result>> refs = reference.get();
   for (size_t i = begin; i < end; ++i) {
-    SuiteResult result{list[i].name, seed_ + first + i, dims_text(list[i].graph), 0, 0, false, 0};
+    SuiteResult result = suite_result(list[i].name, seed_ + first + i, dims_text(list[i].graph));
     if (!check_calls(list[i], false, result, {outcome.call_outputs[i - begin]}, refs[i - begin]))
       return false;
   }
@@ -136,8 +131,8 @@ std::unique_ptr<InputDraw> Verification::start_draw(const Suite& suite, size_t i
 bool Verification::run_suite(const Suite& suite, size_t index, const Calls& calls,
                              const std::string& so_path, const runner::Options& base,
                              InputDraw* next) {
-  SuiteResult result{suite.name, seed_ + index, dims_text(suite.graph), 0,
-                     0,          false,         suite.integer_range};
+  SuiteResult result = suite_result(suite.name, seed_ + index, dims_text(suite.graph));
+  result.integer_range = suite.integer_range;
   const std::string what =
       suite.replays.empty() ? suite.name : suite.name + " (" + suite.replays + ")";
   runner::Options run = base;
@@ -153,11 +148,8 @@ bool Verification::run_suite(const Suite& suite, size_t index, const Calls& call
   std::atomic<bool> cancel{false};
   std::future<std::vector<interp::Result>> reference = std::async(std::launch::async, [&] {
     std::vector<interp::Result> refs;
-    for (const auto& inputs : calls) refs.push_back(interp::evaluate(suite.graph, inputs, &cancel));
-    // Integer-exact: bit for bit (bound 0; -0 and +0 compare equal).
-    if (suite.distribution == Distribution::Integer)
-      for (auto& ref : refs)
-        for (auto& b : ref.bounds) std::fill(b.data.begin(), b.data.end(), 0.0);
+    for (size_t c = 0; c < calls.size(); ++c)
+      refs.push_back(reference_of(suite, c, calls[c], seed_ + index + kCallSeedStep * c, &cancel));
     if (next) next->help(&cancel);
     return refs;
   });
@@ -179,7 +171,7 @@ bool Verification::run_suite(const Suite& suite, size_t index, const Calls& call
   // reused_buffers: the same inputs again, as rounds on one set of buffers, in a process
   // of its own while the reference is still computed (recorded as the reused-buffers
   // suite, with the seed its inputs were drawn from; checked after this suite's calls).
-  SuiteResult reused{"reused-buffers", result.seed, result.dims, 0, 0, false, 0};
+  SuiteResult reused = suite_result("reused-buffers", result.seed, result.dims);
   runner::Outcome reused_outcome;
   if (suite.reused_buffers) {
     run.placement = placement_of(index + 1);
@@ -261,6 +253,11 @@ bool Verification::agrees(const std::string& label, uint64_t call_seed, SuiteRes
                           const interp::Result& reference) {
   const Comparison c = compare_outputs(outputs, reference);
   result.elements += c.elements;
+  add_criteria(result.criteria, reference.criteria);
+  if (reference.tightened) {
+    ++result.tight_calls;
+    add_criteria(report_.criteria, reference.criteria);
+  }
   result.worst = std::max(result.worst, c.worst);
   if (c.agrees) return true;
   report_.verdict = Verdict::Wrong;

@@ -33,14 +33,18 @@ enum class Verdict {
   LoadError,
   Sanitizer,
   Tampered,
-  Refused
+  Refused,
+  Weak
 };
 // "pass", "wrong", "crash", "timeout", "out-of-memory", "forbidden-syscall", "compile-error",
 // "load-error", "sanitizer" (the full level's AddressSanitizer/UndefinedBehaviorSanitizer build
 // reported an error), "tampered" (the kernel changed what it must leave alone: its read-only
 // inputs, the floating-point environment, the harness's memory), "refused" (the source asks
 // for something a kernel never needs, found before it was compiled or loaded: system calls,
-// constructors, inline assembly, the environment, ...)
+// constructors, inline assembly, the environment, ...), "weak" (every element agreed, but
+// for some output most elements had no finite bound from either criterion: only the
+// relative floor checked them, a pass that means little; Options::accept_weak makes it
+// a pass)
 const char* verdict_name(Verdict v);
 // The verdict named `name` (verdict_name's text, as the run database stores it); nullopt
 // for any other text.
@@ -80,7 +84,13 @@ struct SuiteResult {
   bool passed = false;
   int64_t integer_range =
       0;  // integer-exact: float inputs drawn from [-integer_range, integer_range]
+  // Per output, which criterion bounded how many elements over the suite's calls.
+  std::vector<interp::Criteria> criteria;
+  int tight_calls = 0;  // calls whose bounds the honest ensemble tightened
 };
+
+// Adds `more` to `sum` output by output (growing it as needed).
+void add_criteria(std::vector<interp::Criteria>& sum, const std::vector<interp::Criteria>& more);
 
 // A suite that does not apply to this spec, and why (e.g. integer-exact on a spec that
 // is not polynomial).
@@ -95,6 +105,10 @@ struct Report {
   std::vector<SuiteResult> suites;
   std::vector<NotApplicable> not_applicable;
   double worst = 0;  // over all suites
+  // Per output, which criterion bounded how many elements over the calls the honest
+  // ensemble tightened (the verdict is weak when, for some output, most were unbounded).
+  std::vector<interp::Criteria> criteria;
+  bool weak = false;  // so bounded: the verdict weak (or pass, with Options::accept_weak)
   // The search's correctness penalty: 0 on pass; for wrong, the fraction of the failing
   // suite's elements out of bound (Comparison::penalty); 1 for every other verdict.
   double penalty = 0;
@@ -114,9 +128,10 @@ struct Options {
   uint64_t seed = 0;  // 0: fresh from std::random_device (recorded in the report)
   double timeout_seconds = 60;
   int threads = 0;
-  std::string compiler;     // empty: the build driver's default (g++)
-  std::string runner_path;  // empty: next to the running executable
-  std::string cache_dir;    // empty: the build driver's default
+  std::string compiler;      // empty: the build driver's default (g++)
+  std::string runner_path;   // empty: next to the running executable
+  std::string cache_dir;     // empty: the build driver's default
+  bool accept_weak = false;  // a weak pass is reported as pass (the certificate still says weak)
 };
 
 // The graph of the same spec at other dims (for the shape sweep of a generic kernel);
