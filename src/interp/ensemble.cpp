@@ -92,7 +92,8 @@ void perturb(const ir::Node& n, Value& v, const std::vector<const Value*>& args,
     auto cached = member.squared_terms.find(index);
     if (cached == member.squared_terms.end())
       cached = member.squared_terms
-                   .emplace(index, squared_terms(n, *args[0], args.size() > 1 ? args[1] : nullptr, shape))
+                   .emplace(index,
+                            squared_terms(n, *args[0], args.size() > 1 ? args[1] : nullptr, shape))
                    .first;
     const std::vector<double>& p2 = cached->second;
     // The number of terms each output element adds up: the reduced (summed) extents.
@@ -103,7 +104,8 @@ void perturb(const ir::Node& n, Value& v, const std::vector<const Value*>& args,
       auto summed = [&](const std::vector<int>& labels, const Value& operand, size_t i) {
         const int l = labels[i];
         const bool kept = std::count(n.out_labels.begin(), n.out_labels.end(), l) > 0;
-        const bool first = std::find(labels.begin(), labels.end(), l) == labels.begin() + static_cast<long>(i);
+        const bool first =
+            std::find(labels.begin(), labels.end(), l) == labels.begin() + static_cast<long>(i);
         return !kept && first ? static_cast<double>(operand.t.shape[i]) : 1.0;
       };
       for (size_t i = 0; i < n.lhs_labels.size(); ++i) terms *= summed(n.lhs_labels, *args[0], i);
@@ -188,9 +190,11 @@ void tighten(Result& result, const std::vector<std::vector<Tensor>>& members,
     const size_t size = r.size();
     std::vector<double> sigma(size);
     for (size_t i = 0; i < size; ++i)
-      sigma[i] = lost[o][i] ? std::numeric_limits<double>::infinity() : std::sqrt(sq[o][i] / static_cast<double>(members.size()));
+      sigma[i] = lost[o][i] ? std::numeric_limits<double>::infinity()
+                            : std::sqrt(sq[o][i] / static_cast<double>(members.size()));
     // Rows: the last axis, whole rows grouped until a window has at least 16 elements.
-    const size_t last = value.shape.empty() ? 1 : static_cast<size_t>(std::max<int64_t>(1, value.shape.back()));
+    const size_t last =
+        value.shape.empty() ? 1 : static_cast<size_t>(std::max<int64_t>(1, value.shape.back()));
     const size_t window = last * ((16 + last - 1) / last);
     const double u = ir::is_float(value.dtype) ? ir::unit_roundoff(value.dtype) : 0.0;
     for (size_t begin = 0; begin < size; begin += window) {

@@ -48,73 +48,58 @@ Comparison compare_outputs(const std::vector<interp::Tensor>& outputs,
                            const interp::Result& reference) {
   Comparison c;
   for (size_t o = 0; o < reference.values.size() && o < outputs.size(); ++o) {
-    std::vector<double> ratios;
-    for (size_t k = 0; k < outputs[o].data.size(); ++k) {
-      const double b = reference.bounds[o].data[k], w = reference.values[o].data[k];
-      if (std::isfinite(w) && std::isfinite(b) && b > 0)
-        ratios.push_back(std::fabs(outputs[o].data[k] - w) / b);
+    const auto& got = outputs[o].data;
+    const auto& want = reference.values[o].data;
+    const auto& bound = reference.bounds[o].data;
+    for (size_t k = 0; k < got.size() && k < want.size(); ++k) {
+      ++c.elements;
+      // A non-finite reference value must be matched exactly (NaN for NaN, the same infinity).
+      const bool special = !std::isfinite(want[k]);
+      const bool ok = special ? (got[k] == want[k] || (std::isnan(got[k]) && std::isnan(want[k])))
+                              : std::fabs(got[k] - want[k]) <= bound[k];
+      if (!ok) {
+        ++c.mismatches;
+        if (!c.agrees) continue;  // counted; the first one is the counterexample
+        c.agrees = false;
+        c.output = static_cast<int>(o);
+        c.index = static_cast<int64_t>(k);
+        c.expected = want[k], c.got = got[k], c.bound = bound[k];
+        char text[256];
+        std::snprintf(text, sizeof text, "out%zu[%zu]: got %.9g, expected %.9g (bound %.3g)", o, k,
+                      got[k], want[k], bound[k]);
+        c.text = text;
+        continue;
+      }
+      if (!special && std::isfinite(bound[k]) && bound[k] > 0)
+        c.worst = std::max(c.worst, std::fabs(got[k] - want[k]) / bound[k]);
     }
-    std::sort(ratios.begin(), ratios.end());
-    if (!ratios.empty())
-      std::fprintf(stderr, "RATIO %zu max %.3g p999 %.3g p50 %.3g n %zu\n", o, ratios.back(),
-                   ratios[ratios.size() * 999 / 1000], ratios[ratios.size() / 2], ratios.size());
-  }
-  c.elements = 1;
-  return c;
-}
-for (size_t o = 0; o < reference.values.size() && o < outputs.size(); ++o) {
-  const auto& got = outputs[o].data;
-  const auto& want = reference.values[o].data;
-  const auto& bound = reference.bounds[o].data;
-  for (size_t k = 0; k < got.size() && k < want.size(); ++k) {
-    ++c.elements;
-    // A non-finite reference value must be matched exactly (NaN for NaN, the same infinity).
-    const bool special = !std::isfinite(want[k]);
-    const bool ok = special ? (got[k] == want[k] || (std::isnan(got[k]) && std::isnan(want[k])))
-                            : std::fabs(got[k] - want[k]) <= bound[k];
-    if (!ok) {
-      ++c.mismatches;
-      if (!c.agrees) continue;  // counted; the first one is the counterexample
+    // The relative floor: over the finite elements, the error must also be small next
+    // to the values themselves, so no output passes because its bounds are wide (a
+    // constant, zeros or noise never does) unless the reference itself is all zeros.
+    double err2 = 0, want2 = 0;
+    for (size_t k = 0; k < got.size() && k < want.size(); ++k)
+      if (std::isfinite(want[k]) && std::isfinite(got[k])) {
+        err2 += (got[k] - want[k]) * (got[k] - want[k]);
+        want2 += want[k] * want[k];
+      }
+    if (!c.agrees) continue;  // the element counterexample stands
+    if (want2 > 0 && err2 > kRelativeFloor * kRelativeFloor * want2) {
       c.agrees = false;
+      c.floor_failed = true;
       c.output = static_cast<int>(o);
-      c.index = static_cast<int64_t>(k);
-      c.expected = want[k], c.got = got[k], c.bound = bound[k];
       char text[256];
-      std::snprintf(text, sizeof text, "out%zu[%zu]: got %.9g, expected %.9g (bound %.3g)", o, k,
-                    got[k], want[k], bound[k]);
+      std::snprintf(text, sizeof text,
+                    "out%zu: relative error %.3g over the whole output exceeds the floor %.3g", o,
+                    std::sqrt(err2 / want2), kRelativeFloor);
       c.text = text;
-      continue;
     }
-    if (!special && std::isfinite(bound[k]) && bound[k] > 0)
-      c.worst = std::max(c.worst, std::fabs(got[k] - want[k]) / bound[k]);
   }
-  // The relative floor: over the finite elements, the error must also be small next
-  // to the values themselves, so no output passes because its bounds are wide (a
-  // constant, zeros or noise never does) unless the reference itself is all zeros.
-  double err2 = 0, want2 = 0;
-  for (size_t k = 0; k < got.size() && k < want.size(); ++k)
-    if (std::isfinite(want[k]) && std::isfinite(got[k])) {
-      err2 += (got[k] - want[k]) * (got[k] - want[k]);
-      want2 += want[k] * want[k];
-    }
-  if (!c.agrees) continue;  // the element counterexample stands
-  if (want2 > 0 && err2 > kRelativeFloor * kRelativeFloor * want2) {
+  if (outputs.size() != reference.values.size()) {
     c.agrees = false;
-    c.floor_failed = true;
-    c.output = static_cast<int>(o);
-    char text[256];
-    std::snprintf(text, sizeof text,
-                  "out%zu: relative error %.3g over the whole output exceeds the floor %.3g", o,
-                  std::sqrt(err2 / want2), kRelativeFloor);
-    c.text = text;
+    c.text = "the kernel returned " + std::to_string(outputs.size()) + " outputs, the spec " +
+             std::to_string(reference.values.size());
   }
-}
-if (outputs.size() != reference.values.size()) {
-  c.agrees = false;
-  c.text = "the kernel returned " + std::to_string(outputs.size()) + " outputs, the spec " +
-           std::to_string(reference.values.size());
-}
-return c;
+  return c;
 }
 
 void add_criteria(std::vector<interp::Criteria>& sum, const std::vector<interp::Criteria>& more) {

@@ -92,7 +92,8 @@ def softmax(x: "f32[R, N]") -> "f32[R, N]":
                       {{"R", 16}, {"N", 2048}});
   const ollie::ir::Graph& bound = g;
   for (uint64_t seed : {1, 2, 3}) {
-    const auto inputs = ollie::verify::make_inputs(bound, seed, ollie::verify::Distribution::Normal);
+    const auto inputs =
+        ollie::verify::make_inputs(bound, seed, ollie::verify::Distribution::Normal);
     const Result r = tightened(bound, inputs, seed, true);
     ASSERT_EQ(r.criteria.size(), 1u);
     EXPECT_EQ(r.criteria[0].ensemble, 16 * 2048);
@@ -149,7 +150,8 @@ std::vector<double> float_deep(const Tensor& xin, const Tensor& w) {
       for (int64_t j = 0; j < n; ++j) {
         float acc = 0;
         for (int64_t k = 0; k < n; ++k)
-          acc += h[static_cast<size_t>(r * n + k)] * static_cast<float>(w.data[static_cast<size_t>(k * n + j)]);
+          acc += h[static_cast<size_t>(r * n + k)] *
+                 static_cast<float>(w.data[static_cast<size_t>(k * n + j)]);
         x[static_cast<size_t>(r * n + j)] += std::exp(std::tanh(acc));
       }
   }
