@@ -63,6 +63,7 @@ struct EvalFlags {
   std::string out;
   std::string save_inputs;
   int64_t seed = -1;
+  bool derived_only = false;  // the derived bound alone, without the honest ensemble
 };
 int run_eval(const SpecFlags& flags, const EvalFlags& eval);
 // Writes <entry>.cpp and <entry>.ollie.h into out_dir.

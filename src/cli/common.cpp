@@ -216,8 +216,10 @@ std::vector<interp::Tensor> obtain_inputs(const ir::Graph& graph, const std::str
     return inputs;
   }
   uint64_t s = seed >= 0 ? static_cast<uint64_t>(seed) : std::random_device{}() & 0x7fffffffu;
-  std::cout << fmt::format("inputs: random (normal(0,1) floats), seed {} (rerun with --seed {})\n",
-                           s, s);
+  std::cout << fmt::format(
+      "inputs: random (normal(0,1) floats, contraction weights scaled by 1/sqrt(fan-in), as "
+      "verify's normal suite), seed {} (rerun with --seed {})\n",
+      s, s);
   return random_inputs(graph, s);
 }
 

@@ -1,4 +1,5 @@
-// `ollie eval`: the reference values and per-element error bounds of a spec on inputs.
+// `ollie eval`: the reference values and per-element error bounds of a spec on inputs
+// (the verifier's tolerance: the derived bound tightened by the honest ensemble).
 #include <fmt/format.h>
 
 #include <cmath>
@@ -13,6 +14,12 @@ int run_eval(const SpecFlags& flags, const EvalFlags& eval) {
   check_reference_fits(graph);
   std::vector<interp::Tensor> inputs = obtain_inputs(graph, eval.inputs, eval.seed);
   interp::Result result = interp::evaluate(graph, inputs);
+  interp::EnsembleOptions ensemble;
+  ensemble.seed = eval.seed >= 0 ? static_cast<uint64_t>(eval.seed) : 0;
+  if (eval.derived_only) ensemble.members = 0;
+  interp::tighten(result,
+                  interp::evaluate_members(graph, inputs, 0, ensemble.members, ensemble.seed),
+                  ensemble);
 
   for (size_t i = 0; i < result.values.size(); ++i) {
     const auto& v = result.values[i];
@@ -34,11 +41,18 @@ int run_eval(const SpecFlags& flags, const EvalFlags& eval) {
         "out{}: {}{} = {}  max|value| {:.6g}  max bound {:.3g}  max bound/|value| {:.3g}\n", i,
         ir::dtype_name(r.dtype), ir::shape_str(r.shape), bound_shape_str(r.shape, graph.bound_dims),
         max_abs, max_bound, max_rel);
+    const interp::Criteria& c = result.criteria[i];
+    std::cout << fmt::format(
+        "  bounded by: honest ensemble {}, derived bound {}, exact {}, nothing {}{}\n", c.ensemble,
+        c.derived, c.exact, c.unbounded, eval.derived_only ? " (--derived-only: no ensemble)" : "");
     if (unbounded)
       std::cout << fmt::format(
           "  warning: {} of {} elements have no finite bound (an intermediate overflows "
-          "the dtype or divides by a value that may be zero); any value is accepted there\n",
-          unbounded, v.data.size());
+          "the dtype{}); only the verifier's 1% relative floor checks them{}\n",
+          unbounded, v.data.size(),
+          eval.derived_only ? " or divides by a value that may be zero"
+                            : " even in honest float arithmetic",
+          2 * c.unbounded > c.finite() ? ", so a pass there would be weak" : "");
   }
   if (!eval.out.empty() && has_suffix(eval.out, ".npy")) {
     if (result.values.size() != 1)

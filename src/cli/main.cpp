@@ -53,6 +53,9 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   eval_cmd->add_option("--save-inputs", eval.save_inputs,
                        "write the inputs used to this .npz (or .npy for one parameter)");
+  eval_cmd->add_flag("--derived-only", eval.derived_only,
+                     "write the derived error bound alone (default: the verifier's tolerance, "
+                     "the smaller of it and the honest ensemble's)");
 
   SpecFlags emit_flags;
   EmitFlags emit_opts;
