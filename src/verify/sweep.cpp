@@ -47,15 +47,24 @@ int64_t mixed_size(random::Xoshiro256& rng, int64_t r, int64_t b) {
 // One dim's value in the draw that has remainder r for it.
 int64_t drawn_size(random::Xoshiro256& rng, int64_t r, int64_t b, Pin pin) {
   if (pin == Pin::Large) {
-    // In [2b + 1, 2.5b] (within 2-4x, and cheap for a cost quadratic in the dim) with
-    // remainder r when that range has room; else the smallest such above.
+    // In [2b + 1, 4b] with remainder r when that range has room; else the smallest such
+    // above (fit_cost brings it down toward 2b + 1 when its cost is over the large cap).
     const int64_t lo = at_least_with_remainder(2 * b + 1, r);
-    const int64_t steps = std::max<int64_t>(0, (2 * b + b / 2 - lo) / 16);
+    const int64_t steps = std::max<int64_t>(0, (4 * b - lo) / 16);
     return std::max<int64_t>(1, lo + 16 * uniform_in(rng, 0, steps));
   }
   if (r == 0) return 256 * uniform_in(rng, 1, std::max<int64_t>(1, b / 256));
   if (r <= 3) return r;
   return mixed_size(rng, r, b);
+}
+
+// Halves a large size's excess over 2b + 1 (b its dim's bound), keeping its remainder mod
+// 16; false when it is at that floor.
+bool shrink_large(int64_t& v, int64_t b) {
+  const int64_t floor = at_least_with_remainder(2 * b + 1, v % 16);
+  if (v <= floor) return false;
+  v = floor + 16 * (((v - floor) / 16) / 2);
+  return true;
 }
 
 // Shrinks a value keeping what the stratification chose: its remainder mod 16, a multiple
@@ -74,7 +83,7 @@ bool shrink(int64_t& v, Pin pin) {
 }
 
 // Shrinks the draw's largest unpinned sizes until it costs at most `cap` or none can shrink.
-void fit_cost(const ir::Graph& g, Draw& draw, double cap) {
+void fit_others(const ir::Graph& g, Draw& draw, double cap) {
   for (int guard = 0; guard < 256 && sweep_cost(g, draw.dims) > cap; ++guard) {
     std::vector<size_t> order(g.dims.size());
     std::iota(order.begin(), order.end(), size_t{0});
@@ -93,6 +102,21 @@ void fit_cost(const ir::Graph& g, Draw& draw, double cap) {
           break;
         }
     if (!shrunk) return;
+  }
+}
+
+// fit_others; then, while the draw costs more than `large_cap`, its large sizes toward
+// twice their bound (a dim whose cost grows faster than linearly stays nearer 2x, one
+// that grows linearly reaches 4x).
+void fit_cost(const ir::Graph& g, Draw& draw, double cap, double large_cap) {
+  fit_others(g, draw, cap);
+  for (int guard = 0; guard < 64 && sweep_cost(g, draw.dims) > large_cap; ++guard) {
+    bool shrunk = false;
+    for (size_t i = 0; i < g.dims.size() && !shrunk; ++i)
+      shrunk = draw.pins[i] == Pin::Large &&
+               shrink_large(draw.dims[g.dims[i]], bound_of(g, g.dims[i]));
+    if (!shrunk) return;
+    fit_others(g, draw, cap);
   }
 }
 
@@ -196,10 +220,11 @@ std::vector<ir::DimBindings> sweep_dims(const ir::Graph& g, uint64_t seed, int d
       draw.pins[di] = pin;
     }
   }
-  const double cap = kSweepDrawShare * sweep_cost(g, g.bound_dims);
+  const double bound_cost = sweep_cost(g, g.bound_dims);
+  const double cap = kSweepDrawShare * bound_cost;
   std::vector<ir::DimBindings> dims;
   for (auto& draw : out) {
-    if (cap > 0) fit_cost(g, draw, cap);
+    if (cap > 0) fit_cost(g, draw, cap, kSweepLargeShare * bound_cost);
     dims.push_back(draw.dims);
   }
   return dims;

@@ -17,15 +17,20 @@ constexpr int kSweepDraws = 16;
 // Each draw's cost (sweep_cost) at most this share of the
 // bound dims' cost, as far as shrinking the dims not pinned by the stratification allows.
 constexpr double kSweepDrawShare = 0.05;
+// A draw with a large size costs at most this share of the bound dims' cost, as far as
+// bringing that size down toward twice its bound allows.
+constexpr double kSweepLargeShare = 0.3;
 
 // The sweep's dims for the base seed `seed`, before the spec is asked whether it accepts
 // them: `draws` bindings of every dim of `g` (at least kSweepDraws for the guarantees).
 // For each dim, draw j has remainder perm(j) mod 16 for a random permutation perm; the
 // draw with remainder 0 is a multiple of 256, those with remainders 1, 2, 3 are 1, 2, 3;
 // one draw per dim (a different one for each dim while there are enough) is in
-// [2 * bound + 1, 2.5 * bound] (the smallest such size with its remainder); the others
+// [2 * bound + 1, 4 * bound] (the smallest such size with its remainder); the others
 // are mixed sizes, half of them next to a multiple of 64. Then each draw is shrunk
-// (remainders kept) toward kSweepDrawShare of the bound cost. Deterministic in `seed`.
+// (remainders kept) toward kSweepDrawShare of the bound cost, and a large size toward
+// 2 * bound + 1 while its draw costs more than kSweepLargeShare of it. Deterministic in
+// `seed`.
 std::vector<ir::DimBindings> sweep_dims(const ir::Graph& g, uint64_t seed, int draws = kSweepDraws);
 
 // The cost sweep_dims bounds, a proxy for the reference interpreter's work: ir::cost's

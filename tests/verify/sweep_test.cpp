@@ -178,3 +178,31 @@ TEST(ExactConstants, ScalarIsOneRowsRepeatAndTheMaxTies) {
 }
 
 }  // namespace
+
+namespace {
+
+// The largest size drawn for each dim of `name` over 20 seeds, over its bound.
+std::map<std::string, double> largest_over_bound(const char* name) {
+  const Graph g = example(name);
+  std::map<std::string, double> largest;
+  for (uint64_t seed = 1; seed <= 20; ++seed)
+    for (const auto& draw : v::sweep_dims(g, seed * 104729))
+      for (const auto& [d, value] : draw)
+        largest[d] = std::max(largest[d], static_cast<double>(value) /
+                                              static_cast<double>(g.bound_dims.at(d)));
+  return largest;
+}
+
+}  // namespace
+
+// Issue 16: large sizes reach 2-4x the bound. A dim whose cost grows linearly gets past 3x
+// over 20 runs; none goes past 4x (plus one step of 16 for its remainder).
+TEST(Sweep, LargeSizesReachFourTimesTheBoundWhereTheCostAllows) {
+  for (const char* name : {"gelu", "softmax", "rmsnorm"}) {
+    const Graph g = example(name);
+    for (const auto& [d, ratio] : largest_over_bound(name)) {
+      EXPECT_GT(ratio, 3.0) << name << " " << d;
+      EXPECT_LE(ratio, 4.0 + 16.0 / static_cast<double>(g.bound_dims.at(d))) << name << " " << d;
+    }
+  }
+}
