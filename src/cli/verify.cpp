@@ -66,6 +66,9 @@ int run_verify(const SpecFlags& flags, const VerifyFlags& v) {
     }
     for (const auto& s : report.not_applicable)
       std::cout << fmt::format("  {:<15} not applicable ({}): {}\n", s.suite, s.dims, s.reason);
+    for (const auto& s : report.not_run)
+      std::cout << fmt::format("  {:<15} NOT RUN in this environment ({}): {}\n", s.suite, s.dims,
+                               s.reason);
     for (size_t o = 0; o < report.criteria.size(); ++o) {
       const interp::Criteria& c = report.criteria[o];
       std::cout << fmt::format(

@@ -113,8 +113,8 @@ void fit_cost(const ir::Graph& g, Draw& draw, double cap, double large_cap) {
   for (int guard = 0; guard < 64 && sweep_cost(g, draw.dims) > large_cap; ++guard) {
     bool shrunk = false;
     for (size_t i = 0; i < g.dims.size() && !shrunk; ++i)
-      shrunk = draw.pins[i] == Pin::Large &&
-               shrink_large(draw.dims[g.dims[i]], bound_of(g, g.dims[i]));
+      shrunk =
+          draw.pins[i] == Pin::Large && shrink_large(draw.dims[g.dims[i]], bound_of(g, g.dims[i]));
     if (!shrunk) return;
     fit_others(g, draw, cap);
   }

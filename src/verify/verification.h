@@ -9,6 +9,7 @@
 #include <cmath>
 #include <future>
 #include <memory>
+#include <optional>
 #include <random>
 
 #include "build/build.h"
@@ -238,6 +239,7 @@ class Verification {
   void plan_call_suites();
   std::vector<Suite> sanitizer_replays() const;
   bool replay_with_sanitizers();
+  std::optional<std::string> sanitizer_blocked() const;
   bool run_suites(const std::vector<Suite>& list, size_t first, const std::string& so_path,
                   const runner::Options& base);
   bool run_sequence(const std::vector<Suite>& list, size_t first, size_t begin, size_t end,

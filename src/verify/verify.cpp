@@ -2,6 +2,8 @@
 // random inputs, compares with the reference and its bound, and writes the certificate.
 #include "verify/verify.h"
 
+#include <sys/resource.h>
+
 #include <nlohmann/json.hpp>
 
 #include "verify/verification.h"
@@ -121,6 +123,9 @@ Report Verification::run() {
     report_.verdict = Verdict::Pass;
     report_.message =
         "all " + std::to_string(report_.suites.size()) + " suites agree with the reference";
+    for (const auto& s : report_.not_run)
+      report_.message +=
+          "; the " + s.suite + " suites did not run in this environment: " + s.reason;
     judge_weak();
   }
   return finish();
@@ -340,8 +345,41 @@ bool Verification::replay_with_sanitizers() {
   sanitizer_options.sanitize = true;
   sanitizer_options.sanitizer_runtime = report_.sanitizer_runtime;
   sanitizer_options.timeout_seconds = options_.timeout_seconds * kSanitizerSlowdown;
-  return run_suites(sanitizer_replays(), suites_.size(), sanitized_build.so_path,
-                    sanitizer_options);
+  if (const auto blocked = sanitizer_blocked()) {
+    report_.not_run.push_back({"sanitizer", dims_text(graph_), *blocked});
+    return true;
+  }
+  const Report before = report_;
+  if (run_suites(sanitizer_replays(), suites_.size(), sanitized_build.so_path, sanitizer_options))
+    return true;
+  // AddressSanitizer could not set itself up (its shadow memory): the environment's failure,
+  // not the kernel's.
+  const std::string& message = report_.message;
+  const size_t at = message.find("ReserveShadowMemoryRange failed");
+  if (at == std::string::npos &&
+      message.find("AddressSanitizer failed to allocate") == std::string::npos)
+    return false;
+  const std::string what = message.substr(
+      message.find("==ERROR") != std::string::npos ? message.find("==ERROR") : 0, 300);
+  report_ = before;
+  report_.not_run.push_back(
+      {"sanitizer", dims_text(graph_),
+       "AddressSanitizer could not reserve its shadow memory in this environment (" + what +
+           "); raise the address-space limit (`ulimit -v unlimited`) to run it"});
+  return true;
+}
+
+// Why the sanitizer build cannot run here, if it cannot: AddressSanitizer reserves some
+// 16 TiB of address space for its shadow memory on x86-64, which an address-space limit
+// (`ulimit -v`, common on shared clusters) forbids.
+std::optional<std::string> Verification::sanitizer_blocked() const {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY ||
+      limit.rlim_cur >= (rlim_t{1} << 45))
+    return std::nullopt;
+  return "the address-space limit (ulimit -v) is " + std::to_string(limit.rlim_cur >> 30) +
+         " GiB, and AddressSanitizer reserves about 16 TiB for its shadow memory; raise the "
+         "limit (`ulimit -v unlimited`) to run the sanitizer suites";
 }
 
 }  // namespace detail
@@ -401,6 +439,10 @@ std::string certificate_json(const ir::Graph& graph, const std::string& spec_sha
   for (const auto& s : report.not_applicable)
     not_applicable.push_back({{"suite", s.suite}, {"dims", s.dims}, {"reason", s.reason}});
   j["not_applicable"] = not_applicable;
+  nlohmann::json not_run = nlohmann::json::array();
+  for (const auto& s : report.not_run)
+    not_run.push_back({{"suite", s.suite}, {"dims", s.dims}, {"reason", s.reason}});
+  j["not_run"] = not_run;
   j["worst_fraction_of_bound"] = report.worst;
   j["penalty"] = report.penalty;
   j["verdict"] = verdict_name(report.verdict);

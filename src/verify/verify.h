@@ -104,6 +104,9 @@ struct Report {
   std::optional<Counterexample> counterexample;
   std::vector<SuiteResult> suites;
   std::vector<NotApplicable> not_applicable;
+  // Suites that could not run in this environment (not the kernel's doing: e.g. the
+  // sanitizer build under an address-space limit), and why; the verdict stands without them.
+  std::vector<NotApplicable> not_run;
   double worst = 0;  // over all suites
   // Per output, which criterion bounded how many elements over the calls the honest
   // ensemble tightened (the verdict is weak when, for some output, most were unbounded).

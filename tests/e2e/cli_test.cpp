@@ -190,6 +190,28 @@ TEST(Cli, EvalReadsAndWritesNpyForOneArray) {
   fs::remove_all(dir);
 }
 
+// Issue 17: a check that cannot run in the user's environment is the environment's
+// failure, not the kernel's. Under `ulimit -v` AddressSanitizer cannot reserve its shadow
+// memory: the full level still passes an honest kernel, says the sanitizer suites did not
+// run and why, and the certificate lists them under not_run.
+TEST(Cli, SanitizerSuitesThatCannotRunUnderUlimitAreListedNotBlamedOnTheKernel) {
+  const fs::path dir = temp_dir() / "ulimit";
+  fs::create_directories(dir);
+  const std::string spec = (source_dir() / "examples/rmsnorm.py").string();
+  ASSERT_EQ(ollie("emit " + spec + " --dims T=8,D=64 -o " + dir.string()).exit_code, 0);
+  const std::string cert = (dir / "cert.json").string();
+  const CommandResult r = shell("ulimit -v 16000000 && " + std::string(OLLIE_BINARY) + " verify " +
+                                spec + " " + (dir / "rmsnorm.cpp").string() +
+                                " --dims T=8,D=64 --level full --cert " + cert + " 2>&1");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("NOT RUN in this environment"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ulimit -v"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(read_file(cert));
+  EXPECT_EQ(j["verdict"], "pass");
+  ASSERT_EQ(j["not_run"].size(), 1u);
+  EXPECT_EQ(j["not_run"][0]["suite"], "sanitizer");
+}
+
 TEST(Cli, BadInputIsAClearErrorWithExitCode1) {
   std::string spec = (source_dir() / "examples/matmul.py").string();
   CommandResult missing = ollie("check /nonexistent/spec.py");

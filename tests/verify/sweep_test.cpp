@@ -188,8 +188,8 @@ std::map<std::string, double> largest_over_bound(const char* name) {
   for (uint64_t seed = 1; seed <= 20; ++seed)
     for (const auto& draw : v::sweep_dims(g, seed * 104729))
       for (const auto& [d, value] : draw)
-        largest[d] = std::max(largest[d], static_cast<double>(value) /
-                                              static_cast<double>(g.bound_dims.at(d)));
+        largest[d] = std::max(largest[d],
+                              static_cast<double>(value) / static_cast<double>(g.bound_dims.at(d)));
   return largest;
 }
 
