@@ -194,6 +194,10 @@ bool Verification::compile() {
 void Verification::plan_suites() {
   const bool exact = plan_integer_exact(graph_, kMaxIntegerRange);
   if (exact && full_) plan_integer_exact(graph_, 1);
+  if (!options_.user_inputs.empty()) {
+    Suite& user = suites_.emplace_back("user-inputs", Distribution::Normal, graph_);
+    user.given = options_.user_inputs;
+  }
   plan_random_suites();
   plan_call_suites();
   plan_shape_sweep();
@@ -260,7 +264,7 @@ void Verification::plan_tight_calls() {
     if (suite.distribution == Distribution::Integer) continue;
     if (full_) {
       suite.tight_calls = suite.calls;
-    } else if (suite.call_order) {
+    } else if (suite.call_order || !suite.given.empty()) {
       suite.tight_calls = 1;
     } else if (suite.name == "shape-sweep" && beyond_twice_the_bound(suite.graph)) {
       const double cost = sweep_cost(suite.graph, suite.graph.bound_dims);

@@ -13,6 +13,7 @@
 #include <set>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -210,6 +211,49 @@ TEST(Cli, SanitizerSuitesThatCannotRunUnderUlimitAreListedNotBlamedOnTheKernel) 
   EXPECT_EQ(j["verdict"], "pass");
   ASSERT_EQ(j["not_run"].size(), 1u);
   EXPECT_EQ(j["not_run"][0]["suite"], "sanitizer");
+}
+
+// Issue 17: realistic inputs from the user (`verify --inputs`, as `eval --inputs`) are one
+// more suite. A kernel wrong only where x[0] is exactly 42 passes on random inputs and is
+// wrong on inputs that hold it.
+TEST(Cli, VerifyChecksTheUsersOwnInputs) {
+  const fs::path dir = temp_dir() / "user_inputs";
+  fs::create_directories(dir);
+  const std::string spec = (source_dir() / "examples/rmsnorm.py").string();
+  const fs::path kernel = dir / "k.cpp";
+  std::ofstream(kernel) << R"(// ollie: specialized
+#include <cmath>
+#include <cstdint>
+extern "C" void ollie_kernel(const float* x, const float* w, float* out, const int64_t* dims) {
+  const int64_t t = dims[0], d = dims[1];
+  for (int64_t i = 0; i < t; ++i) {
+    float ss = 0.0f;
+    for (int64_t j = 0; j < d; ++j) ss += x[i * d + j] * x[i * d + j];
+    const float r = 1.0f / std::sqrt(ss / d + 1e-6f);
+    for (int64_t j = 0; j < d; ++j) out[i * d + j] = x[i * d + j] * r * w[j];
+  }
+  if (x[0] == 42.0f) out[0] = 0.0f;
+}
+)";
+  const std::string dims = " --dims T=4,D=64";
+  const fs::path inputs = dir / "in.npz";
+  ASSERT_EQ(ollie("eval " + spec + dims + " --seed 1 --save-inputs " + inputs.string()).exit_code,
+            0);
+  const CommandResult plain = ollie("verify " + spec + " " + kernel.string() + dims);
+  EXPECT_EQ(plain.exit_code, 0) << plain.out;
+  // The same inputs with x[0] = 42 (rewritten with ollie's own .npz reader and writer).
+  ollie::npy::ArrayList arrays = ollie::npy::read_npz(inputs.string());
+  for (auto& [name, array] : arrays)
+    if (name == "x") array.data[0] = 42.0;
+  ollie::npy::write_npz(inputs.string(), arrays);
+  const CommandResult user =
+      ollie("verify " + spec + " " + kernel.string() + dims + " --inputs " + inputs.string());
+  EXPECT_EQ(user.exit_code, 4) << user.out;
+  EXPECT_NE(user.out.find("user-inputs suite"), std::string::npos) << user.out;
+  const CommandResult missing = ollie("verify " + spec + " " + kernel.string() + dims +
+                                      " --inputs " + (dir / "no.npz").string());
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.out.find("--inputs"), std::string::npos) << missing.out;
 }
 
 TEST(Cli, BadInputIsAClearErrorWithExitCode1) {
