@@ -256,6 +256,46 @@ extern "C" void ollie_kernel(const float* x, const float* w, float* out, const i
   EXPECT_NE(missing.out.find("--inputs"), std::string::npos) << missing.out;
 }
 
+// Issue 17: a pass resting on the relative floor alone is its own verdict. log(exp(x + 100))
+// overflows float32 everywhere (the members of the honest ensemble too), so no element
+// has a finite tolerance: verify says weak (exit 4) unless --accept-weak, and a search
+// refuses to start on it with what to do, or runs with --accept-weak.
+TEST(Cli, WeakVerdictIsNotAPassUnlessAccepted) {
+  const fs::path dir = temp_dir() / "weak";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path spec = dir / "logexp.py";
+  std::ofstream(spec) << "import numpy as np\n\nDIMS = dict(N=256)\n\n\n"
+                         "def logexp(x: \"f32[N]\") -> \"f32[N]\":\n"
+                         "    return np.log(np.exp(x + 100.0))\n";
+  const fs::path kernel = dir / "k.cpp";
+  std::ofstream(kernel) << "#include <cstdint>\n"
+                           "extern \"C\" void ollie_kernel(const float* x, float* out, const "
+                           "int64_t* dims) {\n"
+                           "  for (int64_t i = 0; i < dims[0]; ++i) out[i] = x[i] + 100.0f;\n}\n";
+  const std::string verify = "verify " + spec.string() + " " + kernel.string();
+  const CommandResult weak = ollie(verify);
+  EXPECT_EQ(weak.exit_code, 4) << weak.out;
+  EXPECT_NE(weak.out.find(": weak ("), std::string::npos) << weak.out;
+  const fs::path cert = dir / "cert.json";
+  const CommandResult accepted = ollie(verify + " --accept-weak --cert " + cert.string());
+  EXPECT_EQ(accepted.exit_code, 0) << accepted.out;
+  const auto j = nlohmann::json::parse(read_file(cert));
+  EXPECT_EQ(j["verdict"], "pass");
+  EXPECT_EQ(j["weak"], true);
+
+  const std::string env = "OLLIE_CACHE_DIR=" + (dir / "cache").string();
+  const std::string optimize =
+      "optimize " + spec.string() + " --evals 2 --bench-seconds 0.05 -o " + (dir / "run").string();
+  const CommandResult refused = ollie_with_env(env, optimize);
+  EXPECT_EQ(refused.exit_code, 1) << refused.out;
+  EXPECT_NE(refused.out.find("--accept-weak"), std::string::npos) << refused.out;
+  fs::remove_all(dir / "run");
+  const CommandResult searched = ollie_with_env(env, optimize + " --accept-weak");
+  EXPECT_EQ(searched.exit_code, 0) << searched.out;
+  EXPECT_TRUE(fs::exists(dir / "run" / "logexp.cpp"));
+}
+
 TEST(Cli, BadInputIsAClearErrorWithExitCode1) {
   std::string spec = (source_dir() / "examples/matmul.py").string();
   CommandResult missing = ollie("check /nonexistent/spec.py");
