@@ -74,6 +74,9 @@ ValuePtr make_seq(Kind kind, std::vector<ValuePtr> items);
 ValuePtr make_dtype(DType t);
 ValuePtr make_named(Kind kind, const std::string& name, ValuePtr self = nullptr);
 std::string kind_name(const Value& v);
+// For a float64 `result` that should have been float32: where float64 entered the
+// computation (elab_promotion.cpp), for the error's hint; "" when nothing is found.
+std::string float64_origin(const ir::Graph& g, ir::ValueId result);
 
 // Arguments of a call after positional/keyword binding against a signature.
 struct CallArgs {

@@ -496,6 +496,12 @@ ir::Graph Elab::run() {
     if (node(id).shape != want)
       fail(ret_loc, "returns " + got + " but the annotation says " + want_str,
            "fix the computation or the annotation; shapes must agree for every value of the dims");
+    if (node(id).dtype == DType::F64 && a.dtype == DType::F32) {
+      const std::string origin = float64_origin(graph_, id);
+      if (!origin.empty())
+        fail(ret_loc, "returns " + got + " but the annotation says " + want_str,
+             origin + "; or add .astype(np.float32)");
+    }
     if (node(id).dtype != a.dtype)
       fail(ret_loc, "returns " + got + " but the annotation says " + want_str,
            std::string("add .astype(np.") +
