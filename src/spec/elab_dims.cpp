@@ -14,8 +14,9 @@ namespace {
 const char* kAnnHint =
     "write a dtype and dims in brackets, e.g. \"f32[M, K]\", \"f32[T, 3*D]\" or \"f64[]\" for a "
     "scalar";
-const char* kRelHint = "write RELATIONS = [\"D = H * HD\"]: a dim name, '=', a product or sum of "
-                       "dims and integers";
+const char* kRelHint =
+    "write RELATIONS = [\"D = H * HD\"]: a dim name, '=', a product or sum of "
+    "dims and integers";
 
 SourceLoc inside(SourceLoc str_loc, int offset) { return {str_loc.line, str_loc.col + 1 + offset}; }
 
@@ -94,10 +95,9 @@ class DimReader {
       if (peek() != ')') fail(pos, "expected ')' in " + what_);
       ++pos;
     } else {
-      fail(p0,
-           at_end() ? what_ + " ends early: expected a dim name or size"
-                    : std::string("expected a dim name or size in ") + what_ + ", not '" + peek() +
-                          "'");
+      fail(p0, at_end() ? what_ + " ends early: expected a dim name or size"
+                        : std::string("expected a dim name or size in ") + what_ + ", not '" +
+                              peek() + "'");
     }
     --depth_;
     return out;
@@ -315,6 +315,9 @@ class DimBinder {
       size = o->second;
     else if (auto df = dims_default_.find(n); df != dims_default_.end())
       size = df->second;
+    else if (auto g = el_.globals_.find(n); g != el_.globals_.end())
+      el_.fail(loc, "'" + n + "' is " + kind_name(*g->second) + ", not a dim or an integer",
+               "a dim expression uses dims (from DIMS or --dims) and module integer constants");
     else
       el_.fail(loc, "unknown dim '" + n + "': it has no size",
                "add it to DIMS = dict(...) or pass --dims " + n + "=SIZE");
@@ -394,8 +397,9 @@ class DimBinder {
                  "relation \"" + text_.at(name) + "\" contradicts DIMS: DIMS gives " + name +
                      " = " + std::to_string(df->second) + " but " + e.str() + " = " +
                      std::to_string(v) + " at " + binding_str(e.symbols(), at_defaults),
-                 "fix DIMS or the relation; " + name + " follows from it and may be left out of "
-                 "DIMS");
+                 "fix DIMS or the relation; " + name +
+                     " follows from it and may be left out of "
+                     "DIMS");
     }
   }
 
@@ -403,8 +407,7 @@ class DimBinder {
     const auto& g = el_.graph_;
     for (auto& [name, size] : el_.options_.dim_overrides) {
       if (size < 1)
-        throw UserError("--dims: size of '" + name + "' must be >= 1, got " +
-                        std::to_string(size));
+        throw UserError("--dims: size of '" + name + "' must be >= 1, got " + std::to_string(size));
       if (auto d = derived_.find(name); d != derived_.end()) {
         int64_t v = d->second.evaluate(g.bound_dims);
         if (v != size)
@@ -419,8 +422,8 @@ class DimBinder {
         std::string all;
         for (auto& d : g.dims) all += (all.empty() ? "" : ", ") + d;
         for (auto& kv : derived_) all += (all.empty() ? "" : ", ") + kv.first + " (derived)";
-        throw UserError("--dims: unknown dim '" + name + "'; the dims of " + entry_.name +
-                        " are " + (all.empty() ? std::string("(none)") : all));
+        throw UserError("--dims: unknown dim '" + name + "'; the dims of " + entry_.name + " are " +
+                        (all.empty() ? std::string("(none)") : all));
       }
     }
   }
@@ -437,8 +440,6 @@ class DimBinder {
 
 }  // namespace
 
-EntryTypes Elab::bind_entry_dims(const FunctionDef& entry) {
-  return DimBinder(*this, entry).run();
-}
+EntryTypes Elab::bind_entry_dims(const FunctionDef& entry) { return DimBinder(*this, entry).run(); }
 
 }  // namespace ollie::spec::elab

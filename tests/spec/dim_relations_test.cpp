@@ -141,11 +141,22 @@ TEST(DimExprAnnotationErrors, UnknownNameInAProduct) {
   EXPECT_HAS(e.message, "unknown dim 'Q'");
 }
 
+TEST(DimExprAnnotationErrors, ProductWithANonIntegerConstant) {
+  auto e = error_of(
+      "import numpy as np\nEPS = 1e-5\nDIMS = dict(T=5, D=4)\n"
+      "def f(x: \"f32[T, EPS*D]\") -> \"f32[T]\":\n    return x.sum(axis=1)\n");
+  EXPECT_EQ(e.line, 4);
+  EXPECT_EQ(e.col, 18);
+  EXPECT_HAS(e.message, "'EPS' is a float, not a dim or an integer");
+  EXPECT_HAS(e.hint, "module integer constants");
+}
+
 // ---------------------------------------------------------------------------- relations
 
 TEST(Relations, DerivedDimIsItsExpressionAndNotAnAbiDim) {
-  auto g = compile(spec("def f(x: \"f32[T, D]\") -> \"f32[T, H, HD]\":\n"
-                        "    return x.reshape(x.shape[0], DIMS['H'], DIMS['HD'])\n"));
+  auto g =
+      compile(spec("def f(x: \"f32[T, D]\") -> \"f32[T, H, HD]\":\n"
+                   "    return x.reshape(x.shape[0], DIMS['H'], DIMS['HD'])\n"));
   EXPECT_EQ(param_type(g, 0), "f32[T, H*HD]");
   EXPECT_EQ(g.dims, (std::vector<std::string>{"T", "H", "HD"}));
   EXPECT_EQ(g.bound_dims, (ir::DimBindings{{"T", 5}, {"H", 3}, {"HD", 4}}));
@@ -154,14 +165,14 @@ TEST(Relations, DerivedDimIsItsExpressionAndNotAnAbiDim) {
 TEST(Relations, ShapesUnifyWhereTheRelationHolds) {
   // matmul [T, D] @ [D, 3*D], split into [T, D] pieces, heads reshaped to [T, H, HD] and
   // back, broadcast against [D], returned as [T, D].
-  auto g = compile(spec(
-      "def f(x: \"f32[T, D]\", w: \"f32[D, 3*D]\", b: \"f32[D]\", g: \"f32[H, HD]\") -> "
-      "\"f32[T, D]\":\n"
-      "    q, k, v = np.split(x @ w, 3, axis=-1)\n"
-      "    T, D = x.shape\n"
-      "    H = g.shape[0]\n"
-      "    qh = q.reshape(T, H, D // H) * g\n"
-      "    return qh.reshape(T, D) + k * v + b\n"));
+  auto g = compile(
+      spec("def f(x: \"f32[T, D]\", w: \"f32[D, 3*D]\", b: \"f32[D]\", g: \"f32[H, HD]\") -> "
+           "\"f32[T, D]\":\n"
+           "    q, k, v = np.split(x @ w, 3, axis=-1)\n"
+           "    T, D = x.shape\n"
+           "    H = g.shape[0]\n"
+           "    qh = q.reshape(T, H, D // H) * g\n"
+           "    return qh.reshape(T, D) + k * v + b\n"));
   EXPECT_EQ(out_type(g), "f32[T, H*HD]");
 }
 
@@ -202,8 +213,9 @@ TEST(Relations, OverridingAFreeDimChangesTheDerivedOne) {
 }
 
 TEST(Relations, DimsSubscriptOfADerivedDimIsSymbolic) {
-  auto g = compile(spec("def f(x: \"f32[T, H, HD]\") -> \"f32[T, D]\":\n"
-                        "    return x.reshape(-1, DIMS[\"D\"])\n"));
+  auto g =
+      compile(spec("def f(x: \"f32[T, H, HD]\") -> \"f32[T, D]\":\n"
+                   "    return x.reshape(-1, DIMS[\"D\"])\n"));
   EXPECT_EQ(out_type(g), "f32[T, H*HD]");
 }
 
@@ -229,8 +241,8 @@ TEST(RelationsErrors, RelationThatContradictsDims) {
 }
 
 TEST(RelationsErrors, MalformedRelationsAreLocated) {
-  auto div = error_of(spec("def f(x: \"f32[T]\") -> \"f32[T]\":\n    return x\n",
-                           "RELATIONS = [\"HD = D / H\"]"));
+  auto div = error_of(
+      spec("def f(x: \"f32[T]\") -> \"f32[T]\":\n    return x\n", "RELATIONS = [\"HD = D / H\"]"));
   EXPECT_EQ(div.line, 3);
   EXPECT_EQ(div.col, 22);
   EXPECT_HAS(div.message, "division in a dim of relation \"HD = D / H\"");
@@ -247,16 +259,16 @@ TEST(RelationsErrors, MalformedRelationsAreLocated) {
                              "RELATIONS = [\"D = H * HD\", \"D = 12\"]"));
   EXPECT_EQ(twice.col, 29);
   EXPECT_HAS(twice.message, "dim 'D' is defined by two relations");
-  auto unknown = error_of(spec("def f(x: \"f32[T]\") -> \"f32[T]\":\n    return x\n",
-                               "RELATIONS = [\"D = H * Q\"]"));
+  auto unknown = error_of(
+      spec("def f(x: \"f32[T]\") -> \"f32[T]\":\n    return x\n", "RELATIONS = [\"D = H * Q\"]"));
   EXPECT_EQ(unknown.col, 23);
   EXPECT_HAS(unknown.message, "unknown dim 'Q'");
   auto later = error_of(spec("def f(x: \"f32[T]\") -> \"f32[T]\":\n    return x\n",
                              "RELATIONS = [\"F = 4 * D\", \"D = H * HD\"]"));
   EXPECT_EQ(later.col, 23);
   EXPECT_HAS(later.message, "dim 'D' is defined by a later relation \"D = H * HD\"");
-  auto neg = error_of(spec("def f(x: \"f32[T]\") -> \"f32[T]\":\n    return x\n",
-                           "RELATIONS = [\"E = H - HD\"]"));
+  auto neg = error_of(
+      spec("def f(x: \"f32[T]\") -> \"f32[T]\":\n    return x\n", "RELATIONS = [\"E = H - HD\"]"));
   EXPECT_EQ(neg.col, 15);
   EXPECT_HAS(neg.message, "gives E = -1 at H=3, HD=4; a dim must be positive");
 }
