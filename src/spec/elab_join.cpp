@@ -76,21 +76,19 @@ ValuePtr split_in_sections(const BuiltinCall& c, ValueId x, int ax, const ValueP
 }
 
 // np.array_split(x, n): numpy's rule for n that need not divide d: the first d % n parts
-// have d // n + 1 elements, the rest d // n. Equal parts when n divides d symbolically;
-// else the remainder is taken at the bound dims (as reshape's -1 is).
+// have d // n + 1 elements, the rest d // n. Part j has (d + n - 1 - j) // n elements, an
+// expression generic in the dims (d // n each when n divides d symbolically).
 ValuePtr array_split_in_sections(const BuiltinCall& c, ValueId x, int ax, const ValuePtr& count,
-                                 const DimExpr& d, int64_t dv) {
+                                 const DimExpr& d) {
   Elab& el = c.el;
   int64_t n = el.to_const_int(count, c.loc, "the number of sections");
   if (n <= 0 || n > 4096)
     el.fail(c.loc, "np.array_split needs between 1 and 4096 sections, got " + std::to_string(n),
             "e.g. np.array_split(x, 3, axis=-1)");
-  const DimExpr part = d.floordiv(n);
-  const int64_t extra = part * DimExpr::constant(n) == d ? 0 : dv % n;
   std::vector<ValuePtr> parts;
   DimExpr lo;
-  for (int64_t k = 0; k < n; ++k) {
-    DimExpr hi = lo + part + DimExpr::constant(k < extra ? 1 : 0);
+  for (int64_t j = 0; j < n; ++j) {
+    DimExpr hi = lo + (d + DimExpr::constant(n - 1 - j)).floordiv(n);
     parts.push_back(part_along(c, x, ax, lo, hi));
     lo = hi;
   }
@@ -200,7 +198,7 @@ ValuePtr Elab::np_split(const BuiltinCall& c) {
   const DimExpr d = s[static_cast<size_t>(ax)];
   int64_t dv = eval_dim(d, loc);
   if (a[1]->kind == Kind::Int)
-    return c.base == "array_split" ? array_split_in_sections(c, x, ax, a[1], d, dv)
+    return c.base == "array_split" ? array_split_in_sections(c, x, ax, a[1], d)
                                    : split_in_sections(c, x, ax, a[1], d, dv);
   if (a[1]->kind == Kind::Tuple || a[1]->kind == Kind::List)
     return split_at_indices(c, x, ax, a[1], d, dv);
