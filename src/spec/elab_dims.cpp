@@ -283,7 +283,7 @@ class DimBinder {
     rel.lhs_offset = static_cast<int>(r.pos);
     rel.lhs = r.name();
     if (rel.lhs.empty() || std::isdigit(static_cast<unsigned char>(rel.lhs[0])))
-      r.fail(r.pos, "a relation starts with the dim it defines");
+      r.fail(rel.lhs_offset, "a relation starts with the dim it defines");
     r.ws();
     if (r.peek() != '=') r.fail(r.pos, "expected '=' after '" + rel.lhs + "' in a relation");
     ++r.pos;

@@ -267,6 +267,10 @@ TEST(RelationsErrors, MalformedRelationsAreLocated) {
                              "RELATIONS = [\"F = 4 * D\", \"D = H * HD\"]"));
   EXPECT_EQ(later.col, 23);
   EXPECT_HAS(later.message, "dim 'D' is defined by a later relation \"D = H * HD\"");
+  auto digit = error_of(
+      spec("def f(x: \"f32[T]\") -> \"f32[T]\":\n    return x\n", "RELATIONS = [\" 12 = D\"]"));
+  EXPECT_EQ(digit.col, 16);
+  EXPECT_HAS(digit.message, "a relation starts with the dim it defines");
   auto neg = error_of(
       spec("def f(x: \"f32[T]\") -> \"f32[T]\":\n    return x\n", "RELATIONS = [\"E = H - HD\"]"));
   EXPECT_EQ(neg.col, 15);
@@ -316,6 +320,12 @@ TEST(Joining, ArraySplitUnevenFollowsNumpysRule) {
   for (size_t i = 0; i < 3; ++i)
     EXPECT_EQ(ir::evaluate_shape(g.node(g.outputs[i]).shape, g.bound_dims),
               (std::vector<int64_t>{2, i == 0 ? 4 : 3}));
+  // The parts are generic in N: (N + 2)//3, (N + 1)//3 and N//3 (numpy's rule for every N).
+  EXPECT_EQ(ir::shape_str(g.node(g.outputs[0]).shape), "[M, 4]");
+  std::string parts;
+  for (auto& n : g.nodes)
+    if (n.kind == ir::OpKind::Slice) parts += ir::shape_str(n.shape) + " ";
+  EXPECT_EQ(parts, "[M, ((N + 2)//3)] [M, ((N + 1)//3)] [M, (N//3)] ");
   // Where 3 divides the dim symbolically the parts stay symbolic.
   auto e = compile(
       "import numpy as np\nDIMS = dict(M=2, D=4)\n"
