@@ -115,6 +115,7 @@ struct ParsedAnn {
   DType dtype = DType::F32;
   std::vector<DimAst> dims;
   const Expr* ex = nullptr;
+  std::vector<int> starts;  // each dim's first character, inside the string contents
 };
 
 ParsedAnn parse_annotation(const Elab& el, const Expr& e) {
@@ -134,7 +135,7 @@ ParsedAnn parse_annotation(const Elab& el, const Expr& e) {
   if (it == kNames.end())
     r.fail(start, "unknown dtype '" + dt + "' in annotation \"" + s + "\"",
            "use one of f32, f64, i32, i64, bool");
-  ParsedAnn ann{it->second, {}, &e};
+  ParsedAnn ann{it->second, {}, &e, {}};
   r.ws();
   if (r.peek() != '[') r.fail(r.pos, "expected '[' after the dtype in annotation \"" + s + "\"");
   ++r.pos;
@@ -143,6 +144,8 @@ ParsedAnn parse_annotation(const Elab& el, const Expr& e) {
     ++r.pos;
   } else {
     while (true) {
+      r.ws();
+      ann.starts.push_back(static_cast<int>(r.pos));
       ann.dims.push_back(r.sum());
       r.ws();
       if (r.peek() == ',') {
@@ -184,6 +187,16 @@ double literal_weight(const DimAst& a) {
   double l = literal_weight(a.kids[0]), r = literal_weight(a.kids[1]);
   return a.op == '*' ? l * r : l + r;
 }
+
+// A bound on |value| of a dim expression, given one for each name: sizes that would
+// overflow are reported before any is computed in 64-bit integers.
+double magnitude(const DimAst& a, const std::function<double(const std::string&)>& size_of) {
+  if (!a.op) return a.name.empty() ? static_cast<double>(a.value) : size_of(a.name);
+  double l = magnitude(a.kids[0], size_of), r = magnitude(a.kids[1], size_of);
+  return a.op == '*' ? l * r : l + r;
+}
+
+constexpr double kMaxDimMagnitude = 1e15;
 
 struct Relation {
   std::string lhs;
@@ -351,6 +364,8 @@ class DimBinder {
     DimExpr e = build(r.rhs, [&](const std::string& n, int off) {
       return value_of(n, inside(r.ex->loc, off), order);
     });
+    check_magnitude(r.rhs, at, r.lhs);
+    magnitude_[r.lhs] = magnitude(r.rhs, [&](const std::string& n) { return size_of(n); });
     int64_t v = el_.eval_dim(e, at);
     if (v < 1)
       el_.fail(at,
@@ -365,18 +380,38 @@ class DimBinder {
 
   Shape shape_of(const ParsedAnn& a) {
     Shape s;
-    for (auto& d : a.dims) {
+    for (size_t i = 0; i < a.dims.size(); ++i) {
+      const DimAst& d = a.dims[i];
+      const SourceLoc start = inside(a.ex->loc, a.starts[i]);
       if (literal_weight(d) > 1e9)
-        el_.fail(inside(a.ex->loc, d.offset), "the integers of this dim are too large", kAnnHint);
+        el_.fail(start, "the integers of this dim are too large", kAnnHint);
       std::vector<std::string> order;
       s.push_back(build(d, [&](const std::string& n, int off) {
         return value_of(n, inside(a.ex->loc, off), order);
       }));
+      check_magnitude(d, start, "this dim");
       for (auto& f : order)
         if (std::find(el_.graph_.dims.begin(), el_.graph_.dims.end(), f) == el_.graph_.dims.end())
           el_.graph_.dims.push_back(f);
     }
     return s;
+  }
+
+  // |size| of a name already resolved: a derived dim's bound, a constant, a bound size.
+  double size_of(const std::string& n) const {
+    if (auto m = magnitude_.find(n); m != magnitude_.end()) return m->second;
+    if (auto b = el_.graph_.bound_dims.find(n); b != el_.graph_.bound_dims.end())
+      return static_cast<double>(b->second);
+    auto g = el_.globals_.find(n);
+    if (g != el_.globals_.end() && g->second->kind == Kind::Int && g->second->i.is_constant())
+      return std::fabs(static_cast<double>(*g->second->i.as_constant()));
+    return 0;
+  }
+
+  void check_magnitude(const DimAst& d, SourceLoc at, const std::string& what) {
+    if (magnitude(d, [&](const std::string& n) { return size_of(n); }) > kMaxDimMagnitude)
+      el_.fail(at, "the size of " + what + " is too large at the bound dims",
+               "sizes here must stay below 2^34 elements");
   }
 
   // A DIMS entry for a derived dim must agree with the relation at the DIMS sizes.
@@ -435,6 +470,7 @@ class DimBinder {
   std::map<std::string, DimExpr>& derived_ = el_.derived_dims_;
   std::map<std::string, std::vector<std::string>> derived_order_;
   std::map<std::string, SourceLoc> loc_;
+  std::map<std::string, double> magnitude_;  // per derived dim, a bound on its size
   std::map<std::string, std::string> text_;
 };
 

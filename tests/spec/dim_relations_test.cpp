@@ -141,6 +141,24 @@ TEST(DimExprAnnotationErrors, UnknownNameInAProduct) {
   EXPECT_HAS(e.message, "unknown dim 'Q'");
 }
 
+TEST(DimExprAnnotationErrors, SizesThatWouldOverflowAreReportedNotComputed) {
+  SpecOptions opt;
+  opt.dim_overrides = {{"D", 100000}};
+  auto e = error_of(
+      "import numpy as np\nDIMS = dict(T=5, D=4)\n"
+      "def f(x: \"f32[T, D*D*D*D]\") -> \"f32[T]\":\n    return x.sum(axis=1)\n",
+      opt);
+  EXPECT_EQ(e.line, 3);
+  EXPECT_EQ(e.col, 18);
+  EXPECT_HAS(e.message, "the size of this dim is too large at the bound dims");
+  auto r = error_of(spec("def f(x: \"f32[T]\") -> \"f32[T]\":\n    return x\n",
+                         "RELATIONS = [\"E = HD * HD * HD * HD\"]"),
+                    opt = SpecOptions{"", {{"HD", 100000}}});
+  EXPECT_EQ(r.line, 3);
+  EXPECT_EQ(r.col, 15);
+  EXPECT_HAS(r.message, "the size of E is too large");
+}
+
 TEST(DimExprAnnotationErrors, ProductWithANonIntegerConstant) {
   auto e = error_of(
       "import numpy as np\nEPS = 1e-5\nDIMS = dict(T=5, D=4)\n"
