@@ -18,6 +18,9 @@ const char* kRelHint =
     "write RELATIONS = [\"D = H * HD\"]: a dim name, '=', a product or sum of "
     "dims and integers";
 
+// Sizes (and products of literals) above this are reported rather than computed.
+constexpr double kMaxDimMagnitude = 1e15;
+
 SourceLoc inside(SourceLoc str_loc, int offset) { return {str_loc.line, str_loc.col + 1 + offset}; }
 
 // One dim expression as written, names unresolved: `3*D`, `H*HD`, `S + 1`.
@@ -83,7 +86,7 @@ class DimReader {
     out.offset = static_cast<int>(p0);
     if (std::isdigit(static_cast<unsigned char>(peek()))) {
       while (std::isdigit(static_cast<unsigned char>(peek()))) ++pos;
-      if (pos - p0 > 9) fail(p0, "dim size in " + what_ + " is too large");
+      if (pos - p0 > 12) fail(p0, "dim size in " + what_ + " is too large");
       if (peek() == '.') fail(p0, "a dim must be an integer, not a float", hint_);
       out.value = std::stoll(s_.substr(p0, pos - p0));
     } else if (std::isalpha(static_cast<unsigned char>(peek())) || peek() == '_') {
@@ -196,8 +199,6 @@ double magnitude(const DimAst& a, const std::function<double(const std::string&)
   return a.op == '*' ? l * r : l + r;
 }
 
-constexpr double kMaxDimMagnitude = 1e15;
-
 struct Relation {
   std::string lhs;
   int lhs_offset = 0;
@@ -303,7 +304,8 @@ class DimBinder {
     rel.rhs = r.sum();
     r.ws();
     if (!r.at_end()) r.fail(r.pos, "unexpected text at the end of relation \"" + e.text + "\"");
-    if (literal_weight(rel.rhs) > 1e9) r.fail(0, "the integers of this relation are too large");
+    if (literal_weight(rel.rhs) > kMaxDimMagnitude)
+      r.fail(0, "the integers of this relation are too large");
     return rel;
   }
 
@@ -383,7 +385,7 @@ class DimBinder {
     for (size_t i = 0; i < a.dims.size(); ++i) {
       const DimAst& d = a.dims[i];
       const SourceLoc start = inside(a.ex->loc, a.starts[i]);
-      if (literal_weight(d) > 1e9)
+      if (literal_weight(d) > kMaxDimMagnitude)
         el_.fail(start, "the integers of this dim are too large", kAnnHint);
       std::vector<std::string> order;
       s.push_back(build(d, [&](const std::string& n, int off) {
