@@ -124,6 +124,11 @@ struct BuiltinCall {
 
 using Scope = std::map<std::string, ValuePtr>;
 
+// The entry's parameter and result types, from its annotations (elab_dims.cpp).
+struct EntryTypes {
+  std::vector<std::pair<DType, Shape>> params, results;
+};
+
 class Elab {
  public:
   Elab(const Module& module, const SpecOptions& options);
@@ -143,6 +148,11 @@ class Elab {
   void check_shape(const Shape& shape, SourceLoc loc);
   int64_t eval_dim(const DimExpr& d, SourceLoc loc) const;
   ir::Builder& b() { return builder_; }
+
+  // ---- annotations, DIMS and RELATIONS (elab_dims.cpp): binds graph_.dims and bound_dims
+  EntryTypes bind_entry_dims(const FunctionDef& entry);
+  // The dims that RELATIONS derive, each as its expression over the free dims.
+  std::map<std::string, DimExpr> derived_dims_;
 
   // ---- expressions and statements (elaborate.cpp)
   ValuePtr eval(const ExprPtr& e);
@@ -272,6 +282,7 @@ class Elab {
   ValuePtr np_concatenate(const BuiltinCall& c);
   ValuePtr np_stack(const BuiltinCall& c);
   ValuePtr np_split(const BuiltinCall& c);
+  ValuePtr np_hvstack(const BuiltinCall& c);
   ValuePtr np_repeat(const BuiltinCall& c);
   ValuePtr np_tile(const BuiltinCall& c);
 };

@@ -11,17 +11,18 @@ namespace ollie::spec::elab {
 namespace {
 
 const std::set<std::string> kNumpyFuncs = {
-    "exp",         "log",         "sqrt",        "tanh",        "abs",          "absolute",
-    "sin",         "cos",         "square",      "reciprocal",  "negative",     "maximum",
-    "minimum",     "where",       "clip",        "sum",         "max",          "min",
-    "amax",        "amin",        "mean",        "var",         "std",          "matmul",
-    "einsum",      "dot",         "outer",       "inner",       "reshape",      "transpose",
-    "swapaxes",    "expand_dims", "squeeze",     "concatenate", "stack",        "split",
-    "repeat",      "tile",        "full",        "zeros",       "ones",         "zeros_like",
-    "ones_like",   "full_like",   "tri",         "triu",        "tril",         "arange",
-    "asarray",     "array",       "add",         "subtract",    "multiply",     "divide",
-    "true_divide", "power",       "logical_and", "logical_or",  "logical_not",  "equal",
-    "not_equal",   "less",        "less_equal",  "greater",     "greater_equal"};
+    "exp",         "log",         "sqrt",        "tanh",        "abs",           "absolute",
+    "sin",         "cos",         "square",      "reciprocal",  "negative",      "maximum",
+    "minimum",     "where",       "clip",        "sum",         "max",           "min",
+    "amax",        "amin",        "mean",        "var",         "std",           "matmul",
+    "einsum",      "dot",         "outer",       "inner",       "reshape",       "transpose",
+    "swapaxes",    "expand_dims", "squeeze",     "concatenate", "stack",         "split",
+    "repeat",      "tile",        "full",        "zeros",       "ones",          "zeros_like",
+    "ones_like",   "full_like",   "tri",         "triu",        "tril",          "arange",
+    "asarray",     "array",       "add",         "subtract",    "multiply",      "divide",
+    "true_divide", "power",       "logical_and", "logical_or",  "logical_not",   "equal",
+    "not_equal",   "less",        "less_equal",  "greater",     "greater_equal", "hstack",
+    "vstack",      "array_split"};
 const std::set<std::string> kDataDependent = {"nonzero",     "unique",  "argwhere",
                                               "flatnonzero", "extract", "compress"};
 const std::set<std::string> kMethods = {"reshape", "transpose", "swapaxes", "sum",     "max",
@@ -34,7 +35,7 @@ const char* kSupportedHint =
     "supported numpy: exp log sqrt tanh abs sin cos square maximum minimum where clip sum max min "
     "mean var std "
     "matmul einsum dot outer reshape transpose swapaxes expand_dims squeeze concatenate stack "
-    "split repeat tile "
+    "hstack vstack split array_split repeat tile "
     "full zeros ones *_like tri triu tril arange astype (see docs/spec-language.md)";
 
 }  // namespace

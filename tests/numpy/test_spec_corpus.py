@@ -65,6 +65,9 @@ CORPUS = {
     "reduce_dtype": ([dict(M=1, N=7), dict(M=3, N=1)], ("normal", "uniform")),
     "scalar_outputs": ([dict(N=1), dict(N=7)], ("normal", "uniform")),
     "mixed_edges": ([dict(M=1, N=7), dict(M=3, N=2)], ("normal", "uniform")),
+    "dim_relations": ([dict(T=1, H=3, HD=2), dict(T=3, H=1, HD=5)], ("normal", "uniform")),
+    "dim_const_heads": ([dict(T=1, HD=3, KVH=1), dict(T=4, HD=1, KVH=3)], ("normal", "uniform")),
+    "hvstack_array_split": ([dict(M=1, N=7, K=3), dict(M=3, N=5, K=1)], ("normal", "uniform")),
 }
 
 _CACHE = {}
