@@ -65,6 +65,8 @@ CORPUS = {
     "reduce_dtype": ([dict(M=1, N=7), dict(M=3, N=1)], ("normal", "uniform")),
     "scalar_outputs": ([dict(N=1), dict(N=7)], ("normal", "uniform")),
     "mixed_edges": ([dict(M=1, N=7), dict(M=3, N=2)], ("normal", "uniform")),
+    "class_rmsnorm": ([dict(T=1, D=7), dict(T=3, D=2)], ("normal", "uniform")),
+    "class_llama": ([dict(B=1, L=1, D=8, KV=4, F=3), dict(B=2, L=5, D=16, KV=8, F=7)], ("normal", "uniform")),
 }
 
 _CACHE = {}
