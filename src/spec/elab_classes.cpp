@@ -175,7 +175,8 @@ ValuePtr Elab::member(const ValuePtr& base, const std::string& name, SourceLoc l
     return bound;
   }
   if (std::find(constructing_.begin(), constructing_.end(), base.get()) != constructing_.end())
-    fail(loc, "attribute '" + name + "' of the '" + base->s + "' object is read before __init__ sets it",
+    fail(loc,
+         "attribute '" + name + "' of the '" + base->s + "' object is read before __init__ sets it",
          "set self." + name + " = ... earlier in __init__");
   fail(loc, "'" + base->s + "' object has no attribute '" + name + "'", contents(*base));
 }
@@ -253,8 +254,8 @@ void Elab::check_class_entry(const FunctionDef& entry) const {
       const Expr& a = *p->annotation;
       if (a.kind == ExprKind::Name && (a.name == "int" || a.name == "float" || a.name == "bool"))
         fail(p->loc,
-             "constructor parameter '" + p->name + "' of " + ce.cls->name +
-                 " is a Python " + a.name + " without a default",
+             "constructor parameter '" + p->name + "' of " + ce.cls->name + " is a Python " +
+                 a.name + " without a default",
              "give it a default (" + p->name + ": " + a.name +
                  " = ...): the entry holds it constant");
     }
@@ -262,8 +263,8 @@ void Elab::check_class_entry(const FunctionDef& entry) const {
       for (const Param* q : ctor)
         if (q->name == p->name)
           fail(p->loc,
-               "parameter '" + p->name + "' of " + entry.name +
-                   " has the name of a parameter of " + ce.cls->name + ".__init__",
+               "parameter '" + p->name + "' of " + entry.name + " has the name of a parameter of " +
+                   ce.cls->name + ".__init__",
                "rename one of them: both are parameters of the kernel " + entry.name);
   }
 }

@@ -15,9 +15,9 @@ StmtPtr Parser::parse_class() {
     // `class A:`, `class A():` and `class A(object):` are the same class; a real base is not.
     if (!at_op(")")) {
       if (!(at_kw("object") && is_op(peek(1), ")")))
-        fail(tok().loc, "class inheritance is not supported in a spec",
-             "write '" + cls->name +
-                 "' without a base class and define in it every method it uses");
+        fail(
+            tok().loc, "class inheritance is not supported in a spec",
+            "write '" + cls->name + "' without a base class and define in it every method it uses");
       take();
     }
     expect_op(")", "')' after the base class");
@@ -54,8 +54,7 @@ void Parser::parse_class_body(ClassDef& cls) {
     if (last.kind == StmtKind::Def &&
         (last.function->params.empty() || last.function->params[0].keyword_only))
       fail(last.function->name_loc,
-           "method '" + last.function->name + "' of class " + cls.name +
-               " has no `self` parameter",
+           "method '" + last.function->name + "' of class " + cls.name + " has no `self` parameter",
            "write def " + last.function->name +
                "(self, ...): a spec's methods are instance methods");
   }

@@ -130,29 +130,30 @@ TEST(Classes, EntryOptionNamesTheMethod) {
 }
 
 TEST(Classes, SubObjectsCallHelperMethodsAndConstants) {
-  std::string src = std::string(kRmsNorm) +
-                    "    def __call__(self, x):\n"
-                    "        return self.forward(x)\n"
-                    "N_HEADS, WIDTH = 2, 8\n"
-                    "def silu(x):\n    return x * (1 / (1 + np.exp(-x)))\n"
-                    "class FeedForward:\n"
-                    "    def __init__(self, up, gate, down):\n"
-                    "        self.up, self.gate = up, gate\n"
-                    "        self.down = down\n"
-                    "    def __call__(self, x):\n        return self.forward(x)\n"
-                    "    def forward(self, x):\n"
-                    "        return (silu(x @ self.gate) * (x @ self.up)) @ self.down\n"
-                    "class Block:\n"
-                    "    scale = 0.5\n"
-                    "    def __init__(self, norm: \"f32[D]\", up: \"f32[D, F]\", gate: \"f32[D, F]\",\n"
-                    "                 down: \"f32[F, D]\", n_heads: int = N_HEADS):\n"
-                    "        self.norm = RMSNorm(norm, eps=1e-5)\n"
-                    "        self.ffn = FeedForward(up, gate, down)\n"
-                    "        self.head_dim = WIDTH // n_heads\n"
-                    "    def residual(self, x, y):\n        return x + y\n"
-                    "    def forward(self, x: \"f32[T, D]\") -> \"f32[T, D]\":\n"
-                    "        h = self.ffn(self.norm(x))\n"
-                    "        return self.residual(x, h) * self.head_dim * Block.scale\n";
+  std::string src =
+      std::string(kRmsNorm) +
+      "    def __call__(self, x):\n"
+      "        return self.forward(x)\n"
+      "N_HEADS, WIDTH = 2, 8\n"
+      "def silu(x):\n    return x * (1 / (1 + np.exp(-x)))\n"
+      "class FeedForward:\n"
+      "    def __init__(self, up, gate, down):\n"
+      "        self.up, self.gate = up, gate\n"
+      "        self.down = down\n"
+      "    def __call__(self, x):\n        return self.forward(x)\n"
+      "    def forward(self, x):\n"
+      "        return (silu(x @ self.gate) * (x @ self.up)) @ self.down\n"
+      "class Block:\n"
+      "    scale = 0.5\n"
+      "    def __init__(self, norm: \"f32[D]\", up: \"f32[D, F]\", gate: \"f32[D, F]\",\n"
+      "                 down: \"f32[F, D]\", n_heads: int = N_HEADS):\n"
+      "        self.norm = RMSNorm(norm, eps=1e-5)\n"
+      "        self.ffn = FeedForward(up, gate, down)\n"
+      "        self.head_dim = WIDTH // n_heads\n"
+      "    def residual(self, x, y):\n        return x + y\n"
+      "    def forward(self, x: \"f32[T, D]\") -> \"f32[T, D]\":\n"
+      "        h = self.ffn(self.norm(x))\n"
+      "        return self.residual(x, h) * self.head_dim * Block.scale\n";
   SpecOptions opt;
   opt.entry = "Block.forward";
   auto g = compile(src, opt);
@@ -166,8 +167,8 @@ TEST(Classes, SubObjectsCallHelperMethodsAndConstants) {
 
 TEST(Classes, ObjectsBuiltInsideAFunctionEntry) {
   auto g = compile(std::string(kRmsNorm) +
-                   "def f(w: \"f32[D]\", x: \"f32[T, D]\") -> \"f32[T, D]\":\n"
-                   "    return RMSNorm(w).forward(x) + RMSNorm.forward(RMSNorm(w, 0.5), x)\n",
+                       "def f(w: \"f32[D]\", x: \"f32[T, D]\") -> \"f32[T, D]\":\n"
+                       "    return RMSNorm(w).forward(x) + RMSNorm.forward(RMSNorm(w, 0.5), x)\n",
                    SpecOptions{"f", {}});
   EXPECT_EQ(count(g, OpKind::Sqrt), 2);
   EXPECT_TRUE(has_const(g, 0.5));
@@ -225,8 +226,9 @@ TEST(ClassErrors, AssignToSelfOutsideInit) {
   Err e = error_of(src);
   EXPECT_EQ(e.line, 9);
   EXPECT_EQ(e.col, 14);
-  EXPECT_HAS(e.message, "assigning to attribute 'z' of a 'RMSNorm' object outside __init__ "
-                        "is not supported");
+  EXPECT_HAS(e.message,
+             "assigning to attribute 'z' of a 'RMSNorm' object outside __init__ "
+             "is not supported");
   EXPECT_HAS(e.hint, "local variable (z = ...)");
 }
 
@@ -236,8 +238,9 @@ TEST(ClassErrors, EntryConstructorTakesAnUnannotatedArray) {
   Err e = error_of(src);
   EXPECT_EQ(e.line, 4);
   EXPECT_EQ(e.col, 24);
-  EXPECT_HAS(e.message, "constructor parameter 'weight' of RMSNorm has no annotation, and the "
-                        "entry RMSNorm.forward takes it as an array");
+  EXPECT_HAS(e.message,
+             "constructor parameter 'weight' of RMSNorm has no annotation, and the "
+             "entry RMSNorm.forward takes it as an array");
   EXPECT_HAS(e.hint, "weight: \"f32[D]\"");
 }
 
@@ -247,8 +250,9 @@ TEST(ClassErrors, EntryConstructorScalarWithoutDefault) {
   Err e = error_of(src);
   EXPECT_EQ(e.line, 4);
   EXPECT_EQ(e.col, 42);
-  EXPECT_HAS(e.message, "constructor parameter 'eps' of RMSNorm is a Python float without a "
-                        "default");
+  EXPECT_HAS(e.message,
+             "constructor parameter 'eps' of RMSNorm is a Python float without a "
+             "default");
   EXPECT_HAS(e.hint, "eps: float = ...");
 }
 
@@ -259,15 +263,16 @@ TEST(ClassErrors, ParameterNamedInBothConstructorAndMethod) {
   Err e = error_of(src);
   EXPECT_EQ(e.line, 8);
   EXPECT_EQ(e.col, 23);
-  EXPECT_HAS(e.message, "parameter 'weight' of RMSNorm.forward has the name of a parameter of "
-                        "RMSNorm.__init__");
+  EXPECT_HAS(e.message,
+             "parameter 'weight' of RMSNorm.forward has the name of a parameter of "
+             "RMSNorm.__init__");
 }
 
 TEST(ClassErrors, ObjectWithoutCallAndAssignmentToOtherAttributes) {
   Err e = error_of(std::string(kRmsNorm) +
-                   "def f(w: \"f32[D]\", x: \"f32[T, D]\") -> \"f32[T, D]\":\n"
-                   "    norm = RMSNorm(w)\n"
-                   "    return norm(x)\n",
+                       "def f(w: \"f32[D]\", x: \"f32[T, D]\") -> \"f32[T, D]\":\n"
+                       "    norm = RMSNorm(w)\n"
+                       "    return norm(x)\n",
                    SpecOptions{"f", {}});
   EXPECT_EQ(e.line, 14);
   EXPECT_EQ(e.col, 12);

@@ -4,7 +4,7 @@ rotary embeddings, a causal mask; without llama3.np's KV cache) and a Transforme
 constructs them from the arrays it receives, each called through `__call__`. The entry is
 TransformerBlock.forward: the constructor's annotated arrays, then x. llama3.np passes a
 ModelArgs dataclass and a dict of weights; here the sizes are module constants and
-constructor defaults, and the weights are parameters."""
+constructor defaults, and the weights are parameters; one reshape differs (see there)."""
 import math
 
 import numpy as np
@@ -130,7 +130,9 @@ class Attention:
         output = attention @ xv
 
         # ["B, QHN, L, HD"] -> ["B, L, D"]
-        output = output.transpose(0, 2, 1, 3).reshape(B, L, -1)
+        # llama3.np: .reshape(B, L, -1), whose last size 4*(D//4) meets D in the matmul
+        # below only once relations among dims are known (issue 17, item 2, first part)
+        output = output.transpose(0, 2, 1, 3).reshape(x.shape)
         output = output @ self.o_weight
         return output
 
