@@ -2,18 +2,24 @@
 FeedForward (SwiGLU with three weights stored transposed), Attention (grouped-query heads,
 rotary embeddings, a causal mask; without llama3.np's KV cache) and a TransformerBlock that
 constructs them from the arrays it receives, each called through `__call__`. The entry is
-TransformerBlock.forward: the constructor's annotated arrays, then x. llama3.np passes a
-ModelArgs dataclass and a dict of weights; here the sizes are module constants and
-constructor defaults, and the weights are parameters; one reshape differs (see there)."""
+TransformerBlock.forward: the constructor's annotated arrays, then x (its `args` has a
+default, so it is held constant). llama3.np's ModelArgs is a @dataclass and its block
+takes a dict of weights; here ModelArgs is a plain class of constants, the weights are
+parameters, and one reshape differs (see there)."""
 import math
 
 import numpy as np
 
 DIMS = dict(B=1, L=6, D=16, KV=8, F=24)
-N_HEADS = 4
-N_KV_HEADS = 2
 ROPE_THETA = 10000.0
-NORM_EPS = 1e-5
+
+
+class ModelArgs:
+    """llama3.np's ModelArgs (a @dataclass there) as a plain class of constants."""
+
+    n_heads = 4
+    n_kv_heads = 2
+    norm_eps = 1e-5
 
 
 def softmax(x):
@@ -85,14 +91,13 @@ class RMSNorm:
 
 
 class Attention:
-    def __init__(self, q_weight, k_weight, v_weight, o_weight, n_heads=N_HEADS,
-                 n_kv_heads=N_KV_HEADS):
-        self.n_kv_heads = n_kv_heads
-        assert n_heads % self.n_kv_heads == 0
-        self.n_local_heads = n_heads
+    def __init__(self, q_weight, k_weight, v_weight, o_weight, args: ModelArgs):
+        self.n_kv_heads = args.n_heads if args.n_kv_heads is None else args.n_kv_heads
+        assert args.n_heads % self.n_kv_heads == 0
+        self.n_local_heads = args.n_heads
         self.n_local_kv_heads = self.n_kv_heads
         self.n_rep = self.n_local_heads // self.n_local_kv_heads
-        self.head_dim = q_weight.shape[0] // n_heads
+        self.head_dim = q_weight.shape[0] // args.n_heads
 
         self.q_weight = q_weight.T
         self.k_weight = k_weight.T
@@ -149,11 +154,12 @@ class TransformerBlock:
         up_weight: "f32[F, D]",
         gate_weight: "f32[F, D]",
         down_weight: "f32[D, F]",
+        args: ModelArgs = ModelArgs(),
     ):
-        self.attention = Attention(q_weight, k_weight, v_weight, o_weight)
+        self.attention = Attention(q_weight, k_weight, v_weight, o_weight, args)
         self.feed_forward = FeedForward(up_weight, gate_weight, down_weight)
-        self.input_layernorm = RMSNorm(attention_norm, eps=NORM_EPS)
-        self.post_attention_layernorm = RMSNorm(ffn_norm, eps=NORM_EPS)
+        self.input_layernorm = RMSNorm(attention_norm, eps=args.norm_eps)
+        self.post_attention_layernorm = RMSNorm(ffn_norm, eps=args.norm_eps)
 
     def __call__(self, x):
         return self.forward(x)
