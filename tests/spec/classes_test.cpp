@@ -285,5 +285,24 @@ TEST(ClassErrors, ObjectWithoutCallAndAssignmentToOtherAttributes) {
   EXPECT_HAS(e.message, "attribute assignment is not supported in a spec");
 }
 
+TEST(ClassErrors, ConstructorMisuseAndClassBody) {
+  const std::string head = "import numpy as np\nDIMS = dict(M=3)\n";
+  const std::string entry = "def f(x: \"f32[M]\") -> \"f32[M]\":\n";
+  Err e = error_of(head + "class A:\n    k = 2\n" + entry + "    return x * A(x).k\n");
+  EXPECT_EQ(e.line, 6);
+  EXPECT_EQ(e.col, 16);
+  EXPECT_HAS(e.message, "A() takes no arguments");
+  EXPECT_HAS(e.hint, "define __init__(self, ...)");
+  e = error_of(head + "class B:\n    def __init__(self):\n        return 1\n" + entry +
+               "    return x * B()\n");
+  EXPECT_EQ(e.line, 7);
+  EXPECT_EQ(e.col, 16);
+  EXPECT_HAS(e.message, "__init__ of class B returns an int");
+  e = error_of(head + "class C:\n    import math\n");
+  EXPECT_EQ(e.line, 4);
+  EXPECT_EQ(e.col, 5);
+  EXPECT_HAS(e.message, "a class body may hold only methods, docstrings and constants");
+}
+
 }  // namespace
 }  // namespace ollie::spec
