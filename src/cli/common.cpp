@@ -21,8 +21,9 @@ namespace ollie::cli {
 
 void add_spec_flags(CLI::App* cmd, SpecFlags& flags) {
   cmd->add_option("spec", flags.spec_path, "the numpy spec file (.py)")->required();
-  cmd->add_option("--entry", flags.entry,
-                  "the entry function (default: the only annotated function)");
+  cmd->add_option(
+      "--entry", flags.entry,
+      "the entry function, or a method as Class.method (default: the only annotated one)");
   cmd->add_option("--dims", flags.dims, "override dim sizes, e.g. --dims M=256,N=128");
 }
 

@@ -165,8 +165,9 @@ int main(int argc, char** argv) {
                                          "search for the fastest kernel that passes the verifier "
                                          "(resumable; Ctrl-C stops and keeps the best)");
   opt_cmd->add_option("spec", opt.spec.spec_path, "the numpy spec file (.py); omit with --resume");
-  opt_cmd->add_option("--entry", opt.spec.entry,
-                      "the entry function (default: the only annotated function)");
+  opt_cmd->add_option(
+      "--entry", opt.spec.entry,
+      "the entry function, or a method as Class.method (default: the only annotated one)");
   opt_cmd->add_option("--dims", opt.spec.dims, "override dim sizes, e.g. --dims M=256,N=128");
   opt_cmd->add_option("-o,--out", opt.out_dir,
                       "the run directory: run.db and the results (default ollie-<entry>)");

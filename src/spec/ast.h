@@ -15,6 +15,7 @@ namespace ollie::spec {
 
 struct Expr;
 struct Stmt;
+struct ClassDef;
 using ExprPtr = std::shared_ptr<const Expr>;
 using StmtPtr = std::shared_ptr<const Stmt>;
 
@@ -57,7 +58,7 @@ struct Expr {
   double float_value = 0.0;      // Float
   bool bool_value = false;       // Bool
   std::string op;                // Unary, Binary, BoolOp
-  SourceLoc op_loc;              // Unary, Binary: the operator token
+  SourceLoc op_loc;              // Unary, Binary: the operator token; Attribute: the name
   std::vector<std::string> ops;  // Compare
   ExprPtr value;               // Attribute / Call / Subscript base, Unary operand, Starred operand
   ExprPtr lhs, rhs;            // Binary
@@ -96,6 +97,7 @@ enum class StmtKind {
   ImportFrom,  // from module import x as y: names[i] = ("x", "y" or "")
   Pass,
   Assert,  // value, message (may be null)
+  Class,   // cls (model classes: parser_class.cpp, elab_classes.cpp)
 };
 
 struct Stmt {
@@ -107,8 +109,18 @@ struct Stmt {
   ExprPtr message;                                         // Assert
   std::string op;                                          // AugAssign
   std::shared_ptr<const FunctionDef> function;             // Def
+  std::shared_ptr<const ClassDef> cls;                     // Class
   std::string module;                                      // ImportFrom
   std::vector<std::pair<std::string, std::string>> names;  // Import, ImportFrom
+};
+
+// `class Name:` at module level: methods (Def statements, `self` first), docstrings and
+// constant assignments. No base class.
+struct ClassDef {
+  std::string name;
+  SourceLoc loc;       // the `class` keyword
+  SourceLoc name_loc;  // the class name
+  std::vector<StmtPtr> body;
 };
 
 // A parsed spec file. The module-level `if __name__ == "__main__":` block is

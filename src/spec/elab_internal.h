@@ -37,7 +37,9 @@ enum class Kind {
   DType,
   Module,
   Func,
-  Builtin
+  Builtin,
+  Class,  // a model class: its methods and constants in keys/items (elab_classes.cpp)
+  Object  // an instance: its attributes in keys/items, its class in cls
 };
 
 struct Value;
@@ -60,7 +62,8 @@ struct Value {
   DType dtype = DType::F64;               // DType
   std::shared_ptr<const FunctionDef> fn;  // Func
   std::vector<ValuePtr> defaults;         // Func: one per param (null when none)
-  ValuePtr self;                          // Builtin bound to a tensor (a method)
+  ValuePtr self;  // Builtin bound to a tensor (a method); Func bound to an Object (a method)
+  ValuePtr cls;   // Object: its Class
 };
 
 ValuePtr make_none();
@@ -203,6 +206,28 @@ class Elab {
   int64_t to_const_int(const ValuePtr& v, SourceLoc loc, const std::string& what);
   std::optional<DType> to_dtype(const ValuePtr& v, SourceLoc loc);
   bool truthy(const ValuePtr& v, SourceLoc loc);
+
+  // ---- model classes, inlined like helpers (elab_classes.cpp)
+  void define_class(const ClassDef& c);
+  ValuePtr construct(const ValuePtr& cls, const CallArgs& args, SourceLoc loc);
+  ValuePtr call_object(const ValuePtr& obj, const CallArgs& args, SourceLoc loc);
+  ValuePtr call_bound(const Value& method, const CallArgs& args, SourceLoc loc);
+  ValuePtr member(const ValuePtr& base, const std::string& name, SourceLoc loc);
+  void assign_attribute(const Expr& target, const ValuePtr& v);
+  // Each method C.m but __init__ as an entry of its own: the constructor's parameters
+  // without defaults, then the method's, and a body `return C(...).m(...)`.
+  void add_class_entries(std::vector<const FunctionDef*>& funcs,
+                         std::vector<const FunctionDef*>& candidates);
+  // Located errors for a class entry whose constructor cannot be a kernel's inputs.
+  void check_class_entry(const FunctionDef& entry) const;
+  std::vector<Value*> constructing_;  // objects whose __init__ is running
+  struct ClassEntry {
+    std::shared_ptr<FunctionDef> entry;
+    const ClassDef* cls;
+    const FunctionDef* init;  // null when the class has no __init__
+    const FunctionDef* method;
+  };
+  std::vector<ClassEntry> class_entries_;
 
   const Module& module_;
   const SpecOptions& options_;

@@ -24,7 +24,8 @@ std::string describe(const ir::Node& n) {
     case ir::OpKind::Convert: what = "a conversion to float64"; break;
     default: what = std::string("a float64 ") + ir::op_name(n.kind); break;
   }
-  if (n.loc.valid()) what += " at line " + std::to_string(n.loc.line) + ":" + std::to_string(n.loc.col);
+  if (n.loc.valid())
+    what += " at line " + std::to_string(n.loc.line) + ":" + std::to_string(n.loc.col);
   return what;
 }
 

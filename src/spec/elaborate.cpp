@@ -83,6 +83,8 @@ std::string kind_name(const Value& v) {
     case Kind::Module: return "module '" + v.s + "'";
     case Kind::Func: return "function '" + v.s + "'";
     case Kind::Builtin: return "function '" + v.s + "'";
+    case Kind::Class: return "class '" + v.s + "'";
+    case Kind::Object: return "a '" + v.s + "' object";
   }
   return "a value";
 }
@@ -210,6 +212,7 @@ void Elab::run_module() {
         globals_[s.function->name] = f;
         break;
       }
+      case StmtKind::Class: define_class(*s.cls); break;
       case StmtKind::Return: fail(s.loc, "'return' outside a function");
       default: {
         bool returned = false;
@@ -231,6 +234,7 @@ ir::Graph Elab::run() {
       funcs.push_back(sp->function.get());
       if (fully_annotated(*sp->function)) candidates.push_back(sp->function.get());
     }
+  add_class_entries(funcs, candidates);
   auto names = [](const std::vector<const FunctionDef*>& fs) {
     std::string s;
     for (auto* f : fs) s += (s.empty() ? "" : ", ") + f->name;
@@ -268,6 +272,7 @@ ir::Graph Elab::run() {
          "ambiguous entry: functions " + names(candidates) + " are all annotated",
          "choose one with --entry NAME, or remove the annotations from the helpers");
   }
+  check_class_entry(*entry);
   for (auto& p : entry->params)
     if (!p.annotation)
       fail(p.loc, "entry '" + entry->name + "' needs annotations on every parameter and the return",
@@ -418,6 +423,8 @@ void Elab::exec(const Stmt& s, ValuePtr* ret, bool* returned) {
     case StmtKind::Def:
       fail(s.loc, "nested function definitions are not supported in a spec",
            "define helpers at module level");
+    case StmtKind::Class:
+      fail(s.loc, "a class inside a function is not supported", "define it at module level");
     case StmtKind::Import:
     case StmtKind::ImportFrom:
       fail(s.loc, "imports inside a function are not supported",
@@ -464,7 +471,7 @@ void Elab::assign(const ExprPtr& target, const ValuePtr& v) {
     case ExprKind::Subscript:
       fail(target->loc, "item assignment is not supported in a spec",
            "arrays are immutable here: build the value with np.where, np.concatenate or slicing");
-    case ExprKind::Attribute: fail(target->loc, "attribute assignment is not supported in a spec");
+    case ExprKind::Attribute: assign_attribute(*target, v); return;
     default: fail(target->loc, "cannot assign to this expression");
   }
 }
@@ -473,6 +480,9 @@ void Elab::assign(const ExprPtr& target, const ValuePtr& v) {
 
 ValuePtr Elab::call_value(const ValuePtr& fn, const CallArgs& args, SourceLoc loc,
                           const std::string& shown) {
+  if (fn->kind == Kind::Func && fn->self) return call_bound(*fn, args, loc);
+  if (fn->kind == Kind::Class) return construct(fn, args, loc);
+  if (fn->kind == Kind::Object) return call_object(fn, args, loc);
   if (fn->kind == Kind::Func) return call_function(*fn, args, loc);
   if (fn->kind == Kind::Builtin) return call_builtin(*fn, args, loc);
   if (fn->kind == Kind::DType) {
@@ -601,6 +611,8 @@ ValuePtr Elab::eval_inner(const Expr& e) {
     }
     case ExprKind::Attribute: {
       ValuePtr base = eval(e.value);
+      if (base->kind == Kind::Object || base->kind == Kind::Class)
+        return member(base, e.name, e.op_loc.valid() ? e.op_loc : e.loc);
       std::string shown = e.name;
       if (e.value->kind == ExprKind::Name)
         shown = e.value->name + "." + e.name;

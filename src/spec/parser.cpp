@@ -29,8 +29,6 @@ const Rejection kRejected[] = {
     {"while", "loops are not supported", kLoopHint},
     {"break", "loops are not supported ('break')", kLoopHint},
     {"continue", "loops are not supported ('continue')", kLoopHint},
-    {"class", "classes are not supported in a spec",
-     "write the computation as functions at module level"},
     {"lambda", "lambda expressions are not supported",
      "define a helper function with def at module level and call it"},
     {"with", "'with' statements are not supported",
@@ -142,6 +140,10 @@ void Parser::parse_statement(std::vector<StmtPtr>& body, bool in_function) {
     body.push_back(parse_def());
     return;
   }
+  if (is_kw(t, "class")) {
+    body.push_back(parse_class());
+    return;
+  }
   if (is_kw(t, "if")) {
     if (!is_main_guard())
       fail(t.loc, "module-level 'if' is not supported",
@@ -164,6 +166,8 @@ void Parser::check_compound_start(const Token& t, bool in_function) const {
          "remove the decorator line; spec functions are plain functions");
   if (in_function && is_kw(t, "def"))
     fail(t.loc, "nested function definitions are not supported", "define helpers at module level");
+  if (in_function && is_kw(t, "class"))
+    fail(t.loc, "a class inside a function is not supported", "define the class at module level");
   if (in_function && is_kw(t, "if"))
     fail(t.loc, "data-dependent control flow is not supported", "use np.where(cond, a, b)");
 }
@@ -213,7 +217,7 @@ StmtPtr Parser::parse_simple(bool in_function) {
   SourceLoc loc = t.loc;
   if (const Rejection* r = rejection_for(t)) reject(*r, loc);
   check_compound_start(t, in_function);
-  if (is_kw(t, "def") || is_kw(t, "if"))
+  if (is_kw(t, "def") || is_kw(t, "if") || is_kw(t, "class"))
     fail(loc, "'" + t.text + "' must start its own line", "put it on a new line");
   if (is_kw(t, "pass")) {
     take();

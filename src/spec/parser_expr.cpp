@@ -189,6 +189,7 @@ ExprPtr Parser::parse_primary() {
       take();
       auto a = make(ExprKind::Attribute, e->loc);
       a->value = e;
+      a->op_loc = tok().loc;
       a->name = expect_name("an attribute name after '.'").text;
       e = a;
     } else if (at_op("(")) {

@@ -104,6 +104,11 @@ class Parser {
   void parse_params(FunctionDef& fn);
   void parse_block(std::vector<StmtPtr>& body);
 
+  // ---- classes (parser_class.cpp) -----------------------------------------------
+
+  StmtPtr parse_class();
+  void parse_class_body(ClassDef& cls);
+
   // ---- expressions (parser_expr.cpp) ---------------------------------------------
 
   bool starts_expression() const;

@@ -135,9 +135,42 @@ def _exec_spec(path: Path, module_name: str) -> dict:
     return ns
 
 
+def _kernel_params(f: types.FunctionType) -> list[str]:
+    """A method's parameters after self without defaults (a default is held constant)."""
+    names = f.__code__.co_varnames[1:f.__code__.co_argcount]
+    return list(names[:len(names) - len(f.__defaults__ or ())])
+
+
+def _class_entries(cls: type, ns: dict) -> list[types.FunctionType]:
+    """Each fully annotated method C.m as ollie sees it: a function of the constructor's
+    parameters, then the method's, that builds the object and calls the method."""
+    init = vars(cls).get("__init__")
+    ctor = _kernel_params(init) if isinstance(init, types.FunctionType) else []
+    entries = []
+    for name, method in vars(cls).items():
+        if name == "__init__" or not isinstance(method, types.FunctionType):
+            continue
+        own = _kernel_params(method)
+        if not own or not all(isinstance(method.__annotations__.get(p), str) for p in own):
+            continue
+        kw = lambda ps: ", ".join(f"{p}={p}" for p in ps)  # noqa: E731
+        src = f"def entry({', '.join(ctor + own)}):\n    return _cls({kw(ctor)}).{name}({kw(own)})\n"
+        scope = {**ns, "_cls": cls}
+        exec(src, scope)
+        fn = scope["entry"]
+        fn.__name__ = f"{cls.__name__}.{name}"
+        fn.__annotations__ = {**{p: init.__annotations__.get(p) for p in ctor},
+                              **method.__annotations__}
+        entries.append(fn)
+    return entries
+
+
 def _find_entry(path: Path, ns: dict) -> types.FunctionType:
     candidates = []
-    for value in ns.values():
+    for value in list(ns.values()):
+        if isinstance(value, type) and value.__module__ == ns["__name__"]:
+            candidates += _class_entries(value, ns)
+            continue
         if not isinstance(value, types.FunctionType) or value.__code__.co_filename != str(path):
             continue
         params = value.__code__.co_varnames[:value.__code__.co_argcount]

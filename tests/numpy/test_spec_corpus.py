@@ -68,6 +68,8 @@ CORPUS = {
     "dim_relations": ([dict(T=1, H=3, HD=2), dict(T=3, H=1, HD=5)], ("normal", "uniform")),
     "dim_const_heads": ([dict(T=1, HD=3, KVH=1), dict(T=4, HD=1, KVH=3)], ("normal", "uniform")),
     "hvstack_array_split": ([dict(M=1, N=7, K=3), dict(M=3, N=5, K=1)], ("normal", "uniform")),
+    "class_rmsnorm": ([dict(T=1, D=7), dict(T=3, D=2)], ("normal", "uniform")),
+    "class_llama": ([dict(B=1, L=1, D=8, KV=4, F=3), dict(B=2, L=5, D=16, KV=8, F=7)], ("normal", "uniform")),
 }
 
 _CACHE = {}

@@ -311,9 +311,9 @@ TEST(ParserErrors, ModuleLevelIf) {
   expect_error({"import sys\nif sys.argv:\n    pass\n", 2, 1, "module-level 'if'", "__main__"});
 }
 
-TEST(ParserErrors, Class) {
-  expect_error(
-      {"class A:\n    pass\n", 1, 1, "classes are not supported", "functions at module level"});
+TEST(ParserErrors, ClassInheritance) {
+  expect_error({"class A(B):\n    pass\n", 1, 9, "class inheritance is not supported",
+                "without a base class"});
 }
 
 TEST(ParserErrors, Lambda) {
