@@ -40,6 +40,18 @@ enum class ExprKind {
   BoolOp,   // items joined by op "and" / "or"
   IfExp,    // items[0] if items[1] else items[2]
   Starred,  // *value (in calls and tuple displays)
+  Lambda,   // lambda params: body; function holds the params and a body of one Return
+  ListComp,  // [value for ... in ... if ...]; also a generator expression (read as a list)
+  FString,   // f"..": items are the parts, String literals and formatted expressions
+};
+
+struct FunctionDef;
+
+// One `for target in iter if cond ...` clause of a comprehension.
+struct ComprehensionFor {
+  ExprPtr target;
+  ExprPtr iter;
+  std::vector<ExprPtr> conditions;
 };
 
 struct Keyword {
@@ -66,6 +78,8 @@ struct Expr {
                                // BoolOp, IfExp, Dict values
   std::vector<ExprPtr> keys;   // Dict keys
   std::vector<Keyword> keywords;  // Call
+  std::shared_ptr<const FunctionDef> function;   // Lambda
+  std::vector<ComprehensionFor> comprehension;  // ListComp
 };
 
 struct Param {
@@ -96,6 +110,8 @@ enum class StmtKind {
   ImportFrom,  // from module import x as y: names[i] = ("x", "y" or "")
   Pass,
   Assert,  // value, message (may be null)
+  For,     // for targets[0] in value: body (unrolled by the elaborator)
+  If,      // if value: body else: orelse (an `elif` is an If alone in orelse)
 };
 
 struct Stmt {
@@ -109,6 +125,7 @@ struct Stmt {
   std::shared_ptr<const FunctionDef> function;             // Def
   std::string module;                                      // ImportFrom
   std::vector<std::pair<std::string, std::string>> names;  // Import, ImportFrom
+  std::vector<StmtPtr> body, orelse;                       // For, If
 };
 
 // A parsed spec file. The module-level `if __name__ == "__main__":` block is

@@ -61,6 +61,8 @@ struct Value {
   std::shared_ptr<const FunctionDef> fn;  // Func
   std::vector<ValuePtr> defaults;         // Func: one per param (null when none)
   ValuePtr self;                          // Builtin bound to a tensor (a method)
+  // Func made by a lambda: the locals it saw where it was written (read when it is called).
+  std::shared_ptr<const std::map<std::string, ValuePtr>> closure;
 };
 
 ValuePtr make_none();
@@ -198,15 +200,37 @@ class Elab {
   Scope globals_;
   Scope* locals_ = nullptr;  // null at module level
   std::vector<const FunctionDef*> call_stack_;
+  std::vector<SourceLoc> call_sites_;  // where each call_stack_ entry after the first was called
   int depth_ = 0;
   bool in_entry_ = false;  // tensors may only be built inside the entry
   SourceLoc last_loc_;
+  SourceLoc return_loc_;  // the value of the last `return` executed
 
  private:
   void run_module();
   void exec_body(const std::vector<StmtPtr>& body, ValuePtr* ret);
   void exec(const Stmt& s, ValuePtr* ret, bool* returned);
   void assign(const ExprPtr& target, const ValuePtr& v);
+  // The call chain of the helper an error is in: " (in linear, called from mha at f.py:4:9)".
+  std::string call_context() const;
+
+  // ---- Python-level structure evaluated here (elab_statements.cpp)
+  void exec_block(const std::vector<StmtPtr>& body, ValuePtr* ret, bool* returned);
+  void exec_for(const Stmt& s, ValuePtr* ret, bool* returned);
+  void exec_if(const Stmt& s, ValuePtr* ret, bool* returned);
+  // The items of a static sequence a loop or comprehension walks (tuple, list, dict keys).
+  std::vector<ValuePtr> static_items(const ValuePtr& v, SourceLoc loc, const std::string& what);
+  // `name[index] = v`: a functional update that rebinds the name.
+  void assign_item(const Expr& target, const ValuePtr& v);
+  void check_fits(ValueId value, const Shape& region, SourceLoc loc);
+  ValueId update_region(ValueId base, const std::vector<std::pair<DimExpr, DimExpr>>& region,
+                        size_t axis, ValueId value, SourceLoc loc);
+  // Static lists and lambdas (elab_lists.cpp)
+  ValuePtr eval_list_comp(const Expr& e);
+  void comprehend(const Expr& e, size_t clause, std::vector<ValuePtr>& out);
+  ValuePtr make_lambda(const Expr& e);
+  ValuePtr eval_fstring(const Expr& e);
+  void add_kwargs(const ValuePtr& dict, SourceLoc loc, CallArgs& args);
   ValuePtr call_function(const Value& fn, const CallArgs& args, SourceLoc loc);
   ValuePtr eval_inner(const Expr& e);
   ValuePtr lookup(const std::string& name, SourceLoc loc);
@@ -227,6 +251,13 @@ class Elab {
   ValuePtr py_min_max(const BuiltinCall& c);
   ValuePtr py_abs(const BuiltinCall& c);
   ValuePtr py_unsupported(const BuiltinCall& c);
+  static void add_static_builtins(BuiltinTable& t);
+  ValuePtr py_zip(const BuiltinCall& c);
+  ValuePtr py_enumerate(const BuiltinCall& c);
+  ValuePtr py_map(const BuiltinCall& c);
+  ValuePtr py_reversed(const BuiltinCall& c);
+  ValuePtr dict_method(const BuiltinCall& c);
+  ValuePtr np_hvstack(const BuiltinCall& c);
   ValuePtr math_func(const BuiltinCall& c);
   ValuePtr dtype_cast(const BuiltinCall& c);
   // numpy elementwise functions, reductions and contractions (elab_elementwise.cpp)

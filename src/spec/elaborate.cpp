@@ -182,10 +182,18 @@ Annotation parse_annotation(const Elab& el, const Expr& e) {
   return ann;
 }
 
+// An entry parameter held constant: a default and no array annotation (`n_head: int = 12`).
+bool held_constant(const Param& p) {
+  return p.default_value && (!p.annotation || p.annotation->kind != ExprKind::String);
+}
+
 bool fully_annotated(const FunctionDef& f) {
-  for (auto& p : f.params)
-    if (!p.annotation) return false;
-  return !f.params.empty() || f.returns;
+  bool any = f.returns != nullptr;
+  for (auto& p : f.params) {
+    if (!p.annotation && !held_constant(p)) return false;
+    any = any || p.annotation;
+  }
+  return any;
 }
 
 std::string example_annotations(const FunctionDef& f) {
@@ -205,7 +213,27 @@ Elab::Elab(const Module& module, const SpecOptions& options)
     : module_(module), options_(options), builder_(graph_) {}
 
 void Elab::fail(SourceLoc loc, const std::string& message, const std::string& hint) const {
-  throw SpecError(module_.file, module_.source, loc.valid() ? loc : last_loc_, message, hint);
+  throw SpecError(module_.file, module_.source, loc.valid() ? loc : last_loc_,
+                  message + call_context(), hint);
+}
+
+std::string Elab::call_context() const {
+  // call_stack_ holds the entry first while elaborating it; call_sites_ one entry per helper.
+  size_t first_helper = call_stack_.size() - call_sites_.size();
+  std::string s;
+  for (size_t i = call_stack_.size(); i-- > first_helper;) {
+    if (call_stack_.size() - i > 3) {
+      s += "; ...";
+      break;
+    }
+    const std::string& name = call_stack_[i]->name;
+    SourceLoc at = call_sites_[i - first_helper];
+    s += std::string(s.empty() ? " (in " : "; in ") +
+         (name == "<lambda>" ? std::string("a lambda") : name) + ", called from " +
+         (i > 0 ? call_stack_[i - 1]->name : std::string("module level")) + " at " +
+         module_.file + ":" + std::to_string(at.line) + ":" + std::to_string(at.col);
+  }
+  return s.empty() ? "" : s + ")";
 }
 
 std::string Elab::type_str(ValueId id) const {
@@ -246,7 +274,8 @@ ValuePtr Elab::lookup(const std::string& name, SourceLoc loc) {
   if (auto it = globals_.find(name); it != globals_.end()) return it->second;
   static const std::set<std::string> kBuiltins = {"len",   "float", "int",   "bool", "range",
                                                   "tuple", "list",  "min",   "max",  "abs",
-                                                  "print", "sum",   "round", "pow",  "dict"};
+                                                  "print", "sum",   "round", "pow",  "dict",
+                                                  "zip",   "enumerate", "map", "reversed"};
   if (kBuiltins.count(name)) return make_named(Kind::Builtin, name);
   if (name == "numpy" || name == "np" || name == "math")
     fail(loc, "name '" + name + "' is not defined",
@@ -359,21 +388,32 @@ ir::Graph Elab::run() {
          "choose one with --entry NAME, or remove the annotations from the helpers");
   }
   for (auto& p : entry->params)
-    if (!p.annotation)
+    if (!p.annotation && !held_constant(p))
       fail(p.loc, "entry '" + entry->name + "' needs annotations on every parameter and the return",
            "write " + example_annotations(*entry));
   if (!entry->returns)
     fail(entry->name_loc, "entry '" + entry->name + "' needs a return annotation",
          "write -> \"f32[M, N]\" after the parameters");
-  for (auto& p : entry->params)
+  std::vector<const Param*> arrays;
+  for (auto& p : entry->params) {
+    if (held_constant(p)) continue;
     if (p.keyword_only || p.default_value)
-      fail(p.loc, "entry parameter '" + p.name + "' may not have a default or be keyword-only");
+      fail(p.loc, "entry parameter '" + p.name + "' may not have a default or be keyword-only",
+           "an array parameter is a kernel input; a Python scalar parameter with a default (n: int "
+           "= 12) is held constant");
+    if (p.annotation->kind != ExprKind::String)
+      fail(p.annotation->loc,
+           "entry parameter '" + p.name + "' is a Python value without a default",
+           "give it a default, which is held constant (n: int = 12), or annotate an array "
+           "(\"f32[M, K]\")");
+    arrays.push_back(&p);
+  }
 
   // Annotations, dims and their bindings.
   graph_.entry = entry->name;
   std::vector<std::pair<Annotation, const Expr*>> params_ann, result_ann;
-  for (auto& p : entry->params)
-    params_ann.push_back({parse_annotation(*this, *p.annotation), p.annotation.get()});
+  for (auto* p : arrays)
+    params_ann.push_back({parse_annotation(*this, *p->annotation), p->annotation.get()});
   if (entry->returns->kind == ExprKind::Tuple) {
     if (entry->returns->items.empty())
       fail(entry->returns->loc, "the return annotation names no outputs", kAnnHint);
@@ -435,8 +475,10 @@ ir::Graph Elab::run() {
   // Inputs and the body.
   Scope scope;
   in_entry_ = true;
-  for (size_t i = 0; i < entry->params.size(); ++i) {
-    const auto& p = entry->params[i];
+  for (auto& p : entry->params)
+    if (held_constant(p)) scope[p.name] = eval(p.default_value);
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    const auto& p = *arrays[i];
     Shape s = to_shape(params_ann[i].first);
     check_shape(s, p.loc);
     graph_.params.push_back({p.name, params_ann[i].first.dtype, s});
@@ -447,13 +489,10 @@ ir::Graph Elab::run() {
   locals_ = &scope;
   call_stack_.push_back(entry);
   ValuePtr ret;
-  SourceLoc ret_loc = entry->name_loc;
-  for (auto& st : entry->body) {
-    if (st->kind == StmtKind::Return) ret_loc = st->value ? st->value->loc : st->loc;
-    bool returned = false;
-    exec(*st, &ret, &returned);
-    if (returned) break;
-  }
+  bool returned = false;
+  return_loc_ = {};
+  exec_block(entry->body, &ret, &returned);
+  SourceLoc ret_loc = return_loc_.valid() ? return_loc_ : entry->name_loc;
   if (!ret)
     fail(entry->name_loc, "entry '" + entry->name + "' does not return a value",
          "end it with `return ...`");
@@ -533,8 +572,15 @@ void Elab::exec(const Stmt& s, ValuePtr* ret, bool* returned) {
       assign(s.targets.at(0), eval(s.value));
       return;
     }
+    case StmtKind::For: return exec_for(s, ret, returned);
+    case StmtKind::If: return exec_if(s, ret, returned);
     case StmtKind::AugAssign: {
       const ExprPtr& t = s.targets.at(0);
+      if (t->kind == ExprKind::Subscript) {
+        ValuePtr cur = eval(t);
+        assign_item(*t, binary(s.op, cur, eval(s.value), s.loc));
+        return;
+      }
       if (t->kind != ExprKind::Name)
         fail(t->loc,
              "augmented assignment to " +
@@ -549,6 +595,7 @@ void Elab::exec(const Stmt& s, ValuePtr* ret, bool* returned) {
     case StmtKind::Return: {
       if (!ret) fail(s.loc, "'return' outside a function");
       *ret = s.value ? eval(s.value) : make_none();
+      return_loc_ = s.value ? s.value->loc : s.loc;
       *returned = true;
       return;
     }
@@ -605,9 +652,7 @@ void Elab::assign(const ExprPtr& target, const ValuePtr& v) {
       for (size_t i = 0; i < items.size(); ++i) assign(target->items[i], items[i]);
       return;
     }
-    case ExprKind::Subscript:
-      fail(target->loc, "item assignment is not supported in a spec",
-           "arrays are immutable here: build the value with np.where, np.concatenate or slicing");
+    case ExprKind::Subscript: return assign_item(*target, v);
     case ExprKind::Attribute: fail(target->loc, "attribute assignment is not supported in a spec");
     default: fail(target->loc, "cannot assign to this expression");
   }
@@ -638,6 +683,7 @@ ValuePtr Elab::call_function(const Value& fn, const CallArgs& args, SourceLoc lo
            "write the computation without recursion");
   if (call_stack_.size() > 64) fail(loc, "helpers nested too deeply");
   Scope scope;
+  if (fn.closure) scope = *fn.closure;
   size_t npos = 0;
   for (auto& p : f.params) npos += p.keyword_only ? 0 : 1;
   if (args.pos.size() > npos)
@@ -645,8 +691,12 @@ ValuePtr Elab::call_function(const Value& fn, const CallArgs& args, SourceLoc lo
                   (npos == 1 ? "" : "s") + " but " + std::to_string(args.pos.size()) +
                   " were given");
   size_t k = 0;
+  std::set<std::string> bound;
   for (size_t i = 0; i < f.params.size() && k < args.pos.size(); ++i)
-    if (!f.params[i].keyword_only) scope[f.params[i].name] = args.pos[k++];
+    if (!f.params[i].keyword_only) {
+      scope[f.params[i].name] = args.pos[k++];
+      bound.insert(f.params[i].name);
+    }
   for (size_t j = 0; j < args.kw.size(); ++j) {
     // Plain references, not a structured binding: clang 14 cannot capture bindings in lambdas.
     const std::string& name = args.kw[j].first;
@@ -655,12 +705,13 @@ ValuePtr Elab::call_function(const Value& fn, const CallArgs& args, SourceLoc lo
                            [&](const Param& p) { return p.name == name; });
     if (it == f.params.end())
       fail(args.kw_loc[j], f.name + "() got an unexpected keyword argument '" + name + "'");
-    if (scope.count(name))
+    if (bound.count(name))
       fail(args.kw_loc[j], f.name + "() got multiple values for argument '" + name + "'");
     scope[name] = v;
+    bound.insert(name);
   }
   for (size_t i = 0; i < f.params.size(); ++i) {
-    if (scope.count(f.params[i].name)) continue;
+    if (bound.count(f.params[i].name)) continue;
     if (i < fn.defaults.size() && fn.defaults[i])
       scope[f.params[i].name] = fn.defaults[i];
     else
@@ -669,12 +720,11 @@ ValuePtr Elab::call_function(const Value& fn, const CallArgs& args, SourceLoc lo
   Scope* saved = locals_;
   locals_ = &scope;
   call_stack_.push_back(&f);
+  call_sites_.push_back(loc);
   ValuePtr ret;
-  for (auto& st : f.body) {
-    bool returned = false;
-    exec(*st, &ret, &returned);
-    if (returned) break;
-  }
+  bool returned = false;
+  exec_block(f.body, &ret, &returned);
+  call_sites_.pop_back();
   call_stack_.pop_back();
   locals_ = saved;
   return ret ? ret : make_none();
@@ -772,9 +822,10 @@ ValuePtr Elab::eval_inner(const Expr& e) {
         }
       }
       for (auto& k : e.keywords) {
-        if (k.name.empty())
-          fail(k.loc, "**kwargs in a call is not supported in a spec",
-               "pass keyword arguments by name");
+        if (k.name.empty()) {
+          add_kwargs(eval(k.value), k.loc, args);
+          continue;
+        }
         args.kw.push_back({k.name, eval(k.value)});
         args.kw_loc.push_back(k.loc);
       }
@@ -849,6 +900,9 @@ ValuePtr Elab::eval_inner(const Expr& e) {
       return truthy(c, e.items[1]->loc) ? eval(e.items[0]) : eval(e.items[2]);
     }
     case ExprKind::Starred: fail(e.loc, "*expression is only allowed in calls and tuple displays");
+    case ExprKind::Lambda: return make_lambda(e);
+    case ExprKind::ListComp: return eval_list_comp(e);
+    case ExprKind::FString: return eval_fstring(e);
   }
   fail(e.loc, "unsupported expression");
 }
