@@ -66,7 +66,7 @@ CORPUS = {
     "scalar_outputs": ([dict(N=1), dict(N=7)], ("normal", "uniform")),
     "mixed_edges": ([dict(M=1, N=7), dict(M=3, N=2)], ("normal", "uniform")),
     "static_loops": ([dict(M=1, N=7), dict(M=3, N=2)], ("normal", "uniform")),
-    "static_lists": ([dict(M=4, N=2), dict(M=5, N=8)], ("normal", "uniform")),
+    "static_lists": ([dict(M=4, N=4), dict(M=5, N=8)], ("normal", "uniform")),
     "kwargs_dicts": ([dict(M=1, N=7), dict(M=3, N=2)], ("normal", "uniform")),
     "scalar_params": ([dict(T=1, D=2), dict(T=5, D=6)], ("normal", "uniform")),
     "item_assign": ([dict(B=2, S=5, D=1), dict(B=3, S=9, D=3)], ("normal", "uniform")),
