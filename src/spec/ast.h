@@ -77,8 +77,8 @@ struct Expr {
   std::vector<ExprPtr> items;  // Tuple, List, Call args, Subscript indices, Compare operands,
                                // BoolOp, IfExp, Dict values
   std::vector<ExprPtr> keys;   // Dict keys
-  std::vector<Keyword> keywords;  // Call
-  std::shared_ptr<const FunctionDef> function;   // Lambda
+  std::vector<Keyword> keywords;                // Call
+  std::shared_ptr<const FunctionDef> function;  // Lambda
   std::vector<ComprehensionFor> comprehension;  // ListComp
 };
 

@@ -82,8 +82,9 @@ ValuePtr Elab::py_range(const BuiltinCall& c) {
   int64_t lo = 0, hi, st = 1;
   for (auto& v : a)
     if (v && v->kind == Kind::Int && !v->i.is_constant())
-      fail(loc, "range() over the dim expression " + v->i.str() +
-                    ": a loop is unrolled, so its count must be a constant",
+      fail(loc,
+           "range() over the dim expression " + v->i.str() +
+               ": a loop is unrolled, so its count must be a constant",
            "use a constant count (a module constant, or a literal size in the annotation such as "
            "\"f32[12, D]\"), or vectorize over that axis");
   if (!a[1])

@@ -52,8 +52,9 @@ void Elab::comprehend(const Expr& e, size_t clause, std::vector<ValuePtr>& out) 
     for (auto& cond : c.conditions) {
       ValuePtr v = eval(cond);
       if (v->kind == Kind::Tensor && !v->weak)
-        fail(cond->loc, "a comprehension's `if` on an array would make the list's length depend "
-                        "on the data",
+        fail(cond->loc,
+             "a comprehension's `if` on an array would make the list's length depend "
+             "on the data",
              "filter on Python values (indices, constants, dims), or keep every item and select "
              "with np.where");
       keep = keep && truthy(v, cond->loc);

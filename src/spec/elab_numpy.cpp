@@ -21,8 +21,9 @@ const std::set<std::string> kNumpyFuncs = {
     "ones_like",   "full_like",   "tri",         "triu",        "tril",         "arange",
     "asarray",     "array",       "add",         "subtract",    "multiply",     "divide",
     "true_divide", "power",       "logical_and", "logical_or",  "logical_not",  "equal",
-    "not_equal",   "less",        "less_equal",  "greater",     "greater_equal", "hstack",
-    "vstack"};
+    "not_equal",   "less",        "less_equal",  "greater",     "greater_equal"};
+// Joining functions of static lists (elab_lists.cpp), apart to keep the table above stable.
+const std::set<std::string> kListFuncs = {"hstack", "vstack"};
 const std::set<std::string> kDataDependent = {"nonzero",     "unique",  "argwhere",
                                               "flatnonzero", "extract", "compress"};
 const std::set<std::string> kMethods = {"reshape", "transpose", "swapaxes", "sum",     "max",
@@ -84,7 +85,8 @@ ValuePtr Elab::attribute(const ValuePtr& base, const std::string& name, SourceLo
                  " returns a size that depends on the values; the shape of every value must follow "
                  "from the dims",
              "use np.where(mask, x, 0) to keep the shape");
-      if (kNumpyFuncs.count(name)) return make_named(Kind::Builtin, "np." + name);
+      if (kNumpyFuncs.count(name) || kListFuncs.count(name))
+        return make_named(Kind::Builtin, "np." + name);
       fail(loc, "np." + name + " is not supported in a spec", kSupportedHint);
     }
     if (m == "math") {
@@ -124,8 +126,8 @@ ValuePtr Elab::attribute(const ValuePtr& base, const std::string& name, SourceLo
          "max min mean var std squeeze astype");
   }
   if (base->kind == Kind::DType && name == "type") return base;
-  if (base->kind == Kind::Dict && (name == "get" || name == "keys" || name == "values" ||
-                                   name == "items"))
+  if (base->kind == Kind::Dict &&
+      (name == "get" || name == "keys" || name == "values" || name == "items"))
     return make_named(Kind::Builtin, "dict." + name, base);
   fail(loc, kind_name(*base) + " has no attribute '" + name + "' in a spec (" + shown + ")");
 }

@@ -41,8 +41,8 @@ std::vector<ValuePtr> Elab::static_items(const ValuePtr& v, SourceLoc loc,
       auto n = s[0].as_constant();
       if (!n || static_cast<size_t>(*n) > kMaxItems)
         fail(loc,
-             "cannot " + what + " over an array of type " + type_str(v->t) +
-                 ": its length " + s[0].str() + " is not a constant, so it cannot be unrolled",
+             "cannot " + what + " over an array of type " + type_str(v->t) + ": its length " +
+                 s[0].str() + " is not a constant, so it cannot be unrolled",
              "vectorize over that axis (broadcasting, np.einsum), or loop over range(n) with a "
              "constant n");
       std::vector<ValuePtr> rows;
@@ -97,7 +97,8 @@ void Elab::assign_item(const Expr& target, const ValuePtr& v) {
       if (k < -n || k >= n) fail(loc, "list assignment index out of range");
       copy->items[static_cast<size_t>(k < 0 ? k + n : k)] = v;
     } else {
-      if (idx.size() != 1 || idx[0]->kind != Kind::Str) fail(loc, "dict keys are strings in a spec");
+      if (idx.size() != 1 || idx[0]->kind != Kind::Str)
+        fail(loc, "dict keys are strings in a spec");
       auto pos = std::find(copy->keys.begin(), copy->keys.end(), idx[0]->s);
       if (pos == copy->keys.end()) {
         copy->keys.push_back(idx[0]->s);
@@ -190,8 +191,8 @@ void Elab::check_fits(ValueId value, const Shape& region, SourceLoc loc) {
     ok = have == DimExpr::constant(1) || have == want || same_at_bounds(have, want);
   }
   if (!ok)
-    fail(loc, "cannot assign " + type_str(value) + " into a region of shape " +
-                  ir::shape_str(region),
+    fail(loc,
+         "cannot assign " + type_str(value) + " into a region of shape " + ir::shape_str(region),
          "the value must broadcast to the indexed region, as in numpy");
 }
 
@@ -211,14 +212,41 @@ ValueId Elab::update_region(ValueId base, const std::vector<std::pair<DimExpr, D
     return builder_.slice(base, slices, loc);
   };
   bool from_start = lo == DimExpr::constant(0), to_end = hi == d;
-  ValueId middle = from_start && to_end ? base : piece(lo, hi);
-  middle = update_region(middle, region, axis + 1, value, loc);
+  bool rest_whole = true;  // the value covers the region's slab on every later axis
+  for (size_t k = axis + 1; k < region.size(); ++k)
+    rest_whole =
+        rest_whole && region[k].first == DimExpr::constant(0) && region[k].second == shape[k];
+  ValueId middle = rest_whole ? value
+                   : from_start && to_end
+                       ? update_region(base, region, axis + 1, value, loc)
+                       : update_region(piece(lo, hi), region, axis + 1, value, loc);
   std::vector<ValueId> parts;
   if (!from_start && eval_dim(lo, loc) > 0) parts.push_back(piece(DimExpr::constant(0), lo));
   parts.push_back(middle);
   if (!to_end && eval_dim(d - hi, loc) > 0) parts.push_back(piece(hi, d));
   if (parts.size() == 1) return middle;
   return builder_.concat(parts, static_cast<int>(axis), loc);
+}
+
+// ---------------------------------------------------------------------------- call sites
+
+std::string Elab::call_context() const {
+  // call_stack_ holds the entry first while elaborating it; call_sites_ one entry per helper.
+  size_t first_helper = call_stack_.size() - call_sites_.size();
+  std::string s;
+  for (size_t i = call_stack_.size(); i-- > first_helper;) {
+    if (call_stack_.size() - i > 3) {
+      s += "; ...";
+      break;
+    }
+    const std::string& name = call_stack_[i]->name;
+    SourceLoc at = call_sites_[i - first_helper];
+    s += std::string(s.empty() ? " (in " : "; in ") +
+         (name == "<lambda>" ? std::string("a lambda") : name) + ", called from " +
+         (i > 0 ? call_stack_[i - 1]->name : std::string("module level")) + " at " + module_.file +
+         ":" + std::to_string(at.line) + ":" + std::to_string(at.col);
+  }
+  return s.empty() ? "" : s + ")";
 }
 
 }  // namespace ollie::spec::elab

@@ -217,25 +217,6 @@ void Elab::fail(SourceLoc loc, const std::string& message, const std::string& hi
                   message + call_context(), hint);
 }
 
-std::string Elab::call_context() const {
-  // call_stack_ holds the entry first while elaborating it; call_sites_ one entry per helper.
-  size_t first_helper = call_stack_.size() - call_sites_.size();
-  std::string s;
-  for (size_t i = call_stack_.size(); i-- > first_helper;) {
-    if (call_stack_.size() - i > 3) {
-      s += "; ...";
-      break;
-    }
-    const std::string& name = call_stack_[i]->name;
-    SourceLoc at = call_sites_[i - first_helper];
-    s += std::string(s.empty() ? " (in " : "; in ") +
-         (name == "<lambda>" ? std::string("a lambda") : name) + ", called from " +
-         (i > 0 ? call_stack_[i - 1]->name : std::string("module level")) + " at " +
-         module_.file + ":" + std::to_string(at.line) + ":" + std::to_string(at.col);
-  }
-  return s.empty() ? "" : s + ")";
-}
-
 std::string Elab::type_str(ValueId id) const {
   return std::string(ir::dtype_name(node(id).dtype)) + ir::shape_str(node(id).shape);
 }
@@ -274,9 +255,9 @@ ValuePtr Elab::lookup(const std::string& name, SourceLoc loc) {
   if (auto it = globals_.find(name); it != globals_.end()) return it->second;
   static const std::set<std::string> kBuiltins = {"len",   "float", "int",   "bool", "range",
                                                   "tuple", "list",  "min",   "max",  "abs",
-                                                  "print", "sum",   "round", "pow",  "dict",
-                                                  "zip",   "enumerate", "map", "reversed"};
-  if (kBuiltins.count(name)) return make_named(Kind::Builtin, name);
+                                                  "print", "sum",   "round", "pow",  "dict"};
+  static const std::set<std::string> kListBuiltins = {"zip", "enumerate", "map", "reversed"};
+  if (kBuiltins.count(name) || kListBuiltins.count(name)) return make_named(Kind::Builtin, name);
   if (name == "numpy" || name == "np" || name == "math")
     fail(loc, "name '" + name + "' is not defined",
          "add `import " + std::string(name == "math" ? "math" : "numpy as np") + "` at the top");

@@ -301,8 +301,7 @@ ExprPtr Parser::parse_atom() {
     }
     case TokenKind::String: {
       auto e = make(ExprKind::String, loc);
-      if (t.is_fstring && peek(1).kind != TokenKind::String)
-        return parse_fstring(take());
+      if (t.is_fstring && peek(1).kind != TokenKind::String) return parse_fstring(take());
       while (at(TokenKind::String)) {
         const Token& s = take();
         if (s.is_fstring)

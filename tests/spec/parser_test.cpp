@@ -261,7 +261,8 @@ TEST(Parser, LambdasComprehensionsFStrings) {
   EXPECT_EQ(expr("[f(h) for h in hs]"), "(comp (call f h) for h in hs)");
   EXPECT_EQ(expr("[a + b for a, b in zip(x, y) if a > 0 if b for c in z]"),
             "(comp (+ a b) for (tuple a b) in (call zip x y) if (cmp a > 0) if b for c in z)");
-  EXPECT_EQ(expr("np.stack(g(t) for t in ts)"), "(call (. np stack) (comp (call g t) for t in ts))");
+  EXPECT_EQ(expr("np.stack(g(t) for t in ts)"),
+            "(call (. np stack) (comp (call g t) for t in ts))");
   EXPECT_EQ(expr("(t for t in ts)"), "(comp t for t in ts)");
   EXPECT_EQ(expr("f'blocks.{i}.w'"), "(f \"blocks.\" i \".w\")");
   EXPECT_EQ(expr("f'{a + 1}{{x}}'"), "(f (+ a 1) \"{x}\")");

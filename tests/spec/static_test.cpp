@@ -58,22 +58,20 @@ const char* kEntry = "def f(x: \"f32[M, N]\", w: \"f32[3, N]\") -> \"f32[M, N]\"
 // ---------------------------------------------------------------------------- for and if
 
 TEST(Static, ForOverRangeUnrollsWithTheIndexInArithmeticAndIndexing) {
-  auto g = compile(spec(std::string(kEntry) +
-                        "    for i in range(w.shape[0]):\n"
-                        "        x = x + w[i] * (i + 1)\n"
-                        "    return x\n"));
+  auto g = compile(spec(std::string(kEntry) + "    for i in range(w.shape[0]):\n"
+                                              "        x = x + w[i] * (i + 1)\n"
+                                              "    return x\n"));
   EXPECT_EQ(count(g, OpKind::Add), 3);
   EXPECT_EQ(count(g, OpKind::Mul), 3);
   EXPECT_EQ(out_type(g), "f32[M, N]");
 }
 
 TEST(Static, ForOverTupleZipEnumerateAndRows) {
-  auto g = compile(spec(std::string(kEntry) +
-                        "    for a, b in zip((1.0, 2.0), [3.0, 4.0, 5.0]):\n"
-                        "        x = x * a + b\n"
-                        "    for j, row in enumerate(w, start=1):\n"
-                        "        x = x - row * j\n"
-                        "    return x\n"));
+  auto g = compile(spec(std::string(kEntry) + "    for a, b in zip((1.0, 2.0), [3.0, 4.0, 5.0]):\n"
+                                              "        x = x * a + b\n"
+                                              "    for j, row in enumerate(w, start=1):\n"
+                                              "        x = x - row * j\n"
+                                              "    return x\n"));
   EXPECT_EQ(count(g, OpKind::Mul), 2 + 3);  // zip stops at the shorter list
   EXPECT_EQ(count(g, OpKind::Sub), 3);
 }
@@ -95,13 +93,13 @@ TEST(Static, IfElifElseChoosesOneBranchWhileReading) {
 }
 
 TEST(Static, ReturnInsideALoopEndsTheHelper) {
-  auto g = compile(spec(
-      "def first_big(xs, t):\n"
-      "    for v in xs:\n"
-      "        if v > t:\n"
-      "            return v\n"
-      "    return 0.0\n" +
-      std::string(kEntry) + "    return x * first_big((1.0, 5.0, 7.0), 2.0)\n"));
+  auto g =
+      compile(spec("def first_big(xs, t):\n"
+                   "    for v in xs:\n"
+                   "        if v > t:\n"
+                   "            return v\n"
+                   "    return 0.0\n" +
+                   std::string(kEntry) + "    return x * first_big((1.0, 5.0, 7.0), 2.0)\n"));
   bool five = false;
   for (auto& n : g.nodes) five = five || (n.kind == OpKind::Const && n.const_value == 5.0);
   EXPECT_TRUE(five);
@@ -130,14 +128,14 @@ TEST(StaticErrors, ForOverAnIntAndRangeOfADim) {
 }
 
 TEST(StaticErrors, IfOnAnArrayPointsToWhere) {
-  auto e = error_of(
-      spec(std::string(kEntry) + "    if x.sum() > 0:\n        x = -x\n    return x\n"));
+  auto e =
+      error_of(spec(std::string(kEntry) + "    if x.sum() > 0:\n        x = -x\n    return x\n"));
   EXPECT_EQ(e.line, 4);
   EXPECT_EQ(e.col, 8);
   EXPECT_HAS(e.message, "`if` on an array");
   EXPECT_HAS(e.hint, "np.where(cond, a, b)");
-  e = error_of(spec(std::string(kEntry) +
-                    "    if x.shape[0] * 0.5 > 1:\n        x = -x\n    return x\n"));
+  e = error_of(
+      spec(std::string(kEntry) + "    if x.shape[0] * 0.5 > 1:\n        x = -x\n    return x\n"));
   EXPECT_EQ(e.col, 8);
   EXPECT_HAS(e.message, "float computed from dims");
 }
@@ -160,10 +158,9 @@ TEST(Static, ComprehensionsLambdasZipAndMap) {
 }
 
 TEST(Static, LambdaSeesTheLocalsWhereItIsWritten) {
-  auto g = compile(spec(std::string(kEntry) +
-                        "    s = 3.0\n"
-                        "    scale = lambda t: t * s\n"
-                        "    return scale(x)\n"));
+  auto g = compile(spec(std::string(kEntry) + "    s = 3.0\n"
+                                              "    scale = lambda t: t * s\n"
+                                              "    return scale(x)\n"));
   bool three = false;
   for (auto& n : g.nodes) three = three || (n.kind == OpKind::Const && n.const_value == 3.0);
   EXPECT_TRUE(three);
@@ -176,7 +173,8 @@ TEST(Static, VstackMakesRowsOfVectors) {
 }
 
 TEST(StaticErrors, ComprehensionVariablesDoNotLeak) {
-  auto e = error_of(spec(std::string(kEntry) + "    ys = [x for k in range(2)]\n    return x * k\n"));
+  auto e =
+      error_of(spec(std::string(kEntry) + "    ys = [x for k in range(2)]\n    return x * k\n"));
   EXPECT_EQ(e.line, 5);
   EXPECT_EQ(e.col, 16);
   EXPECT_HAS(e.message, "name 'k' is not defined");
@@ -208,15 +206,16 @@ TEST(StaticErrors, HstackOfANonList) {
 // ---------------------------------------------------------------------------- dicts, kwargs
 
 TEST(Static, KwargsFromADictAndFStringKeys) {
-  auto g = compile(spec(
-      "def linear(x, w, b):\n"
-      "    return x @ w + b\n"
-      "def f(x: \"f32[M, N]\", w0: \"f32[N, N]\", w1: \"f32[N, N]\", b: \"f32[N]\") -> \"f32[M, N]\":\n"
-      "    params = {\"h.0.w\": w0, \"h.1.w\": w1}\n"
-      "    for i in range(2):\n"
-      "        c = {\"w\": params[f\"h.{i}.w\"], \"b\": b}\n"
-      "        x = linear(x, **c)\n"
-      "    return x * params.get(\"scale\", 2.0) + len(params.keys())\n"));
+  auto g =
+      compile(spec("def linear(x, w, b):\n"
+                   "    return x @ w + b\n"
+                   "def f(x: \"f32[M, N]\", w0: \"f32[N, N]\", w1: \"f32[N, N]\", b: \"f32[N]\") "
+                   "-> \"f32[M, N]\":\n"
+                   "    params = {\"h.0.w\": w0, \"h.1.w\": w1}\n"
+                   "    for i in range(2):\n"
+                   "        c = {\"w\": params[f\"h.{i}.w\"], \"b\": b}\n"
+                   "        x = linear(x, **c)\n"
+                   "    return x * params.get(\"scale\", 2.0) + len(params.keys())\n"));
   EXPECT_EQ(count(g, OpKind::Contract), 2);
   EXPECT_EQ(out_type(g), "f32[M, N]");
 }
@@ -235,7 +234,8 @@ TEST(StaticErrors, KwargsMisuses) {
 }
 
 TEST(StaticErrors, FStringOfASymbolicDim) {
-  auto e = error_of(spec(std::string(kEntry) + "    d = {'a': x}\n    return d[f'{x.shape[0]}']\n"));
+  auto e =
+      error_of(spec(std::string(kEntry) + "    d = {'a': x}\n    return d[f'{x.shape[0]}']\n"));
   EXPECT_EQ(e.line, 5);
   EXPECT_EQ(e.col, 17);
   EXPECT_HAS(e.message, "dim expression M");
@@ -244,10 +244,10 @@ TEST(StaticErrors, FStringOfASymbolicDim) {
 // ---------------------------------------------------------------------------- scalar params
 
 TEST(Static, ScalarEntryParametersAreHeldConstant) {
-  auto g = compile(
-      spec("def f(x: \"f32[T, D]\", n_head: int = 2, causal=True) -> \"f32[T, D]\":\n"
-           "    hs = np.split(x, n_head, axis=-1)\n"
-           "    return np.hstack([h * 2.0 for h in hs]) if causal else x\n"));
+  auto g =
+      compile(spec("def f(x: \"f32[T, D]\", n_head: int = 2, causal=True) -> \"f32[T, D]\":\n"
+                   "    hs = np.split(x, n_head, axis=-1)\n"
+                   "    return np.hstack([h * 2.0 for h in hs]) if causal else x\n"));
   ASSERT_EQ(g.params.size(), 1u);
   EXPECT_EQ(g.params[0].name, "x");
   EXPECT_EQ(g.inputs.size(), 1u);
@@ -279,12 +279,11 @@ TEST(Static, SliceAssignmentIsAFunctionalUpdate) {
 }
 
 TEST(Static, ListAndDictItemAssignment) {
-  auto g = compile(spec(std::string(kEntry) +
-                        "    parts = [x, x]\n"
-                        "    parts[1] = np.exp(x)\n"
-                        "    d = {}\n"
-                        "    d['k'] = parts[1]\n"
-                        "    return d['k'] + parts[0]\n"));
+  auto g = compile(spec(std::string(kEntry) + "    parts = [x, x]\n"
+                                              "    parts[1] = np.exp(x)\n"
+                                              "    d = {}\n"
+                                              "    d['k'] = parts[1]\n"
+                                              "    return d['k'] + parts[0]\n"));
   EXPECT_EQ(count(g, OpKind::Exp), 1);
 }
 
@@ -309,17 +308,18 @@ TEST(StaticErrors, ItemAssignmentMisuses) {
 // ---------------------------------------------------------------------------- call sites
 
 TEST(StaticErrors, ErrorInAHelperNamesItsCallSite) {
-  auto e = error_of(spec(
-      "def linear(x, w):\n"
-      "    return x @ w\n"
-      "def mha(x, w):\n"
-      "    y = linear(x, w.T)\n"
-      "    return linear(y, w.T)\n" +
-      std::string(kEntry) + "    return mha(x, w)\n"));
+  auto e =
+      error_of(spec("def linear(x, w):\n"
+                    "    return x @ w\n"
+                    "def mha(x, w):\n"
+                    "    y = linear(x, w.T)\n"
+                    "    return linear(y, w.T)\n" +
+                    std::string(kEntry) + "    return mha(x, w)\n"));
   EXPECT_EQ(e.line, 4);
   EXPECT_EQ(e.col, 14);
   EXPECT_HAS(e.message, "matmul");
-  EXPECT_HAS(e.message, "(in linear, called from mha at t.py:7:12; in mha, called from f at t.py:9:12)");
+  EXPECT_HAS(e.message,
+             "(in linear, called from mha at t.py:7:12; in mha, called from f at t.py:9:12)");
 }
 
 }  // namespace
