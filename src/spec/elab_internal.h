@@ -205,6 +205,8 @@ class Elab {
   bool in_entry_ = false;  // tensors may only be built inside the entry
   SourceLoc last_loc_;
   SourceLoc return_loc_;  // the value of the last `return` executed
+  int64_t unrolled_ = 0;  // loop and comprehension iterations so far, bounded in all
+  void count_iteration(SourceLoc loc);
 
  private:
   void run_module();

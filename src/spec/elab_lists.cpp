@@ -47,6 +47,7 @@ void Elab::comprehend(const Expr& e, size_t clause, std::vector<ValuePtr>& out) 
   }
   const ComprehensionFor& c = e.comprehension[clause];
   for (auto& item : static_items(eval(c.iter), c.iter->loc, "iterate a comprehension")) {
+    count_iteration(c.iter->loc);
     assign(c.target, item);
     bool keep = true;
     for (auto& cond : c.conditions) {

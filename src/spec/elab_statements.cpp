@@ -8,6 +8,7 @@ namespace ollie::spec::elab {
 namespace {
 
 constexpr size_t kMaxItems = 4096;
+constexpr int64_t kMaxUnrolled = int64_t{1} << 16;
 
 const char* kArrayIfHint =
     "an `if` is decided while reading the spec, on Python values (constants, dims, shapes); "
@@ -55,12 +56,22 @@ std::vector<ValuePtr> Elab::static_items(const ValuePtr& v, SourceLoc loc,
        "loop over range(n), a list, a tuple, zip(...) or enumerate(...)");
 }
 
+// Nested loops multiply: one budget for the whole spec keeps reading it quick.
+void Elab::count_iteration(SourceLoc loc) {
+  if (++unrolled_ > kMaxUnrolled)
+    fail(loc,
+         "the spec unrolls to more than " + std::to_string(kMaxUnrolled) +
+             " loop and comprehension iterations",
+         "vectorize the inner loops (broadcasting, np.einsum) instead of unrolling them");
+}
+
 void Elab::exec_for(const Stmt& s, ValuePtr* ret, bool* returned) {
   std::vector<ValuePtr> items = static_items(eval(s.value), s.value->loc, "loop");
   if (items.size() > kMaxItems)
     fail(s.value->loc, "loop of " + std::to_string(items.size()) + " iterations is too long",
          "a loop is unrolled; keep it below 4096 iterations or vectorize it");
   for (auto& item : items) {
+    count_iteration(s.value->loc);
     assign(s.targets.at(0), item);
     exec_block(s.body, ret, returned);
     if (*returned) return;

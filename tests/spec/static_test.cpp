@@ -140,6 +140,21 @@ TEST(StaticErrors, IfOnAnArrayPointsToWhere) {
   EXPECT_HAS(e.message, "float computed from dims");
 }
 
+TEST(StaticErrors, NestedLoopsHaveOneBudget) {
+  auto e = error_of(spec(std::string(kEntry) + "    for i in range(300):\n"
+                                               "        for j in range(300):\n"
+                                               "            pass\n"
+                                               "    return x\n"));
+  EXPECT_EQ(e.line, 5);
+  EXPECT_EQ(e.col, 18);
+  EXPECT_HAS(e.message, "more than 65536 loop and comprehension iterations");
+  e = error_of(spec(std::string(kEntry) +
+                    "    ys = [0 for i in range(300) for j in range(300) if i < 0]\n"
+                    "    return x\n"));
+  EXPECT_EQ(e.col, 42);
+  EXPECT_HAS(e.message, "more than 65536");
+}
+
 // ---------------------------------------------------------------------------- static lists
 
 TEST(Static, ComprehensionsLambdasZipAndMap) {
