@@ -43,6 +43,7 @@ enum class ExprKind {
   Lambda,   // lambda params: body; function holds the params and a body of one Return
   ListComp,  // [value for ... in ... if ...]; also a generator expression (read as a list)
   FString,   // f"..": items are the parts, String literals and formatted expressions
+  DictComp,  // {keys[0]: value for ... in ... if ...}
 };
 
 struct FunctionDef;

@@ -36,12 +36,31 @@ ValuePtr Elab::eval_list_comp(const Expr& e) {
     throw;
   }
   locals_ = saved;
-  return make_seq(Kind::List, std::move(out));
+  if (e.kind == ExprKind::ListComp) return make_seq(Kind::List, std::move(out));
+  auto dict = std::make_shared<Value>();  // out holds (key, value) pairs
+  dict->kind = Kind::Dict;
+  for (auto& kv : out) {
+    const std::string& k = kv->items[0]->s;
+    auto pos = std::find(dict->keys.begin(), dict->keys.end(), k);
+    if (pos != dict->keys.end()) {
+      dict->items[static_cast<size_t>(pos - dict->keys.begin())] = kv->items[1];
+    } else {
+      dict->keys.push_back(k);
+      dict->items.push_back(kv->items[1]);
+    }
+  }
+  return dict;
 }
 
 void Elab::comprehend(const Expr& e, size_t clause, std::vector<ValuePtr>& out) {
   if (clause == e.comprehension.size()) {
-    out.push_back(eval(e.value));
+    if (e.kind == ExprKind::DictComp) {
+      ValuePtr key = eval(e.keys.at(0));
+      if (key->kind != Kind::Str) fail(e.keys[0]->loc, "dict keys must be strings in a spec");
+      out.push_back(make_seq(Kind::Tuple, {key, eval(e.value)}));
+    } else {
+      out.push_back(eval(e.value));
+    }
     if (out.size() > kMaxItems) fail(e.loc, "list comprehension too long for a spec");
     return;
   }

@@ -882,7 +882,8 @@ ValuePtr Elab::eval_inner(const Expr& e) {
     }
     case ExprKind::Starred: fail(e.loc, "*expression is only allowed in calls and tuple displays");
     case ExprKind::Lambda: return make_lambda(e);
-    case ExprKind::ListComp: return eval_list_comp(e);
+    case ExprKind::ListComp:
+    case ExprKind::DictComp: return eval_list_comp(e);
     case ExprKind::FString: return eval_fstring(e);
   }
   fail(e.loc, "unsupported expression");

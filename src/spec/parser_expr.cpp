@@ -380,7 +380,15 @@ ExprPtr Parser::parse_dict() {
     take();
     dict->keys.push_back(key);
     dict->items.push_back(parse_expression());
-    check_comprehension("dict comprehensions");
+    if (dict->keys.size() == 1 && at_kw("for")) {
+      auto comp = make(ExprKind::DictComp, loc);
+      comp->keys = dict->keys;
+      comp->value = dict->items[0];
+      comp->comprehension = parse_comprehension_clauses();
+      expect_op("}", "'}' after the dict comprehension");
+      return comp;
+    }
+    check_comprehension("dict comprehensions with several entries");
     item_separator("}", "',' or '}'");
   }
   take();

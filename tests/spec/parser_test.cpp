@@ -81,6 +81,12 @@ std::string dump(const ExprPtr& e) {
       out << ")";
       break;
     case ExprKind::FString: list("f", e->items); break;
+    case ExprKind::DictComp:
+      out << "(dictcomp " << dump(e->keys.at(0)) << ":" << dump(e->value);
+      for (const auto& c : e->comprehension)
+        out << " for " << dump(c.target) << " in " << dump(c.iter);
+      out << ")";
+      break;
   }
   return out.str();
 }
@@ -264,6 +270,8 @@ TEST(Parser, LambdasComprehensionsFStrings) {
   EXPECT_EQ(expr("np.stack(g(t) for t in ts)"),
             "(call (. np stack) (comp (call g t) for t in ts))");
   EXPECT_EQ(expr("(t for t in ts)"), "(comp t for t in ts)");
+  EXPECT_EQ(expr("{k: f(v) for k, v in d.items()}"),
+            "(dictcomp k:(call f v) for (tuple k v) in (call (. d items)))");
   EXPECT_EQ(expr("f'blocks.{i}.w'"), "(f \"blocks.\" i \".w\")");
   EXPECT_EQ(expr("f'{a + 1}{{x}}'"), "(f (+ a 1) \"{x}\")");
   EXPECT_EQ(expr("f(**kw, eps=1)"), "(call f **kw eps=1)");
@@ -393,8 +401,9 @@ TEST(ParserErrors, LambdaAndComprehensions) {
                 "*args and **kwargs in a lambda are not supported", "name each parameter"});
   expect_error({std::string(kDef) + "    g = lambda t=1, u: t\n", 2, 21,
                 "lambda parameter without a default follows one with a default", "'u'"});
-  expect_error({std::string(kDef) + "    return {k: v for k in x}\n", 2, 18,
-                "dict comprehensions are not supported", "list comprehension"});
+  expect_error({std::string(kDef) + "    return {k: v, 1: 2 for k in x}\n", 2, 24,
+                "dict comprehensions with several entries are not supported",
+                "list comprehension"});
   expect_error({std::string(kDef) + "    return [*x for y in x]\n", 2, 13,
                 "a starred expression cannot be a comprehension's item", "without *"});
   expect_error({std::string(kDef) + "    return [y for y x]\n", 2, 21,

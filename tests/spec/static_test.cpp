@@ -226,7 +226,8 @@ TEST(Static, KwargsFromADictAndFStringKeys) {
                    "    return x @ w + b\n"
                    "def f(x: \"f32[M, N]\", w0: \"f32[N, N]\", w1: \"f32[N, N]\", b: \"f32[N]\") "
                    "-> \"f32[M, N]\":\n"
-                   "    params = {\"h.0.w\": w0, \"h.1.w\": w1}\n"
+                   "    ws = {\"h.0.w\": w0, \"h.1.w\": w1}\n"
+                   "    params = {k: v for k, v in ws.items() if k != 'skip'}\n"
                    "    for i in range(2):\n"
                    "        c = {\"w\": params[f\"h.{i}.w\"], \"b\": b}\n"
                    "        x = linear(x, **c)\n"
@@ -246,6 +247,13 @@ TEST(StaticErrors, KwargsMisuses) {
   EXPECT_HAS(e.message, "multiple values for keyword argument 'b'");
   e = error_of(spec(helper + std::string(kEntry) + "    return g(x, **{'c': 1.0})\n"));
   EXPECT_HAS(e.message, "unexpected keyword argument 'c'");
+}
+
+TEST(StaticErrors, DictComprehensionKeysAreStrings) {
+  auto e = error_of(spec(std::string(kEntry) + "    d = {i: x for i in range(2)}\n    return x\n"));
+  EXPECT_EQ(e.line, 4);
+  EXPECT_EQ(e.col, 10);
+  EXPECT_HAS(e.message, "dict keys must be strings");
 }
 
 TEST(StaticErrors, FStringOfASymbolicDim) {
