@@ -61,8 +61,11 @@ struct Value {
   std::shared_ptr<const FunctionDef> fn;  // Func
   std::vector<ValuePtr> defaults;         // Func: one per param (null when none)
   ValuePtr self;                          // Builtin bound to a tensor (a method)
-  // Func made by a lambda: the locals it saw where it was written (read when it is called).
+  // Func made by a lambda: the scope it was written in, read when it is called (Python's late
+  // binding) while that scope is alive (frame `closure_frame`), else the snapshot `closure`.
   std::shared_ptr<const std::map<std::string, ValuePtr>> closure;
+  const std::map<std::string, ValuePtr>* closure_scope = nullptr;
+  int64_t closure_frame = -1;
 };
 
 ValuePtr make_none();
@@ -199,6 +202,20 @@ class Elab {
   ir::Builder builder_;
   Scope globals_;
   Scope* locals_ = nullptr;  // null at module level
+  // The live local scopes (entry, helpers, comprehensions), innermost last, each with a serial.
+  struct Frame {
+    Scope* scope;
+    int64_t serial;
+    std::shared_ptr<Scope> owned;  // a comprehension's scope, kept alive by its lambdas
+  };
+  std::vector<Frame> frames_;
+  int64_t next_frame_ = 0;
+  void enter_frame(Scope* scope, std::shared_ptr<Scope> owned = nullptr);
+  void leave_frame(Scope* saved);
+  const Scope* live_scope(const Value& lambda) const;
+  // After a write into `old`, every name bound to that same array sees the new one (numpy's
+  // in-place write is visible through every alias).
+  void rebind_aliases(const Value* old, const ValuePtr& updated);
   std::vector<const FunctionDef*> call_stack_;
   std::vector<SourceLoc> call_sites_;  // where each call_stack_ entry after the first was called
   int depth_ = 0;

@@ -137,7 +137,7 @@ ValuePtr Elab::np_astype(const BuiltinCall& c) {
 // Arrays are values in a spec, so a copy is the array itself.
 ValuePtr Elab::np_copy(const BuiltinCall& c) {
   c.sig({"order"}, 0);
-  return c.fn.self;
+  return make_tensor(c.fn.self->t);  // a new array: a later item assignment leaves x alone
 }
 
 // .flatten(), .ravel()

@@ -25,17 +25,18 @@ std::string float_text(double f) {
 // ---------------------------------------------------------------------------- comprehensions
 
 ValuePtr Elab::eval_list_comp(const Expr& e) {
-  Scope inner = locals_ ? *locals_ : Scope{};  // the loop variables do not leak out
+  // The loop variables do not leak out; lambdas made here keep this scope (late binding).
+  auto inner = std::make_shared<Scope>(locals_ ? *locals_ : Scope{});
   Scope* saved = locals_;
-  locals_ = &inner;
+  enter_frame(inner.get(), inner);
   std::vector<ValuePtr> out;
   try {
     comprehend(e, 0, out);
   } catch (...) {
-    locals_ = saved;
+    leave_frame(saved);
     throw;
   }
-  locals_ = saved;
+  leave_frame(saved);
   if (e.kind == ExprKind::ListComp) return make_seq(Kind::List, std::move(out));
   auto dict = std::make_shared<Value>();  // out holds (key, value) pairs
   dict->kind = Kind::Dict;
@@ -92,8 +93,40 @@ ValuePtr Elab::make_lambda(const Expr& e) {
   f->fn = e.function;
   for (auto& p : e.function->params)
     f->defaults.push_back(p.default_value ? eval(p.default_value) : nullptr);
-  f->closure = std::make_shared<const Scope>(locals_ ? *locals_ : Scope{});
+  if (!frames_.empty() && frames_.back().owned) {
+    f->closure = frames_.back().owned;
+  } else {
+    f->closure = std::make_shared<const Scope>(locals_ ? *locals_ : Scope{});
+    if (locals_ && !frames_.empty()) {
+      f->closure_scope = frames_.back().scope;
+      f->closure_frame = frames_.back().serial;
+    }
+  }
   return f;
+}
+
+void Elab::enter_frame(Scope* scope, std::shared_ptr<Scope> owned) {
+  frames_.push_back({scope, next_frame_++, std::move(owned)});
+  locals_ = scope;
+}
+
+void Elab::leave_frame(Scope* saved) {
+  frames_.pop_back();
+  locals_ = saved;
+}
+
+const Scope* Elab::live_scope(const Value& lambda) const {
+  for (auto& f : frames_)
+    if (f.serial == lambda.closure_frame && f.scope == lambda.closure_scope) return f.scope;
+  return nullptr;
+}
+
+void Elab::rebind_aliases(const Value* old, const ValuePtr& updated) {
+  for (auto& frame : frames_)
+    for (auto& [name, v] : *frame.scope)
+      if (v.get() == old) v = updated;
+  for (auto& [name, v] : globals_)
+    if (v.get() == old) v = updated;
 }
 
 // ---------------------------------------------------------------------------- strings, kwargs

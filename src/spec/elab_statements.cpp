@@ -189,7 +189,9 @@ void Elab::assign_item(const Expr& target, const ValuePtr& v) {
   val = builder_.reshape(to_shape(val, view, loc), whole, loc);
   ValueId updated = update_region(base->t, region, 0, val, loc);
   if (node(updated).shape != shape) updated = builder_.reshape(updated, shape, loc);
-  assign(target.value, make_tensor(checked(updated, loc)));
+  ValuePtr result = make_tensor(checked(updated, loc));
+  rebind_aliases(base.get(), result);
+  assign(target.value, result);
 }
 
 // numpy's rule for the value of an item assignment: it broadcasts to the region's shape.

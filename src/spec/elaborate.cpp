@@ -467,7 +467,7 @@ ir::Graph Elab::run() {
     graph_.inputs.push_back(id);
     scope[p.name] = make_tensor(id);
   }
-  locals_ = &scope;
+  enter_frame(&scope);
   call_stack_.push_back(entry);
   ValuePtr ret;
   bool returned = false;
@@ -664,7 +664,10 @@ ValuePtr Elab::call_function(const Value& fn, const CallArgs& args, SourceLoc lo
            "write the computation without recursion");
   if (call_stack_.size() > 64) fail(loc, "helpers nested too deeply");
   Scope scope;
-  if (fn.closure) scope = *fn.closure;
+  if (const Scope* live = live_scope(fn))
+    scope = *live;
+  else if (fn.closure)
+    scope = *fn.closure;
   size_t npos = 0;
   for (auto& p : f.params) npos += p.keyword_only ? 0 : 1;
   if (args.pos.size() > npos)
@@ -699,7 +702,7 @@ ValuePtr Elab::call_function(const Value& fn, const CallArgs& args, SourceLoc lo
       fail(loc, f.name + "() missing required argument '" + f.params[i].name + "'");
   }
   Scope* saved = locals_;
-  locals_ = &scope;
+  enter_frame(&scope);
   call_stack_.push_back(&f);
   call_sites_.push_back(loc);
   ValuePtr ret;
@@ -707,7 +710,7 @@ ValuePtr Elab::call_function(const Value& fn, const CallArgs& args, SourceLoc lo
   exec_block(f.body, &ret, &returned);
   call_sites_.pop_back();
   call_stack_.pop_back();
-  locals_ = saved;
+  leave_frame(saved);
   return ret ? ret : make_none();
 }
 

@@ -310,6 +310,35 @@ TEST(Static, ListAndDictItemAssignment) {
   EXPECT_EQ(count(g, OpKind::Exp), 1);
 }
 
+// numpy writes in place, so every name for the same array sees the write; a copy does not.
+TEST(Static, ItemAssignmentIsSeenThroughAliasesNotCopies) {
+  auto g = compile(spec(std::string(kEntry) + "    c = x * 1.0\n"
+                                              "    alias = c\n"
+                                              "    kept = c.copy()\n"
+                                              "    c[0] = 0.0\n"
+                                              "    return alias - kept\n"));
+  const ir::Node& sub = g.node(g.outputs.at(0));
+  ASSERT_EQ(sub.kind, OpKind::Sub);
+  EXPECT_EQ(g.node(sub.operands[0]).kind, OpKind::Concat);  // alias sees the write
+  EXPECT_EQ(g.node(sub.operands[1]).kind, OpKind::Mul);     // the copy does not
+}
+
+// A lambda reads the names of its scope when it is called, as Python does.
+TEST(Static, LambdasBindLate) {
+  auto g = compile(spec(std::string(kEntry) + "    fs = [lambda t: t * k for k in range(2, 5)]\n"
+                                              "    s = 1.0\n"
+                                              "    g = lambda t: t + s\n"
+                                              "    s = 7.0\n"
+                                              "    return g(fs[0](x))\n"));
+  bool four = false, seven = false;
+  for (auto& n : g.nodes) {
+    four = four || (n.kind == OpKind::Const && n.const_value == 4.0);
+    seven = seven || (n.kind == OpKind::Const && n.const_value == 7.0);
+  }
+  EXPECT_TRUE(four);
+  EXPECT_TRUE(seven);
+}
+
 TEST(StaticErrors, ItemAssignmentMisuses) {
   auto e = error_of(spec(std::string(kEntry) + "    x[x > 0] = 0.0\n    return x\n"));
   EXPECT_EQ(e.line, 4);
