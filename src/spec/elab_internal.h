@@ -51,9 +51,10 @@ struct Value {
   bool b = false;
   DimExpr i;
   double f = 0.0;
-  std::string s;      // Str text; Module / Builtin / Func name
-  ValueId t = -1;     // Tensor
-  bool weak = false;  // Tensor: a Python scalar of unknown value
+  std::string s;        // Str text; Module / Builtin / Func name
+  ValueId t = -1;       // Tensor
+  bool weak = false;    // Tensor: a Python scalar of unknown value
+  bool copied = false;  // Tensor: made by .copy(), so no view of the array it came from
   std::vector<ValuePtr>
       items;  // Tuple, List, Dict values, Slice (lower, upper, step; null if absent)
   std::vector<std::string> keys;          // Dict keys
@@ -216,6 +217,9 @@ class Elab {
   // After a write into `old`, every name bound to that same array sees the new one (numpy's
   // in-place write is visible through every alias).
   void rebind_aliases(const Value* old, const ValuePtr& updated);
+  // Rejects a write into `base` while a name holds a view of it (a slice, reshape or
+  // transpose taken before): numpy would show the write through the view, ollie would not.
+  void check_no_views(const Value& base, const std::string& name, SourceLoc loc) const;
   std::vector<const FunctionDef*> call_stack_;
   std::vector<SourceLoc> call_sites_;  // where each call_stack_ entry after the first was called
   int depth_ = 0;

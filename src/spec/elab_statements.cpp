@@ -124,6 +124,7 @@ void Elab::assign_item(const Expr& target, const ValuePtr& v) {
   if (base->kind != Kind::Tensor || base->weak)
     fail(loc, "cannot assign into an item of " + kind_name(*base),
          "item assignment works on local arrays, lists and dicts");
+  check_no_views(*base, target.value->name, loc);
   const Shape shape = shape_of(*base);  // a copy: building nodes moves the graph's storage
   int rank = static_cast<int>(shape.size());
   // Expand `...` to full slices.
@@ -192,6 +193,32 @@ void Elab::assign_item(const Expr& target, const ValuePtr& v) {
   ValuePtr result = make_tensor(checked(updated, loc));
   rebind_aliases(base.get(), result);
   assign(target.value, result);
+}
+
+void Elab::check_no_views(const Value& base, const std::string& name, SourceLoc loc) const {
+  auto views_base = [&](const ValuePtr& v) {
+    if (!v || v->kind != Kind::Tensor || v->weak || v->copied || v.get() == &base) return false;
+    ValueId id = v->t;
+    int steps = 0;
+    for (; id != base.t; ++steps) {
+      const ir::Node& n = node(id);
+      if (n.kind != OpKind::Slice && n.kind != OpKind::Reshape && n.kind != OpKind::Transpose)
+        return false;
+      id = n.operands.at(0);
+    }
+    return steps > 0;
+  };
+  auto check = [&](const Scope& scope) {
+    for (auto& [other, v] : scope)
+      if (views_base(v))
+        fail(loc,
+             "'" + other + "' is a view of '" + name +
+                 "' taken before this write: numpy would show the write through it, ollie "
+                 "would not",
+             "take the slice after the write, or copy it: " + other + " = ....copy()");
+  };
+  for (auto& f : frames_) check(*f.scope);
+  check(globals_);
 }
 
 // numpy's rule for the value of an item assignment: it broadcasts to the region's shape.

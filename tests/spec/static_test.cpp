@@ -352,6 +352,12 @@ TEST(StaticErrors, ItemAssignmentMisuses) {
   EXPECT_HAS(e.message, "item assignment into an expression");
   e = error_of(spec(std::string(kEntry) + "    x[0, 0, 0] = 0.0\n    return x\n"));
   EXPECT_HAS(e.message, "too many indices (3)");
+  e = error_of(spec(std::string(kEntry) + "    top = x[:2].T\n    x[0] = 1.0\n    return top\n"));
+  EXPECT_EQ(e.line, 5);
+  EXPECT_EQ(e.col, 5);
+  EXPECT_HAS(e.message, "'top' is a view of 'x' taken before this write");
+  EXPECT_HAS(e.hint, "copy it");
+  compile(spec(std::string(kEntry) + "    top = x[:2].copy()\n    x[0] = 1.0\n    return x\n"));
   e = error_of(spec(std::string(kEntry) + "    x[:, :2] = w\n    return x\n"));
   EXPECT_EQ(e.col, 5);
   EXPECT_HAS(e.message, "cannot assign f32[3, N] into a region of shape [M, 2]");
