@@ -399,6 +399,8 @@ TEST(ParserErrors, Class) {
 TEST(ParserErrors, LambdaAndComprehensions) {
   expect_error({std::string(kDef) + "    g = lambda *t: t\n", 2, 16,
                 "*args and **kwargs in a lambda are not supported", "name each parameter"});
+  expect_error({std::string(kDef) + "    g = 1 + lambda t: t\n", 2, 13,
+                "a lambda here must be in parentheses", "(lambda t: ...)"});
   expect_error({std::string(kDef) + "    g = lambda t=1, u: t\n", 2, 21,
                 "lambda parameter without a default follows one with a default", "'u'"});
   expect_error({std::string(kDef) + "    return {k: v, 1: 2 for k in x}\n", 2, 24,
