@@ -98,6 +98,7 @@ struct VerifyFlags {
   int threads = 0;
   std::string compiler;
   bool accept_weak = false;  // a weak pass (docs/verifier.md) counts as pass
+  std::string inputs;        // --inputs: realistic inputs (.npz / .npy) for one more suite
 };
 // Exit code 0 only when the verdict is pass; 4 for any other verdict.
 int run_verify(const SpecFlags& flags, const VerifyFlags& v);

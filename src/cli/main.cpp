@@ -127,6 +127,10 @@ int main(int argc, char** argv) {
   verify_cmd->add_option("--threads", ver.threads, "OMP_NUM_THREADS for the kernel")
       ->check(CLI::NonNegativeNumber);
   verify_cmd->add_option("--compiler", ver.compiler, "the C++ compiler (default g++)");
+  verify_cmd->add_option("--inputs", ver.inputs,
+                         "realistic inputs (an .npz with one array per parameter name, or an "
+                         "ordinary .npy for one parameter) at the bound dims: one more suite "
+                         "calls the kernel on exactly these (as `eval --inputs` evaluates them)");
   verify_cmd->add_flag("--accept-weak", ver.accept_weak,
                        "count a weak pass (most elements of an output bounded only by the 1% "
                        "relative floor) as a pass; the certificate still says weak");

@@ -31,6 +31,13 @@ int run_verify(const SpecFlags& flags, const VerifyFlags& v) {
   options.threads = v.threads;
   options.compiler = v.compiler;
   options.accept_weak = v.accept_weak;
+  if (!v.inputs.empty()) {
+    try {
+      options.user_inputs = file_inputs(graph, v.inputs);
+    } catch (const UserError& e) {
+      throw UserError(fmt::format("--inputs {}: {}", v.inputs, e.what()));
+    }
+  }
   const verify::GraphAt graph_at = [&](const ir::DimBindings& dims) {
     spec::SpecOptions so;
     so.entry = flags.entry;

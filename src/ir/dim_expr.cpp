@@ -83,6 +83,16 @@ DimExpr DimExpr::floordiv(int64_t divisor) const {
   rest.floordivs_ = floordivs_;
   if (rest.terms_.empty()) return exact;
   if (auto c = rest.as_constant()) return exact + DimExpr::constant(floor_div_int(*c, divisor));
+  // floor(g·Y / (g·d)) = floor(Y / d) for an integer Y: cancel the common factor of the
+  // remainder's coefficients and the divisor, so (8*X)//16 and (2*X)//4 are both X//2.
+  int64_t common = divisor;
+  for (const auto& [key, coeff] : rest.terms_)
+    common = std::gcd(common, coeff < 0 ? -coeff : coeff);
+  if (common > 1) {
+    for (auto& [key, coeff] : rest.terms_) coeff /= common;
+    divisor /= common;
+    if (divisor == 1) return exact + rest;
+  }
   // Drop atom definitions the remainder does not use, so equal atoms compare equal.
   DimExpr clean;
   clean.terms_ = rest.terms_;

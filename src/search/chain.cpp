@@ -214,6 +214,13 @@ class Chains {
   void start_chains() {
     const Candidate baseline = baseline_candidate(graph_);
     auto [base_id, base_eval] = evaluated(baseline, 0, false);
+    if (base_eval.verdict == Verdict::Weak)
+      throw UserError(
+          "the spec's own baseline kernel gets a weak verdict, so no kernel's pass would mean "
+          "much: " +
+          base_eval.message +
+          ". Check what overflows (`ollie eval` names the elements without a bound), or pass "
+          "--accept-weak to search anyway");
     if (base_eval.verdict != Verdict::Pass)
       throw InternalError(
           "the baseline kernel (the default schedule) does not pass the verifier: " +

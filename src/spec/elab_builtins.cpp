@@ -1,6 +1,7 @@
 // Call handlers for the Python builtins a spec may call (len, float, range, min, ...), the
 // math module's functions on Python scalars, and numpy dtypes called as casts.
 #include <cmath>
+#include <limits>
 
 #include "spec/elab_internal.h"
 
@@ -71,6 +72,18 @@ ValuePtr Elab::py_scalar_cast(const BuiltinCall& c) {
     if (!v.weak && !shape_of(v).empty())
       fail(loc, name + "() of an array with shape " + ir::shape_str(shape_of(v)));
     return make_tensor(convert(v.t, name == "float" ? DType::F64 : DType::I64, loc), true);
+  }
+  if (v.kind == Kind::Str && name == "float") {
+    // float("inf"), float("-inf"), float("nan"): how model code writes the special values.
+    std::string t;
+    for (char ch : v.s) t += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (t == "inf" || t == "+inf" || t == "infinity" || t == "+infinity")
+      return make_float(std::numeric_limits<double>::infinity());
+    if (t == "-inf" || t == "-infinity")
+      return make_float(-std::numeric_limits<double>::infinity());
+    if (t == "nan") return make_float(std::numeric_limits<double>::quiet_NaN());
+    fail(loc, "float() of the string \"" + v.s +
+                  "\": only \"inf\", \"-inf\" and \"nan\" are supported in a spec");
   }
   if (v.kind == Kind::Str) fail(loc, name + "() of a string is not supported in a spec");
   fail(loc, name + "() of " + kind_name(v));

@@ -80,6 +80,9 @@ ValuePtr make_seq(Kind kind, std::vector<ValuePtr> items);
 ValuePtr make_dtype(DType t);
 ValuePtr make_named(Kind kind, const std::string& name, ValuePtr self = nullptr);
 std::string kind_name(const Value& v);
+// For a float64 `result` that should have been float32: where float64 entered the
+// computation (elab_promotion.cpp), for the error's hint; "" when nothing is found.
+std::string float64_origin(const ir::Graph& g, ir::ValueId result);
 
 // Arguments of a call after positional/keyword binding against a signature.
 struct CallArgs {
@@ -127,6 +130,16 @@ struct BuiltinCall {
 
 using Scope = std::map<std::string, ValuePtr>;
 
+// An entry parameter held constant: a default and no array annotation (`n_head: int = 12`).
+inline bool held_constant(const Param& p) {
+  return p.default_value && (!p.annotation || p.annotation->kind != ExprKind::String);
+}
+
+// The entry's parameter and result types, from its annotations (elab_dims.cpp).
+struct EntryTypes {
+  std::vector<std::pair<DType, Shape>> params, results;
+};
+
 class Elab {
  public:
   Elab(const Module& module, const SpecOptions& options);
@@ -146,6 +159,11 @@ class Elab {
   void check_shape(const Shape& shape, SourceLoc loc);
   int64_t eval_dim(const DimExpr& d, SourceLoc loc) const;
   ir::Builder& b() { return builder_; }
+
+  // ---- annotations, DIMS and RELATIONS (elab_dims.cpp): binds graph_.dims and bound_dims
+  EntryTypes bind_entry_dims(const FunctionDef& entry);
+  // The dims that RELATIONS derive, each as its expression over the free dims.
+  std::map<std::string, DimExpr> derived_dims_;
 
   // ---- expressions and statements (elaborate.cpp)
   ValuePtr eval(const ExprPtr& e);
@@ -280,7 +298,6 @@ class Elab {
   ValuePtr py_map(const BuiltinCall& c);
   ValuePtr py_reversed(const BuiltinCall& c);
   ValuePtr dict_method(const BuiltinCall& c);
-  ValuePtr np_hvstack(const BuiltinCall& c);
   ValuePtr math_func(const BuiltinCall& c);
   ValuePtr dtype_cast(const BuiltinCall& c);
   // numpy elementwise functions, reductions and contractions (elab_elementwise.cpp)
@@ -323,6 +340,7 @@ class Elab {
   ValuePtr np_concatenate(const BuiltinCall& c);
   ValuePtr np_stack(const BuiltinCall& c);
   ValuePtr np_split(const BuiltinCall& c);
+  ValuePtr np_hvstack(const BuiltinCall& c);
   ValuePtr np_repeat(const BuiltinCall& c);
   ValuePtr np_tile(const BuiltinCall& c);
 };

@@ -1,5 +1,5 @@
 // Call handlers for numpy's joining, splitting and copying of arrays: concatenate, stack,
-// split, repeat and tile.
+// hstack, vstack, split, array_split, repeat and tile.
 #include "spec/elab_internal.h"
 
 namespace ollie::spec::elab {
@@ -17,10 +17,12 @@ JoinOperands join_operands(const BuiltinCall& c) {
   Elab& el = c.el;
   SourceLoc loc = c.loc;
   const std::string& base = c.base;
-  auto a = c.sig({"arrays", "axis"}, 1);
+  const bool stacks = base == "hstack" || base == "vstack";
+  auto a = stacks ? c.sig({"tup"}, 1) : c.sig({"arrays", "axis"}, 1);
+  if (stacks) a.push_back(nullptr);
   if (a[0]->kind != Kind::Tuple && a[0]->kind != Kind::List)
     el.fail(loc, "np." + base + " takes a list or tuple of arrays",
-            "e.g. np." + base + "([a, b], axis=0)");
+            stacks ? "e.g. np." + base + "([a, b])" : "e.g. np." + base + "([a, b], axis=0)");
   if (a[0]->items.empty()) el.fail(loc, "np." + base + " needs at least one array");
   if (!is_none(a[1]) && a[1]->kind != Kind::Int)
     el.fail(loc, "np." + base + " axis must be an integer");
@@ -73,6 +75,26 @@ ValuePtr split_in_sections(const BuiltinCall& c, ValueId x, int ax, const ValueP
   return make_seq(Kind::List, parts);
 }
 
+// np.array_split(x, n): numpy's rule for n that need not divide d: the first d % n parts
+// have d // n + 1 elements, the rest d // n. Part j has (d + n - 1 - j) // n elements, an
+// expression generic in the dims (d // n each when n divides d symbolically).
+ValuePtr array_split_in_sections(const BuiltinCall& c, ValueId x, int ax, const ValuePtr& count,
+                                 const DimExpr& d) {
+  Elab& el = c.el;
+  int64_t n = el.to_const_int(count, c.loc, "the number of sections");
+  if (n <= 0 || n > 4096)
+    el.fail(c.loc, "np.array_split needs between 1 and 4096 sections, got " + std::to_string(n),
+            "e.g. np.array_split(x, 3, axis=-1)");
+  std::vector<ValuePtr> parts;
+  DimExpr lo;
+  for (int64_t j = 0; j < n; ++j) {
+    DimExpr hi = lo + (d + DimExpr::constant(n - 1 - j)).floordiv(n);
+    parts.push_back(part_along(c, x, ax, lo, hi));
+    lo = hi;
+  }
+  return make_seq(Kind::List, parts);
+}
+
 // np.split(x, [i, j, ...]): the parts of x between the indices along axis ax, as numpy
 // clips them (negative ones count from the end d, dv at the bound dims).
 ValuePtr split_at_indices(const BuiltinCall& c, ValueId x, int ax, const ValuePtr& indices,
@@ -119,7 +141,8 @@ ValuePtr copies(const BuiltinCall& c, ValueId x, const Shape& ins, const Shape& 
 void Elab::add_joining_builtins(BuiltinTable& t) {
   add_builtins(t, {"np.concatenate"}, &Elab::np_concatenate);
   add_builtins(t, {"np.stack"}, &Elab::np_stack);
-  add_builtins(t, {"np.split"}, &Elab::np_split);
+  add_builtins(t, {"np.split", "np.array_split"}, &Elab::np_split);
+  add_builtins(t, {"np.hstack", "np.vstack"}, &Elab::np_hvstack);
   add_builtins(t, {"np.repeat"}, &Elab::np_repeat);
   add_builtins(t, {"np.tile"}, &Elab::np_tile);
 }
@@ -169,15 +192,45 @@ ValuePtr Elab::np_split(const BuiltinCall& c) {
   auto a = c.sig({"ary", "indices_or_sections", "axis"}, 2);
   ValueId x = c.array_arg(a[0], "ary");
   const Shape s = node(x).shape;
-  if (s.empty()) fail(loc, "np.split of a 0-d array");
+  if (s.empty()) fail(loc, c.shown + " of a 0-d array", "split an array of rank 1 or more");
   const int64_t axis = is_none(a[2]) ? 0 : to_const_int(a[2], loc, "axis");
   int ax = norm_axis(axis, static_cast<int>(s.size()), loc);
   const DimExpr d = s[static_cast<size_t>(ax)];
   int64_t dv = eval_dim(d, loc);
-  if (a[1]->kind == Kind::Int) return split_in_sections(c, x, ax, a[1], d, dv);
+  if (a[1]->kind == Kind::Int)
+    return c.base == "array_split" ? array_split_in_sections(c, x, ax, a[1], d)
+                                   : split_in_sections(c, x, ax, a[1], d, dv);
   if (a[1]->kind == Kind::Tuple || a[1]->kind == Kind::List)
     return split_at_indices(c, x, ax, a[1], d, dv);
-  fail(loc, "np.split takes a section count or a list of indices, not " + kind_name(*a[1]));
+  fail(loc, c.shown + " takes a section count or a list of indices, not " + kind_name(*a[1]));
+}
+
+// np.hstack(tup): 1-D arrays joined end to end, others along axis 1; np.vstack(tup): the
+// arrays as 2-D rows (a 1-D [N] is [1, N], a 0-d one [1, 1]) joined along axis 0.
+ValuePtr Elab::np_hvstack(const BuiltinCall& c) {
+  SourceLoc loc = c.loc;
+  JoinOperands j = join_operands(c);
+  const bool vertical = c.base == "vstack";
+  for (auto& id : j.ids) {
+    Shape s = node(id).shape;
+    const size_t min_rank = vertical ? 2 : 1;
+    while (s.size() < min_rank) s.insert(s.begin(), DimExpr::constant(1));
+    id = builder_.reshape(id, s, loc);
+  }
+  int ax = vertical || node(j.ids[0]).shape.size() == 1 ? 0 : 1;
+  const Shape s0 = node(j.ids[0]).shape;
+  for (auto& id : j.ids) {
+    const Shape& s = node(id).shape;
+    bool ok = s.size() == s0.size();
+    for (size_t d = 0; ok && d < s.size(); ++d) ok = static_cast<int>(d) == ax || s[d] == s0[d];
+    if (!ok)
+      fail(loc,
+           c.shown + ": " + type_str(j.ids[0]) + " and " + type_str(id) + " differ off axis " +
+               std::to_string(ax),
+           vertical ? "the rows must have equal sizes: all dims but the first must be equal"
+                    : "all dims but the joined one must be equal");
+  }
+  return make_tensor(checked(builder_.concat(j.ids, ax, loc), loc));
 }
 
 // np.repeat(a, repeats, axis): each element `repeats` times along the axis (of the

@@ -1,6 +1,6 @@
 // Static lists and the Python that builds them, evaluated while elaborating: list
 // comprehensions, lambdas (inlined at each call), zip/enumerate/map/reversed, dict methods,
-// **kwargs from a dict, f-strings, and np.hstack/np.vstack of a list of arrays.
+// **kwargs from a dict and f-strings.
 #include <charconv>
 
 #include "spec/elab_internal.h"
@@ -180,7 +180,6 @@ void Elab::add_static_builtins(BuiltinTable& t) {
   add_builtins(t, {"map"}, &Elab::py_map);
   add_builtins(t, {"reversed"}, &Elab::py_reversed);
   add_builtins(t, {"dict.get", "dict.keys", "dict.values", "dict.items"}, &Elab::dict_method);
-  add_builtins(t, {"np.hstack", "np.vstack"}, &Elab::np_hvstack);
 }
 
 // zip(a, b, ...): tuples of items at equal positions, as long as the shortest.
@@ -254,31 +253,6 @@ ValuePtr Elab::dict_method(const BuiltinCall& c) {
                                             : make_seq(Kind::Tuple, {k, d.items[i]}));
   }
   return make_seq(Kind::List, out);
-}
-
-// np.hstack: concatenate along axis 1 (axis 0 when every array is 1-D); np.vstack: 1-D
-// arrays become rows, then concatenate along axis 0.
-ValuePtr Elab::np_hvstack(const BuiltinCall& c) {
-  auto a = c.sig({"tup"}, 1);
-  if (a[0]->kind != Kind::Tuple && a[0]->kind != Kind::List)
-    fail(c.loc, c.shown + " takes a list or tuple of arrays",
-         "write " + c.shown + "([a, b]) or " + c.shown + "([f(x) for x in xs])");
-  bool vertical = c.name == "np.vstack", all_1d = true;
-  std::vector<ValuePtr> arrays;
-  for (auto& v : a[0]->items) {
-    ValueId id = c.array_arg(v, "each item");
-    if (node(id).shape.empty()) fail(c.loc, c.shown + " of 0-d arrays is not supported");
-    all_1d = all_1d && node(id).shape.size() == 1;
-    if (vertical && node(id).shape.size() == 1)
-      id = builder_.reshape(id, {DimExpr::constant(1), node(id).shape[0]}, c.loc);
-    arrays.push_back(make_tensor(id));
-  }
-  CallArgs args;
-  args.pos = {make_seq(Kind::List, arrays)};
-  args.pos_loc = {c.loc};
-  args.kw = {{"axis", make_int(vertical || all_1d ? 0 : 1)}};
-  args.kw_loc = {c.loc};
-  return call_builtin(*make_named(Kind::Builtin, "np.concatenate"), args, c.loc);
 }
 
 }  // namespace ollie::spec::elab

@@ -11,19 +11,18 @@ namespace ollie::spec::elab {
 namespace {
 
 const std::set<std::string> kNumpyFuncs = {
-    "exp",         "log",         "sqrt",        "tanh",        "abs",          "absolute",
-    "sin",         "cos",         "square",      "reciprocal",  "negative",     "maximum",
-    "minimum",     "where",       "clip",        "sum",         "max",          "min",
-    "amax",        "amin",        "mean",        "var",         "std",          "matmul",
-    "einsum",      "dot",         "outer",       "inner",       "reshape",      "transpose",
-    "swapaxes",    "expand_dims", "squeeze",     "concatenate", "stack",        "split",
-    "repeat",      "tile",        "full",        "zeros",       "ones",         "zeros_like",
-    "ones_like",   "full_like",   "tri",         "triu",        "tril",         "arange",
-    "asarray",     "array",       "add",         "subtract",    "multiply",     "divide",
-    "true_divide", "power",       "logical_and", "logical_or",  "logical_not",  "equal",
-    "not_equal",   "less",        "less_equal",  "greater",     "greater_equal"};
-// Joining functions of static lists (elab_lists.cpp), apart to keep the table above stable.
-const std::set<std::string> kListFuncs = {"hstack", "vstack"};
+    "exp",         "log",         "sqrt",        "tanh",        "abs",           "absolute",
+    "sin",         "cos",         "square",      "reciprocal",  "negative",      "maximum",
+    "minimum",     "where",       "clip",        "sum",         "max",           "min",
+    "amax",        "amin",        "mean",        "var",         "std",           "matmul",
+    "einsum",      "dot",         "outer",       "inner",       "reshape",       "transpose",
+    "swapaxes",    "expand_dims", "squeeze",     "concatenate", "stack",         "split",
+    "repeat",      "tile",        "full",        "zeros",       "ones",          "zeros_like",
+    "ones_like",   "full_like",   "tri",         "triu",        "tril",          "arange",
+    "asarray",     "array",       "add",         "subtract",    "multiply",      "divide",
+    "true_divide", "power",       "logical_and", "logical_or",  "logical_not",   "equal",
+    "not_equal",   "less",        "less_equal",  "greater",     "greater_equal", "hstack",
+    "vstack",      "array_split"};
 const std::set<std::string> kDataDependent = {"nonzero",     "unique",  "argwhere",
                                               "flatnonzero", "extract", "compress"};
 const std::set<std::string> kMethods = {"reshape", "transpose", "swapaxes", "sum",     "max",
@@ -36,7 +35,7 @@ const char* kSupportedHint =
     "supported numpy: exp log sqrt tanh abs sin cos square maximum minimum where clip sum max min "
     "mean var std "
     "matmul einsum dot outer reshape transpose swapaxes expand_dims squeeze concatenate stack "
-    "split repeat tile "
+    "hstack vstack split array_split repeat tile "
     "full zeros ones *_like tri triu tril arange astype (see docs/spec-language.md)";
 
 }  // namespace
@@ -85,8 +84,7 @@ ValuePtr Elab::attribute(const ValuePtr& base, const std::string& name, SourceLo
                  " returns a size that depends on the values; the shape of every value must follow "
                  "from the dims",
              "use np.where(mask, x, 0) to keep the shape");
-      if (kNumpyFuncs.count(name) || kListFuncs.count(name))
-        return make_named(Kind::Builtin, "np." + name);
+      if (kNumpyFuncs.count(name)) return make_named(Kind::Builtin, "np." + name);
       fail(loc, "np." + name + " is not supported in a spec", kSupportedHint);
     }
     if (m == "math") {

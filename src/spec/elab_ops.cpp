@@ -209,9 +209,13 @@ ValuePtr fold_int(Elab& el, const std::string& op, const DimExpr& a, const DimEx
     if (cb && *cb == 0) el.fail(loc, "integer division or modulo by zero");
     if (ca && cb)
       return make_int(op == "//" ? int_floordiv(*ca, *cb) : *ca - int_floordiv(*ca, *cb) * *cb);
+    // A dim divisor divides exactly where a relation makes it a factor: (H*HD) // H == HD.
+    if (auto q = cb ? std::nullopt : a.exact_div(b); q && *q * b == a)
+      return make_int(op == "//" ? *q : DimExpr());
     if (!cb || *cb < 0)
       el.fail(loc, "'" + op + "' of dims needs a positive constant divisor (got " + b.str() + ")",
-              "divide by a constant, e.g. D // 2");
+              "divide by a constant (D // 2), or state the relation that makes the divisor a "
+              "factor (RELATIONS = [\"D = H * HD\"] makes D // H exact)");
     DimExpr q = a.floordiv(*cb);
     return op == "//" ? make_int(q) : guard(a - q * b);
   }

@@ -321,9 +321,19 @@ ValuePtr Elab::subscript(const ValuePtr& base, const std::vector<ValuePtr>& idx_
     auto it = std::find(base->keys.begin(), base->keys.end(), idx[0]->s);
     if (it == base->keys.end()) fail(loc, "key '" + idx[0]->s + "' is not in the dict");
     auto g = globals_.find("DIMS");
-    if (g != globals_.end() && g->second.get() == base.get() &&
-        std::find(graph_.dims.begin(), graph_.dims.end(), idx[0]->s) != graph_.dims.end())
-      return make_int(DimExpr::symbol(idx[0]->s));  // a dim of the entry stays symbolic
+    if (g != globals_.end() && g->second.get() == base.get()) {
+      auto is_dim = [&](const std::string& n) {
+        return std::find(graph_.dims.begin(), graph_.dims.end(), n) != graph_.dims.end();
+      };
+      if (is_dim(idx[0]->s))
+        return make_int(DimExpr::symbol(idx[0]->s));  // a dim of the entry stays symbolic
+      // A dim that RELATIONS derive is its expression over the free dims.
+      auto d = derived_dims_.find(idx[0]->s);
+      if (d != derived_dims_.end()) {
+        auto syms = d->second.symbols();
+        if (std::all_of(syms.begin(), syms.end(), is_dim)) return make_int(d->second);
+      }
+    }
     return base->items[static_cast<size_t>(it - base->keys.begin())];
   }
   if (base->kind != Kind::Tensor || base->weak) fail(loc, kind_name(*base) + " cannot be indexed");

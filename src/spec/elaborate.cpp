@@ -92,101 +92,6 @@ namespace {
 constexpr int kMaxDepth = 150;
 constexpr int64_t kMaxElements = int64_t{1} << 34;
 
-struct AnnDim {
-  std::string name;  // empty for a literal
-  int64_t value = 0;
-  int offset = 0;  // inside the string contents
-};
-
-struct Annotation {
-  DType dtype = DType::F32;
-  std::vector<AnnDim> dims;
-};
-
-SourceLoc inside(SourceLoc str_loc, int offset) { return {str_loc.line, str_loc.col + 1 + offset}; }
-
-const char* kAnnHint =
-    "write a dtype and dims in brackets, e.g. \"f32[M, K]\" or \"f64[]\" for a scalar";
-
-Annotation parse_annotation(const Elab& el, const Expr& e) {
-  if (e.kind != ExprKind::String)
-    el.fail(e.loc, "an annotation must be a string giving dtype and shape", kAnnHint);
-  const std::string& s = e.text;
-  size_t p = 0;
-  auto ws = [&] {
-    while (p < s.size() && (s[p] == ' ' || s[p] == '\t')) ++p;
-  };
-  auto at = [&](size_t off) { return inside(e.loc, static_cast<int>(off)); };
-  ws();
-  size_t start = p;
-  while (p < s.size() && (std::isalnum(static_cast<unsigned char>(s[p])) || s[p] == '_')) ++p;
-  std::string dt = s.substr(start, p - start);
-  Annotation ann;
-  static const std::map<std::string, DType> kNames = {
-      {"f32", DType::F32},     {"float32", DType::F32}, {"f64", DType::F64},
-      {"float64", DType::F64}, {"i32", DType::I32},     {"int32", DType::I32},
-      {"i64", DType::I64},     {"int64", DType::I64},   {"bool", DType::Bool}};
-  auto it = kNames.find(dt);
-  if (dt.empty()) el.fail(at(start), "annotation \"" + s + "\" has no dtype", kAnnHint);
-  if (it == kNames.end())
-    el.fail(at(start), "unknown dtype '" + dt + "' in annotation \"" + s + "\"",
-            "use one of f32, f64, i32, i64, bool");
-  ann.dtype = it->second;
-  ws();
-  if (p >= s.size() || s[p] != '[')
-    el.fail(at(p), "expected '[' after the dtype in annotation \"" + s + "\"", kAnnHint);
-  ++p;
-  ws();
-  if (p < s.size() && s[p] == ']') {
-    ++p;
-  } else {
-    while (true) {
-      ws();
-      size_t d0 = p;
-      if (p < s.size() && std::isdigit(static_cast<unsigned char>(s[p]))) {
-        while (p < s.size() && std::isdigit(static_cast<unsigned char>(s[p]))) ++p;
-        if (p - d0 > 12) el.fail(at(d0), "dim size in annotation is too large");
-        ann.dims.push_back({"", std::stoll(s.substr(d0, p - d0)), static_cast<int>(d0)});
-      } else if (p < s.size() && (std::isalpha(static_cast<unsigned char>(s[p])) || s[p] == '_')) {
-        while (p < s.size() && (std::isalnum(static_cast<unsigned char>(s[p])) || s[p] == '_')) ++p;
-        ann.dims.push_back({s.substr(d0, p - d0), 0, static_cast<int>(d0)});
-      } else {
-        el.fail(at(p),
-                p >= s.size() ? "annotation \"" + s + "\" ends early: expected a dim name or size"
-                              : "expected a dim name or size in annotation \"" + s + "\"",
-                kAnnHint);
-      }
-      ws();
-      if (p < s.size() && s[p] == ',') {
-        ++p;
-        ws();
-        if (p < s.size() && s[p] == ']') {
-          ++p;
-          break;
-        }
-        continue;
-      }
-      if (p < s.size() && s[p] == ']') {
-        ++p;
-        break;
-      }
-      el.fail(at(p),
-              p >= s.size() ? "annotation \"" + s + "\" ends early: expected ',' or ']'"
-                            : "expected ',' or ']' in annotation \"" + s + "\"",
-              kAnnHint);
-    }
-  }
-  ws();
-  if (p != s.size())
-    el.fail(at(p), "unexpected text after ']' in annotation \"" + s + "\"", kAnnHint);
-  return ann;
-}
-
-// An entry parameter held constant: a default and no array annotation (`n_head: int = 12`).
-bool held_constant(const Param& p) {
-  return p.default_value && (!p.annotation || p.annotation->kind != ExprKind::String);
-}
-
 bool fully_annotated(const FunctionDef& f) {
   bool any = f.returns != nullptr;
   for (auto& p : f.params) {
@@ -392,66 +297,7 @@ ir::Graph Elab::run() {
 
   // Annotations, dims and their bindings.
   graph_.entry = entry->name;
-  std::vector<std::pair<Annotation, const Expr*>> params_ann, result_ann;
-  for (auto* p : arrays)
-    params_ann.push_back({parse_annotation(*this, *p->annotation), p->annotation.get()});
-  if (entry->returns->kind == ExprKind::Tuple) {
-    if (entry->returns->items.empty())
-      fail(entry->returns->loc, "the return annotation names no outputs", kAnnHint);
-    for (auto& it : entry->returns->items)
-      result_ann.push_back({parse_annotation(*this, *it), it.get()});
-  } else {
-    result_ann.push_back({parse_annotation(*this, *entry->returns), entry->returns.get()});
-  }
-  std::map<std::string, int64_t> dims_default;
-  std::map<std::string, SourceLoc> dims_loc;
-  if (auto it = globals_.find("DIMS"); it != globals_.end()) {
-    const Value& d = *it->second;
-    if (d.kind != Kind::Dict)
-      fail(file_start, "DIMS must be a dict of dim sizes", "write DIMS = dict(M=256, K=512)");
-    for (size_t i = 0; i < d.keys.size(); ++i) {
-      const Value& v = *d.items[i];
-      if (v.kind != Kind::Int || !v.i.is_constant() || *v.i.as_constant() < 1)
-        fail(file_start, "DIMS['" + d.keys[i] + "'] must be a positive integer",
-             "write DIMS = dict(" + d.keys[i] + "=256, ...)");
-      dims_default[d.keys[i]] = *v.i.as_constant();
-    }
-  }
-  auto bind_dims = [&](const std::vector<std::pair<Annotation, const Expr*>>& anns) {
-    for (auto& [ann, ex] : anns)
-      for (auto& d : ann.dims) {
-        if (d.name.empty()) continue;
-        if (std::find(graph_.dims.begin(), graph_.dims.end(), d.name) == graph_.dims.end())
-          graph_.dims.push_back(d.name);
-        int64_t size = 0;
-        if (auto o = options_.dim_overrides.find(d.name); o != options_.dim_overrides.end())
-          size = o->second;
-        else if (auto df = dims_default.find(d.name); df != dims_default.end())
-          size = df->second;
-        else
-          fail(inside(ex->loc, d.offset), "unknown dim '" + d.name + "': it has no size",
-               "add it to DIMS = dict(...) or pass --dims " + d.name + "=SIZE");
-        graph_.bound_dims[d.name] = size;
-      }
-  };
-  bind_dims(params_ann);
-  bind_dims(result_ann);
-  for (auto& [name, size] : options_.dim_overrides) {
-    if (std::find(graph_.dims.begin(), graph_.dims.end(), name) == graph_.dims.end()) {
-      std::string all;
-      for (auto& d : graph_.dims) all += (all.empty() ? "" : ", ") + d;
-      throw UserError("--dims: unknown dim '" + name + "'; the dims of " + entry->name + " are " +
-                      (all.empty() ? std::string("(none)") : all));
-    }
-    if (size < 1)
-      throw UserError("--dims: size of '" + name + "' must be >= 1, got " + std::to_string(size));
-  }
-  auto to_shape = [](const Annotation& a) {
-    Shape s;
-    for (auto& d : a.dims)
-      s.push_back(d.name.empty() ? DimExpr::constant(d.value) : DimExpr::symbol(d.name));
-    return s;
-  };
+  const EntryTypes types = bind_entry_dims(*entry);
 
   // Inputs and the body.
   Scope scope;
@@ -460,10 +306,10 @@ ir::Graph Elab::run() {
     if (held_constant(p)) scope[p.name] = eval(p.default_value);
   for (size_t i = 0; i < arrays.size(); ++i) {
     const auto& p = *arrays[i];
-    Shape s = to_shape(params_ann[i].first);
+    const auto& [dtype, s] = types.params[i];
     check_shape(s, p.loc);
-    graph_.params.push_back({p.name, params_ann[i].first.dtype, s});
-    ValueId id = builder_.input(static_cast<int>(i), p.name, params_ann[i].first.dtype, s, p.loc);
+    graph_.params.push_back({p.name, dtype, s});
+    ValueId id = builder_.input(static_cast<int>(i), p.name, dtype, s, p.loc);
     graph_.inputs.push_back(id);
     scope[p.name] = make_tensor(id);
   }
@@ -479,28 +325,27 @@ ir::Graph Elab::run() {
          "end it with `return ...`");
 
   std::vector<ValuePtr> outs;
-  if (result_ann.size() == 1 && entry->returns->kind != ExprKind::Tuple)
+  const size_t n_results = types.results.size();
+  if (n_results == 1 && entry->returns->kind != ExprKind::Tuple)
     outs = {ret};
   else if (ret->kind == Kind::Tuple || ret->kind == Kind::List)
     outs = ret->items;
   else
     fail(ret_loc,
-         "returns one value but the annotation names " + std::to_string(result_ann.size()) +
-             " outputs",
+         "returns one value but the annotation names " + std::to_string(n_results) + " outputs",
          "return a tuple: return a, b");
-  if (outs.size() != result_ann.size())
+  if (outs.size() != n_results)
     fail(ret_loc, "returns " + std::to_string(outs.size()) + " values but the annotation names " +
-                      std::to_string(result_ann.size()) + " outputs");
+                      std::to_string(n_results) + " outputs");
   for (size_t i = 0; i < outs.size(); ++i) {
-    const Annotation& a = result_ann[i].first;
-    Shape want = to_shape(a);
-    std::string want_str = std::string(ir::dtype_name(a.dtype)) + ir::shape_str(want);
+    const auto& [want_dtype, want] = types.results[i];
+    std::string want_str = std::string(ir::dtype_name(want_dtype)) + ir::shape_str(want);
     const Value& v = *outs[i];
     ValueId id;
     if (v.kind == Kind::Tensor && !v.weak) {
       id = v.t;
     } else if (is_scalar(v)) {
-      id = as_tensor(outs[i], ret_loc, a.dtype);
+      id = as_tensor(outs[i], ret_loc, want_dtype);
     } else {
       fail(ret_loc, "returns " + kind_name(v) + " where the annotation says " + want_str,
            "return an array");
@@ -516,16 +361,22 @@ ir::Graph Elab::run() {
     if (node(id).shape != want)
       fail(ret_loc, "returns " + got + " but the annotation says " + want_str,
            "fix the computation or the annotation; shapes must agree for every value of the dims");
-    if (node(id).dtype != a.dtype)
+    if (node(id).dtype == DType::F64 && want_dtype == DType::F32) {
+      const std::string origin = float64_origin(graph_, id);
+      if (!origin.empty())
+        fail(ret_loc, "returns " + got + " but the annotation says " + want_str,
+             origin + "; or add .astype(np.float32)");
+    }
+    if (node(id).dtype != want_dtype)
       fail(ret_loc, "returns " + got + " but the annotation says " + want_str,
            std::string("add .astype(np.") +
-               (a.dtype == DType::F32   ? "float32"
-                : a.dtype == DType::F64 ? "float64"
-                : a.dtype == DType::I32 ? "int32"
-                : a.dtype == DType::I64 ? "int64"
-                                        : "bool_") +
+               (want_dtype == DType::F32   ? "float32"
+                : want_dtype == DType::F64 ? "float64"
+                : want_dtype == DType::I32 ? "int32"
+                : want_dtype == DType::I64 ? "int64"
+                                           : "bool_") +
                ")");
-    graph_.results.push_back({"out" + std::to_string(i), a.dtype, want});
+    graph_.results.push_back({"out" + std::to_string(i), want_dtype, want});
     graph_.outputs.push_back(id);
   }
   ir::verify(graph_);

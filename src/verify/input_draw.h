@@ -22,6 +22,8 @@ class InputDraw {
   // The same with a distribution per set.
   InputDraw(const ir::Graph& graph, const std::vector<uint64_t>& seeds,
             const std::vector<Distribution>& ds, int64_t k);
+  // Sets given whole (the user's inputs): nothing to draw.
+  explicit InputDraw(std::vector<std::vector<interp::Tensor>> given) : sets_(std::move(given)) {}
   InputDraw(const InputDraw&) = delete;
   InputDraw& operator=(const InputDraw&) = delete;
 
@@ -37,7 +39,7 @@ class InputDraw {
   };
   std::vector<uint64_t> seeds_;
   std::vector<Distribution> ds_;
-  int64_t k_;
+  int64_t k_ = 0;
   std::vector<double> scales_;
   std::vector<std::vector<interp::Tensor>> sets_;
   std::vector<Chunk> chunks_;

@@ -116,6 +116,8 @@ bool Verification::run_batch(const std::vector<Suite>& list, size_t first, size_
 // The `index`th suite's inputs (its seed is seed_ + index; call c's is that plus
 // c * 1000003), allocated, not drawn yet.
 std::unique_ptr<InputDraw> Verification::start_draw(const Suite& suite, size_t index) const {
+  if (!suite.given.empty())
+    return std::make_unique<InputDraw>(std::vector<std::vector<interp::Tensor>>{suite.given});
   const uint64_t s = seed_ + index;
   std::vector<uint64_t> seeds;
   for (int c = 0; c < suite.calls; ++c) seeds.push_back(s + kCallSeedStep * c);

@@ -39,7 +39,8 @@ struct Suite {
   // Then the same inputs again, in a second process, as rounds on ONE set of buffers
   // refilled between calls as a benchmark calls (reported as the reused-buffers suite).
   bool reused_buffers = false;
-  std::string replays;  // for the sanitizer suites: the suite it repeats
+  std::string replays;                // for the sanitizer suites: the suite it repeats
+  std::vector<interp::Tensor> given;  // the inputs of its one call (the user's), not drawn
   // Its first `tight_calls` calls' bounds are tightened by the honest ensemble
   // (interp::tighten); the others keep the derived bound.
   int tight_calls = 0;

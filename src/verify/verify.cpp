@@ -194,6 +194,10 @@ bool Verification::compile() {
 void Verification::plan_suites() {
   const bool exact = plan_integer_exact(graph_, kMaxIntegerRange);
   if (exact && full_) plan_integer_exact(graph_, 1);
+  if (!options_.user_inputs.empty()) {
+    Suite& user = suites_.emplace_back("user-inputs", Distribution::Normal, graph_);
+    user.given = options_.user_inputs;
+  }
   plan_random_suites();
   plan_call_suites();
   plan_shape_sweep();
@@ -250,22 +254,25 @@ void Verification::plan_shape_sweep() {
 // Which calls the honest ensemble tightens (docs/verifier.md, "Tolerances"): at full,
 // every call with float inputs; at quick, where its members cost about twice the
 // reference, the call-order suite's first call (normal inputs at the bound dims) and the
-// cheapest shape-sweep draw with a dim beyond twice its bound.
+// shape-sweep draws with a dim beyond twice its bound that cost at most the bound dims
+// (at least the cheapest of them).
 void Verification::plan_tight_calls() {
-  Suite* large = nullptr;
-  double large_cost = 0;
+  const double bound_cost = sweep_cost(graph_, graph_.bound_dims);
+  Suite* cheapest = nullptr;
+  double cheapest_cost = 0;
   for (Suite& suite : suites_) {
     if (suite.distribution == Distribution::Integer) continue;
     if (full_) {
       suite.tight_calls = suite.calls;
-    } else if (suite.call_order) {
+    } else if (suite.call_order || !suite.given.empty()) {
       suite.tight_calls = 1;
     } else if (suite.name == "shape-sweep" && beyond_twice_the_bound(suite.graph)) {
       const double cost = sweep_cost(suite.graph, suite.graph.bound_dims);
-      if (!large || cost < large_cost) large = &suite, large_cost = cost;
+      if (cost <= bound_cost) suite.tight_calls = 1;
+      if (!cheapest || cost < cheapest_cost) cheapest = &suite, cheapest_cost = cost;
     }
   }
-  if (large) large->tight_calls = 1;
+  if (cheapest) cheapest->tight_calls = 1;
 }
 
 // Whether some dim of `g` is more than twice its size at the bound dims.

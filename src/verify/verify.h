@@ -135,6 +135,10 @@ struct Options {
   std::string runner_path;   // empty: next to the running executable
   std::string cache_dir;     // empty: the build driver's default
   bool accept_weak = false;  // a weak pass is reported as pass (the certificate still says weak)
+  // Realistic inputs from the user, one tensor per parameter at the bound dims: when given,
+  // the first suite after integer-exact ("user-inputs") calls the kernel on exactly these,
+  // with the honest ensemble's tolerance.
+  std::vector<interp::Tensor> user_inputs;
 };
 
 // The graph of the same spec at other dims (for the shape sweep of a generic kernel);

@@ -13,6 +13,7 @@
 #include <set>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -210,6 +211,89 @@ TEST(Cli, SanitizerSuitesThatCannotRunUnderUlimitAreListedNotBlamedOnTheKernel) 
   EXPECT_EQ(j["verdict"], "pass");
   ASSERT_EQ(j["not_run"].size(), 1u);
   EXPECT_EQ(j["not_run"][0]["suite"], "sanitizer");
+}
+
+// Issue 17: realistic inputs from the user (`verify --inputs`, as `eval --inputs`) are one
+// more suite. A kernel wrong only where x[0] is exactly 42 passes on random inputs and is
+// wrong on inputs that hold it.
+TEST(Cli, VerifyChecksTheUsersOwnInputs) {
+  const fs::path dir = temp_dir() / "user_inputs";
+  fs::create_directories(dir);
+  const std::string spec = (source_dir() / "examples/rmsnorm.py").string();
+  const fs::path kernel = dir / "k.cpp";
+  std::ofstream(kernel) << R"(// ollie: specialized
+#include <cmath>
+#include <cstdint>
+extern "C" void ollie_kernel(const float* x, const float* w, float* out, const int64_t* dims) {
+  const int64_t t = dims[0], d = dims[1];
+  for (int64_t i = 0; i < t; ++i) {
+    float ss = 0.0f;
+    for (int64_t j = 0; j < d; ++j) ss += x[i * d + j] * x[i * d + j];
+    const float r = 1.0f / std::sqrt(ss / d + 1e-6f);
+    for (int64_t j = 0; j < d; ++j) out[i * d + j] = x[i * d + j] * r * w[j];
+  }
+  if (x[0] == 42.0f) out[0] = 0.0f;
+}
+)";
+  const std::string dims = " --dims T=4,D=64";
+  const fs::path inputs = dir / "in.npz";
+  ASSERT_EQ(ollie("eval " + spec + dims + " --seed 1 --save-inputs " + inputs.string()).exit_code,
+            0);
+  const CommandResult plain = ollie("verify " + spec + " " + kernel.string() + dims);
+  EXPECT_EQ(plain.exit_code, 0) << plain.out;
+  // The same inputs with x[0] = 42 (rewritten with ollie's own .npz reader and writer).
+  ollie::npy::ArrayList arrays = ollie::npy::read_npz(inputs.string());
+  for (auto& [name, array] : arrays)
+    if (name == "x") array.data[0] = 42.0;
+  ollie::npy::write_npz(inputs.string(), arrays);
+  const CommandResult user =
+      ollie("verify " + spec + " " + kernel.string() + dims + " --inputs " + inputs.string());
+  EXPECT_EQ(user.exit_code, 4) << user.out;
+  EXPECT_NE(user.out.find("user-inputs suite"), std::string::npos) << user.out;
+  const CommandResult missing = ollie("verify " + spec + " " + kernel.string() + dims +
+                                      " --inputs " + (dir / "no.npz").string());
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.out.find("--inputs"), std::string::npos) << missing.out;
+}
+
+// Issue 17: a pass resting on the relative floor alone is its own verdict. log(exp(x + 100))
+// overflows float32 everywhere (the members of the honest ensemble too), so no element
+// has a finite tolerance: verify says weak (exit 4) unless --accept-weak, and a search
+// refuses to start on it with what to do, or runs with --accept-weak.
+TEST(Cli, WeakVerdictIsNotAPassUnlessAccepted) {
+  const fs::path dir = temp_dir() / "weak";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path spec = dir / "logexp.py";
+  std::ofstream(spec) << "import numpy as np\n\nDIMS = dict(N=256)\n\n\n"
+                         "def logexp(x: \"f32[N]\") -> \"f32[N]\":\n"
+                         "    return np.log(np.exp(x + 100.0))\n";
+  const fs::path kernel = dir / "k.cpp";
+  std::ofstream(kernel) << "#include <cstdint>\n"
+                           "extern \"C\" void ollie_kernel(const float* x, float* out, const "
+                           "int64_t* dims) {\n"
+                           "  for (int64_t i = 0; i < dims[0]; ++i) out[i] = x[i] + 100.0f;\n}\n";
+  const std::string verify = "verify " + spec.string() + " " + kernel.string();
+  const CommandResult weak = ollie(verify);
+  EXPECT_EQ(weak.exit_code, 4) << weak.out;
+  EXPECT_NE(weak.out.find(": weak ("), std::string::npos) << weak.out;
+  const fs::path cert = dir / "cert.json";
+  const CommandResult accepted = ollie(verify + " --accept-weak --cert " + cert.string());
+  EXPECT_EQ(accepted.exit_code, 0) << accepted.out;
+  const auto j = nlohmann::json::parse(read_file(cert));
+  EXPECT_EQ(j["verdict"], "pass");
+  EXPECT_EQ(j["weak"], true);
+
+  const std::string env = "OLLIE_CACHE_DIR=" + (dir / "cache").string();
+  const std::string optimize =
+      "optimize " + spec.string() + " --evals 2 --bench-seconds 0.05 -o " + (dir / "run").string();
+  const CommandResult refused = ollie_with_env(env, optimize);
+  EXPECT_EQ(refused.exit_code, 1) << refused.out;
+  EXPECT_NE(refused.out.find("--accept-weak"), std::string::npos) << refused.out;
+  fs::remove_all(dir / "run");
+  const CommandResult searched = ollie_with_env(env, optimize + " --accept-weak");
+  EXPECT_EQ(searched.exit_code, 0) << searched.out;
+  EXPECT_TRUE(fs::exists(dir / "run" / "logexp.cpp"));
 }
 
 TEST(Cli, BadInputIsAClearErrorWithExitCode1) {

@@ -32,6 +32,13 @@ TEST(DimExpr, FloorDivSimplifiesWhenExact) {
   EXPECT_EQ(C(-3).floordiv(2).as_constant(), -2);                       // Python floor semantics
   EXPECT_EQ(S("HD").floordiv(2), S("HD").floordiv(2));
   EXPECT_NE(S("HD").floordiv(2), S("HD").floordiv(4));
+  // A common factor of the numerator and the divisor cancels: the head size of a RoPE
+  // reshape comes out as (8*X)//16 on one path and (2*X)//4 on another.
+  const DimExpr x = S("D").floordiv(8);
+  EXPECT_EQ((C(8) * x).floordiv(16), (C(2) * x).floordiv(4));
+  EXPECT_EQ((C(8) * x).floordiv(16), x.floordiv(2));
+  EXPECT_EQ((C(6) * S("D") + C(4)).floordiv(4), (C(3) * S("D") + C(2)).floordiv(2));
+  EXPECT_EQ((C(3) * S("D")).floordiv(3), S("D"));
 }
 
 TEST(DimExpr, Evaluate) {

@@ -18,6 +18,9 @@ SMALL_DIMS = {
     "mha_causal": dict(S=8, DM=16, H=2, HD=4),
     "rope": dict(S=8, H=2, HD=8),
     "mla_decode": dict(B=1, H=2, S=16, L=8, DR=4, DN=8, DV=8),
+    "gpt2_block": dict(T=8, D=16, F=32),
+    "llama_block": dict(B=1, L=8, D=32, KV=8, F=24),
+    "llama_decode": dict(B=1, P=8, D=32, KV=8, F=24, HD=4),
 }
 
 # Purely elementwise (or data movement): no reduction that could lose a term.
@@ -129,6 +132,21 @@ def _drop_mla_key(spec, x):
     return np.einsum("bhl,hlv->bhv", o_lat, x["w_uv"]), None
 
 
+def _drop_gpt2_hidden(spec, x):
+    fc_w, fc_b = x["fc_w"].copy(), x["fc_b"].copy()
+    f = int(np.argmax(np.abs(x["fc_proj_w"]).max(axis=1)))
+    fc_w[:, f] = 0.0
+    fc_b[f] = 0.0             # hidden unit f is gelu(0) = 0: its term leaves the F-long sum
+    return spec.run_f64({**x, "fc_w": fc_w, "fc_b": fc_b})[0], None
+
+
+def _drop_llama_hidden(spec, x):
+    f = int(np.argmax(np.abs(x["down_weight"]).max(axis=1)))
+    up = x["up_weight"].copy()
+    up[:, f] = 0.0            # hidden unit f becomes 0: its term leaves the F-long sum
+    return spec.run_f64({**x, "up_weight": up})[0], None
+
+
 REDUCTION_CASES = {
     "matmul": (dict(M=4, K=LONG, N=4), _drop_matmul_k),
     "matmul_bias_relu": (dict(M=4, K=LONG, N=4), _drop_matmul_k),
@@ -139,4 +157,7 @@ REDUCTION_CASES = {
     "attention_causal": (dict(S=LONG, D=4), _drop_attention_key),
     "mha_causal": (dict(S=4, DM=LONG, H=2, HD=4), _drop_mha_projection_term),
     "mla_decode": (dict(B=1, H=2, S=LONG, L=8, DR=4, DN=8, DV=8), _drop_mla_key),
+    "gpt2_block": (dict(T=2, D=8, F=LONG), _drop_gpt2_hidden),
+    "llama_block": (dict(B=1, L=2, D=32, KV=8, F=LONG), _drop_llama_hidden),
+    "llama_decode": (dict(B=1, P=4, D=32, KV=8, F=LONG, HD=4), _drop_llama_hidden),
 }

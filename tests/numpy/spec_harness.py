@@ -31,13 +31,22 @@ def ollie_bin() -> Path:
     return Path(os.environ.get("OLLIE_BIN", str(REPO / "build" / "ollie")))
 
 
+_DIM_EXPR = re.compile(r"[A-Za-z_0-9+\-*() ]+")
+
+
+def dim_value(expr: str, dims: dict[str, int]) -> int:
+    """A dim expression of an annotation or relation ("3*D", "H * HD") at `dims`."""
+    assert _DIM_EXPR.fullmatch(expr), f"bad dim expression {expr!r}"
+    return int(eval(expr, {"__builtins__": {}}, dict(dims)))
+
+
 @dataclasses.dataclass(frozen=True)
 class TensorType:
     dtype: str                    # "f32", ...
-    dims: tuple[str | int, ...]   # dim names from DIMS, or integer literals
+    dims: tuple[str | int, ...]   # dim names or expressions ("3*D"), or integer literals
 
     def shape(self, dims: dict[str, int]) -> tuple[int, ...]:
-        return tuple(d if isinstance(d, int) else dims[d] for d in self.dims)
+        return tuple(d if isinstance(d, int) else dim_value(d, dims) for d in self.dims)
 
     @property
     def np_dtype(self):
@@ -54,7 +63,7 @@ def parse_annotation(text: str) -> TensorType:
             part = part.strip()
             if re.fullmatch(r"\d+", part):
                 dims.append(int(part))
-            elif re.fullmatch(r"[A-Za-z_]\w*", part):
+            elif _DIM_EXPR.fullmatch(part):
                 dims.append(part)
             else:
                 raise ValueError(f"bad dim {part!r} in annotation {text!r}")
@@ -70,6 +79,7 @@ class Spec:
     returns: list[TensorType]
     default_dims: dict[str, int]
     fn: types.FunctionType            # the entry, callable as numpy code
+    relations: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # RELATIONS
 
     def inputs(self, dims: dict[str, int], rng: np.random.Generator, dist: str) -> dict[str, np.ndarray]:
         """Random inputs at `dims`, as float32 arrays (so exactly f32-representable)."""
@@ -106,7 +116,12 @@ class Spec:
     def full_dims(self, overrides: dict[str, int]) -> dict[str, int]:
         unknown = set(overrides) - set(self.default_dims)
         assert not unknown, f"{self.name}: dims {sorted(unknown)} are not in DIMS"
-        return {**self.default_dims, **overrides}
+        dims = {**self.default_dims, **overrides}
+        # A dim that RELATIONS derive follows its free dims (module constants may appear).
+        consts = {k: v for k, v in self.fn.__globals__.items() if type(v) is int}
+        for lhs, rhs in self.relations:
+            dims[lhs] = dim_value(rhs, {**consts, **dims})
+        return dims
 
 
 def _as_list(result) -> list[np.ndarray]:
@@ -154,7 +169,8 @@ def load_spec(path: Path) -> Spec:
     returns = [parse_annotation(r) for r in ret] if isinstance(ret, tuple) else [parse_annotation(ret)]
     dims = ns32.get("DIMS")
     assert isinstance(dims, dict), f"{path.name}: no DIMS = dict(...) at module level"
-    return Spec(path, path.stem, fn32.__name__, params, returns, dict(dims), fn32)
+    relations = [tuple(part.strip() for part in r.split("=", 1)) for r in ns32.get("RELATIONS", [])]
+    return Spec(path, path.stem, fn32.__name__, params, returns, dict(dims), fn32, relations)
 
 
 def dims_flag(dims: dict[str, int]) -> str:

@@ -139,6 +139,33 @@ TEST(Sweep, TiedDimsStillGiveValidGraphs) {
   EXPECT_EQ(s_sizes.size(), 16u);
 }
 
+TEST(Sweep, RelatedDimsFollowTheirFreeDimsAndEveryDrawIsAccepted) {
+  // With RELATIONS = ["DM = H * HD"] the sweep varies S, H and HD only, DM follows them,
+  // so no draw is rejected and the free dims keep the full coverage.
+  const std::string path = ::testing::TempDir() + "ollie_sweep_related.py";
+  {
+    std::ofstream out(path);
+    out << "import numpy as np\n\nDIMS = dict(S=8, H=2, HD=4)\nRELATIONS = [\"DM = H * HD\"]\n\n\n"
+           "def tied(x: \"f32[S, DM]\", w: \"f32[H, HD]\") -> \"f32[S, H, HD]\":\n"
+           "    return x.reshape(x.shape[0], w.shape[0], -1) + w\n";
+  }
+  int calls = 0;
+  auto at = [&](const DimBindings& dims) {
+    ++calls;
+    ollie::spec::SpecOptions o;
+    o.dim_overrides = dims;
+    return ollie::spec::load_spec(path, o);
+  };
+  const Graph g = at({});
+  EXPECT_EQ(g.dims, (std::vector<std::string>{"S", "H", "HD"}));
+  calls = 0;
+  const auto graphs = v::sweep_graphs(g, at, 5);
+  EXPECT_EQ(static_cast<int>(graphs.size()), calls);  // one elaboration per draw: none rejected
+  std::vector<DimBindings> drawn;
+  for (const auto& s : graphs) drawn.push_back(s.bound_dims);
+  EXPECT_EQ(missing_coverage(g, drawn), "");
+}
+
 TEST(ExactConstants, ScalarIsOneRowsRepeatAndTheMaxTies) {
   const std::string path = ::testing::TempDir() + "ollie_sweep_scaled.py";
   {

@@ -86,6 +86,7 @@ TEST_P(Tolerance, DefaultKernelPassesFullyBoundedAndAScaleOf1e4IsWrong) {
 INSTANTIATE_TEST_SUITE_P(Examples, Tolerance,
                          ::testing::Values("gelu", "softmax", "rmsnorm", "layernorm", "rope",
                                            "matmul", "matmul_bias_relu", "swiglu_mlp",
-                                           "attention_causal", "mha_causal", "mla_decode"));
+                                           "attention_causal", "mha_causal", "mla_decode",
+                                           "gpt2_block", "llama_block", "llama_decode"));
 
 }  // namespace

@@ -112,6 +112,27 @@ extern "C" void ollie_kernel(const float* a, const float* b, float* c, const int
   EXPECT_EQ(t.wrong, 10) << t.message;
 }
 
+// Right at the bound dims and at every size up to twice the bound, but a formula 1e-4 off
+// (a scale) beyond: the sweep's large sizes get the honest ensemble's tolerance at quick,
+// which is tight enough to see it, where the derived bound of a long dot product is not.
+TEST(Unpredictable, GemmOffBy1e4OnlyPastTwiceTheBoundIsRejected) {
+  const std::string kernel = R"(
+#include <cstdint>
+extern "C" void ollie_kernel(const float* a, const float* b, float* c, const int64_t* dims) {
+  const int64_t m = dims[0], k = dims[1], n = dims[2];
+  const float scale = k > 256 ? 1.0001f : 1.0f;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float acc = 0.0f;
+      for (int64_t p = 0; p < k; ++p) acc += a[i * k + p] * b[p * n + j];
+      c[i * n + j] = acc * scale;
+    }
+}
+)";
+  const Tally t = verify_runs(example("matmul"), kSmallMatmul, kernel);
+  EXPECT_EQ(t.wrong, 10) << t.message;
+}
+
 const DimBindings kSmallSoftmax = {{"M", 16}, {"N", 64}};
 
 TEST(Unpredictable, RowTailThatReusesARowWhenRowsMod4Is2IsRejected) {
