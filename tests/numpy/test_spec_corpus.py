@@ -73,6 +73,7 @@ CORPUS = {
     "kwargs_dicts": ([dict(M=1, N=7), dict(M=3, N=2)], ("normal", "uniform")),
     "scalar_params": ([dict(T=1, D=2), dict(T=5, D=6)], ("normal", "uniform")),
     "item_assign": ([dict(B=2, S=5, D=1), dict(B=3, S=9, D=3)], ("normal", "uniform")),
+    "picogpt_block": ([dict(T=1, HD=1, F=3), dict(T=5, HD=3, F=8)], ("normal", "uniform")),
 }
 
 _CACHE = {}
