@@ -41,6 +41,19 @@ enum class ExprKind {
   BoolOp,   // items joined by op "and" / "or"
   IfExp,    // items[0] if items[1] else items[2]
   Starred,  // *value (in calls and tuple displays)
+  Lambda,   // lambda params: body; function holds the params and a body of one Return
+  ListComp,  // [value for ... in ... if ...]; also a generator expression (read as a list)
+  FString,   // f"..": items are the parts, String literals and formatted expressions
+  DictComp,  // {keys[0]: value for ... in ... if ...}
+};
+
+struct FunctionDef;
+
+// One `for target in iter if cond ...` clause of a comprehension.
+struct ComprehensionFor {
+  ExprPtr target;
+  ExprPtr iter;
+  std::vector<ExprPtr> conditions;
 };
 
 struct Keyword {
@@ -66,7 +79,9 @@ struct Expr {
   std::vector<ExprPtr> items;  // Tuple, List, Call args, Subscript indices, Compare operands,
                                // BoolOp, IfExp, Dict values
   std::vector<ExprPtr> keys;   // Dict keys
-  std::vector<Keyword> keywords;  // Call
+  std::vector<Keyword> keywords;                // Call
+  std::shared_ptr<const FunctionDef> function;  // Lambda
+  std::vector<ComprehensionFor> comprehension;  // ListComp
 };
 
 struct Param {
@@ -98,6 +113,8 @@ enum class StmtKind {
   Pass,
   Assert,  // value, message (may be null)
   Class,   // cls (model classes: parser_class.cpp, elab_classes.cpp)
+  For,     // for targets[0] in value: body (unrolled by the elaborator)
+  If,      // if value: body else: orelse (an `elif` is an If alone in orelse)
 };
 
 struct Stmt {
@@ -112,6 +129,7 @@ struct Stmt {
   std::shared_ptr<const ClassDef> cls;                     // Class
   std::string module;                                      // ImportFrom
   std::vector<std::pair<std::string, std::string>> names;  // Import, ImportFrom
+  std::vector<StmtPtr> body, orelse;                       // For, If
 };
 
 // `class Name:` at module level: methods (Def statements, `self` first), docstrings and

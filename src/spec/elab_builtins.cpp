@@ -93,6 +93,13 @@ ValuePtr Elab::py_range(const BuiltinCall& c) {
   SourceLoc loc = c.loc;
   auto a = c.sig({"start", "stop", "step"}, 1);
   int64_t lo = 0, hi, st = 1;
+  for (auto& v : a)
+    if (v && v->kind == Kind::Int && !v->i.is_constant())
+      fail(loc,
+           "range() over the dim expression " + v->i.str() +
+               ": a loop is unrolled, so its count must be a constant",
+           "use a constant count (a module constant, or a literal size in the annotation such as "
+           "\"f32[12, D]\"), or vectorize over that axis");
   if (!a[1])
     hi = to_const_int(a[0], loc, "range()");
   else {
@@ -114,9 +121,8 @@ ValuePtr Elab::py_sequence(const BuiltinCall& c) {
   const std::string& name = c.name;
   auto a = c.sig({"iterable"}, 0);
   if (!a[0]) return make_seq(name == "tuple" ? Kind::Tuple : Kind::List, {});
-  if (a[0]->kind != Kind::Tuple && a[0]->kind != Kind::List)
-    fail(c.loc, name + "() of " + kind_name(*a[0]) + " is not supported");
-  return make_seq(name == "tuple" ? Kind::Tuple : Kind::List, a[0]->items);
+  return make_seq(name == "tuple" ? Kind::Tuple : Kind::List,
+                  static_items(a[0], c.loc, "make a " + name));
 }
 
 ValuePtr Elab::py_dict(const BuiltinCall& c) {

@@ -230,7 +230,8 @@ class DimBinder {
     read_dims();
     read_relations();
     std::vector<ParsedAnn> params, results;
-    for (auto& p : entry_.params) params.push_back(parse_annotation(el_, *p.annotation));
+    for (auto& p : entry_.params)
+      if (!held_constant(p)) params.push_back(parse_annotation(el_, *p.annotation));
     const Expr& ret = *entry_.returns;
     if (ret.kind == ExprKind::Tuple) {
       if (ret.items.empty()) el_.fail(ret.loc, "the return annotation names no outputs", kAnnHint);

@@ -53,9 +53,10 @@ struct Value {
   bool b = false;
   DimExpr i;
   double f = 0.0;
-  std::string s;      // Str text; Module / Builtin / Func name
-  ValueId t = -1;     // Tensor
-  bool weak = false;  // Tensor: a Python scalar of unknown value
+  std::string s;        // Str text; Module / Builtin / Func name
+  ValueId t = -1;       // Tensor
+  bool weak = false;    // Tensor: a Python scalar of unknown value
+  bool copied = false;  // Tensor: made by .copy(), so no view of the array it came from
   std::vector<ValuePtr>
       items;  // Tuple, List, Dict values, Slice (lower, upper, step; null if absent)
   std::vector<std::string> keys;          // Dict keys
@@ -64,6 +65,11 @@ struct Value {
   std::vector<ValuePtr> defaults;         // Func: one per param (null when none)
   ValuePtr self;  // Builtin bound to a tensor (a method); Func bound to an Object (a method)
   ValuePtr cls;   // Object: its Class
+  // Func made by a lambda: the scope it was written in, read when it is called (Python's late
+  // binding) while that scope is alive (frame `closure_frame`), else the snapshot `closure`.
+  std::shared_ptr<const std::map<std::string, ValuePtr>> closure;
+  const std::map<std::string, ValuePtr>* closure_scope = nullptr;
+  int64_t closure_frame = -1;
 };
 
 ValuePtr make_none();
@@ -126,6 +132,11 @@ struct BuiltinCall {
 };
 
 using Scope = std::map<std::string, ValuePtr>;
+
+// An entry parameter held constant: a default and no array annotation (`n_head: int = 12`).
+inline bool held_constant(const Param& p) {
+  return p.default_value && (!p.annotation || p.annotation->kind != ExprKind::String);
+}
 
 // The entry's parameter and result types, from its annotations (elab_dims.cpp).
 struct EntryTypes {
@@ -235,16 +246,57 @@ class Elab {
   ir::Builder builder_;
   Scope globals_;
   Scope* locals_ = nullptr;  // null at module level
+  // The live local scopes (entry, helpers, comprehensions), innermost last, each with a serial.
+  struct Frame {
+    Scope* scope;
+    int64_t serial;
+    std::shared_ptr<Scope> owned;  // a comprehension's scope, kept alive by its lambdas
+  };
+  std::vector<Frame> frames_;
+  int64_t next_frame_ = 0;
+  void enter_frame(Scope* scope, std::shared_ptr<Scope> owned = nullptr);
+  void leave_frame(Scope* saved);
+  const Scope* live_scope(const Value& lambda) const;
+  // After a write into `old`, every name bound to that same array sees the new one (numpy's
+  // in-place write is visible through every alias).
+  void rebind_aliases(const Value* old, const ValuePtr& updated);
+  // Rejects a write into `base` while a name holds a view of it (a slice, reshape or
+  // transpose taken before): numpy would show the write through the view, ollie would not.
+  void check_no_views(const Value& base, const std::string& name, SourceLoc loc) const;
   std::vector<const FunctionDef*> call_stack_;
+  std::vector<SourceLoc> call_sites_;  // where each call_stack_ entry after the first was called
   int depth_ = 0;
   bool in_entry_ = false;  // tensors may only be built inside the entry
   SourceLoc last_loc_;
+  SourceLoc return_loc_;  // the value of the last `return` executed
+  int64_t unrolled_ = 0;  // loop and comprehension iterations so far, bounded in all
+  void count_iteration(SourceLoc loc);
 
  private:
   void run_module();
   void exec_body(const std::vector<StmtPtr>& body, ValuePtr* ret);
   void exec(const Stmt& s, ValuePtr* ret, bool* returned);
   void assign(const ExprPtr& target, const ValuePtr& v);
+  // The call chain of the helper an error is in: " (in linear, called from mha at f.py:4:9)".
+  std::string call_context() const;
+
+  // ---- Python-level structure evaluated here (elab_statements.cpp)
+  void exec_block(const std::vector<StmtPtr>& body, ValuePtr* ret, bool* returned);
+  void exec_for(const Stmt& s, ValuePtr* ret, bool* returned);
+  void exec_if(const Stmt& s, ValuePtr* ret, bool* returned);
+  // The items of a static sequence a loop or comprehension walks (tuple, list, dict keys).
+  std::vector<ValuePtr> static_items(const ValuePtr& v, SourceLoc loc, const std::string& what);
+  // `name[index] = v`: a functional update that rebinds the name.
+  void assign_item(const Expr& target, const ValuePtr& v);
+  void check_fits(ValueId value, const Shape& region, SourceLoc loc);
+  ValueId update_region(ValueId base, const std::vector<std::pair<DimExpr, DimExpr>>& region,
+                        size_t axis, ValueId value, SourceLoc loc);
+  // Static lists and lambdas (elab_lists.cpp)
+  ValuePtr eval_list_comp(const Expr& e);
+  void comprehend(const Expr& e, size_t clause, std::vector<ValuePtr>& out);
+  ValuePtr make_lambda(const Expr& e);
+  ValuePtr eval_fstring(const Expr& e);
+  void add_kwargs(const ValuePtr& dict, SourceLoc loc, CallArgs& args);
   ValuePtr call_function(const Value& fn, const CallArgs& args, SourceLoc loc);
   ValuePtr eval_inner(const Expr& e);
   ValuePtr lookup(const std::string& name, SourceLoc loc);
@@ -265,6 +317,12 @@ class Elab {
   ValuePtr py_min_max(const BuiltinCall& c);
   ValuePtr py_abs(const BuiltinCall& c);
   ValuePtr py_unsupported(const BuiltinCall& c);
+  static void add_static_builtins(BuiltinTable& t);
+  ValuePtr py_zip(const BuiltinCall& c);
+  ValuePtr py_enumerate(const BuiltinCall& c);
+  ValuePtr py_map(const BuiltinCall& c);
+  ValuePtr py_reversed(const BuiltinCall& c);
+  ValuePtr dict_method(const BuiltinCall& c);
   ValuePtr math_func(const BuiltinCall& c);
   ValuePtr dtype_cast(const BuiltinCall& c);
   // numpy elementwise functions, reductions and contractions (elab_elementwise.cpp)

@@ -137,7 +137,9 @@ ValuePtr Elab::np_astype(const BuiltinCall& c) {
 // Arrays are values in a spec, so a copy is the array itself.
 ValuePtr Elab::np_copy(const BuiltinCall& c) {
   c.sig({"order"}, 0);
-  return c.fn.self;
+  auto r = std::make_shared<Value>(*make_tensor(c.fn.self->t));  // a new array: a write
+  r->copied = true;                                              // into x leaves it alone
+  return r;
 }
 
 // .flatten(), .ravel()

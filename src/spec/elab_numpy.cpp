@@ -124,6 +124,9 @@ ValuePtr Elab::attribute(const ValuePtr& base, const std::string& name, SourceLo
          "max min mean var std squeeze astype");
   }
   if (base->kind == Kind::DType && name == "type") return base;
+  if (base->kind == Kind::Dict &&
+      (name == "get" || name == "keys" || name == "values" || name == "items"))
+    return make_named(Kind::Builtin, "dict." + name, base);
   fail(loc, kind_name(*base) + " has no attribute '" + name + "' in a spec (" + shown + ")");
 }
 
@@ -228,6 +231,7 @@ ValuePtr Elab::call_builtin(const Value& fn, const CallArgs& args, SourceLoc loc
     add_layout_builtins(t);
     add_creation_builtins(t);
     add_joining_builtins(t);
+    add_static_builtins(t);
     return t;
   }();
   auto it = table.find(fn.s);

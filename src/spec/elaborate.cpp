@@ -95,9 +95,12 @@ constexpr int kMaxDepth = 150;
 constexpr int64_t kMaxElements = int64_t{1} << 34;
 
 bool fully_annotated(const FunctionDef& f) {
-  for (auto& p : f.params)
-    if (!p.annotation) return false;
-  return !f.params.empty() || f.returns;
+  bool any = f.returns != nullptr;
+  for (auto& p : f.params) {
+    if (!p.annotation && !held_constant(p)) return false;
+    any = any || p.annotation;
+  }
+  return any;
 }
 
 std::string example_annotations(const FunctionDef& f) {
@@ -117,7 +120,8 @@ Elab::Elab(const Module& module, const SpecOptions& options)
     : module_(module), options_(options), builder_(graph_) {}
 
 void Elab::fail(SourceLoc loc, const std::string& message, const std::string& hint) const {
-  throw SpecError(module_.file, module_.source, loc.valid() ? loc : last_loc_, message, hint);
+  throw SpecError(module_.file, module_.source, loc.valid() ? loc : last_loc_,
+                  message + call_context(), hint);
 }
 
 std::string Elab::type_str(ValueId id) const {
@@ -159,7 +163,8 @@ ValuePtr Elab::lookup(const std::string& name, SourceLoc loc) {
   static const std::set<std::string> kBuiltins = {"len",   "float", "int",   "bool", "range",
                                                   "tuple", "list",  "min",   "max",  "abs",
                                                   "print", "sum",   "round", "pow",  "dict"};
-  if (kBuiltins.count(name)) return make_named(Kind::Builtin, name);
+  static const std::set<std::string> kListBuiltins = {"zip", "enumerate", "map", "reversed"};
+  if (kBuiltins.count(name) || kListBuiltins.count(name)) return make_named(Kind::Builtin, name);
   if (name == "numpy" || name == "np" || name == "math")
     fail(loc, "name '" + name + "' is not defined",
          "add `import " + std::string(name == "math" ? "math" : "numpy as np") + "` at the top");
@@ -274,15 +279,26 @@ ir::Graph Elab::run() {
   }
   check_class_entry(*entry);
   for (auto& p : entry->params)
-    if (!p.annotation)
+    if (!p.annotation && !held_constant(p))
       fail(p.loc, "entry '" + entry->name + "' needs annotations on every parameter and the return",
            "write " + example_annotations(*entry));
   if (!entry->returns)
     fail(entry->name_loc, "entry '" + entry->name + "' needs a return annotation",
          "write -> \"f32[M, N]\" after the parameters");
-  for (auto& p : entry->params)
+  std::vector<const Param*> arrays;
+  for (auto& p : entry->params) {
+    if (held_constant(p)) continue;
     if (p.keyword_only || p.default_value)
-      fail(p.loc, "entry parameter '" + p.name + "' may not have a default or be keyword-only");
+      fail(p.loc, "entry parameter '" + p.name + "' may not have a default or be keyword-only",
+           "an array parameter is a kernel input; a Python scalar parameter with a default (n: int "
+           "= 12) is held constant");
+    if (p.annotation->kind != ExprKind::String)
+      fail(p.annotation->loc,
+           "entry parameter '" + p.name + "' is a Python value without a default",
+           "give it a default, which is held constant (n: int = 12), or annotate an array "
+           "(\"f32[M, K]\")");
+    arrays.push_back(&p);
+  }
 
   // Annotations, dims and their bindings.
   graph_.entry = entry->name;
@@ -291,8 +307,10 @@ ir::Graph Elab::run() {
   // Inputs and the body.
   Scope scope;
   in_entry_ = true;
-  for (size_t i = 0; i < entry->params.size(); ++i) {
-    const auto& p = entry->params[i];
+  for (auto& p : entry->params)
+    if (held_constant(p)) scope[p.name] = eval(p.default_value);
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    const auto& p = *arrays[i];
     const auto& [dtype, s] = types.params[i];
     check_shape(s, p.loc);
     graph_.params.push_back({p.name, dtype, s});
@@ -300,16 +318,13 @@ ir::Graph Elab::run() {
     graph_.inputs.push_back(id);
     scope[p.name] = make_tensor(id);
   }
-  locals_ = &scope;
+  enter_frame(&scope);
   call_stack_.push_back(entry);
   ValuePtr ret;
-  SourceLoc ret_loc = entry->name_loc;
-  for (auto& st : entry->body) {
-    if (st->kind == StmtKind::Return) ret_loc = st->value ? st->value->loc : st->loc;
-    bool returned = false;
-    exec(*st, &ret, &returned);
-    if (returned) break;
-  }
+  bool returned = false;
+  return_loc_ = {};
+  exec_block(entry->body, &ret, &returned);
+  SourceLoc ret_loc = return_loc_.valid() ? return_loc_ : entry->name_loc;
   if (!ret)
     fail(entry->name_loc, "entry '" + entry->name + "' does not return a value",
          "end it with `return ...`");
@@ -394,8 +409,15 @@ void Elab::exec(const Stmt& s, ValuePtr* ret, bool* returned) {
       assign(s.targets.at(0), eval(s.value));
       return;
     }
+    case StmtKind::For: return exec_for(s, ret, returned);
+    case StmtKind::If: return exec_if(s, ret, returned);
     case StmtKind::AugAssign: {
       const ExprPtr& t = s.targets.at(0);
+      if (t->kind == ExprKind::Subscript) {
+        ValuePtr cur = eval(t);
+        assign_item(*t, binary(s.op, cur, eval(s.value), s.loc));
+        return;
+      }
       if (t->kind != ExprKind::Name)
         fail(t->loc,
              "augmented assignment to " +
@@ -410,6 +432,7 @@ void Elab::exec(const Stmt& s, ValuePtr* ret, bool* returned) {
     case StmtKind::Return: {
       if (!ret) fail(s.loc, "'return' outside a function");
       *ret = s.value ? eval(s.value) : make_none();
+      return_loc_ = s.value ? s.value->loc : s.loc;
       *returned = true;
       return;
     }
@@ -468,9 +491,7 @@ void Elab::assign(const ExprPtr& target, const ValuePtr& v) {
       for (size_t i = 0; i < items.size(); ++i) assign(target->items[i], items[i]);
       return;
     }
-    case ExprKind::Subscript:
-      fail(target->loc, "item assignment is not supported in a spec",
-           "arrays are immutable here: build the value with np.where, np.concatenate or slicing");
+    case ExprKind::Subscript: return assign_item(*target, v);
     case ExprKind::Attribute: assign_attribute(*target, v); return;
     default: fail(target->loc, "cannot assign to this expression");
   }
@@ -504,6 +525,10 @@ ValuePtr Elab::call_function(const Value& fn, const CallArgs& args, SourceLoc lo
            "write the computation without recursion");
   if (call_stack_.size() > 64) fail(loc, "helpers nested too deeply");
   Scope scope;
+  if (const Scope* live = live_scope(fn))
+    scope = *live;
+  else if (fn.closure)
+    scope = *fn.closure;
   size_t npos = 0;
   for (auto& p : f.params) npos += p.keyword_only ? 0 : 1;
   if (args.pos.size() > npos)
@@ -511,8 +536,12 @@ ValuePtr Elab::call_function(const Value& fn, const CallArgs& args, SourceLoc lo
                   (npos == 1 ? "" : "s") + " but " + std::to_string(args.pos.size()) +
                   " were given");
   size_t k = 0;
+  std::set<std::string> bound;
   for (size_t i = 0; i < f.params.size() && k < args.pos.size(); ++i)
-    if (!f.params[i].keyword_only) scope[f.params[i].name] = args.pos[k++];
+    if (!f.params[i].keyword_only) {
+      scope[f.params[i].name] = args.pos[k++];
+      bound.insert(f.params[i].name);
+    }
   for (size_t j = 0; j < args.kw.size(); ++j) {
     // Plain references, not a structured binding: clang 14 cannot capture bindings in lambdas.
     const std::string& name = args.kw[j].first;
@@ -521,28 +550,28 @@ ValuePtr Elab::call_function(const Value& fn, const CallArgs& args, SourceLoc lo
                            [&](const Param& p) { return p.name == name; });
     if (it == f.params.end())
       fail(args.kw_loc[j], f.name + "() got an unexpected keyword argument '" + name + "'");
-    if (scope.count(name))
+    if (bound.count(name))
       fail(args.kw_loc[j], f.name + "() got multiple values for argument '" + name + "'");
     scope[name] = v;
+    bound.insert(name);
   }
   for (size_t i = 0; i < f.params.size(); ++i) {
-    if (scope.count(f.params[i].name)) continue;
+    if (bound.count(f.params[i].name)) continue;
     if (i < fn.defaults.size() && fn.defaults[i])
       scope[f.params[i].name] = fn.defaults[i];
     else
       fail(loc, f.name + "() missing required argument '" + f.params[i].name + "'");
   }
   Scope* saved = locals_;
-  locals_ = &scope;
+  enter_frame(&scope);
   call_stack_.push_back(&f);
+  call_sites_.push_back(loc);
   ValuePtr ret;
-  for (auto& st : f.body) {
-    bool returned = false;
-    exec(*st, &ret, &returned);
-    if (returned) break;
-  }
+  bool returned = false;
+  exec_block(f.body, &ret, &returned);
+  call_sites_.pop_back();
   call_stack_.pop_back();
-  locals_ = saved;
+  leave_frame(saved);
   return ret ? ret : make_none();
 }
 
@@ -640,9 +669,10 @@ ValuePtr Elab::eval_inner(const Expr& e) {
         }
       }
       for (auto& k : e.keywords) {
-        if (k.name.empty())
-          fail(k.loc, "**kwargs in a call is not supported in a spec",
-               "pass keyword arguments by name");
+        if (k.name.empty()) {
+          add_kwargs(eval(k.value), k.loc, args);
+          continue;
+        }
         args.kw.push_back({k.name, eval(k.value)});
         args.kw_loc.push_back(k.loc);
       }
@@ -717,6 +747,10 @@ ValuePtr Elab::eval_inner(const Expr& e) {
       return truthy(c, e.items[1]->loc) ? eval(e.items[0]) : eval(e.items[2]);
     }
     case ExprKind::Starred: fail(e.loc, "*expression is only allowed in calls and tuple displays");
+    case ExprKind::Lambda: return make_lambda(e);
+    case ExprKind::ListComp:
+    case ExprKind::DictComp: return eval_list_comp(e);
+    case ExprKind::FString: return eval_fstring(e);
   }
   fail(e.loc, "unsupported expression");
 }

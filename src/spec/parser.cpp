@@ -18,19 +18,19 @@ const char* const kKeywords[] = {
     "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield"};
 
 const char* const kLoopHint =
-    "use vectorized numpy, e.g. np.einsum or broadcasting; a spec describes a whole-tensor "
-    "computation";
-const char* const kComprehensionHint =
-    "use np.stack/np.concatenate over explicit items, or vectorize the computation";
+    "write `for i in range(n):` with a count known from constants or dims (it is unrolled), or "
+    "use vectorized numpy";
+const char* const kBreakHint =
+    "guard the rest of the body with an `if` on Python values, or select with np.where";
 
 // Python keywords that start a construct outside the spec language.
 const Rejection kRejected[] = {
-    {"for", "loops are not supported", kLoopHint},
-    {"while", "loops are not supported", kLoopHint},
-    {"break", "loops are not supported ('break')", kLoopHint},
-    {"continue", "loops are not supported ('continue')", kLoopHint},
-    {"lambda", "lambda expressions are not supported",
-     "define a helper function with def at module level and call it"},
+    {"for", "loops at module level are not supported",
+     "put the loop inside a function, where it is unrolled"},
+    {"while", "while loops are not supported", kLoopHint},
+    {"break", "'break' is not supported in an unrolled loop", kBreakHint},
+    {"continue", "'continue' is not supported in an unrolled loop", kBreakHint},
+    {"lambda", "a lambda here must be in parentheses", "write (lambda t: ...)"},
     {"with", "'with' statements are not supported",
      "a spec is straight-line numpy code; remove the with block"},
     {"try", "exception handling ('try') is not supported",
@@ -127,7 +127,8 @@ const Token& Parser::expect_name(const std::string& what) {
 
 void Parser::check_comprehension(const char* kind) const {
   if (at_kw("for") || at_kw("async"))
-    fail(tok().loc, std::string(kind) + " are not supported", kComprehensionHint);
+    fail(tok().loc, std::string(kind) + " are not supported",
+         "use a list comprehension [f(x) for x in xs], or write the items out");
 }
 
 // ---------------------------------------------------------------------------- statements
@@ -145,6 +146,10 @@ void Parser::parse_statement(std::vector<StmtPtr>& body, bool in_function) {
     return;
   }
   if (is_kw(t, "if")) {
+    if (in_function) {
+      body.push_back(parse_if());
+      return;
+    }
     if (!is_main_guard())
       fail(t.loc, "module-level 'if' is not supported",
            "a spec is straight-line code; only an `if __name__ == \"__main__\":` block is allowed "
@@ -155,11 +160,15 @@ void Parser::parse_statement(std::vector<StmtPtr>& body, bool in_function) {
   }
   if (is_kw(t, "elif") || is_kw(t, "else"))
     fail(t.loc, "'" + t.text + "' without a matching 'if'",
-         "remove it; a spec has no if statements");
+         "put it right after the if block, at the same indentation");
+  if (in_function && is_kw(t, "for")) {
+    body.push_back(parse_for());
+    return;
+  }
   parse_simple_line(body, in_function);
 }
 
-// Rejects decorators, nested defs and `if` in functions, wherever they appear.
+// Rejects decorators and nested defs, wherever they appear.
 void Parser::check_compound_start(const Token& t, bool in_function) const {
   if (is_op(t, "@"))
     fail(t.loc, "decorators are not supported",
@@ -168,8 +177,6 @@ void Parser::check_compound_start(const Token& t, bool in_function) const {
     fail(t.loc, "nested function definitions are not supported", "define helpers at module level");
   if (in_function && is_kw(t, "class"))
     fail(t.loc, "a class inside a function is not supported", "define the class at module level");
-  if (in_function && is_kw(t, "if"))
-    fail(t.loc, "data-dependent control flow is not supported", "use np.where(cond, a, b)");
 }
 
 // `if __name__ == "__main__":` in either operand order, with either quotes.
@@ -217,7 +224,7 @@ StmtPtr Parser::parse_simple(bool in_function) {
   SourceLoc loc = t.loc;
   if (const Rejection* r = rejection_for(t)) reject(*r, loc);
   check_compound_start(t, in_function);
-  if (is_kw(t, "def") || is_kw(t, "if") || is_kw(t, "class"))
+  if (is_kw(t, "def") || is_kw(t, "if") || is_kw(t, "class") || (in_function && is_kw(t, "for")))
     fail(loc, "'" + t.text + "' must start its own line", "put it on a new line");
   if (is_kw(t, "pass")) {
     take();
@@ -373,7 +380,7 @@ StmtPtr Parser::parse_def() {
   parse_params(*fn);
   if (accept_op("->")) fn->returns = parse_expression();
   expect_op(":", "':' after the function signature");
-  parse_block(fn->body);
+  parse_block(fn->body, "the def");
   auto s = make_stmt(StmtKind::Def, def_loc);
   s->function = std::move(fn);
   return s;
@@ -426,13 +433,60 @@ void Parser::parse_params(FunctionDef& fn) {
   take();
 }
 
-void Parser::parse_block(std::vector<StmtPtr>& body) {
+// `for target in iterable:` and its block; the elaborator unrolls it.
+StmtPtr Parser::parse_for() {
+  auto s = make_stmt(StmtKind::For, take().loc);
+  s->targets.push_back(parse_target_list());
+  if (!at_kw("in")) unexpected("'in' after the loop variable");
+  take();
+  s->value = parse_star_expressions();
+  expect_op(":", "':' after the loop header");
+  parse_block(s->body, "the for");
+  if (at_kw("else"))
+    fail(tok().loc, "'else' after a for loop is not supported",
+         "put the statements after the loop");
+  return s;
+}
+
+// `if cond:` with its `elif` and `else` clauses; an elif becomes an If alone in orelse.
+StmtPtr Parser::parse_if() {
+  auto s = make_stmt(StmtKind::If, take().loc);
+  s->value = parse_expression();
+  expect_op(":", "':' after the condition");
+  parse_block(s->body, "the if");
+  if (at_kw("elif")) {
+    s->orelse.push_back(parse_if());
+  } else if (at_kw("else")) {
+    take();
+    expect_op(":", "':' after else");
+    parse_block(s->orelse, "the else");
+  }
+  return s;
+}
+
+// Loop variables: a name or names separated by commas, possibly bracketed (`i, (a, b)`).
+ExprPtr Parser::parse_target_list() {
+  ExprPtr first = parse_bitor();
+  check_target(first);
+  if (!at_op(",")) return first;
+  auto tuple = std::make_shared<Expr>();
+  tuple->kind = ExprKind::Tuple;
+  tuple->loc = first->loc;
+  tuple->items.push_back(first);
+  while (accept_op(",") && !at_kw("in")) {
+    tuple->items.push_back(parse_bitor());
+    check_target(tuple->items.back());
+  }
+  return tuple;
+}
+
+void Parser::parse_block(std::vector<StmtPtr>& body, const char* owner) {
   if (!at(TokenKind::Newline)) {
     parse_simple_line(body, true);
     return;
   }
   take();
-  if (!at(TokenKind::Indent)) unexpected("an indented block after the def");
+  if (!at(TokenKind::Indent)) unexpected(std::string("an indented block after ") + owner);
   take();
   while (!at(TokenKind::Dedent) && !at(TokenKind::End)) {
     if (at(TokenKind::Newline)) {

@@ -55,6 +55,7 @@ ExprPtr Parser::parse_star_or_expression() {
 
 ExprPtr Parser::parse_expression() {
   DepthGuard guard(*this, tok().loc);
+  if (at_kw("lambda")) return parse_lambda();
   if (const Rejection* r = rejection_for(tok())) reject(*r, tok().loc);
   ExprPtr body = parse_disjunction();
   if (!at_kw("if")) return body;
@@ -225,7 +226,7 @@ ExprPtr Parser::parse_call(const ExprPtr& callee) {
       call->keywords.push_back({name, parse_expression(), loc});
     } else {
       ExprPtr arg = parse_expression();
-      check_comprehension("generator expressions");
+      if (at_kw("for")) arg = make_list_comp(arg);
       if (!call->keywords.empty())
         fail(arg->loc, "positional argument follows keyword argument",
              "put positional arguments before keyword arguments");
@@ -301,10 +302,12 @@ ExprPtr Parser::parse_atom() {
     }
     case TokenKind::String: {
       auto e = make(ExprKind::String, loc);
+      if (t.is_fstring && peek(1).kind != TokenKind::String) return parse_fstring(take());
       while (at(TokenKind::String)) {
         const Token& s = take();
         if (s.is_fstring)
-          fail(s.loc, "f-strings are not supported in a spec", "use a plain string literal");
+          fail(s.loc, "an f-string joined to other string literals is not supported",
+               "write one f-string");
         if (s.is_bytes)
           fail(s.loc, "bytes literals are not supported in a spec", "use a plain string literal");
         e->text += s.text;
@@ -329,7 +332,7 @@ ExprPtr Parser::parse_paren() {
   SourceLoc loc = take().loc;
   if (accept_op(")")) return make(ExprKind::Tuple, loc);
   ExprPtr first = parse_star_or_expression();
-  check_comprehension("generator expressions");
+  if (at_kw("for")) first = make_list_comp(first);
   if (at_op(")")) {
     if (first->kind == ExprKind::Starred)
       fail(first->loc, "a starred expression cannot stand alone in parentheses",
@@ -353,7 +356,11 @@ ExprPtr Parser::parse_list() {
   auto list = make(ExprKind::List, loc);
   while (!at_op("]")) {
     list->items.push_back(parse_star_or_expression());
-    check_comprehension("list comprehensions");
+    if (list->items.size() == 1 && at_kw("for")) {
+      ExprPtr comp = make_list_comp(list->items[0]);
+      expect_op("]", "']' after the list comprehension");
+      return comp;
+    }
     item_separator("]", "',' or ']'");
   }
   take();
@@ -374,7 +381,15 @@ ExprPtr Parser::parse_dict() {
     take();
     dict->keys.push_back(key);
     dict->items.push_back(parse_expression());
-    check_comprehension("dict comprehensions");
+    if (dict->keys.size() == 1 && at_kw("for")) {
+      auto comp = make(ExprKind::DictComp, loc);
+      comp->keys = dict->keys;
+      comp->value = dict->items[0];
+      comp->comprehension = parse_comprehension_clauses();
+      expect_op("}", "'}' after the dict comprehension");
+      return comp;
+    }
+    check_comprehension("dict comprehensions with several entries");
     item_separator("}", "',' or '}'");
   }
   take();

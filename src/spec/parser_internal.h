@@ -102,7 +102,10 @@ class Parser {
   void check_target(const ExprPtr& e) const;
   StmtPtr parse_def();
   void parse_params(FunctionDef& fn);
-  void parse_block(std::vector<StmtPtr>& body);
+  void parse_block(std::vector<StmtPtr>& body, const char* owner);
+  StmtPtr parse_for();
+  StmtPtr parse_if();
+  ExprPtr parse_target_list();
 
   // ---- classes (parser_class.cpp) -----------------------------------------------
 
@@ -136,6 +139,11 @@ class Parser {
   ExprPtr parse_paren();
   ExprPtr parse_list();
   ExprPtr parse_dict();
+  // Python-level structure (parser_static.cpp): lambdas, comprehensions, f-strings.
+  ExprPtr parse_lambda();
+  std::vector<ComprehensionFor> parse_comprehension_clauses();
+  ExprPtr make_list_comp(const ExprPtr& element);
+  ExprPtr parse_fstring(const Token& t);
 
   const std::string& file_;
   const std::string& src_;

@@ -165,6 +165,13 @@ def _class_entries(cls: type, ns: dict) -> list[types.FunctionType]:
     return entries
 
 
+def _array_params(fn: types.FunctionType) -> tuple[str, ...]:
+    """The entry's array parameters: those without a default (a defaulted Python scalar
+    parameter is held constant by ollie, not a kernel input)."""
+    code = fn.__code__
+    return code.co_varnames[:code.co_argcount - len(fn.__defaults__ or ())]
+
+
 def _find_entry(path: Path, ns: dict) -> types.FunctionType:
     candidates = []
     for value in list(ns.values()):
@@ -173,7 +180,7 @@ def _find_entry(path: Path, ns: dict) -> types.FunctionType:
             continue
         if not isinstance(value, types.FunctionType) or value.__code__.co_filename != str(path):
             continue
-        params = value.__code__.co_varnames[:value.__code__.co_argcount]
+        params = _array_params(value)
         ann = value.__annotations__
         if params and all(isinstance(ann.get(p), str) for p in params):
             candidates.append(value)
@@ -189,7 +196,7 @@ def load_spec(path: Path) -> Spec:
     fn32 = _find_entry(path, ns32)
 
     code = fn32.__code__
-    params = [(p, parse_annotation(fn32.__annotations__[p])) for p in code.co_varnames[:code.co_argcount]]
+    params = [(p, parse_annotation(fn32.__annotations__[p])) for p in _array_params(fn32)]
     ret = fn32.__annotations__.get("return")
     assert ret is not None, f"{path.name}: entry {fn32.__name__} has no return annotation"
     returns = [parse_annotation(r) for r in ret] if isinstance(ret, tuple) else [parse_annotation(ret)]

@@ -70,6 +70,12 @@ CORPUS = {
     "hvstack_array_split": ([dict(M=1, N=7, K=3), dict(M=3, N=5, K=1)], ("normal", "uniform")),
     "class_rmsnorm": ([dict(T=1, D=7), dict(T=3, D=2)], ("normal", "uniform")),
     "class_llama": ([dict(B=1, L=1, D=8, KV=4, F=3), dict(B=2, L=5, D=16, KV=8, F=7)], ("normal", "uniform")),
+    "static_loops": ([dict(M=1, N=7), dict(M=3, N=2)], ("normal", "uniform")),
+    "static_lists": ([dict(M=4, N=4), dict(M=5, N=8)], ("normal", "uniform")),
+    "kwargs_dicts": ([dict(M=1, N=7), dict(M=3, N=2)], ("normal", "uniform")),
+    "scalar_params": ([dict(T=1, D=2), dict(T=5, D=6)], ("normal", "uniform")),
+    "item_assign": ([dict(B=2, S=5, D=1), dict(B=3, S=9, D=3)], ("normal", "uniform")),
+    "picogpt_block": ([dict(T=1, HD=1, F=3), dict(T=5, HD=3, F=8)], ("normal", "uniform")),
 }
 
 _CACHE = {}
@@ -185,8 +191,9 @@ _OUTSIDE_TEMPLATE = 'import numpy as np\nDIMS = dict(M=4, N=6)\n\n\ndef f(x: "f3
 
 # Statements rather than expressions: (source lines of the entry body, line, col, fragment).
 OUTSIDE_SUBSET_STATEMENTS = {
-    "if_in_function": (["if x.shape[0] > 2:", "    x = x * 2", "return x"], 6, 5, "control flow is not supported"),
-    "for_loop": (["for k in range(3):", "    x = x + k", "return x"], 6, 5, "loops are not supported"),
+    "if_on_array": (["if x.sum() > 2:", "    x = x * 2", "return x"], 6, 8, "`if` on an array"),
+    "for_over_array": (["for row in x:", "    x = x + row", "return x"], 6, 16, "cannot loop over an array"),
+    "while_loop": (["while x.shape[0] > 2:", "    x = x[1:]", "return x"], 6, 5, "while loops are not supported"),
     "python_sum": (["return x * sum([1, 2])"], 6, 16, "Python sum() is not supported"),
 }
 

@@ -687,14 +687,6 @@ TEST(ElaborateErrors, UnexpectedKeyword) {
   EXPECT_HAS(e.hint, "axis");
 }
 
-TEST(ElaborateErrors, ItemAssignment) {
-  auto e = error_of(spec("def f(a: \"f32[M]\") -> \"f32[M]\":\n    a[0] = 1.0\n    return a\n"));
-  EXPECT_EQ(e.line, 4);
-  EXPECT_EQ(e.col, 5);
-  EXPECT_HAS(e.message, "item assignment is not supported");
-  EXPECT_HAS(e.hint, "np.where");
-}
-
 TEST(ElaborateErrors, BadImport) {
   auto e = error_of("import torch\n");
   EXPECT_EQ(e.line, 1);

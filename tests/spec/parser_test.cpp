@@ -66,6 +66,27 @@ std::string dump(const ExprPtr& e) {
     case ExprKind::BoolOp: list(e->op.c_str(), e->items); break;
     case ExprKind::IfExp: list("ifexp", e->items); break;
     case ExprKind::Starred: out << "(* " << dump(e->value) << ")"; break;
+    case ExprKind::Lambda:
+      out << "(lambda";
+      for (const auto& p : e->function->params)
+        out << " " << p.name << (p.default_value ? "=" + dump(p.default_value) : "");
+      out << " : " << dump(e->function->body.at(0)->value) << ")";
+      break;
+    case ExprKind::ListComp:
+      out << "(comp " << dump(e->value);
+      for (const auto& c : e->comprehension) {
+        out << " for " << dump(c.target) << " in " << dump(c.iter);
+        for (const auto& cond : c.conditions) out << " if " << dump(cond);
+      }
+      out << ")";
+      break;
+    case ExprKind::FString: list("f", e->items); break;
+    case ExprKind::DictComp:
+      out << "(dictcomp " << dump(e->keys.at(0)) << ":" << dump(e->value);
+      for (const auto& c : e->comprehension)
+        out << " for " << dump(c.target) << " in " << dump(c.iter);
+      out << ")";
+      break;
   }
   return out.str();
 }
@@ -240,6 +261,54 @@ TEST(Parser, ImportsAndMisc) {
   EXPECT_EQ(parse("x = 1").body.size(), 1u);  // no final newline
 }
 
+TEST(Parser, LambdasComprehensionsFStrings) {
+  EXPECT_EQ(expr("lambda a, b=2: a * b"), "(lambda a b=2 : (* a b))");
+  EXPECT_EQ(expr("lambda: 1"), "(lambda : 1)");
+  EXPECT_EQ(expr("[f(h) for h in hs]"), "(comp (call f h) for h in hs)");
+  EXPECT_EQ(expr("[a + b for a, b in zip(x, y) if a > 0 if b for c in z]"),
+            "(comp (+ a b) for (tuple a b) in (call zip x y) if (cmp a > 0) if b for c in z)");
+  EXPECT_EQ(expr("np.stack(g(t) for t in ts)"),
+            "(call (. np stack) (comp (call g t) for t in ts))");
+  EXPECT_EQ(expr("(t for t in ts)"), "(comp t for t in ts)");
+  EXPECT_EQ(expr("{k: f(v) for k, v in d.items()}"),
+            "(dictcomp k:(call f v) for (tuple k v) in (call (. d items)))");
+  EXPECT_EQ(expr("f'blocks.{i}.w'"), "(f \"blocks.\" i \".w\")");
+  EXPECT_EQ(expr("f'{a + 1}{{x}}'"), "(f (+ a 1) \"{x}\")");
+  EXPECT_EQ(expr("f(**kw, eps=1)"), "(call f **kw eps=1)");
+  // A field's location is its place in the line.
+  Module m = parse("x = f'ab{cd}'\n");
+  EXPECT_EQ(m.body[0]->value->items.at(1)->loc.col, 10);
+}
+
+TEST(Parser, ForAndIfStatements) {
+  Module m = parse(
+      "def f(x):\n"
+      "    for i, (a, b) in enumerate(z):\n"
+      "        if i == 0:\n"
+      "            x = a\n"
+      "        elif i > 2: x = b\n"
+      "        else:\n"
+      "            pass\n"
+      "    return x\n");
+  const auto& body = m.body.at(0)->function->body;
+  ASSERT_EQ(body.size(), 2u);
+  const Stmt& loop = *body[0];
+  EXPECT_EQ(loop.kind, StmtKind::For);
+  EXPECT_EQ(dump(loop.targets.at(0)), "(tuple i (tuple a b))");
+  EXPECT_EQ(dump(loop.value), "(call enumerate z)");
+  ASSERT_EQ(loop.body.size(), 1u);
+  const Stmt& cond = *loop.body[0];
+  EXPECT_EQ(cond.kind, StmtKind::If);
+  EXPECT_EQ(dump(cond.value), "(cmp i == 0)");
+  ASSERT_EQ(cond.orelse.size(), 1u);
+  const Stmt& elif = *cond.orelse[0];
+  EXPECT_EQ(elif.kind, StmtKind::If);
+  EXPECT_EQ(dump(elif.value), "(cmp i > 2)");
+  EXPECT_EQ(elif.body.size(), 1u);
+  ASSERT_EQ(elif.orelse.size(), 1u);
+  EXPECT_EQ(elif.orelse[0]->kind, StmtKind::Pass);
+}
+
 TEST(Lexer, TokensAndIndentation) {
   auto toks = tokenize("t.py", "def f():\n\tif x:\n\t\ty **= 2\n");
   std::string kinds;
@@ -292,19 +361,30 @@ void expect_error(const Bad& b) {
 
 const char* kDef = "def f(x):\n";
 
-TEST(ParserErrors, ForLoop) {
-  expect_error({std::string(kDef) + "    y = x\n    for i in range(3):\n        y = y + i\n", 3, 5,
-                "loops are not supported", "np.einsum or broadcasting"});
+TEST(ParserErrors, ForLoopAtModuleLevel) {
+  expect_error({"for i in range(3):\n    pass\n", 1, 1, "loops at module level are not supported",
+                "inside a function"});
 }
 
 TEST(ParserErrors, WhileLoop) {
-  expect_error({std::string(kDef) + "    while x:\n        pass\n", 2, 5, "loops are not supported",
-                "vectorized numpy"});
+  expect_error({std::string(kDef) + "    while x:\n        pass\n", 2, 5,
+                "while loops are not supported", "for i in range(n)"});
 }
 
-TEST(ParserErrors, IfInFunction) {
-  expect_error({std::string(kDef) + "    if x > 0:\n        return x\n", 2, 5,
-                "data-dependent control flow is not supported", "np.where(cond, a, b)"});
+TEST(ParserErrors, BreakAndForElse) {
+  expect_error({std::string(kDef) + "    for i in x:\n        break\n", 3, 9,
+                "'break' is not supported in an unrolled loop", "np.where"});
+  expect_error({std::string(kDef) + "    for i in x:\n        pass\n    else:\n        pass\n", 4,
+                5, "'else' after a for loop is not supported", "after the loop"});
+  expect_error({std::string(kDef) + "    for i x:\n        pass\n", 2, 11,
+                "expected 'in' after the loop variable", ""});
+}
+
+TEST(ParserErrors, ElseWithoutIf) {
+  expect_error({std::string(kDef) + "    else:\n        pass\n", 2, 5,
+                "'else' without a matching 'if'", "right after the if block"});
+  expect_error({std::string(kDef) + "    if x:\n    return x\n", 3, 5,
+                "expected an indented block after the if", ""});
 }
 
 TEST(ParserErrors, ModuleLevelIf) {
@@ -316,16 +396,30 @@ TEST(ParserErrors, ClassInheritance) {
                 "without a base class"});
 }
 
-TEST(ParserErrors, Lambda) {
-  expect_error({std::string(kDef) + "    g = lambda t: t * 2\n", 2, 9,
-                "lambda expressions are not supported", "def at module level"});
+TEST(ParserErrors, LambdaAndComprehensions) {
+  expect_error({std::string(kDef) + "    g = lambda *t: t\n", 2, 16,
+                "*args and **kwargs in a lambda are not supported", "name each parameter"});
+  expect_error({std::string(kDef) + "    g = 1 + lambda t: t\n", 2, 13,
+                "a lambda here must be in parentheses", "(lambda t: ...)"});
+  expect_error({std::string(kDef) + "    g = lambda t=1, u: t\n", 2, 21,
+                "lambda parameter without a default follows one with a default", "'u'"});
+  expect_error({std::string(kDef) + "    return {k: v, 1: 2 for k in x}\n", 2, 24,
+                "dict comprehensions with several entries are not supported",
+                "list comprehension"});
+  expect_error({std::string(kDef) + "    return [*x for y in x]\n", 2, 13,
+                "a starred expression cannot be a comprehension's item", "without *"});
+  expect_error({std::string(kDef) + "    return [y for y x]\n", 2, 21,
+                "expected 'in' in the comprehension", ""});
 }
 
-TEST(ParserErrors, ListComprehension) {
-  expect_error({std::string(kDef) + "    return [x[i] for i in range(2)]\n", 2, 18,
-                "list comprehensions are not supported", "np.stack/np.concatenate"});
-  expect_error(
-      {"y = sum(i for i in z)\n", 1, 11, "generator expressions are not supported", "np.stack"});
+TEST(ParserErrors, FStrings) {
+  expect_error({"x = f'a{y:3d}'\n", 1, 10, "format specs in f-strings are not supported",
+                "f\"blocks.{i}\""});
+  expect_error({"x = f'a{y'\n", 1, 9, "'{' without a matching '}'", "close it"});
+  expect_error({"x = f'a}'\n", 1, 8, "single '}' in an f-string", "'}}'"});
+  expect_error({"x = f'{}'\n", 1, 8, "empty expression in an f-string", ""});
+  expect_error({"x = f'{a b}'\n", 1, 10, "after the f-string's expression", ""});
+  expect_error({"x = 'a' f'{y}'\n", 1, 9, "an f-string joined to other string literals", ""});
 }
 
 TEST(ParserErrors, UnterminatedString) {
@@ -428,7 +522,6 @@ TEST(ParserErrors, OtherRejectedSyntax) {
   expect_error(
       {std::string(kDef) + "    *a, b = x\n", 2, 5, "starred assignment targets", "exactly"});
   expect_error({"x = 3j\n", 1, 5, "complex", "real numbers"});
-  expect_error({"x = f'{y}'\n", 1, 5, "f-strings are not supported", "plain string"});
   expect_error({"x = b'abc'\n", 1, 5, "bytes literals", "plain string"});
   expect_error({"x = 012\n", 1, 5, "leading zeros", "0o17"});
   expect_error({"x = {1, 2}\n", 1, 6, "set displays", "list or a tuple"});
