@@ -4,12 +4,13 @@ after picoGPT's gpt2.py (github.com/jaymody/picoGPT) the way people write it: he
 D=768, 12 heads, T up to 1024; the dims are scaled to a 2-core machine (D=256, 4 heads of
 64, the MLP 4*D wide, T=64) so that verification stays in seconds.
 
-Differences from picoGPT, until the spec language takes them (issue 17): the attention's
-c_attn weight is three [D, D] matrices (q, k, v) instead of one [D, 3D] split in three,
-the heads are a reshape and transpose instead of a list comprehension over np.split, and
-the parameters are arrays instead of dicts passed with **. GELU's constant is
-math.sqrt(2 / math.pi): picoGPT's np.sqrt(2 / np.pi) is a float64 scalar, which numpy 2
-promotes the whole MLP to float64 with."""
+Differences from picoGPT: the spec language now reads picoGPT's functions unchanged
+(dicts passed with **, list(map(lambda ...)), a comprehension over zip(*heads), np.hstack;
+tests/numpy/specs/picogpt_block.py), but this example keeps the computation in float32
+as deployed GPT-2 kernels do: picoGPT's np.sqrt(2 / np.pi) is a float64 scalar, with
+which numpy 2 computes the whole MLP in float64 (ollie names it when the annotation says
+f32). So GELU's constant is math.sqrt(2 / math.pi), and the heads are a reshape and
+transpose with q, k, v as three [D, D] weights."""
 import math
 
 import numpy as np

@@ -7,9 +7,12 @@ heads of 128; the dims are scaled to a 2-core machine (D=256, 8 query heads and 
 key/value heads of 32, a hidden size of 768, L=64 positions) so that verification stays in
 seconds.
 
-Differences from llama3.np, until the spec language takes them (issue 17): the block is a
-function of arrays, not a class holding them (`Attention.forward`), there is no KV cache
-here (see llama_decode.py), and repeat_kv has no `if n_rep == 1` shortcut."""
+Differences from llama3.np: the block is a function of arrays (the spec language also
+reads llama3.np's classes, `--entry TransformerBlock.forward`: tests/numpy/specs/
+class_llama.py), there is no KV cache here (see llama_decode.py), repeat_kv has no
+`if n_rep == 1` shortcut, and the heads' sizes are reshaped back with `.reshape(x.shape)`
+(llama3.np's `.reshape(B, L, -1)` needs the head size stated as a relation,
+RELATIONS = ["D = N_HEADS * HD"], which the numpy cross-check harness does not read yet)."""
 import math
 
 import numpy as np
