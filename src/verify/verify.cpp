@@ -254,8 +254,8 @@ void Verification::plan_shape_sweep() {
 // Which calls the honest ensemble tightens (docs/verifier.md, "Tolerances"): at full,
 // every call with float inputs; at quick, where its members cost about twice the
 // reference, the call-order suite's first call (normal inputs at the bound dims) and the
-// shape-sweep draws with a dim beyond twice its bound that cost at most the bound dims
-// (at least the cheapest of them).
+// shape-sweep draws with a dim beyond twice its bound that cost at most a quarter of the
+// bound dims (at least the cheapest of them).
 void Verification::plan_tight_calls() {
   const double bound_cost = sweep_cost(graph_, graph_.bound_dims);
   Suite* cheapest = nullptr;
@@ -268,7 +268,7 @@ void Verification::plan_tight_calls() {
       suite.tight_calls = 1;
     } else if (suite.name == "shape-sweep" && beyond_twice_the_bound(suite.graph)) {
       const double cost = sweep_cost(suite.graph, suite.graph.bound_dims);
-      if (cost <= bound_cost) suite.tight_calls = 1;
+      if (cost <= 0.25 * bound_cost) suite.tight_calls = 1;
       if (!cheapest || cost < cheapest_cost) cheapest = &suite, cheapest_cost = cost;
     }
   }
