@@ -9,20 +9,14 @@
 #include "ir/ir.h"
 #include "spec/parser.h"
 #include "spec/spec.h"
+#include "spec_test_util.h"
 
 namespace ollie::spec {
 namespace {
 
+using namespace spec_tests;
+
 using ir::OpKind;
-
-ir::Graph compile(const std::string& src, const SpecOptions& opt = {}) {
-  return compile_spec("t.py", src, opt);
-}
-
-std::string out_type(const ir::Graph& g) {
-  const ir::Node& n = g.node(g.outputs.at(0));
-  return std::string(ir::dtype_name(n.dtype)) + ir::shape_str(n.shape);
-}
 
 std::vector<std::string> param_names(const ir::Graph& g) {
   std::vector<std::string> names;
@@ -30,39 +24,11 @@ std::vector<std::string> param_names(const ir::Graph& g) {
   return names;
 }
 
-int count(const ir::Graph& g, OpKind k) {
-  int n = 0;
-  for (auto& node : g.nodes) n += node.kind == k;
-  return n;
-}
-
 bool has_const(const ir::Graph& g, double v) {
   for (auto& n : g.nodes)
     if (n.kind == OpKind::Const && n.const_value == v) return true;
   return false;
 }
-
-struct Err {
-  int line = 0, col = 0;
-  std::string message, hint;
-};
-
-Err error_of(const std::string& src, const SpecOptions& opt = {}) {
-  try {
-    compile(src, opt);
-  } catch (const SpecError& e) {
-    std::string what = e.what();
-    auto h = what.find("hint: ");
-    return {e.loc().line, e.loc().col, e.message(),
-            h == std::string::npos ? "" : what.substr(h + 6)};
-  }
-  ADD_FAILURE() << "no SpecError for:\n" << src;
-  return {};
-}
-
-#define EXPECT_HAS(text, part)                               \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) \
-      << "'" << (text) << "' lacks '" << (part) << "'"
 
 // Lines 1-2: numpy and DIMS; lines 3-11: RMSNorm as people write it.
 const char* kRmsNorm =

@@ -8,13 +8,12 @@
 
 #include "ir/ir.h"
 #include "spec/spec.h"
+#include "spec_test_util.h"
 
 namespace ollie::spec {
 namespace {
 
-ir::Graph compile(const std::string& src, const SpecOptions& opt = {}) {
-  return compile_spec("t.py", src, opt);
-}
+using namespace spec_tests;
 
 // Line 1 imports numpy, line 2 is DIMS, line 3 RELATIONS; the body starts on line 4.
 std::string spec(const std::string& body,
@@ -22,30 +21,8 @@ std::string spec(const std::string& body,
   return "import numpy as np\nDIMS = dict(T=5, H=3, HD=4, D=12)\n" + relations + "\n" + body;
 }
 
-std::string out_type(const ir::Graph& g, size_t i = 0) {
-  const auto& n = g.node(g.outputs.at(i));
-  return std::string(ir::dtype_name(n.dtype)) + ir::shape_str(n.shape);
-}
 std::string param_type(const ir::Graph& g, size_t i) {
   return std::string(ir::dtype_name(g.params.at(i).dtype)) + ir::shape_str(g.params.at(i).shape);
-}
-
-struct Err {
-  int line = 0, col = 0;
-  std::string message, hint;
-};
-
-Err error_of(const std::string& src, const SpecOptions& opt = {}) {
-  try {
-    compile(src, opt);
-  } catch (const SpecError& e) {
-    std::string what = e.what();
-    auto h = what.find("hint: ");
-    return {e.loc().line, e.loc().col, e.message(),
-            h == std::string::npos ? "" : what.substr(h + 6)};
-  }
-  ADD_FAILURE() << "no SpecError for:\n" << src;
-  return {};
 }
 
 std::string user_error_of(const std::string& src, const SpecOptions& opt) {
@@ -59,10 +36,6 @@ std::string user_error_of(const std::string& src, const SpecOptions& opt) {
   ADD_FAILURE() << "no UserError for:\n" << src;
   return {};
 }
-
-#define EXPECT_HAS(text, part)                               \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) \
-      << "'" << (text) << "' lacks '" << (part) << "'"
 
 // ---------------------------------------------------------------------------- annotations
 

@@ -7,58 +7,26 @@
 
 #include "ir/ir.h"
 #include "spec/spec.h"
+#include "spec_test_util.h"
 
 namespace ollie::spec {
 namespace {
 
+using namespace spec_tests;
+
 using ir::DType;
 using ir::OpKind;
-
-ir::Graph compile(const std::string& src, const SpecOptions& opt = {}) {
-  return compile_spec("t.py", src, opt);
-}
 
 // The source with a standard header (numpy import and DIMS) on lines 1-2.
 std::string spec(const std::string& body) {
   return "import numpy as np\nDIMS = dict(M=4, K=6, N=8, B=2, S=3, HD=8)\n" + body;
 }
 
-std::string type_of(const ir::Graph& g, ir::ValueId id) {
-  return std::string(ir::dtype_name(g.node(id).dtype)) + ir::shape_str(g.node(id).shape);
-}
-std::string out_type(const ir::Graph& g, size_t i = 0) { return type_of(g, g.outputs.at(i)); }
-int count(const ir::Graph& g, OpKind k) {
-  int n = 0;
-  for (auto& node : g.nodes) n += node.kind == k;
-  return n;
-}
 const ir::Node* find(const ir::Graph& g, OpKind k) {
   for (auto& node : g.nodes)
     if (node.kind == k) return &node;
   return nullptr;
 }
-
-struct Err {
-  int line = 0, col = 0;
-  std::string message, hint, what;
-};
-
-Err error_of(const std::string& src, const SpecOptions& opt = {}) {
-  try {
-    compile(src, opt);
-  } catch (const SpecError& e) {
-    std::string what = e.what();
-    auto h = what.find("hint: ");
-    return {e.loc().line, e.loc().col, e.message(),
-            h == std::string::npos ? "" : what.substr(h + 6), what};
-  }
-  ADD_FAILURE() << "no SpecError for:\n" << src;
-  return {};
-}
-
-#define EXPECT_HAS(text, part)                               \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) \
-      << "'" << (text) << "' lacks '" << (part) << "'"
 
 // ---------------------------------------------------------------------------- positive
 

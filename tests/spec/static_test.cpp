@@ -8,50 +8,19 @@
 
 #include "ir/ir.h"
 #include "spec/spec.h"
+#include "spec_test_util.h"
 
 namespace ollie::spec {
 namespace {
 
-using ir::OpKind;
+using namespace spec_tests;
 
-ir::Graph compile(const std::string& src) { return compile_spec("t.py", src, {}); }
+using ir::OpKind;
 
 // The source with a standard header (numpy import and DIMS) on lines 1-2.
 std::string spec(const std::string& body) {
   return "import numpy as np\nDIMS = dict(M=4, N=6, T=5, D=8)\n" + body;
 }
-
-std::string out_type(const ir::Graph& g, size_t i = 0) {
-  const ir::Node& n = g.node(g.outputs.at(i));
-  return std::string(ir::dtype_name(n.dtype)) + ir::shape_str(n.shape);
-}
-int count(const ir::Graph& g, OpKind k) {
-  int n = 0;
-  for (auto& node : g.nodes) n += node.kind == k;
-  return n;
-}
-
-struct Err {
-  int line = 0, col = 0;
-  std::string message, hint;
-};
-
-Err error_of(const std::string& src) {
-  try {
-    compile(src);
-  } catch (const SpecError& e) {
-    std::string what = e.what();
-    auto h = what.find("hint: ");
-    return {e.loc().line, e.loc().col, e.message(),
-            h == std::string::npos ? "" : what.substr(h + 6)};
-  }
-  ADD_FAILURE() << "no SpecError for:\n" << src;
-  return {};
-}
-
-#define EXPECT_HAS(text, part)                               \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) \
-      << "'" << (text) << "' lacks '" << (part) << "'"
 
 const char* kEntry = "def f(x: \"f32[M, N]\", w: \"f32[3, N]\") -> \"f32[M, N]\":\n";
 
