@@ -129,7 +129,7 @@ def bench_example(path, workdir, row):
     kernel.restype = None
 
     inputs = example_inputs(spec, dims)
-    outputs = [np.empty(t.shape(dims), dtype=t.np_dtype) for t in spec.returns]
+    outputs = [np.empty(spec.shape(t, dims), dtype=t.np_dtype) for t in spec.returns]
     for out in outputs:               # poisoned: an element the kernel never writes cannot agree
         out.fill(np.nan if out.dtype.kind == "f" else -1)
     dims_arr = np.array(list(dims.values()), dtype=np.int64)

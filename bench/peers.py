@@ -186,7 +186,7 @@ class CtypesKernel:
             raise BenchError(f"`{' '.join(cmd)}` failed:\n{proc.stderr.strip()}")
         fn = ctypes.CDLL(str(so)).ollie_kernel
         fn.restype = None
-        self.outputs = [np.empty(t.shape(self.dims), dtype=t.np_dtype) for t in spec.returns]
+        self.outputs = [np.empty(spec.shape(t, self.dims), dtype=t.np_dtype) for t in spec.returns]
         for out in self.outputs:          # poisoned: an element the kernel never writes cannot agree
             out.fill(np.nan if out.dtype.kind == "f" else -1)
         self._dims_arr = np.array(list(self.dims.values()), dtype=np.int64)

@@ -9,17 +9,18 @@ seconds.
 
 Differences from llama3.np: the block is a function of arrays (the spec language also
 reads llama3.np's classes, `--entry TransformerBlock.forward`: tests/numpy/specs/
-class_llama.py), there is no KV cache here (see llama_decode.py), repeat_kv has no
-`if n_rep == 1` shortcut, and the heads' sizes are reshaped back with `.reshape(x.shape)`
-(llama3.np's `.reshape(B, L, -1)` needs the head size stated as a relation,
-RELATIONS = ["D = N_HEADS * HD"], which the numpy cross-check harness does not read yet)."""
+class_llama.py), there is no KV cache here (see llama_decode.py), and repeat_kv has no
+`if n_rep == 1` shortcut. The model's sizes are stated as RELATIONS (D and KV follow from
+the head size HD), so that llama3.np's `.reshape(B, L, -1)` and the RoPE reshapes keep
+every size symbolic."""
 import math
 
 import numpy as np
 
-DIMS = dict(B=1, L=64, D=256, KV=64, F=768)
+DIMS = dict(B=1, L=64, HD=32, F=768)
 N_HEADS = 8
 N_KV_HEADS = 2
+RELATIONS = ["D = N_HEADS * HD", "KV = N_KV_HEADS * HD"]
 ROPE_THETA = 500000.0
 NORM_EPS = 1e-5
 
@@ -63,8 +64,8 @@ def apply_rotary_emb(xq, xk, freqs_cos, freqs_sin):
     xk_out_i = xk_r * freqs_sin + xk_i * freqs_cos
     xq_out = np.stack([xq_out_r, xq_out_i], axis=-1)
     xk_out = np.stack([xk_out_r, xk_out_i], axis=-1)
-    xq_out = xq_out.reshape(xq.shape)
-    xk_out = xk_out.reshape(xk.shape)
+    xq_out = xq_out.reshape(xq_out.shape[:-2] + (-1,))
+    xk_out = xk_out.reshape(xk_out.shape[:-2] + (-1,))
     return xq_out, xk_out
 
 
@@ -91,7 +92,7 @@ def attention(x, q_weight, k_weight, v_weight, o_weight, mask, freqs_cos, freqs_
     scores = scores + mask[None, None, :, :]
     scores = softmax(scores)
     output = scores @ xv
-    output = output.transpose(0, 2, 1, 3).reshape(x.shape)
+    output = output.transpose(0, 2, 1, 3).reshape(B, L, -1)
     return output @ o_weight
 
 
@@ -125,8 +126,8 @@ def llama_block(
 
 if __name__ == "__main__":
     rng = np.random.default_rng(0)
-    B, L, D, F = DIMS["B"], DIMS["L"], DIMS["D"], DIMS["F"]
-    KV = D // N_HEADS * N_KV_HEADS
+    B, L, HD, F = DIMS["B"], DIMS["L"], DIMS["HD"], DIMS["F"]
+    D, KV = N_HEADS * HD, N_KV_HEADS * HD
 
     def w(*shape):
         return (rng.standard_normal(shape) / math.sqrt(shape[0])).astype(np.float32)

@@ -4,16 +4,20 @@ token's keys and values join the cache before attention, rotary embeddings are t
 position start_pos = P, and no mask is needed for a single query. The step returns the
 block's output and the new token's (rotated) key and value, which the caller appends to
 its cache; llama3.np writes them into the cache in place (`self.cache_k[:B, start_pos :
-start_pos + L] = xk`), which a spec expresses as a concatenation until the spec language
-takes item assignment (issue 17). Dims as llama_block.py, with P=512 cached positions: a
+start_pos + L] = xk`); the spec language takes that item assignment now, but a kernel
+that writes the whole cache back would move it twice, so the step returns the new entries
+and joins them to the cache with a concatenation. The rotary embedding reshapes its
+pairs back with `.reshape(xk.shape)` (llama3.np: `.reshape(xk_out.shape[:-2] + (-1,))`,
+whose 2*(HD//2) equals the cache's HD only for an even HD). Dims as llama_block.py, with P=512 cached positions: a
 memory-bound step, like MLA decode."""
 import math
 
 import numpy as np
 
-DIMS = dict(B=1, P=512, D=256, KV=64, F=768, HD=32)
+DIMS = dict(B=1, P=512, HD=32, F=768)
 N_HEADS = 8
 N_KV_HEADS = 2
+RELATIONS = ["D = N_HEADS * HD", "KV = N_KV_HEADS * HD"]
 ROPE_THETA = 500000.0
 NORM_EPS = 1e-5
 
@@ -84,7 +88,7 @@ def attention(x, q_weight, k_weight, v_weight, o_weight, cache_k, cache_v):
     values = repeat_kv(vs, N_HEADS // N_KV_HEADS).transpose(0, 2, 1, 3)
     xq = xq.transpose(0, 2, 1, 3)
     scores = softmax(xq @ keys.transpose(0, 1, 3, 2) / math.sqrt(head_dim))
-    output = (scores @ values).transpose(0, 2, 1, 3).reshape(x.shape)
+    output = (scores @ values).transpose(0, 2, 1, 3).reshape(B, L, -1)
     return output @ o_weight, xk, xv
 
 
@@ -117,8 +121,8 @@ def llama_decode(
 
 if __name__ == "__main__":
     rng = np.random.default_rng(0)
-    B, P, D, KV, F, HD = (DIMS[k] for k in ("B", "P", "D", "KV", "F", "HD"))
-    KVH = N_KV_HEADS
+    B, P, F, HD = (DIMS[k] for k in ("B", "P", "F", "HD"))
+    D, KV, KVH = N_HEADS * HD, N_KV_HEADS * HD, N_KV_HEADS
 
     def w(*shape):
         return (rng.standard_normal(shape) / math.sqrt(shape[0])).astype(np.float32)

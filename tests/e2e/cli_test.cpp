@@ -934,8 +934,8 @@ TEST(Cli, EmittedBaselineOfEveryExampleAgreesWithTheReference) {
       {"rope", "S=8,H=2,HD=8"},
       {"mla_decode", "B=1,H=2,S=16,L=8,DR=4,DN=8,DV=8"},
       {"gpt2_block", "T=8,D=16,F=32"},
-      {"llama_block", "B=1,L=8,D=32,KV=8,F=24"},
-      {"llama_decode", "B=1,P=8,D=32,KV=8,F=24,HD=4"}};
+      {"llama_block", "B=1,L=8,HD=4,F=24"},
+      {"llama_decode", "B=1,P=8,F=24,HD=4"}};
   fs::path dir = temp_dir() / "emit";
   const std::string env = "OLLIE_CACHE_DIR=" + (dir / "cache").string();
   for (const auto& name : example_names()) {

@@ -19,8 +19,8 @@ SMALL_DIMS = {
     "rope": dict(S=8, H=2, HD=8),
     "mla_decode": dict(B=1, H=2, S=16, L=8, DR=4, DN=8, DV=8),
     "gpt2_block": dict(T=8, D=16, F=32),
-    "llama_block": dict(B=1, L=8, D=32, KV=8, F=24),
-    "llama_decode": dict(B=1, P=8, D=32, KV=8, F=24, HD=4),
+    "llama_block": dict(B=1, L=8, HD=4, F=24),
+    "llama_decode": dict(B=1, P=8, F=24, HD=4),
 }
 
 # Purely elementwise (or data movement): no reduction that could lose a term.
@@ -158,6 +158,6 @@ REDUCTION_CASES = {
     "mha_causal": (dict(S=4, DM=LONG, H=2, HD=4), _drop_mha_projection_term),
     "mla_decode": (dict(B=1, H=2, S=LONG, L=8, DR=4, DN=8, DV=8), _drop_mla_key),
     "gpt2_block": (dict(T=2, D=8, F=LONG), _drop_gpt2_hidden),
-    "llama_block": (dict(B=1, L=2, D=32, KV=8, F=LONG), _drop_llama_hidden),
-    "llama_decode": (dict(B=1, P=4, D=32, KV=8, F=LONG, HD=4), _drop_llama_hidden),
+    "llama_block": (dict(B=1, L=2, HD=4, F=LONG), _drop_llama_hidden),
+    "llama_decode": (dict(B=1, P=4, F=LONG, HD=4), _drop_llama_hidden),
 }

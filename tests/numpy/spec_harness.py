@@ -81,11 +81,15 @@ class Spec:
     fn: types.FunctionType            # the entry, callable as numpy code
     relations: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # RELATIONS
 
+    def shape(self, t: "TensorType", dims: dict[str, int]) -> tuple[int, ...]:
+        """`t`'s shape at `dims` (free dims; the dims RELATIONS derive are worked out)."""
+        return t.shape(self.full_dims({k: v for k, v in dims.items() if k in self.default_dims}))
+
     def inputs(self, dims: dict[str, int], rng: np.random.Generator, dist: str) -> dict[str, np.ndarray]:
         """Random inputs at `dims`, as float32 arrays (so exactly f32-representable)."""
         out = {}
         for pname, t in self.params:
-            shape = t.shape(dims)
+            shape = self.shape(t, dims)
             if dist == "normal":
                 a = rng.standard_normal(shape)
             elif dist == "uniform":
@@ -240,7 +244,7 @@ def ollie_eval(spec: Spec, dims: dict[str, int], inputs: dict[str, np.ndarray],
             for key in (f"out{i}", f"out{i}_bound"):
                 assert key in npz.files, f"`{cmd}`: {out_path.name} lacks {key} (has {npz.files})"
             ref, bound = npz[f"out{i}"], npz[f"out{i}_bound"]
-            expected = t.shape(dims)
+            expected = spec.shape(t, dims)
             assert ref.dtype == np.float64 and bound.dtype == np.float64, \
                 f"{spec.name}: out{i} is {ref.dtype}, bound {bound.dtype}; both must be float64"
             assert ref.shape == expected and bound.shape == expected, \

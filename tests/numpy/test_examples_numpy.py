@@ -31,8 +31,8 @@ def test_signature_and_dims_are_consistent(spec):
         assert isinstance(value, int) and value > 0, f"{spec.name}: DIMS[{name!r}] = {value!r}"
     for _, t in [*spec.params, *[("return", r) for r in spec.returns]]:
         for d in t.dims:
-            assert isinstance(d, int) or d in spec.default_dims, \
-                f"{spec.name}: annotation dim {d!r} is not in DIMS"
+            assert isinstance(d, int) or d in spec.default_dims or d in dict(spec.relations), \
+                f"{spec.name}: annotation dim {d!r} is not in DIMS or RELATIONS"
     # Every example must say how it is cross-checked, so a new one cannot slip through.
     assert set(SMALL_DIMS.get(spec.name, {})) == set(spec.default_dims), \
         f"{spec.name}: cases.SMALL_DIMS must bind exactly the DIMS keys"
@@ -54,7 +54,7 @@ def test_numpy_result_matches_annotation(spec, dims_kind):
     assert len(results) == len(spec.returns)
     for r, t in zip(results, spec.returns):
         assert r.dtype == t.np_dtype, f"{spec.name}: numpy returns {r.dtype}, annotation says {t.dtype}"
-        assert r.shape == t.shape(dims)
+        assert r.shape == spec.shape(t, dims)
         assert np.all(np.isfinite(r))
 
 

@@ -35,7 +35,7 @@ def assert_inside(name, got, ref, bound):
 
 def wide_inputs(spec, dims, seed, scale):
     rng = np.random.default_rng(seed)
-    return {p: np.asarray(rng.standard_normal(t.shape(dims)) * scale, dtype=np.float32) for p, t in spec.params}
+    return {p: np.asarray(rng.standard_normal(spec.shape(t, dims)) * scale, dtype=np.float32) for p, t in spec.params}
 
 
 @pytest.mark.parametrize("name", ["silu", "sigmoid"])
