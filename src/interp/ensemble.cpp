@@ -27,8 +27,7 @@ double largest_finite(ir::DType t) {
 // adds up (the same op on squared operands, evaluated without rounding or bound work).
 std::vector<double> squared_terms(const ir::Node& n, const Value& a, const Value* b,
                                   const std::vector<int64_t>& shape) {
-  ir::Node plain = n;
-  plain.dtype = ir::DType::I64;  // rounding unit 0: the value alone
+  const ir::Node plain = values_only(n);
   auto squared = [](const Value& x) {
     Value s;
     s.t = x.t;
@@ -145,6 +144,41 @@ void perturb(const ir::Node& n, Value& v, const std::vector<const Value*>& args,
 
 }  // namespace detail
 
+namespace {
+
+// Per element of `value`, the ensemble's tolerance: `multiple` times the spread (the RMS of
+// the members' deviations `sq` summed over `members`, at least `row_share` of its row's and
+// u·|r|); inf where a member was not finite (`lost`).
+std::vector<double> tolerances(const Tensor& value, const std::vector<double>& sq,
+                               const std::vector<uint8_t>& lost, size_t members,
+                               const EnsembleOptions& options) {
+  const auto& r = value.data;
+  const size_t size = r.size();
+  std::vector<double> sigma(size);
+  for (size_t i = 0; i < size; ++i)
+    sigma[i] = lost[i] ? detail::kInf : std::sqrt(sq[i] / static_cast<double>(members));
+  // Rows: the last axis, whole rows grouped until a window has at least 16 elements.
+  const size_t last =
+      value.shape.empty() ? 1 : static_cast<size_t>(std::max<int64_t>(1, value.shape.back()));
+  const size_t window = last * ((16 + last - 1) / last);
+  const double u = ir::is_float(value.dtype) ? ir::unit_roundoff(value.dtype) : 0.0;
+  std::vector<double> tolerance(size);
+  for (size_t begin = 0; begin < size; begin += window) {
+    const size_t end = std::min(size, begin + window);
+    double sum = 0;
+    size_t counted = 0;
+    for (size_t i = begin; i < end; ++i)
+      if (std::isfinite(sigma[i])) sum += sigma[i] * sigma[i], ++counted;
+    const double row = counted ? std::sqrt(sum / static_cast<double>(counted)) : 0.0;
+    for (size_t i = begin; i < end; ++i)
+      tolerance[i] =
+          options.multiple * std::max({sigma[i], options.row_share * row, u * std::fabs(r[i])});
+  }
+  return tolerance;
+}
+
+}  // namespace
+
 void tighten(Result& result, const std::vector<std::vector<Tensor>>& members,
              const EnsembleOptions& options) {
   const size_t outputs = result.values.size();
@@ -167,59 +201,25 @@ void tighten(Result& result, const std::vector<std::vector<Tensor>>& members,
       }
     }
   }
-  std::vector<Criteria>& criteria = result.criteria;
-  criteria.assign(outputs, Criteria{});
-  if (members.empty()) {
-    for (size_t o = 0; o < outputs; ++o)
-      for (size_t i = 0; i < result.values[o].data.size(); ++i) {
-        const double r = result.values[o].data[i], b = result.bounds[o].data[i];
-        if (!std::isfinite(r) || b == 0)
-          ++criteria[o].exact;
-        else if (std::isfinite(b))
-          ++criteria[o].derived;
-        else
-          ++criteria[o].unbounded;
-      }
-    return;
-  }
-  result.tightened = true;
+  result.tightened = !members.empty();
+  result.criteria.assign(outputs, Criteria{});
   for (size_t o = 0; o < outputs; ++o) {
-    const Tensor& value = result.values[o];
+    const auto& r = result.values[o].data;
     auto& bound = result.bounds[o].data;
-    const auto& r = value.data;
-    const size_t size = r.size();
-    std::vector<double> sigma(size);
-    for (size_t i = 0; i < size; ++i)
-      sigma[i] = lost[o][i] ? std::numeric_limits<double>::infinity()
-                            : std::sqrt(sq[o][i] / static_cast<double>(members.size()));
-    // Rows: the last axis, whole rows grouped until a window has at least 16 elements.
-    const size_t last =
-        value.shape.empty() ? 1 : static_cast<size_t>(std::max<int64_t>(1, value.shape.back()));
-    const size_t window = last * ((16 + last - 1) / last);
-    const double u = ir::is_float(value.dtype) ? ir::unit_roundoff(value.dtype) : 0.0;
-    for (size_t begin = 0; begin < size; begin += window) {
-      const size_t end = std::min(size, begin + window);
-      double sum = 0;
-      size_t counted = 0;
-      for (size_t i = begin; i < end; ++i)
-        if (std::isfinite(sigma[i])) sum += sigma[i] * sigma[i], ++counted;
-      const double row = counted ? std::sqrt(sum / static_cast<double>(counted)) : 0.0;
-      for (size_t i = begin; i < end; ++i) {
-        Criteria& c = criteria[o];
-        if (!std::isfinite(r[i]) || bound[i] == 0) {
-          ++c.exact;
-          continue;
-        }
-        const double spread = std::max({sigma[i], options.row_share * row, u * std::fabs(r[i])});
-        const double tolerance = options.multiple * spread;
-        if (tolerance < bound[i]) {
-          bound[i] = tolerance;
-          ++c.ensemble;
-        } else if (std::isfinite(bound[i])) {
-          ++c.derived;
-        } else {
-          ++c.unbounded;
-        }
+    const std::vector<double> tolerance =
+        members.empty() ? std::vector<double>(r.size(), detail::kInf)
+                        : tolerances(result.values[o], sq[o], lost[o], members.size(), options);
+    Criteria& c = result.criteria[o];
+    for (size_t i = 0; i < r.size(); ++i) {
+      if (!std::isfinite(r[i]) || bound[i] == 0) {
+        ++c.exact;
+      } else if (tolerance[i] < bound[i]) {
+        bound[i] = tolerance[i];
+        ++c.ensemble;
+      } else if (std::isfinite(bound[i])) {
+        ++c.derived;
+      } else {
+        ++c.unbounded;
       }
     }
   }

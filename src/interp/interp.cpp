@@ -538,14 +538,6 @@ namespace {
 
 using detail::Value;
 
-// A node whose dtype has no rounding unit: Contract and Reduce then compute the value
-// alone, without bound work (an ensemble member needs no bound for them).
-ir::Node values_only(const ir::Node& n, bool member) {
-  ir::Node plain = n;
-  if (member) plain.dtype = ir::DType::I64;
-  return plain;
-}
-
 // The reference (member == nullptr), or an honest ensemble member.
 Result evaluate_graph(const ir::Graph& graph, const std::vector<Tensor>& inputs,
                       const std::atomic<bool>* cancel, detail::Member* member) {
@@ -593,9 +585,11 @@ Result evaluate_graph(const ir::Graph& graph, const std::vector<Tensor>& inputs,
         v = eval_concat(n, xs, shape);
         break;
       }
-      case ir::OpKind::Reduce: v = eval_reduce(values_only(n, member), arg(0), shape); break;
+      case ir::OpKind::Reduce:
+        v = eval_reduce(member ? detail::values_only(n) : n, arg(0), shape);
+        break;
       case ir::OpKind::Contract:
-        v = detail::eval_contract(values_only(n, member), arg(0), arg(1));
+        v = detail::eval_contract(member ? detail::values_only(n) : n, arg(0), arg(1));
         break;
       case ir::OpKind::ExpContract:
         v = eval_exp_contract(n, arg(0), n.operands.size() == 2 ? &arg(1) : nullptr);

@@ -135,6 +135,15 @@ Value eval_contract(const ir::Node& node, const Value& a, const Value& b);
 // Reduce (sum, max, min) of `x` over the node's axes, to `out_shape`.
 Value reduce(const ir::Node& node, const Value& x, const std::vector<int64_t>& out_shape);
 
+// `n` with a dtype that has no rounding unit: Contract and Reduce then compute the value
+// alone, without bound work (an ensemble member needs no bound for them). The caller
+// keeps the node's own dtype on the result.
+inline ir::Node values_only(const ir::Node& n) {
+  ir::Node plain = n;
+  plain.dtype = ir::DType::I64;
+  return plain;
+}
+
 // An honest ensemble member being evaluated: its seed, and per Reduce sum or Contract
 // node the sum of its terms' squares (computed by the first member evaluated and reused:
 // a magnitude, for which one member's operands serve all).
