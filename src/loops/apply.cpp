@@ -28,6 +28,19 @@ Expr in_canonical(const Stages& st, int s, const Expr& e) {
   return substitute(e, vars);
 }
 
+std::vector<size_t> packed_order(const PackedTile& p) {
+  std::vector<size_t> order;
+  for (size_t d = 0; d < p.extent.size(); ++d) order.push_back(d);
+  if (p.transposed && order.size() >= 2) std::swap(order[order.size() - 2], order.back());
+  return order;
+}
+
+ir::Shape packed_shape(const PackedTile& p) {
+  ir::Shape shape;
+  for (size_t d : packed_order(p)) shape.push_back(p.extent[d]);
+  return shape;
+}
+
 namespace {
 
 using ir::DimExpr;
@@ -409,7 +422,7 @@ void compute_at(Stages& st, Stage& p, const Directive& d) {
     rename[pl.name] = make_var(hl.name);
   }
   for (const auto& pk : p.packs)
-    if (pk.depth < k)
+    if (!pk.root && pk.depth < k)
       reject(d, p.name + " packs a tile of " + pk.source + " outside the loops it would share");
   if (p.accumulate_depth && p.accumulate_depth < k)
     reject(d, p.name + " accumulates in registers outside the loops it would share");
@@ -521,48 +534,50 @@ void rfactor(Stages& st, Stage& s, const Directive& d) {
     if (o.host >= si) ++o.host;
 }
 
+// The copy's layout: `transposed` swaps the tile's last two dims.
+void pack_layout(const Stage& s, const Buffer& b, const Directive& d, PackedTile& tile) {
+  if (d.args.size() < 3) return;
+  if (d.args[2] != "transposed")
+    reject(d, "unknown pack layout '" + d.args[2] + "'",
+           "the layout after the loop is `transposed` (the tile's last two dims swapped), or "
+           "nothing");
+  if (b.shape.size() < 2)
+    reject(d, b.name + " has " + std::to_string(b.shape.size()) +
+                  " dim; only a tile of two dims "
+                  "or more can be transposed");
+  (void)s;
+  tile.transposed = true;
+}
+
+// The whole of `source`, copied once before the root nest `s` runs in: legal for inputs
+// and for buffers that nest does not write (check_dependences).
+PackedTile root_tile(const Buffer& b) {
+  PackedTile tile;
+  tile.root = true;
+  tile.depth = 0;
+  for (size_t dim = 0; dim < b.shape.size(); ++dim) tile.start.push_back(make_int(0));
+  tile.extent = b.shape;
+  return tile;
+}
+
 // The tile of `buffer` read by `s` inside its first `depth` loops: per dim, an index of the
 // form start + sum(c_i * inner_i) with constant c_i >= 0 over the inner loops.
-void pack(Stages& st, Stage& s, const Directive& d) {
+PackedTile loop_tile(const Stage& s, const Buffer& b, const Directive& d, int depth,
+                     const std::vector<Expr>& loads) {
   const std::string& source = d.args[0];
-  const Buffer* b = st.buffer(source);
-  if (!b) reject(d, "there is no buffer " + source);
-  if (source == s.buffer)
-    reject(d, s.name + " writes " + source + "; only buffers it reads can be packed");
-  const int x = loop_index(st, s, d, d.args[1]);
-  const int depth = x + 1;
-  if (depth < s.shared)
-    reject(d, "loop " + d.args[1] + " is shared with the host; pack inside the stage's own loops");
-  for (const auto& p : s.packs)
-    if (p.source == source) reject(d, source + " is already packed in " + s.name);
-  if (depth == static_cast<int>(s.loops.size()))
-    reject(d, "loop " + d.args[1] + " is innermost: the tile would be one element");
-  std::vector<Expr> loads;
-  collect_loads(s.value, source, loads);
-  if (loads.empty()) reject(d, s.name + " does not read " + source);
-  // Loop extents and inner loop names.
   std::map<std::string, DimExpr> inner;
   for (size_t t = static_cast<size_t>(depth); t < s.loops.size(); ++t)
     inner[s.loops[t].name] = s.loops[t].nominal;
-  if (s.loops[static_cast<size_t>(x)].kind == ForKind::Vectorized)
-    reject(d, "loop " + d.args[1] + " is vectorized");
   PackedTile tile;
-  tile.source = source;
   tile.depth = depth;
-  std::string local = source + "_" + s.name + "_pack";
-  for (char& c : local) c = c == '.' ? '_' : c;
-  for (int i = 2; st.buffer(local) || st.reserved.count(local); ++i)
-    local = source + "_pack" + std::to_string(i);
-  tile.local = local;
   // Affine decomposition of each dim of the first load; all loads must agree on the start.
-  std::vector<Expr> first_start;
   for (size_t li = 0; li < loads.size(); ++li) {
     const Expr load = substitute(loads[li], s.subst);
-    if (load->args.size() != b->shape.size() + 1)
+    if (load->args.size() != b.shape.size() + 1)
       reject(d, "cannot tell which elements of " + source + " " + s.name + " reads (a reshape)");
     std::vector<Expr> start;
     ir::Shape extent;
-    for (size_t dim = 0; dim < b->shape.size(); ++dim) {
+    for (size_t dim = 0; dim < b.shape.size(); ++dim) {
       // Split e into (outer part, sum of c * inner).
       std::map<std::string, int64_t> coef;
       std::function<Expr(const Expr&, int64_t)> walk = [&](const Expr& e, int64_t scale) -> Expr {
@@ -590,18 +605,56 @@ void pack(Stages& st, Stage& s, const Directive& d) {
       extent.push_back(ext);
     }
     if (li == 0) {
-      first_start = start;
       tile.start = start;
       tile.extent = extent;
     } else {
       for (size_t dim = 0; dim < start.size(); ++dim)
-        if (!equal(start[dim], first_start[dim]) || extent[dim] != tile.extent[dim])
+        if (!equal(start[dim], tile.start[dim]) || extent[dim] != tile.extent[dim])
           reject(d, s.name + " reads " + source + " at two different tiles");
     }
   }
+  return tile;
+}
+
+// pack STAGE BUFFER LOOP|root [transposed]: a tile of BUFFER (or all of it, before the
+// root nest) copied into a contiguous local buffer that STAGE reads instead.
+void pack(Stages& st, Stage& s, const Directive& d) {
+  const std::string& source = d.args[0];
+  const Buffer* b = st.buffer(source);
+  if (!b) reject(d, "there is no buffer " + source);
+  if (source == s.buffer)
+    reject(d, s.name + " writes " + source + "; only buffers it reads can be packed");
+  for (const auto& p : s.packs)
+    if (p.source == source) reject(d, source + " is already packed in " + s.name);
+  std::vector<Expr> loads;
+  collect_loads(s.value, source, loads);
+  if (loads.empty()) reject(d, s.name + " does not read " + source);
+  PackedTile tile;
+  if (d.args[1] == "root") {
+    tile = root_tile(*b);
+  } else {
+    const int x = loop_index(st, s, d, d.args[1]);
+    const int depth = x + 1;
+    if (depth < s.shared)
+      reject(
+          d, "loop " + d.args[1] + " is shared with the host; pack inside the stage's own loops",
+          "or pack the whole buffer once before the nest: pack " + s.name + " " + source + " root");
+    if (depth == static_cast<int>(s.loops.size()))
+      reject(d, "loop " + d.args[1] + " is innermost: the tile would be one element");
+    if (s.loops[static_cast<size_t>(x)].kind == ForKind::Vectorized)
+      reject(d, "loop " + d.args[1] + " is vectorized");
+    tile = loop_tile(s, *b, d, depth, loads);
+  }
+  tile.source = source;
+  pack_layout(s, *b, d, tile);
+  std::string local = source + "_" + s.name + "_pack";
+  for (char& c : local) c = c == '.' ? '_' : c;
+  for (int i = 2; st.buffer(local) || st.reserved.count(local); ++i)
+    local = source + "_pack" + std::to_string(i);
+  tile.local = local;
   const Stages before = st;
   st.reserved.insert(local);
-  st.locals.push_back({local, BufferRole::Local, b->dtype, tile.extent});
+  st.locals.push_back({local, BufferRole::Local, b->dtype, packed_shape(tile)});
   s.packs.push_back(tile);
   if (auto v = check_dependences(st)) {
     st = before;

@@ -143,18 +143,25 @@ std::pair<std::string, std::vector<std::string>> last_pure_and_reduced(const Sta
   return {last_pure, reduced};
 }
 
+// How a contraction's accumulators are kept: none; one row of up to kRowTileVectors
+// vectors (a stage fused at its reader's rows, or hosting fused stages at its own: its
+// row loop is not split, so the fusion stays legal); or the full GEMM micro-kernel tile.
+enum class Tile { None, Row, Full };
+constexpr int64_t kRowTileVectors = 4;
+
 // A contraction's register tile when every pure loop but `last_pure` stays outside its
 // reduction loops: 6 rows of the pure loop before the last by 2 vectors of the last
-// (fewer when the dims are smaller), the accumulators in registers across the reduction.
+// (fewer when the dims are smaller), the accumulators in registers across the reduction;
+// or, for Tile::Row, one row by up to kRowTileVectors vectors.
 // No tile for a short reduction (flash's combination over a few blocks, or its empty
 // tail): the accumulators would be reused too few times to pay for the tile, and its
 // split loops would keep the stage out of its reader's nest. Applied when legal.
 bool contraction_tile(const ir::Graph& graph, const Target& target, Stages& st, Schedule& out,
-                      const std::string& name, const std::string& last_pure) {
+                      const std::string& name, const std::string& last_pure, Tile kind) {
   const Stage& s = st.stages[static_cast<size_t>(st.find(name))];
   const int w = lanes(target, s.dtype);
   std::string row;
-  int64_t rows = 6, cols = 0;
+  int64_t rows = kind == Tile::Row ? 1 : 6, cols = 0;
   for (const auto& l : s.loops)
     if (!l.reduction && l.name != last_pure) row = l.name;
   for (const auto& l : s.loops) {
@@ -165,8 +172,10 @@ bool contraction_tile(const ir::Graph& graph, const Target& target, Stages& st, 
   int64_t steps = 1;
   for (const auto& l : s.loops)
     if (l.reduction) steps *= bound_size(graph, l.nominal);
-  if (row.empty() || cols < w || steps < kMinTileReduction) return false;
-  const int64_t vectors = cols >= 2 * w ? 2 : 1;
+  if ((row.empty() && kind == Tile::Full) || cols < w || steps < kMinTileReduction) return false;
+  const int64_t vectors = kind == Tile::Row ? std::min<int64_t>(kRowTileVectors, cols / w)
+                          : cols >= 2 * w   ? 2
+                                            : 1;
   const auto tile = register_tile(graph, st, name, rows, vectors, target, false);
   if (tile) out.directives.insert(out.directives.end(), tile->begin(), tile->end());
   return tile.has_value();
@@ -176,10 +185,10 @@ bool contraction_tile(const ir::Graph& graph, const Target& target, Stages& st, 
 // a[m, k] * b[k, n]): that loop innermost, vectorized; the other pure loops that do not
 // index the biggest operand go inside the reduction loops, so that it is swept once (only
 // while the accumulators inside the reduction loops stay cache-sized). With every other
-// pure loop outside the reduction loops, a register tile instead when `tile`. False, with
-// nothing applied, for a stage that is no such contraction.
+// pure loop outside the reduction loops, a register tile of the kind `tile` instead. False,
+// with nothing applied, for a stage that is no such contraction.
 bool order_contraction(const ir::Graph& graph, const Target& target, Stages& st, Schedule& out,
-                       const std::string& name, bool tile) {
+                       const std::string& name, Tile tile) {
   const Stage& s = st.stages[static_cast<size_t>(st.find(name))];
   const auto [last_pure, reduced] = last_pure_and_reduced(s);
   if (!s.contract || last_pure.empty() || !walks_contiguously(s, last_pure)) return false;
@@ -196,7 +205,8 @@ bool order_contraction(const ir::Graph& graph, const Target& target, Stages& st,
   order.insert(order.end(), reduced.begin(), reduced.end());
   order.insert(order.end(), inner_pure.begin(), inner_pure.end());
   order.push_back(last_pure);
-  if (tile && inner_pure.empty() && contraction_tile(graph, target, st, out, name, last_pure))
+  if (tile != Tile::None && inner_pure.empty() &&
+      contraction_tile(graph, target, st, out, name, last_pure, tile))
     return true;
   reorder_to(graph, st, out, name, order);
   try_apply(graph, st, out, make_directive(DirectiveKind::Vectorize, name, {last_pure}));
@@ -254,8 +264,16 @@ void order_loops(const ir::Graph& graph, const Target& target, Stages& st, Sched
                 make_directive(DirectiveKind::Vectorize, name, {s.loops.back().name}));
     else if (!s.running_max.empty())
       order_online_sum(graph, st, out, name);
-    else if (!order_contraction(graph, target, st, out, name, tiles && !untiled.count(name)))
-      order_row_reduction(graph, target, st, out, name, tiles);
+    else {
+      // A dot-product-shaped contraction reads a transposed copy of an operand and keeps
+      // its rows unsplit, as do the hosts of fused stages.
+      const bool transposed = transpose_operand(graph, st, out, name);
+      const Tile tile = !tiles                              ? Tile::None
+                        : transposed || untiled.count(name) ? Tile::Row
+                                                            : Tile::Full;
+      if (!order_contraction(graph, target, st, out, name, tile))
+        order_row_reduction(graph, target, st, out, name, tiles);
+    }
   }
 }
 

@@ -75,11 +75,20 @@ void move_innermost(const ir::Graph& g, Stages& st, Schedule& out, const std::st
   reorder_to(g, st, out, stage, order);
 }
 
+Expr read_index(const Stage& s, const Expr& load) {
+  for (const auto& p : s.packs) {
+    if (p.source != load->name || load->args.size() != p.extent.size() + 1) continue;
+    std::vector<Expr> idx;
+    for (size_t d : packed_order(p)) idx.push_back(load->args[d + 1]);
+    return substitute(flatten(idx, packed_shape(p)), s.subst);
+  }
+  return substitute(load->args[0], s.subst);
+}
+
 bool walks_contiguously(const Stage& s, const std::string& loop) {
   bool found = false;
   for_each_load(s.value, [&](const Expr& load) {
-    if (coefficient(substitute(load->args[0], s.subst), loop) == std::optional<int64_t>(1))
-      found = true;
+    if (coefficient(read_index(s, load), loop) == std::optional<int64_t>(1)) found = true;
   });
   return found;
 }

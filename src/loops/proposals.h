@@ -31,8 +31,11 @@ void reorder_to(const ir::Graph& g, Stages& st, Schedule& out, const std::string
 void move_innermost(const ir::Graph& g, Stages& st, Schedule& out, const std::string& stage,
                     const std::string& loop);
 
+// The flat index that `load` (in `s`'s value) reads over the stage's loops: through the
+// stage's packed copy of its buffer when it has one (a transposed copy swaps the strides).
+Expr read_index(const Stage& s, const Expr& load);
 // Whether some load of `s` walks its buffer with unit stride along loop `loop` (after
-// the stage's substitution): the loop runs along contiguous memory.
+// the stage's substitution and packs): the loop runs along contiguous memory.
 bool walks_contiguously(const Stage& s, const std::string& loop);
 // The size of a dims expression at the graph's bound dims (large when unbound).
 int64_t bound_size(const ir::Graph& g, const ir::DimExpr& d);
@@ -70,6 +73,17 @@ std::optional<std::vector<Directive>> register_tile(const ir::Graph& g, Stages& 
 // Applied to `st` and recorded in `out` when legal and worthwhile; false otherwise.
 bool dot_tile(const ir::Graph& g, Stages& st, Schedule& out, const std::string& name,
               const Target& target);
+// A dot-product-shaped contraction (attention scores q[s, d] . k[s1, d]: the output's last
+// loop s1 walks no operand contiguously, the reduction loop d walks both) reads, instead of
+// the operand that s1 indexes, a transposed copy of all of it made once per call before its
+// nest (`pack S k root transposed`), so s1 walks memory contiguously and the stage becomes
+// an outer-product contraction that a register tile vectorizes along s1. Only when each
+// element of the copy is used at least kMinTransposeReuse times at the bound dims (the
+// pure loops that do not index it): a decode step's scores (16 heads over a 4096-key
+// cache) would pay the copy's bytes for little reuse.
+inline constexpr int64_t kMinTransposeReuse = 64;
+bool transpose_operand(const ir::Graph& g, Stages& st, Schedule& out, const std::string& name);
+
 // Split-K: a contraction whose one reduction loop is long beside its output (mla_decode's
 // o_lat = p . c_kv: 16 x 512 outputs, 4096 keys) runs as kSplitKBlock-long slices of the
 // reduction, each a stage of partial results (rfactor) over every output: a slice of the

@@ -53,7 +53,10 @@ std::optional<Directive> random_directive(const Stages& st, std::mt19937_64& rng
       std::vector<std::string> bufs;
       for (const Expr& load : operand_loads(s)) bufs.push_back(load->name);
       if (bufs.empty()) return std::nullopt;
-      return make_directive(DirectiveKind::Pack, s.name, {bufs[pick(bufs.size())], loop(s)});
+      // At one of its loops or the whole buffer before the nest; sometimes transposed.
+      std::vector<std::string> args = {bufs[pick(bufs.size())], pick(3) ? loop(s) : "root"};
+      if (pick(3) == 0) args.push_back("transposed");
+      return make_directive(DirectiveKind::Pack, s.name, args);
     }
     case 7: return make_directive(DirectiveKind::Accumulate, s.name, {loop(s)});
     default: return make_directive(DirectiveKind::Rfactor, s.name, {loop(s)});

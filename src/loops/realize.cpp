@@ -1,5 +1,6 @@
 // Turns scheduled stages into the kernel body (stages computed at their hosts' loops,
 // reduction initialisation, packed tiles, local buffers).
+#include <functional>
 #include <limits>
 
 #include "loops/stages.h"
@@ -22,7 +23,7 @@ class Realizer {
   Stmt run() {
     std::vector<Stmt> nests;
     for (size_t i = 0; i < st_.stages.size(); ++i)
-      if (st_.stages[i].host < 0) nests.push_back(body_at(static_cast<int>(i), 0, {}, {}));
+      if (st_.stages[i].host < 0) nests.push_back(root_nest(static_cast<int>(i)));
     Stmt body = make_block(nests);
     for (auto it = st_.locals.rbegin(); it != st_.locals.rend(); ++it) {
       if (packed_.count(it->name) || folds_.count(it->name)) continue;
@@ -32,6 +33,28 @@ class Realizer {
   }
 
  private:
+  // The root nest of stage `root` with the whole-buffer packs of the stages in it copied
+  // before it (once per call, outside any parallel loop) and alive until its end.
+  Stmt root_nest(int root) {
+    std::vector<const PackedTile*> packs;
+    std::function<void(int)> gather = [&](int si) {
+      for (const auto& p : st_.stages[static_cast<size_t>(si)].packs)
+        if (p.root) packs.push_back(&p);
+      if (auto it = children_.find(si); it != children_.end())
+        for (int c : it->second) gather(c);
+    };
+    gather(root);
+    Stmt nest = body_at(root, 0, {}, {});
+    if (packs.empty()) return nest;
+    std::vector<Stmt> body;
+    for (const PackedTile* p : packs) body.push_back(pack_copy(*p, {}, {}));
+    body.push_back(nest);
+    Stmt out = make_block(body);
+    for (const PackedTile* p : packs)
+      out = make_allocate(p->local, st_.buffer(p->source)->dtype, size_of(p->extent), out);
+    return out;
+  }
+
   // Storage folding: a local buffer written by a stage computed at a host's loops, and
   // read only inside those same loops, needs just the slice of one iteration. It is then
   // allocated inside the innermost shared loop, without the dims the shared loops index.
@@ -149,7 +172,7 @@ class Realizer {
         out.push_back(body_at(c, t, cnames, scope));
       }
     for (const auto& p : s.packs)
-      if (p.depth == t) out.push_back(pack_copy(p, names, scope));
+      if (!p.root && p.depth == t) out.push_back(pack_copy(p, names, scope));
     const int n = static_cast<int>(s.loops.size());
     if (s.reduce && !s.accumulate_depth) {
       int r = 0;
@@ -172,7 +195,7 @@ class Realizer {
     Stmt body = out.size() == 1 ? out[0] : make_block(out);
     // A packed tile lives from its copy to the end of the loop body it was copied in.
     for (const auto& p : s.packs)
-      if (p.depth == t)
+      if (!p.root && p.depth == t)
         body = make_allocate(p.local, st_.buffer(p.source)->dtype, size_of(p.extent), body);
     // So does a folded buffer, in the body of its innermost shared loop.
     if (t > 0 && t > s.shared)
@@ -384,9 +407,9 @@ class Realizer {
       for (const auto& p : s.packs) {
         if (p.source != e->name) continue;
         std::vector<Expr> idx;
-        for (size_t d = 0; d < p.start.size(); ++d)
+        for (size_t d : packed_order(p))
           idx.push_back(make_binary(OpKind::Sub, e->args[d + 1], substitute(p.start[d], names)));
-        return make_load(p.local, e->dtype, flatten(idx, p.extent), idx);
+        return make_load(p.local, e->dtype, flatten(idx, packed_shape(p)), idx);
       }
       return e;
     }
@@ -480,31 +503,40 @@ class Realizer {
     return body;
   }
 
-  // Copies the tile of p.source into p.local (zeros past the source's edges).
+  // Copies the tile of p.source into p.local (zeros past the source's edges), in the
+  // copy's layout: its loops walk the copy's dims in order, the last one vectorized (a
+  // transposed copy gathers along the source's rows). A root copy runs its outer loop in
+  // parallel: it is outside every parallel region.
   Stmt pack_copy(const PackedTile& p, const std::map<std::string, Expr>& names,
                  std::set<std::string> scope) const {
     const Buffer* src = st_.buffer(p.source);
-    std::vector<Expr> idx, at;
-    std::vector<std::string> loop_names;
+    const std::vector<size_t> order = packed_order(p);
+    std::vector<Expr> at(p.extent.size());
+    std::vector<std::string> loop_names(p.extent.size());
     Expr inside;
     for (size_t d = 0; d < p.extent.size(); ++d) {
       const std::string name = fresh("p" + std::to_string(d), scope);
       scope.insert(name);
-      loop_names.push_back(name);
-      idx.push_back(make_var(name));
-      const Expr start = substitute(p.start[d], names);
-      at.push_back(make_binary(OpKind::Add, start, make_var(name)));
-      const Expr ok = make_binary(OpKind::Lt, at.back(), make_dim(src->shape[d]));
+      loop_names[d] = name;
+      at[d] = make_binary(OpKind::Add, substitute(p.start[d], names), make_var(name));
+      if (p.root) continue;  // the whole buffer: always inside
+      const Expr ok = make_binary(OpKind::Lt, at[d], make_dim(src->shape[d]));
       inside = inside ? make_binary(OpKind::And, inside, ok) : ok;
     }
+    std::vector<Expr> idx;
+    for (size_t d : order) idx.push_back(make_var(loop_names[d]));
     const Expr zero =
         ir::is_float(src->dtype) ? make_float(0, src->dtype) : make_int(0, src->dtype);
     Expr value = make_load(p.source, src->dtype, flatten(at, src->shape), at);
     if (inside) value = make_select(inside, value, zero);
-    Stmt body = make_store(p.local, flatten(idx, p.extent), value);
-    for (size_t d = p.extent.size(); d-- > 0;)
-      body = make_for(loop_names[d], make_int(0), make_dim(p.extent[d]),
-                      d + 1 == p.extent.size() ? ForKind::Vectorized : ForKind::Serial, body);
+    Stmt body = make_store(p.local, flatten(idx, packed_shape(p)), value);
+    for (size_t k = order.size(); k-- > 0;) {
+      const size_t d = order[k];
+      const ForKind kind = k + 1 == order.size()                  ? ForKind::Vectorized
+                           : p.root && k == 0 && order.size() > 1 ? ForKind::Parallel
+                                                                  : ForKind::Serial;
+      body = make_for(loop_names[d], make_int(0), make_dim(p.extent[d]), kind, body);
+    }
     return body;
   }
 

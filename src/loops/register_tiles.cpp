@@ -189,3 +189,39 @@ bool split_k(const ir::Graph& g, Stages& st, Schedule& out, const std::string& n
 }
 
 }  // namespace ollie::loops
+
+namespace ollie::loops {
+
+bool transpose_operand(const ir::Graph& g, Stages& st, Schedule& out, const std::string& name) {
+  const Stage& s = st.stages[static_cast<size_t>(st.find(name))];
+  if (!s.contract || s.loops.empty() || !s.packs.empty()) return false;
+  std::string last_pure;
+  for (const auto& l : s.loops)
+    if (!l.reduction) last_pure = l.name;
+  const std::string red = s.loops.back().name;
+  if (last_pure.empty() || !s.loops.back().reduction || walks_contiguously(s, last_pure) ||
+      !walks_contiguously(s, red))
+    return false;
+  for (const Expr& load : operand_loads(s)) {
+    const Buffer* b = st.buffer(load->name);
+    const size_t n = load->args.size();
+    if (!b || n < 3 || b->shape.size() + 1 != n) continue;
+    // Its last dim walked by the reduction loop (mha's k[s1, h*HD + hd]: a head's slice),
+    // the one before by the output's last loop.
+    const Expr last = substitute(load->args[n - 1], s.subst);
+    const Expr before = substitute(load->args[n - 2], s.subst);
+    if (!mentions(last, red) || mentions(last, last_pure) || before->kind != ExprKind::Var ||
+        before->name != last_pure)
+      continue;
+    const Expr flat = substitute(load->args[0], s.subst);
+    int64_t reuse = 1;
+    for (const auto& l : s.loops)
+      if (!l.reduction && !mentions(flat, l.name)) reuse *= bound_size(g, l.nominal);
+    if (reuse < kMinTransposeReuse) continue;
+    return try_apply(g, st, out,
+                     make_directive(DirectiveKind::Pack, name, {load->name, "root", "transposed"}));
+  }
+  return false;
+}
+
+}  // namespace ollie::loops

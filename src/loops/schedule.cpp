@@ -23,7 +23,7 @@ const Syntax kSyntax[] = {
     {DirectiveKind::Unroll, "unroll", "unroll STAGE LOOP", 1, 1},
     {DirectiveKind::ComputeAt, "compute_at", "compute_at STAGE HOST LOOP", 2, 2},
     {DirectiveKind::Inline, "inline", "inline STAGE", 0, 0},
-    {DirectiveKind::Pack, "pack", "pack STAGE BUFFER LOOP", 2, 2},
+    {DirectiveKind::Pack, "pack", "pack STAGE BUFFER LOOP|root [transposed]", 2, 3},
     {DirectiveKind::Rfactor, "rfactor", "rfactor STAGE LOOP", 1, 1},
     {DirectiveKind::Accumulate, "accumulate", "accumulate STAGE LOOP", 1, 1},
 };

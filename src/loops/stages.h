@@ -27,7 +27,18 @@ struct PackedTile {
   int depth = 0;            // copied inside the first `depth` loops of the stage
   std::vector<Expr> start;  // per dim of `source`, over those outer loops
   ir::Shape extent;         // per dim: the tile's size (a dims-only bound)
+  // The whole buffer, copied once before the root nest the stage runs in (`pack S B root`);
+  // `depth` is then 0 and `start` all zeros.
+  bool root = false;
+  // The copy keeps the tile's last two dims swapped (`transposed`): a[i, k] read along i
+  // becomes contiguous.
+  bool transposed = false;
 };
+
+// The tile's dims in the order the packed copy lays them out (the last two swapped when
+// transposed), and the shape of the copy.
+std::vector<size_t> packed_order(const PackedTile& p);
+ir::Shape packed_shape(const PackedTile& p);
 
 // A perfect loop nest around one store: buffer[store_index] = value, or for a reduction
 // buffer[store_index] = combine(buffer[store_index], value) after buffer = init.

@@ -91,7 +91,7 @@ TEST(LoopsDefault, ARootNestThatRunsOnceSharesItsWorkInside) {
 
 // swiglu_mlp's down projection (w_down: 2 MiB) gets a register tile although the gate
 // could be fused into its rows; attention's P . V keeps the fused softmax (its row max and
-// sum are reductions), so it stays untiled.
+// sum are reductions), so it gets a one-row tile: its row loop stays whole.
 TEST(LoopsDefault, ABigContractionTakesATileOverAFusedElementwiseProducer) {
   const auto sw =
       ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/swiglu_mlp.py", {});
@@ -107,8 +107,29 @@ TEST(LoopsDefault, ABigContractionTakesATileOverAFusedElementwiseProducer) {
             std::string::npos);
   const auto att =
       ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/attention_causal.py", {});
-  EXPECT_EQ(to_text(default_schedule(att, Target{64, 2})).find("accumulate out0"),
-            std::string::npos);
+  const std::string att_text = to_text(default_schedule(att, Target{64, 2}));
+  EXPECT_NE(att_text.find("split out0 d 64\nreorder out0 s d_o s1 d_i\naccumulate out0 d_o\n"),
+            std::string::npos)
+      << att_text;
+  EXPECT_EQ(att_text.find("split out0 s "), std::string::npos) << att_text;
+  EXPECT_NE(att_text.find("compute_at t35 out0 s\n"), std::string::npos) << att_text;
+}
+
+// The scores q . k^T (both contiguous along d) read a transposed copy of k made once per
+// call, and become a one-row outer-product tile along the keys, still fused per query row;
+// a decode step's scores (16 heads against the cache: little reuse) keep their dot products.
+TEST(LoopsDefault, DotShapedScoresReadATransposedCopyWhereItIsReused) {
+  const auto att =
+      ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/attention_causal.py", {});
+  const std::string text = to_text(default_schedule(att, Target{64, 2}));
+  EXPECT_NE(text.find("pack t4 k root transposed\nsplit t4 s1 64\nreorder t4 s s1_o d s1_i\n"
+                      "accumulate t4 s1_o\nvectorize t4 s1_i\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("compute_at t4 out0 s\n"), std::string::npos) << text;
+  const auto mla =
+      ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/mla_decode.py", {});
+  EXPECT_EQ(to_text(default_schedule(mla, Target{64, 2})).find("transposed"), std::string::npos);
 }
 
 // A reshape that splits one axis into blocks ([64*(N//64), D] -> [(N//64), 64, D], the

@@ -25,6 +25,8 @@ ollie::ir::Graph spec(const std::string& source) {
   return ollie::spec::compile_spec("test.py", "import numpy as np\n" + source, {});
 }
 
+const ollie::ir::Graph& scores();  // q[h, l] . c[s, l], defined with the tests that run it
+
 // Stages t1 (row max), t5 (exp), t6 (row sum), out0 (divide).
 const ollie::ir::Graph& softmax() {
   static const ollie::ir::Graph g = spec(
@@ -515,6 +517,26 @@ TEST(ScheduleDirectives, PackCopiesTheTileIntoALocalBuffer) {
 )");
 }
 
+// `pack S B root`: all of B copied once before the nest (its outer copy loop parallel),
+// `transposed`: the copy's last two dims swapped, so the reader walks it along n.
+TEST(ScheduleDirectives, PackRootTransposedCopiesTheWholeBufferOnceBeforeTheNest) {
+  const std::string text = lowered(scores(), "pack out0 c root transposed; reorder out0 h l s");
+  EXPECT_TRUE(contains(text,
+                       "  allocate c_out0_pack: f32[L*S]\n"
+                       "  parallel for p1 in [0, L):\n"
+                       "    vectorized for p0 in [0, S):\n"
+                       "      c_out0_pack[((p1 * S) + p0)] = c[((p0 * L) + p1)]\n"
+                       "  for h in [0, H):\n"))
+      << text;
+  EXPECT_TRUE(contains(text, "(q[((h * L) + l)] * c_out0_pack[((l * S) + s)])")) << text;
+  EXPECT_EQ(to_text(parse_schedule("pack out0 c root transposed")),
+            "pack out0 c root transposed\n");
+  // A tile at a loop can be transposed too: rows of b read along n.
+  EXPECT_TRUE(
+      contains(lowered(matmul(), "split out0 n 2; reorder out0 n_o m; pack out0 b m transposed"),
+               "b_out0_pack[((p1 * K) + p0)] = select("));
+}
+
 TEST(ScheduleDirectives, InlineRecomputesAValueReadTwice) {
   EXPECT_EQ(lowered(square(), "inline t1"),
             R"(kernel f(in x: f32[M, N], out out0: f32[M, N]) dims [M, N]
@@ -710,6 +732,18 @@ TEST(ScheduleRejects, PackOnlyTilesOfBuffersTheStageReads) {
     EXPECT_EQ(reason(square(), s),
               "out0 packs a tile of t1, which t1 writes one slice at a time inside out0.m")
         << s;
+}
+
+TEST(ScheduleRejects, PackRootOnlyOfCompleteBuffersAndKnownLayouts) {
+  EXPECT_EQ(reason(matmul(), "pack out0 b m sideways"), "unknown pack layout 'sideways'");
+  // A buffer the nest writes is not complete before it.
+  for (const char* s :
+       {"compute_at t1 out0 m; pack out0 t1 root", "pack out0 t1 root; compute_at t1 out0 m"})
+    EXPECT_EQ(reason(square(), s),
+              "out0 packs a tile of t1, which t1 writes one slice at a time inside out0.m")
+        << s;
+  const ScheduleError shared = rejection(square(), "compute_at t1 out0 n; pack t1 x m");
+  EXPECT_TRUE(contains(shared.detail(), "pack t1 x root")) << shared.detail();
 }
 
 // Random schedules keep only legal directives; each rejected one, replayed after its
@@ -923,6 +957,17 @@ const ollie::ir::Graph& scores() {
       "def f(q: \"f32[H, L]\", c: \"f32[S, L]\") -> \"f32[H, S]\":\n"
       "    return np.einsum('hl,sl->hs', q, c)\n");
   return g;
+}
+
+// The transposed copy of the keys makes the scores an outer product along s (with tails).
+TEST(ScheduleRuns, ScoresAgainstATransposedCopyOfTheKeys) {
+  expect_agrees(scores(), "pack out0 c root transposed; reorder out0 h l s; vectorize out0 s");
+  expect_agrees(scores(),
+                "pack out0 c root transposed; split out0 s 2; reorder out0 h s_o l s_i; "
+                "accumulate out0 s_o; vectorize out0 s_i; parallel out0 h");
+  expect_agrees(matmul_with_tails(),
+                "split out0 n 4; reorder out0 n_o m k n_i; "
+                "pack out0 b m transposed; pack out0 a root transposed");
 }
 
 TEST(ScheduleRuns, DotProductTilesInsideAVectorizedSum) {
