@@ -682,13 +682,9 @@ void accumulate(Stages& st, Stage& s, const Directive& d) {
     reject(d,
            "loop " + l.name + " is shared with the host; accumulate inside the stage's own loops");
   if (l.kind == ForKind::Vectorized) reject(d, "loop " + l.name + " is vectorized");
-  for (int t = 0; t < x; ++t)
-    if (s.loops[static_cast<size_t>(t)].reduction)
-      reject(d,
-             "the reduction loop " + s.loops[static_cast<size_t>(t)].name + " of " + s.name +
-                 " is outside loop " + l.name,
-             "every reduction loop must run inside the tile: reorder them inside " + l.name +
-                 " first");
+  // A reduction loop may run outside the tile (a GEMM's k blocks around its tiles: cache
+  // blocking): each tile then continues from the partial results stored after the previous
+  // block, so every element still combines its terms in the same order.
   int64_t elements = 1;
   bool any_reduction = false;
   for (size_t t = static_cast<size_t>(x) + 1; t < s.loops.size(); ++t) {

@@ -223,11 +223,13 @@ class ScheduleError : public UserError {
   std::string reason_, detail_;
 };
 
-// What the machine offers the schedule: the SIMD width in bytes (64 with AVX-512) and the
-// number of cores worth splitting parallel work over.
+// What the machine offers the schedule: the SIMD width in bytes (64 with AVX-512), the
+// number of cores worth splitting parallel work over, and the private cache sizes.
 struct Target {
   int vector_bytes = 64;
   int cores = 2;
+  int64_t l1_bytes = 32 * 1024;    // data cache per core (recipes size their blocks by it)
+  int64_t l2_bytes = 1024 * 1024;  // per core
 };
 Target host_target();
 

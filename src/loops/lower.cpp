@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <thread>
 
+#include <unistd.h>
+
 #include "loops/stages.h"
 
 namespace ollie::loops {
@@ -15,6 +17,9 @@ Target host_target() {
                    : __builtin_cpu_supports("avx2")  ? 32
                                                      : 16;
   t.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // sysconf reports 0 or -1 where the C library does not know; keep the defaults then.
+  if (const long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE); l1 > 0) t.l1_bytes = l1;
+  if (const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); l2 > 0) t.l2_bytes = l2;
   return t;
 }
 

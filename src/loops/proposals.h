@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -82,7 +83,35 @@ bool dot_tile(const ir::Graph& g, Stages& st, Schedule& out, const std::string& 
 // pure loops that do not index it): a decode step's scores (16 heads over a 4096-key
 // cache) would pay the copy's bytes for little reuse.
 inline constexpr int64_t kMinTransposeReuse = 64;
-bool transpose_operand(const ir::Graph& g, Stages& st, Schedule& out, const std::string& name);
+bool transpose_operand(const ir::Graph& g, Stages& st, Schedule& out, const std::string& name,
+                       int64_t min_reuse = kMinTransposeReuse);
+
+// A GEMM's cache blocks (the "cache-blocked tile" recipe): the reduction split into
+// `block`-long blocks outside a `rows` x `vectors` register tile whose accumulators continue
+// from the partial sums of the previous block; the column loop outside the row loop, the
+// panel of the operand the columns stream (block x tile columns) packed at it, so that it
+// is reused from L1 by every row tile; the column loop parallel at the root. nullopt when
+// the stage is no such contraction (one reduction loop, two pure loops) or is short.
+std::optional<std::vector<Directive>> blocked_tile(const ir::Graph& g, Stages& st,
+                                                   const std::string& name, int64_t rows,
+                                                   int64_t vectors, int64_t block,
+                                                   const Target& target);
+// The block length whose panel of `vectors` vectors per row fills about half of L1 (a power
+// of two, at least 32).
+int64_t l1_block(const Target& target, int64_t vectors);
+
+// Recipes: whole schedules for one reduction stage that the search proposes in one step
+// (random_schedule, mutate_schedule), their sizes drawn from the machine.
+enum class RecipeKind { Tile, RowTile, OuterProduct, Blocked, SplitK };
+inline constexpr RecipeKind kRecipes[] = {RecipeKind::Tile, RecipeKind::RowTile,
+                                          RecipeKind::OuterProduct, RecipeKind::Blocked,
+                                          RecipeKind::SplitK};
+const char* recipe_name(RecipeKind kind);
+// Applies recipe `kind` to stage `name` (sizes drawn with `rng`): its directives, applied
+// to `st`; nullopt (and `st` unchanged) when it does not apply.
+std::optional<std::vector<Directive>> apply_recipe(const ir::Graph& g, Stages& st,
+                                                   const std::string& name, RecipeKind kind,
+                                                   std::mt19937_64& rng, const Target& target);
 
 // Split-K: a contraction whose one reduction loop is long beside its output (mla_decode's
 // o_lat = p . c_kv: 16 x 512 outputs, 4096 keys) runs as kSplitKBlock-long slices of the

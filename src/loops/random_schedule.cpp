@@ -63,24 +63,36 @@ std::optional<Directive> random_directive(const Stages& st, std::mt19937_64& rng
   }
 }
 
-// A register tile of a random shape for a random reduction stage (see register_tile).
-std::optional<std::vector<Directive>> random_register_tile(const ir::Graph& g, Stages& st,
-                                                           std::mt19937_64& rng,
-                                                           const Target& target) {
+// A random reduction stage (empty when there is none without accumulators yet).
+std::string random_reduction(const Stages& st, std::mt19937_64& rng) {
   std::vector<std::string> reductions;
   for (const auto& s : st.stages)
-    if (s.reduce && !s.accumulate_depth) reductions.push_back(s.name);
-  if (reductions.empty()) return std::nullopt;
-  auto pick = [&](size_t n) {
-    return static_cast<size_t>(std::uniform_int_distribution<size_t>(0, n - 1)(rng));
-  };
-  const std::string stage = reductions[pick(reductions.size())];
-  const auto [rows, vectors] = kRegisterTiles[pick(std::size(kRegisterTiles))];
-  return register_tile(g, st, stage, rows, vectors, target);
+    if (s.reduce && !s.accumulate_depth && s.running_max.empty()) reductions.push_back(s.name);
+  if (reductions.empty()) return "";
+  return reductions[std::uniform_int_distribution<size_t>(0, reductions.size() - 1)(rng)];
 }
 
-// Draws of random_directive that propose a whole register tile instead (1 in this many).
-constexpr int kRegisterTileOdds = 8;
+// A random recipe (recipes.cpp) for a random reduction stage, applied to `st`.
+std::optional<std::pair<RecipeKind, std::vector<Directive>>> random_recipe(
+    const ir::Graph& g, Stages& st, std::mt19937_64& rng, const Target& target) {
+  const std::string stage = random_reduction(st, rng);
+  if (stage.empty()) return std::nullopt;
+  const RecipeKind kind =
+      kRecipes[std::uniform_int_distribution<size_t>(0, std::size(kRecipes) - 1)(rng)];
+  auto ds = apply_recipe(g, st, stage, kind, rng, target);
+  if (!ds) return std::nullopt;
+  return std::make_pair(kind, std::move(*ds));
+}
+
+// The directives of `base` that shape stage `stage`'s own loops (all but where it is
+// computed), which a recipe for it replaces.
+bool shapes(const Directive& d, const std::string& stage) {
+  return (d.stage == stage || d.stage == stage + "_rf") && d.kind != DirectiveKind::ComputeAt &&
+         d.kind != DirectiveKind::Inline;
+}
+
+// Draws of random_directive that propose a whole recipe instead (1 in this many).
+constexpr int kRecipeOdds = 8;
 
 // Applies the directives of `schedule` in order, keeping the legal ones.
 Schedule replay_legal(const ir::Graph& graph, Stages& st,
@@ -88,6 +100,40 @@ Schedule replay_legal(const ir::Graph& graph, Stages& st,
   Schedule out;
   for (const auto& d : directives) try_apply(graph, st, out, d);
   return out;
+}
+
+// A recipe for a random reduction stage in place of the directives that shaped it: applied
+// before the rest of `base` (replayed, the legal ones) or, when that fails, after it.
+bool recipe_step(const ir::Graph& graph, const Schedule& base, std::mt19937_64& rng,
+                 Mutation& m) {
+  const Target target = host_target();
+  Stages fresh = build_stages(graph, {});
+  const std::string stage = random_reduction(fresh, rng);
+  if (stage.empty()) return false;
+  const RecipeKind kind =
+      kRecipes[std::uniform_int_distribution<size_t>(0, std::size(kRecipes) - 1)(rng)];
+  std::vector<Directive> rest;
+  for (const auto& d : base.directives)
+    if (!shapes(d, stage)) rest.push_back(d);
+  const uint64_t sizes = rng();
+  for (const bool first : {true, false}) {
+    Stages st = build_stages(graph, {});
+    std::mt19937_64 draw(sizes);
+    Schedule out = first ? Schedule{} : replay_legal(graph, st, rest);
+    const auto ds = apply_recipe(graph, st, stage, kind, draw, target);
+    if (!ds) continue;
+    out.directives.insert(out.directives.end(), ds->begin(), ds->end());
+    if (first) {
+      const Schedule after = replay_legal(graph, st, rest);
+      out.directives.insert(out.directives.end(), after.directives.begin(),
+                            after.directives.end());
+    }
+    m.schedule = out;
+    m.move = std::string("recipe ") + recipe_name(kind) + " for " + stage + ":";
+    for (size_t i = 0; i < ds->size(); ++i) m.move += (i ? "; " : " ") + to_text((*ds)[i]);
+    return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -100,9 +146,9 @@ Schedule random_schedule(const ir::Graph& graph, uint64_t seed, int moves,
   if (std::uniform_int_distribution<int>(0, 1)(rng) == 0)
     for (const auto& d : default_schedule(graph, target).directives) try_apply(graph, st, out, d);
   for (int m = 0; m < moves; ++m) {
-    if (std::uniform_int_distribution<int>(0, kRegisterTileOdds - 1)(rng) == 0) {
-      if (const auto tile = random_register_tile(graph, st, rng, target))
-        out.directives.insert(out.directives.end(), tile->begin(), tile->end());
+    if (std::uniform_int_distribution<int>(0, kRecipeOdds - 1)(rng) == 0) {
+      if (const auto recipe = random_recipe(graph, st, rng, target))
+        out.directives.insert(out.directives.end(), recipe->second.begin(), recipe->second.end());
       continue;
     }
     const std::optional<Directive> d = random_directive(st, rng);
@@ -127,13 +173,8 @@ std::optional<Mutation> mutate_schedule(const ir::Graph& graph, const Schedule& 
     Mutation m;
     const size_t n = base.directives.size();
     const size_t kind = n == 0 ? 0 : pick(4);
-    if (kind == 0 && pick(kRegisterTileOdds) == 0) {  // add a register tile at the end
-      m.schedule = replay_legal(graph, st, base.directives);
-      const auto tile = random_register_tile(graph, st, rng, host_target());
-      if (!tile) continue;
-      m.schedule.directives.insert(m.schedule.directives.end(), tile->begin(), tile->end());
-      m.move = "add register tile:";
-      for (size_t i = 0; i < tile->size(); ++i) m.move += (i ? "; " : " ") + to_text((*tile)[i]);
+    if (kind == 0 && pick(kRecipeOdds) == 0) {  // a whole recipe for one stage
+      if (!recipe_step(graph, base, rng, m)) continue;
     } else if (kind == 0) {  // add one legal directive at the end
       m.schedule = replay_legal(graph, st, base.directives);
       const std::optional<Directive> d = random_directive(st, rng);

@@ -174,7 +174,7 @@ class Realizer {
     for (const auto& p : s.packs)
       if (!p.root && p.depth == t) out.push_back(pack_copy(p, names, scope));
     const int n = static_cast<int>(s.loops.size());
-    if (s.reduce && !s.accumulate_depth) {
+    if (s.reduce && (!s.accumulate_depth || reduction_outside_tile(s))) {
       int r = 0;
       while (r < n && !s.loops[static_cast<size_t>(r)].reduction) ++r;
       bool innermost = true;
@@ -220,6 +220,13 @@ class Realizer {
     names[l.name] = make_var(name);
     scope.insert(name);
     return make_for(name, make_int(0), extent, kind, body_at(si, t + 1, names, scope), l.reduction);
+  }
+
+  // Whether a reduction loop of `s` runs outside its accumulator tile (cache blocking).
+  static bool reduction_outside_tile(const Stage& s) {
+    for (int t = 0; t + 1 < s.accumulate_depth; ++t)
+      if (s.loops[static_cast<size_t>(t)].reduction) return true;
+    return false;
   }
 
   // The pure loops of `s` inside its accumulator tile (those that index the tile).
@@ -285,11 +292,19 @@ class Realizer {
         wnames[l->name] = make_var(name);
         opened.push_back({name, extent});
       }
-      Stmt back = make_store(s.buffer, store_index(s, wnames),
-                             make_load(s.accumulator, s.dtype, accumulator_index(s, wnames)));
-      for (size_t i = opened.size(); i-- > 0;)
-        back = make_for(opened[i].first, make_int(0), opened[i].second,
-                        i + 1 == opened.size() ? ForKind::Vectorized : ForKind::Serial, back);
+      auto over_tile = [&](Stmt body) {
+        for (size_t i = opened.size(); i-- > 0;)
+          body = make_for(opened[i].first, make_int(0), opened[i].second,
+                          i + 1 == opened.size() ? ForKind::Vectorized : ForKind::Serial, body);
+        return body;
+      };
+      const Expr element_at = make_load(s.buffer, s.dtype, store_index(s, wnames));
+      const Expr acc_at = accumulator_index(s, wnames);
+      // Outside reduction loops: the tile continues from the stored partial results (in a
+      // tile cut by a tail, the elements past it are neither loaded, updated nor stored).
+      if (reduction_outside_tile(s)) init = over_tile(make_store(s.accumulator, acc_at, element_at));
+      Stmt back = over_tile(
+          make_store(s.buffer, store_index(s, wnames), make_load(s.accumulator, s.dtype, acc_at)));
       full_tile_stage_ = saved;
       cut_tile_stage_ = saved_cut;
       return make_block({init, nest, back});

@@ -192,7 +192,8 @@ bool split_k(const ir::Graph& g, Stages& st, Schedule& out, const std::string& n
 
 namespace ollie::loops {
 
-bool transpose_operand(const ir::Graph& g, Stages& st, Schedule& out, const std::string& name) {
+bool transpose_operand(const ir::Graph& g, Stages& st, Schedule& out, const std::string& name,
+                       int64_t min_reuse) {
   const Stage& s = st.stages[static_cast<size_t>(st.find(name))];
   if (!s.contract || s.loops.empty() || !s.packs.empty()) return false;
   std::string last_pure;
@@ -217,7 +218,7 @@ bool transpose_operand(const ir::Graph& g, Stages& st, Schedule& out, const std:
     int64_t reuse = 1;
     for (const auto& l : s.loops)
       if (!l.reduction && !mentions(flat, l.name)) reuse *= bound_size(g, l.nominal);
-    if (reuse < kMinTransposeReuse) continue;
+    if (reuse < min_reuse) continue;
     return try_apply(g, st, out,
                      make_directive(DirectiveKind::Pack, name, {load->name, "root", "transposed"}));
   }

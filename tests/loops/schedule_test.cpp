@@ -749,11 +749,12 @@ TEST(ScheduleRejects, PackRootOnlyOfCompleteBuffersAndKnownLayouts) {
 // Random schedules keep only legal directives; each rejected one, replayed after its
 // prefix through lower(), is rejected with the same reason.
 TEST(ScheduleRejects, AccumulateOnlyWhereTheTileIsConstantAndHoldsTheReduction) {
-  // Not a reduction; a reduction loop; a reduction loop outside the tile.
+  // Not a reduction; a reduction loop; no reduction loop inside the tile (one outside it
+  // is cache blocking, below).
   EXPECT_EQ(reason(square(), "accumulate out0 m"), "out0 is not a reduction");
   EXPECT_EQ(reason(matmul(), "accumulate out0 k"), "loop k of out0 is a reduction loop");
   EXPECT_EQ(reason(matmul(), "reorder out0 k n; accumulate out0 n"),
-            "the reduction loop k of out0 is outside loop n");
+            "no reduction loop of out0 runs inside loop n");
   // The pure loops inside the tile need constant extents, and fit in 4 KiB.
   EXPECT_EQ(reason(matmul(), "accumulate out0 m"), "loop n inside m walks [0, N), not a constant");
   EXPECT_EQ(reason(matmul(), "split out0 n 2048; reorder out0 n_o k n_i; accumulate out0 n_o"),
@@ -1013,6 +1014,18 @@ TEST(ScheduleRejects, WhatMayRunInsideAVectorizedSum) {
             "loop n carries the reduction into t1[m]");
 }
 
+// Cache blocking: the k blocks outside the register tiles, each tile continuing from the
+// partial sums of the previous block (tails in m, n and k), with a packed panel of b.
+TEST(ScheduleRuns, RegisterTilesInsideReductionBlocks) {
+  const std::string tile =
+      "split out0 k 4; split out0 m 6; split out0 n 16; reorder out0 k_o m_o n_o k_i m_i n_i; "
+      "accumulate out0 n_o; vectorize out0 n_i; unroll out0 m_i";
+  expect_agrees(matmul_with_tails(), tile);
+  expect_agrees(matmul_with_tails(), tile + "; pack out0 b m_o; parallel out0 m_o");
+  const std::string text = lowered(matmul_with_tails(), tile);
+  EXPECT_TRUE(contains(text, "out0_acc[((m_i * 16) + n_i)] = out0[")) << text;
+}
+
 TEST(ScheduleRuns, MatmulTilesWithPackedPanelsAndTails) {
   expect_agrees(
       matmul(),
@@ -1051,21 +1064,39 @@ TEST(ScheduleMutation, EveryStepIsLegalDifferentAndReproducible) {
   for (const char* kind : {"add", "drop", "split", "move"}) EXPECT_GT(kinds[kind], 0) << kind;
 }
 
-TEST(ScheduleMutation, RegisterTilesAreReachable) {
-  // From the default schedule, some single mutation step adds a register tile, and it
-  // lowers; so does some random schedule.
-  int tiles = 0;
-  for (uint64_t seed = 0; seed < 200; ++seed) {
+TEST(ScheduleMutation, RecipesAreReachableInOneStep) {
+  // From the default schedule, single mutation steps apply whole recipes to a stage in
+  // place of the directives that shaped it, and they lower; so do random schedules.
+  std::map<std::string, int> recipes;
+  for (uint64_t seed = 0; seed < 400; ++seed) {
     const auto m =
         mutate_schedule(matmul_with_tails(), default_schedule(matmul_with_tails()), seed);
     ASSERT_TRUE(m.has_value());
-    if (m->move.find("accumulate out0") == std::string::npos) continue;
-    ++tiles;
-    EXPECT_TRUE(contains(to_text(m->schedule), "accumulate out0 n_o\n")) << m->move;
+    if (m->move.rfind("recipe ", 0) != 0) continue;
+    recipes[m->move.substr(0, m->move.find(" for "))]++;
+    EXPECT_TRUE(contains(m->move, "accumulate out0 ")) << m->move;
     EXPECT_TRUE(
-        contains(to_text(lower(matmul_with_tails(), m->schedule)), "allocate out0_acc: f32["));
+        contains(to_text(lower(matmul_with_tails(), m->schedule)), "allocate out0_acc: f32["))
+        << m->move;
   }
-  EXPECT_GT(tiles, 0);
+  EXPECT_GT(recipes["recipe register tile"], 0);
+  EXPECT_GT(recipes["recipe row tile"], 0);
+  // A reduction longer than a block: the cache-blocked tile, with its packed panel.
+  const auto big = spec(
+      "DIMS = dict(M=13, K=600, N=37)\n"
+      "def f(a: \"f32[M, K]\", b: \"f32[K, N]\") -> \"f32[M, N]\":\n"
+      "    return a @ b\n");
+  int blocked = 0;
+  for (uint64_t seed = 0; seed < 400 && !blocked; ++seed) {
+    const auto m = mutate_schedule(big, default_schedule(big), seed);
+    ASSERT_TRUE(m.has_value());
+    if (m->move.rfind("recipe cache-blocked tile", 0) != 0) continue;
+    ++blocked;
+    EXPECT_TRUE(contains(m->move, "split out0 k ")) << m->move;
+    EXPECT_TRUE(contains(m->move, "pack out0 b n_o")) << m->move;
+    EXPECT_NO_THROW(lower(big, m->schedule)) << m->move;
+  }
+  EXPECT_GT(blocked, 0);
   int random_tiles = 0;
   for (uint64_t seed = 0; seed < 100; ++seed)
     random_tiles += to_text(random_schedule(matmul_with_tails(), seed, 8)).find("accumulate") !=
