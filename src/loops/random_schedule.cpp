@@ -73,8 +73,10 @@ std::string random_reduction(const Stages& st, std::mt19937_64& rng) {
 }
 
 // A random recipe (recipes.cpp) for a random reduction stage, applied to `st`.
-std::optional<std::pair<RecipeKind, std::vector<Directive>>> random_recipe(
-    const ir::Graph& g, Stages& st, std::mt19937_64& rng, const Target& target) {
+std::optional<std::pair<RecipeKind, std::vector<Directive>>> random_recipe(const ir::Graph& g,
+                                                                           Stages& st,
+                                                                           std::mt19937_64& rng,
+                                                                           const Target& target) {
   const std::string stage = random_reduction(st, rng);
   if (stage.empty()) return std::nullopt;
   const RecipeKind kind =
@@ -104,8 +106,7 @@ Schedule replay_legal(const ir::Graph& graph, Stages& st,
 
 // A recipe for a random reduction stage in place of the directives that shaped it: applied
 // before the rest of `base` (replayed, the legal ones) or, when that fails, after it.
-bool recipe_step(const ir::Graph& graph, const Schedule& base, std::mt19937_64& rng,
-                 Mutation& m) {
+bool recipe_step(const ir::Graph& graph, const Schedule& base, std::mt19937_64& rng, Mutation& m) {
   const Target target = host_target();
   Stages fresh = build_stages(graph, {});
   const std::string stage = random_reduction(fresh, rng);
@@ -125,8 +126,7 @@ bool recipe_step(const ir::Graph& graph, const Schedule& base, std::mt19937_64& 
     out.directives.insert(out.directives.end(), ds->begin(), ds->end());
     if (first) {
       const Schedule after = replay_legal(graph, st, rest);
-      out.directives.insert(out.directives.end(), after.directives.begin(),
-                            after.directives.end());
+      out.directives.insert(out.directives.end(), after.directives.begin(), after.directives.end());
     }
     m.schedule = out;
     m.move = std::string("recipe ") + recipe_name(kind) + " for " + stage + ":";

@@ -302,7 +302,8 @@ class Realizer {
       const Expr acc_at = accumulator_index(s, wnames);
       // Outside reduction loops: the tile continues from the stored partial results (in a
       // tile cut by a tail, the elements past it are neither loaded, updated nor stored).
-      if (reduction_outside_tile(s)) init = over_tile(make_store(s.accumulator, acc_at, element_at));
+      if (reduction_outside_tile(s))
+        init = over_tile(make_store(s.accumulator, acc_at, element_at));
       Stmt back = over_tile(
           make_store(s.buffer, store_index(s, wnames), make_load(s.accumulator, s.dtype, acc_at)));
       full_tile_stage_ = saved;

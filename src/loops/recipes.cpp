@@ -68,8 +68,8 @@ std::optional<std::vector<Directive>> blocked_tile(const ir::Graph& g, Stages& s
   Schedule done;
   const auto k = split_names(g, work, done, name, reduced[0], block);
   const auto r = k ? split_names(g, work, done, name, row, rows) : std::nullopt;
-  const auto c = r ? split_names(g, work, done, name, col, vectors * lanes(target, s.dtype))
-                   : std::nullopt;
+  const auto c =
+      r ? split_names(g, work, done, name, col, vectors * lanes(target, s.dtype)) : std::nullopt;
   if (!c) return std::nullopt;
   std::vector<std::string> order;
   for (const auto& p : pure)

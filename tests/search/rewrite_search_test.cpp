@@ -31,6 +31,12 @@ search::State baseline_state(const ir::Graph& g) {
   return s;
 }
 
+// The chain lines of a move ("a; b" for a recipe of two rules).
+std::string lines_of(std::string move) {
+  for (size_t at; (at = move.find("; ")) != std::string::npos;) move.replace(at, 2, "\n");
+  return move + "\n";
+}
+
 TEST(RewriteProposer, ProposesARewrittenKernelWithItsChainAndSchedule) {
   const ir::Graph g = mla_decode();
   auto proposer = search::make_rewrite_proposer(g);
@@ -38,7 +44,7 @@ TEST(RewriteProposer, ProposesARewrittenKernelWithItsChainAndSchedule) {
   const auto c = proposer->propose(baseline_state(g), 5);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->proposer, "rewrite");
-  EXPECT_EQ(c->rewrites, c->move + "\n");
+  EXPECT_EQ(c->rewrites, lines_of(c->move));
   const ir::Graph rewritten = rewrite::replay(g, c->rewrites);
   EXPECT_EQ(c->schedule, loops::to_text(loops::default_schedule(rewritten)));
   // Deterministic in the seed; different seeds reach different sites.
@@ -52,7 +58,7 @@ TEST(RewriteProposer, ProposesARewrittenKernelWithItsChainAndSchedule) {
   next.candidate = *c;
   const auto c2 = proposer->propose(next, 11);
   ASSERT_TRUE(c2.has_value());
-  EXPECT_EQ(c2->rewrites, c->rewrites + c2->move + "\n");
+  EXPECT_EQ(c2->rewrites, c->rewrites + lines_of(c2->move));
   EXPECT_NO_THROW(rewrite::replay(g, c2->rewrites));
   // Mutating the rewritten candidate's schedule works on the rewritten graph and keeps the chain.
   auto mutate = search::make_mutate_proposer(g);
@@ -128,6 +134,30 @@ TEST(RewriteProposer, EachRuleThatAppliesIsAsLikelyWhateverItsSiteCount) {
   EXPECT_GT(online, expected * 0.6) << online << " of " << draws << ", " << rules.size()
                                     << " rules, " << sites.size() << " sites";
   EXPECT_EQ(per_rule.size(), rules.size());
+}
+
+// Attention reaches its flash and online forms in one step: the normalization moved after
+// p @ v and the softmax rewritten, with the rewritten graph's default schedule.
+TEST(RewriteProposer, RecipesApplyRulesThatPayOnlyTogetherInOneStep) {
+  spec::SpecOptions o;
+  o.dim_overrides = {{"S", 128}, {"D", 16}};
+  const ir::Graph g =
+      spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/attention_causal.py", o);
+  auto proposer = search::make_rewrite_proposer(g);
+  std::set<std::string> reached;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    const auto c = proposer->propose(baseline_state(g), seed);
+    ASSERT_TRUE(c.has_value());
+    if (c->move.rfind("normalize-late ", 0) != 0 || c->move.find("; ") == std::string::npos)
+      continue;
+    const std::string second = c->move.substr(c->move.find("; ") + 2);
+    reached.insert(second.substr(0, second.find(' ')));
+    EXPECT_EQ(c->rewrites, lines_of(c->move));
+    const ir::Graph rewritten = rewrite::replay(g, c->rewrites);
+    EXPECT_EQ(c->schedule, loops::to_text(loops::default_schedule(rewritten)));
+  }
+  EXPECT_TRUE(reached.count("flash")) << reached.size();
+  EXPECT_TRUE(reached.count("online")) << reached.size();
 }
 
 TEST(RewriteProposer, NothingWhenNoRuleApplies) {
