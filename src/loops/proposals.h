@@ -58,12 +58,14 @@ inline constexpr std::pair<int64_t, int64_t> kRegisterTiles[] = {
 // the tile, their outer parts outside the reduction loops and the inner parts inside,
 // the accumulators kept in the column loop's outer part, the columns vectorized, the
 // rows unrolled and (when `parallel`) the first loop parallel. A stage with one pure
-// loop, or `rows` 1, gets a single row.
+// loop, or `rows` 1, gets a single row. A `column` loop other than the last pure one makes
+// that loop the vectorized columns (the tile's store-back then writes it with a stride).
 // Each directive is applied to `st`; nullopt (and `st` as it was) if one is illegal.
 std::optional<std::vector<Directive>> register_tile(const ir::Graph& g, Stages& st,
                                                     const std::string& stage, int64_t rows,
                                                     int64_t vectors, const Target& target,
-                                                    bool parallel = true);
+                                                    bool parallel = true,
+                                                    const std::string& column = "");
 // A dot-product tile for a contraction vectorized along its innermost reduction loop
 // (attention scores: q[h, l] . c_kv[s, l], both contiguous only along l): kDotTile
 // iterations of the innermost pure loop that some operand does not depend on run inside
@@ -83,8 +85,11 @@ bool dot_tile(const ir::Graph& g, Stages& st, Schedule& out, const std::string& 
 // pure loops that do not index it): a decode step's scores (16 heads over a 4096-key
 // cache) would pay the copy's bytes for little reuse.
 inline constexpr int64_t kMinTransposeReuse = 64;
+// With `column`, any pure loop may be the one the copy makes contiguous (a decode step's
+// heads: q_lat[h, l] transposed, the heads the vector axis against a broadcast cache row);
+// it is set to that loop. The operand reused most is copied.
 bool transpose_operand(const ir::Graph& g, Stages& st, Schedule& out, const std::string& name,
-                       int64_t min_reuse = kMinTransposeReuse);
+                       int64_t min_reuse = kMinTransposeReuse, std::string* column = nullptr);
 
 // A GEMM's cache blocks (the "cache-blocked tile" recipe): the reduction split into
 // `block`-long blocks outside a `rows` x `vectors` register tile whose accumulators continue

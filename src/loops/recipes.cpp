@@ -119,10 +119,14 @@ std::optional<std::vector<Directive>> apply_recipe(const ir::Graph& g, Stages& s
   switch (kind) {
     case RecipeKind::Tile: tile = register_tile(g, work, name, rows, vectors, target); break;
     case RecipeKind::RowTile: tile = register_tile(g, work, name, 1, row_vectors, target); break;
-    case RecipeKind::OuterProduct:
-      if (!transpose_operand(g, work, done, name, kMinTransposeReuse / 8)) return std::nullopt;
-      tile = register_tile(g, work, name, 1, row_vectors, target);
+    case RecipeKind::OuterProduct: {
+      std::string column;
+      if (!transpose_operand(g, work, done, name, kMinTransposeReuse / 8, &column))
+        return std::nullopt;
+      const int64_t tile_rows = static_cast<int64_t>(1 + pick(rng, 8));
+      tile = register_tile(g, work, name, tile_rows, row_vectors, target, true, column);
       break;
+    }
     case RecipeKind::Blocked: {
       const int64_t block = l1_block(target, vectors) * (pick(rng, 2) ? 2 : 1);
       tile = blocked_tile(g, work, name, rows, vectors, block, target);

@@ -14,7 +14,7 @@ using ir::OpKind;
 std::optional<std::vector<Directive>> register_tile(const ir::Graph& g, Stages& st,
                                                     const std::string& stage, int64_t rows,
                                                     int64_t vectors, const Target& target,
-                                                    bool parallel) {
+                                                    bool parallel, const std::string& column) {
   Stages work = st;
   Schedule out;
   auto loops_now = [&] { return work.stages[static_cast<size_t>(work.find(stage))].loops; };
@@ -34,8 +34,12 @@ std::optional<std::vector<Directive>> register_tile(const ir::Graph& g, Stages& 
     const auto after = loops_now();
     return std::make_pair(after[x].name, after[x + 1].name);
   };
-  const std::string col = pure.back();
-  const std::string row = pure.size() >= 2 && rows > 1 ? pure[pure.size() - 2] : "";
+  if (!column.empty() && std::find(pure.begin(), pure.end(), column) == pure.end())
+    return std::nullopt;
+  const std::string col = column.empty() ? pure.back() : column;
+  std::string row;  // the last pure loop but the columns
+  for (const auto& p : pure)
+    if (p != col && rows > 1) row = p;
   std::vector<std::string> order;
   for (const auto& p : pure)
     if (p != col && p != row) order.push_back(p);
@@ -193,36 +197,49 @@ bool split_k(const ir::Graph& g, Stages& st, Schedule& out, const std::string& n
 namespace ollie::loops {
 
 bool transpose_operand(const ir::Graph& g, Stages& st, Schedule& out, const std::string& name,
-                       int64_t min_reuse) {
+                       int64_t min_reuse, std::string* column) {
   const Stage& s = st.stages[static_cast<size_t>(st.find(name))];
-  if (!s.contract || s.loops.empty() || !s.packs.empty()) return false;
+  if (!s.contract || s.loops.empty() || !s.packs.empty() || !s.loops.back().reduction)
+    return false;
   std::string last_pure;
   for (const auto& l : s.loops)
     if (!l.reduction) last_pure = l.name;
   const std::string red = s.loops.back().name;
-  if (last_pure.empty() || !s.loops.back().reduction || walks_contiguously(s, last_pure) ||
-      !walks_contiguously(s, red))
-    return false;
+  if (last_pure.empty() || !walks_contiguously(s, red)) return false;
+  if (!column && walks_contiguously(s, last_pure)) return false;
+  // The operand reused most whose last dim the reduction walks and whose dim before it is
+  // walked by a pure loop (the output's last, unless `column` lets any pure loop be one).
+  std::string best, best_loop;
+  int64_t best_reuse = 0;
   for (const Expr& load : operand_loads(s)) {
     const Buffer* b = st.buffer(load->name);
     const size_t n = load->args.size();
     if (!b || n < 3 || b->shape.size() + 1 != n) continue;
     // Its last dim walked by the reduction loop (mha's k[s1, h*HD + hd]: a head's slice),
-    // the one before by the output's last loop.
+    // the one before by a pure loop.
     const Expr last = substitute(load->args[n - 1], s.subst);
     const Expr before = substitute(load->args[n - 2], s.subst);
-    if (!mentions(last, red) || mentions(last, last_pure) || before->kind != ExprKind::Var ||
-        before->name != last_pure)
+    if (!mentions(last, red) || before->kind != ExprKind::Var || mentions(last, before->name))
       continue;
+    const StageLoop* loop = nullptr;
+    for (const auto& l : s.loops)
+      if (l.name == before->name && !l.reduction) loop = &l;
+    if (!loop || (!column && loop->name != last_pure)) continue;
     const Expr flat = substitute(load->args[0], s.subst);
     int64_t reuse = 1;
     for (const auto& l : s.loops)
       if (!l.reduction && !mentions(flat, l.name)) reuse *= bound_size(g, l.nominal);
-    if (reuse < min_reuse) continue;
-    return try_apply(g, st, out,
-                     make_directive(DirectiveKind::Pack, name, {load->name, "root", "transposed"}));
+    if (reuse >= min_reuse && reuse > best_reuse) {
+      best = load->name;
+      best_loop = loop->name;
+      best_reuse = reuse;
+    }
   }
-  return false;
+  if (best.empty() ||
+      !try_apply(g, st, out, make_directive(DirectiveKind::Pack, name, {best, "root", "transposed"})))
+    return false;
+  if (column) *column = best_loop;
+  return true;
 }
 
 }  // namespace ollie::loops
