@@ -26,7 +26,8 @@ std::string run_machine_json();
 // or kernel left out. UserError naming the file for one that cannot be read.
 search::GatheredWarmStarts gather_for_new_run(
     const OptimizeFlags& f, const std::string& tuning_path, const ir::Graph& graph,
-    const std::string& spec_sha256, const std::function<ir::Graph(const store::RunInfo&)>& graph_of_run);
+    const std::string& spec_sha256,
+    const std::function<ir::Graph(const store::RunInfo&)>& graph_of_run);
 
 // Adds the run's best kernel to the tuning database (created when missing); the line to
 // print (a warning when it could not be written: the run's results are written anyway).

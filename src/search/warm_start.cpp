@@ -46,9 +46,8 @@ std::string fingerprint_of_run(const std::string& machine_json) {
 // What this run shares with a stored kernel's: "same spec", "same spec at dims ...", "same
 // graph at dims ...", or nullopt when the graphs differ.
 std::optional<std::string> relation(const store::StoredKernel& k, const std::string& signature,
-                                    const std::string& here_signature,
-                                    const std::string& here_spec, const std::string& here_entry,
-                                    const std::string& here_dims) {
+                                    const std::string& here_signature, const std::string& here_spec,
+                                    const std::string& here_entry, const std::string& here_dims) {
   const bool same_spec = k.spec_sha256 == here_spec && k.entry == here_entry;
   if (same_spec && k.dims_json == here_dims) return "same spec";
   if (same_spec) return "same spec at dims " + dims_text(k.dims_json);
@@ -101,7 +100,8 @@ struct Gatherer {
     if (!c) return skip(k.origin, "its schedule or rewrites do not apply here: " + why);
     const std::string hash = sha256_hex(c->source);
     if (hash == baseline_hash) return skip(k.origin, "the same kernel as this run's baseline");
-    if (!seen.insert(hash).second) return skip(k.origin, "the same kernel as an earlier warm start");
+    if (!seen.insert(hash).second)
+      return skip(k.origin, "the same kernel as an earlier warm start");
     out.starts.push_back({*c, k.origin});
   }
 
@@ -109,8 +109,9 @@ struct Gatherer {
     const store::RunKernels run = store::read_run_kernels(path, limit);
     const std::string fp = fingerprint_of_run(run.run.machine_json);
     if (fp.empty())
-      return skip(path, "it records no machine fingerprint (an older ollie wrote it), so its "
-                        "times say nothing about this machine");
+      return skip(path,
+                  "it records no machine fingerprint (an older ollie wrote it), so its "
+                  "times say nothing about this machine");
     if (fp != machine) return skip(path, "measured on another machine (" + fp + ")");
     std::string kernel_signature;
     if (run.run.spec_sha256 != spec_sha256 || run.run.entry != graph.entry) {
@@ -154,12 +155,19 @@ std::string dims_json(const ir::Graph& graph) {
 GatheredWarmStarts gather_warm_starts(const ir::Graph& graph, const std::string& spec_sha256,
                                       const std::string& baseline_source,
                                       const WarmStartSources& sources) {
-  Gatherer g{graph, spec_sha256, graph_signature(graph), dims_json(graph), machine_fingerprint(),
-             sha256_hex(baseline_source), {}, {}, sources.graph_of_run};
+  Gatherer g{graph,
+             spec_sha256,
+             graph_signature(graph),
+             dims_json(graph),
+             machine_fingerprint(),
+             sha256_hex(baseline_source),
+             {},
+             {},
+             sources.graph_of_run};
   for (const std::string& path : sources.run_paths) g.read_run(path, sources.per_source);
   if (sources.tuning) {
-    const auto kernels = sources.tuning->matching(spec_sha256, g.signature, g.dims, g.machine,
-                                                  sources.per_source);
+    const auto kernels =
+        sources.tuning->matching(spec_sha256, g.signature, g.dims, g.machine, sources.per_source);
     for (const store::StoredKernel& k : kernels) g.take(k, k.graph_signature);
   }
   return g.out;
@@ -187,7 +195,8 @@ std::string origin_of(const store::Candidate& best, const std::vector<std::strin
     return "found by this run's search (proposer " + best.proposer + ")";
   const std::string marker = " -> candidate " + std::to_string(best.id) + ":";
   for (const std::string& text : warm_events)
-    if (const size_t at = text.find(marker); at != std::string::npos && text.rfind("warm start: ", 0) == 0)
+    if (const size_t at = text.find(marker);
+        at != std::string::npos && text.rfind("warm start: ", 0) == 0)
       return "a warm start from " + text.substr(12, at - 12) +
              ", re-verified and re-timed side by side with this run's baseline";
   return "a warm start (its origin is in the run database's warm-start events)";

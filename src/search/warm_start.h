@@ -35,16 +35,17 @@ std::string graph_signature(const ir::Graph& graph);
 std::string dims_json(const ir::Graph& graph);
 
 struct WarmStartSources {
-  std::vector<std::string> run_paths;        // --warm-start RUN.db ...
-  const store::TuningDb* tuning = nullptr;   // the tuning database to read, if any
-  int per_source = 5;                         // best kernels taken from each
+  std::vector<std::string> run_paths;       // --warm-start RUN.db ...
+  const store::TuningDb* tuning = nullptr;  // the tuning database to read, if any
+  int per_source = 5;                       // best kernels taken from each
   // A stored run's graph at its dims, from the spec text it recorded (the CLI compiles it).
   std::function<ir::Graph(const store::RunInfo&)> graph_of_run;
 };
 
 struct GatheredWarmStarts {
-  std::vector<WarmStart> starts;   // distinct kernels, none the baseline
-  std::vector<std::string> notes;  // "warm start: X skipped: <why>", one per file or kernel left out
+  std::vector<WarmStart> starts;  // distinct kernels, none the baseline
+  std::vector<std::string>
+      notes;  // "warm start: X skipped: <why>", one per file or kernel left out
 };
 
 // Reads the sources and emits their usable kernels for `graph` (the run's graph at its

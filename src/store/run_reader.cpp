@@ -30,8 +30,8 @@ std::unique_ptr<sql::Connection> open_read_only(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     in.read(header, sizeof header);
     if (!in || std::string(header, sizeof header) != std::string("SQLite format 3\0", 16))
-      throw UserError("--warm-start: '" + path + "' is not an ollie run database (not an SQLite file)" +
-                      what_to_do(path));
+      throw UserError("--warm-start: '" + path +
+                      "' is not an ollie run database (not an SQLite file)" + what_to_do(path));
   }
   std::unique_ptr<sql::Connection> conn;
   try {

@@ -47,7 +47,8 @@ constexpr const char* kKernelColumns =
     "machine, seconds, ratio_vs_baseline";
 
 std::string what_to_do(const std::string& path) {
-  return "; delete '" + path + "' (it only speeds up later runs), choose another with "
+  return "; delete '" + path +
+         "' (it only speeds up later runs), choose another with "
          "--tuning-db PATH, or pass --no-tuning-db";
 }
 
@@ -71,8 +72,7 @@ const std::string& TuningDb::path() const { return conn_->conn.path(); }
 TuningDb TuningDb::open(const std::string& path, bool create) {
   std::error_code ec;
   const bool exists = std::filesystem::exists(path, ec);
-  if (!exists && !create)
-    throw UserError("tuning database '" + path + "' not found");
+  if (!exists && !create) throw UserError("tuning database '" + path + "' not found");
   if (exists && !std::filesystem::is_regular_file(path, ec))
     throw UserError("tuning database '" + path + "' is not a file" + what_to_do(path));
   if (!exists) {
@@ -160,7 +160,11 @@ std::vector<StoredKernel> TuningDb::matching(const std::string& spec_sha256,
          "ELSE 1e300 END, seconds, id LIMIT ?5")
             .c_str());
     sql::Query q(st, "reading kernels");
-    q.text(1, machine).text(2, spec_sha256).text(3, graph_signature).text(4, dims_json).int64(5, limit);
+    q.text(1, machine)
+        .text(2, spec_sha256)
+        .text(3, graph_signature)
+        .text(4, dims_json)
+        .int64(5, limit);
     while (q.next()) {
       StoredKernel k;
       k.id = q.col_int64(0);

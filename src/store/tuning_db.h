@@ -19,9 +19,9 @@ struct StoredKernel {
   int64_t id = 0;
   std::string source, schedule, rewrites, proposer;
   std::string spec_sha256, entry, dims_json, machine;
-  std::string graph_signature;  // the tuning database's; empty for a run database's kernel
-  double seconds = 0;           // its time where it was measured (its own run's clock)
-  double ratio_vs_baseline = 0; // its time over its run's baseline; 0 when unknown
+  std::string graph_signature;   // the tuning database's; empty for a run database's kernel
+  double seconds = 0;            // its time where it was measured (its own run's clock)
+  double ratio_vs_baseline = 0;  // its time over its run's baseline; 0 when unknown
 };
 
 // A run database's run record and its best passing candidates other than the baseline
@@ -44,8 +44,8 @@ struct TunedKernel {
   std::string source, schedule, rewrites, proposer;
   std::string spec_sha256, entry, graph_signature, dims_json, machine;
   double seconds = 0, ratio_vs_baseline = 0;
-  std::string run_path;  // the run database it came from
-  int64_t candidate = 0; // its id there
+  std::string run_path;   // the run database it came from
+  int64_t candidate = 0;  // its id there
 };
 
 namespace detail {

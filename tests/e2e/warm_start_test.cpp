@@ -28,8 +28,8 @@ struct CommandResult {
 };
 
 CommandResult run(const std::string& env, const std::string& args) {
-  const std::string cmd = "env -u OLLIE_CACHE_DIR -u XDG_CACHE_HOME " + env + " " +
-                          OLLIE_BINARY + " " + args + " 2>&1";
+  const std::string cmd =
+      "env -u OLLIE_CACHE_DIR -u XDG_CACHE_HOME " + env + " " + OLLIE_BINARY + " " + args + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return {-1, "popen failed"};
   std::string out;
@@ -122,15 +122,14 @@ TEST_F(WarmStartCli, AStoredKernelIsReverifiedAndATamperedOneRefused) {
     EXPECT_NE(at, std::string::npos);
     return s.replace(at, 11, "sum -= o[j]");
   });
-  const CommandResult r = optimize(
-      env(), "--evals 6 --no-tuning-db --warm-start " + good.string() + " " + bad.string(),
-      dir_ / "b");
+  const CommandResult r =
+      optimize(env(), "--evals 6 --no-tuning-db --warm-start " + good.string() + " " + bad.string(),
+               dir_ / "b");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const std::string good_origin = good.string() + " #" + std::to_string(good_id);
-  EXPECT_TRUE(has(r.out, "warm start: " + good_origin + " (same spec) -> candidate "))
-      << r.out;
-  EXPECT_TRUE(has(r.out, "warm start: " + bad.string() + " #" + std::to_string(bad_id) +
-                             " refused: wrong"))
+  EXPECT_TRUE(has(r.out, "warm start: " + good_origin + " (same spec) -> candidate ")) << r.out;
+  EXPECT_TRUE(
+      has(r.out, "warm start: " + bad.string() + " #" + std::to_string(bad_id) + " refused: wrong"))
       << r.out;
   // The refused kernel is recorded with its verdict and never the answer.
   ollie::store::Store db = ollie::store::Store::open((dir_ / "b" / "run.db").string());
@@ -154,7 +153,8 @@ TEST_F(WarmStartCli, AStoredKernelIsReverifiedAndATamperedOneRefused) {
   const std::string summary = read_file(dir_ / "b" / "summary.md");
   EXPECT_FALSE(has(read_file(dir_ / "b" / "softmax.cpp"), "sum -= o[j]"));
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(summary, m, std::regex(R"(candidate (\d+) from \S+, .*\(ratio ([0-9.]+)\))")))
+  ASSERT_TRUE(std::regex_search(summary, m,
+                                std::regex(R"(candidate (\d+) from \S+, .*\(ratio ([0-9.]+)\))")))
       << summary;
   EXPECT_LE(std::stod(m[2]), good_eval->ratio_vs_baseline + 5e-4) << summary;
   if (std::stoll(m[1]) == good_here)

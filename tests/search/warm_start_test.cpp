@@ -128,7 +128,8 @@ TEST(WarmStart, SameSpecGivesItsScheduledAndFreeFormKernels) {
   EXPECT_EQ(scheduled.move, "from " + run + " #2 (same spec)");
   EXPECT_FALSE(scheduled.schedule.empty());
   EXPECT_EQ(got.starts[1].candidate.source.rfind("// free-form\n", 0), 0u);
-  EXPECT_EQ(got.starts[1].candidate.move, "from " + run + " #3 (same spec), free-form source as stored");
+  EXPECT_EQ(got.starts[1].candidate.move,
+            "from " + run + " #3 (same spec), free-form source as stored");
 }
 
 TEST(WarmStart, SameGraphAtOtherDimsIsEmittedForThisRunsDims) {
@@ -145,9 +146,8 @@ TEST(WarmStart, SameGraphAtOtherDimsIsEmittedForThisRunsDims) {
   ASSERT_EQ(got.starts.size(), 2u) << ::testing::PrintToString(got.notes);
   EXPECT_EQ(got.starts[0].candidate.move, "from " + run + " #2 (same graph at dims M=4, N=16)");
   // The scheduled kernel is this graph's: its schedule lowered at M=8, N=32 again.
-  EXPECT_EQ(got.starts[0].candidate.schedule, gather(compiled(kSoftmax), kSoftmax, {run})
-                                                  .starts[0]
-                                                  .candidate.schedule);
+  EXPECT_EQ(got.starts[0].candidate.schedule,
+            gather(compiled(kSoftmax), kSoftmax, {run}).starts[0].candidate.schedule);
 }
 
 TEST(WarmStart, ADifferentSpecOrMachineIsLeftOutWithTheReason) {
@@ -205,9 +205,9 @@ class MarkedEvaluator : public search::Evaluator {
     }
     e.verdict = verify::Verdict::Pass;
     e.penalty = 0;
-    e.median_seconds = c.proposer == "baseline"                       ? 1.5e-3
+    e.median_seconds = c.proposer == "baseline"                     ? 1.5e-3
                        : c.source.find("FAST") != std::string::npos ? 0.5e-3
-                                                                     : 1.2e-3;
+                                                                    : 1.2e-3;
     e.ratio_vs_baseline = e.median_seconds / 1.5e-3;
     e.rounds = 5;
     return e;
@@ -236,7 +236,8 @@ TEST(WarmStart, ChainsEvaluateWarmStartsRefuseFailingOnesAndStartFromTheBest) {
   std::vector<std::unique_ptr<search::Proposer>> proposers;
   proposers.push_back(search::make_mutate_proposer(g));
   MarkedEvaluator evaluator;
-  search::run_chains(g, db, evaluator, proposers, options, [] { return false; }, nullptr);
+  search::run_chains(
+      g, db, evaluator, proposers, options, [] { return false; }, nullptr);
 
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0].rfind("warm start: a.db #4 refused: wrong (candidate 2: out0[0, 1]", 0), 0u)
@@ -281,7 +282,8 @@ TEST(WarmStart, ChainsStartFromAScheduledWarmStartThatBeatsTheBaseline) {
   std::vector<std::unique_ptr<search::Proposer>> proposers;
   proposers.push_back(search::make_mutate_proposer(g));
   MarkedEvaluator evaluator;
-  search::run_chains(g, db, evaluator, proposers, options, [] { return false; }, nullptr);
+  search::run_chains(
+      g, db, evaluator, proposers, options, [] { return false; }, nullptr);
   // Each chain's first proposal (candidates 3 and 4) was made from the warm start
   // (candidate 2), not from the baseline (candidate 1).
   ASSERT_GE(db.counts().candidates, 4);
