@@ -25,8 +25,8 @@ namespace {
 std::string dims_text(const std::string& json) {
   std::vector<std::string> parts;
   try {
-    for (const auto& [name, value] : nlohmann::json::parse(json).items())
-      parts.push_back(name + "=" + value.dump());
+    const nlohmann::json dims = nlohmann::json::parse(json);
+    for (const auto& [name, value] : dims.items()) parts.push_back(name + "=" + value.dump());
   } catch (const nlohmann::json::exception&) {
     return json;
   }
