@@ -63,7 +63,7 @@ std::optional<Candidate> re_emitted(const ir::Graph& graph, const store::StoredK
     Candidate c;
     c.source = k.source;
     c.proposer = "warm-start";
-    c.move = move + ", free-form source as stored";
+    c.move = move;  // free-form: the source as stored
     return c;
   }
   try {

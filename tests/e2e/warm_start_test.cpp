@@ -190,7 +190,7 @@ TEST_F(WarmStartCli, TheSameGraphAtOtherDimsIsAcceptedAndAnotherSpecIgnored) {
       << r.out;
   // Another spec: left out, with the reason.
   r = run(env(), "optimize " + (fs::path(OLLIE_SOURCE_DIR) / "examples/rmsnorm.py").string() +
-                     " --dims M=16,N=64 --evals 2 --bench-seconds 0.05 --no-tuning-db "
+                     " --dims T=16,D=64 --evals 2 --bench-seconds 0.05 --no-tuning-db "
                      "--warm-start " +
                      good.string() + " -o " + (dir_ / "e").string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
