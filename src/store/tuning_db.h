@@ -18,7 +18,8 @@ struct StoredKernel {
   std::string origin;  // "PATH #ID": the file and the candidate's (or row's) id in it
   int64_t id = 0;
   std::string source, schedule, rewrites, proposer;
-  std::string spec_sha256, entry, dims_json, machine;
+  std::string spec_sha256, entry, dims_json;
+  std::string machine;           // the tuning row's fingerprint; a run database's machine_json
   std::string graph_signature;   // the tuning database's; empty for a run database's kernel
   double seconds = 0;            // its time where it was measured (its own run's clock)
   double ratio_vs_baseline = 0;  // its time over its run's baseline; 0 when unknown
