@@ -80,7 +80,8 @@ def search(example, run_dir, entry):
             if f.is_file():
                 f.unlink()
     cmd = [ARGS.ollie, "optimize", str(example), "-o", str(run_dir), "--time", f"{ARGS.minutes:g}m",
-           "--threads", str(ARGS.threads), "--seed", str(ARGS.seed), "--log-every", "30"]
+           "--threads", str(ARGS.threads), "--seed", str(ARGS.seed), "--log-every", "30",
+           "--no-tuning-db"]  # every run searches from scratch (no warm start from earlier ones)
     print(f"$ {' '.join(cmd)}", file=sys.stderr, flush=True)
     run_dir.mkdir(parents=True, exist_ok=True)
     log = open(run_dir.parent / f"{example.stem}.log", "w")

@@ -148,6 +148,11 @@ struct OptimizeFlags {
   bool replay_evaluate =
       false;  // evaluate every candidate again instead of reusing the recorded evaluations
   bool accept_weak = false;  // a weak pass (docs/verifier.md) may be the search's answer
+  // Warm starts (docs/search.md): earlier run databases to start from, and the per-user
+  // tuning database (default <cache dir>/tuning.db; read by a new run, written at the end).
+  std::vector<std::string> warm_start;
+  std::string tuning_db;
+  bool no_tuning_db = false;
 };
 // "90s", "10m", "2h", "1d" (a bare number is seconds); UserError naming `flag` otherwise.
 double parse_duration(const std::string& text, const std::string& flag);

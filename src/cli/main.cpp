@@ -194,6 +194,16 @@ int main(int argc, char** argv) {
   opt_cmd->add_flag("--accept-weak", opt.accept_weak,
                     "let a weak pass (most elements of an output bounded only by the 1% relative "
                     "floor) count as a pass, in the search and for the final answer");
+  opt_cmd->add_option("--warm-start", opt.warm_start,
+                      "start from the best kernels of earlier runs (RUN.db ...) of this spec or of "
+                      "one with the same graph at other dims, measured on this kind of machine; "
+                      "each is re-verified and re-timed, a failing one refused");
+  opt_cmd->add_option("--tuning-db", opt.tuning_db,
+                      "the per-user tuning database a new run starts from and every run adds its "
+                      "best to (default: tuning.db in ollie's cache directory, "
+                      "$XDG_CACHE_HOME/ollie or ~/.cache/ollie)");
+  opt_cmd->add_flag("--no-tuning-db", opt.no_tuning_db,
+                    "neither read nor write the tuning database");
   opt_cmd
       ->add_option("--log-every", opt.log_every,
                    "seconds between progress lines when not on a terminal")

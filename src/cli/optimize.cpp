@@ -23,11 +23,13 @@
 #include "build/build.h"
 #include "cli/cli.h"
 #include "cli/optimize_llm.h"
+#include "cli/optimize_warm.h"
 #include "emit/emit.h"
 #include "measure/measure.h"
 #include "search/search.h"
 #include "spec/spec.h"
 #include "store/store.h"
+#include "store/tuning_db.h"
 #include "support/sha256.h"
 #include "support/strings.h"
 
@@ -138,6 +140,14 @@ int run_optimize(const OptimizeFlags& f) {
         "--proposer-cmd and the --llm-* flags");
   if (f.replay_evaluate && !replaying)
     throw UserError("--replay-evaluate goes with --replay RUN.db");
+  if (!f.warm_start.empty() && (resuming || replaying))
+    throw UserError(
+        "--warm-start starts a new run from earlier ones (give it with SPEC); a resumed run "
+        "keeps the warm starts it began with, and a replay repeats its recorded run");
+  // The tuning database: read by a new run, added to at the end (not by a replay, which
+  // repeats its recorded run).
+  const std::string tuning_path = replaying ? std::string() : tuning_db_path(f);
+  search::GatheredWarmStarts warm;
   if (!resuming && !replaying && f.spec.spec_path.empty())
     throw UserError(
         "no spec: ollie optimize SPEC -o DIR starts a run; ollie optimize --resume DIR/run.db "
@@ -175,7 +185,7 @@ int run_optimize(const OptimizeFlags& f) {
     options_json["replay"] = {{"of", fs::absolute(f.replay).string()},
                               {"evaluate", f.replay_evaluate}};
     info.options_json = options_json.dump();
-    info.machine_json = nlohmann::json{{"cores", std::thread::hardware_concurrency()}}.dump();
+    info.machine_json = run_machine_json();
     info.created = strings::utc_now_iso8601();
     lock.emplace((out_dir / "run.db").string());
     db.emplace(store::Store::create((out_dir / "run.db").string(), info));
@@ -195,7 +205,7 @@ int run_optimize(const OptimizeFlags& f) {
     nlohmann::json dims = nlohmann::json::object();
     for (const auto& d : graph.dims) dims[d] = graph.bound_dims.at(d);
     info.dims_json = dims.dump();
-    info.machine_json = nlohmann::json{{"cores", std::thread::hardware_concurrency()}}.dump();
+    info.machine_json = run_machine_json();
     std::string proposers = f.proposers;
     const nlohmann::json llm_options = llm_options_for_new_run(f, proposers);  // never the key
     options_json = {{"seed", f.seed},
@@ -208,6 +218,8 @@ int run_optimize(const OptimizeFlags& f) {
     info.options_json = options_json.dump();
     info.seed = f.seed;
     info.created = strings::utc_now_iso8601();
+    // Before the run database exists: a file that cannot be read stops here.
+    warm = gather_for_new_run(f, tuning_path, graph, info.spec_sha256, graph_of_run);
     lock.emplace((out_dir / "run.db").string());
     db.emplace(store::Store::create((out_dir / "run.db").string(), info));
   }
@@ -300,6 +312,13 @@ int run_optimize(const OptimizeFlags& f) {
         fmt::format("replaying {}: {}", recorded->path(),
                     replay_evaluator ? "evaluations of identical kernels reused from it"
                                      : "every candidate evaluated again (--replay-evaluate)"));
+
+  for (const std::string& note : warm.notes) {
+    std::cerr << note << "\n";
+    db->add_event("warm-start", note);
+  }
+  so.warm_starts = warm.starts;
+  so.on_warm_start = [](const std::string& line) { std::cerr << line << "\n"; };
 
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
@@ -424,6 +443,11 @@ int run_optimize(const OptimizeFlags& f) {
       }
       extra += "\n";
     }
+    extra += "- origin of the best: " +
+             search::origin_of(cand, cand.proposer == "warm-start"
+                                         ? store::read_run_events(db->path(), "warm-start")
+                                         : std::vector<std::string>()) +
+             "\n";
     if (recorded) {
       extra += fmt::format("- replay of {}: the model's answers were read from it, not asked",
                            recorded->path());
@@ -439,6 +463,9 @@ int run_optimize(const OptimizeFlags& f) {
     }
     write_text(out_dir / "summary.md", summary + extra);
     db->checkpoint();
+    if (!tuning_path.empty())
+      std::cerr << add_to_tuning_db(tuning_path, *db, graph, cand, best_s,
+                                    best_s > 0 ? best_s / base_s : 0.0);
     std::cout << summary << extra
               << fmt::format(
                      "\nwrote {}/{{{}.cpp, {}.ollie.h, {}{}certificate.json, summary.md}}\n",

@@ -9,6 +9,7 @@
 #include "build/build.h"
 #include "search/rows.h"
 #include "search/search.h"
+#include "search/warm_start.h"
 #include "store/store.h"
 #include "support/error.h"
 #include "support/sha256.h"
@@ -231,11 +232,17 @@ class Chains {
     // The best on the chain's clock (the ratio to the baseline), among the fastest by
     // their own medians (as `ollie optimize` picks its result).
     best_ = {base_id, baseline, baseline_seconds_};
+    evaluate_warm_starts();
     for (const auto& [c, e] : store_.best(20))
       if (const double s = seconds_of(evaluation_from_row(e)); s < best_.seconds)
         best_ = {c.id, from_row(c), s};
+    // A chain without steps starts from the baseline, or from a warm start that beat it.
+    State start = base;
+    if (best_.candidate.proposer == "warm-start")
+      if (auto e = store_.evaluation_of(best_.id))
+        start = state_of(best_.id, best_.candidate, evaluation_from_row(*e), baseline_seconds_);
     for (int chain = 0; chain < options_.chains; ++chain) {
-      State s = base;
+      State s = start;
       if (auto last = store_.last_step(chain)) {
         const auto c = store_.candidate(last->current);
         const auto e = c ? store_.evaluation_of(c->id) : std::nullopt;
@@ -252,6 +259,19 @@ class Chains {
       }
       current_.push_back(s);
       since_best_.push_back(0);
+    }
+  }
+
+  // Each warm start evaluated like a proposal (confirmed when it would be the new best),
+  // its result written as a "warm-start" event and told to on_warm_start.
+  void evaluate_warm_starts() {
+    for (const WarmStart& w : options_.warm_starts) {
+      auto [id, e] = evaluated(w.candidate, 0, true);
+      const std::string line = warm_start_line(w, id, e);
+      store_.add_event("warm-start", line);
+      if (options_.on_warm_start) options_.on_warm_start(line);
+      if (e.verdict == Verdict::Pass && e.median_seconds > 0 && seconds_of(e) < best_.seconds)
+        best_ = {id, w.candidate, seconds_of(e)};
     }
   }
 

@@ -139,6 +139,13 @@ std::unique_ptr<Evaluator> make_local_evaluator(const ir::Graph& graph, verify::
                                                 const std::string& baseline_source,
                                                 EvaluatorOptions options);
 
+// A kernel of an earlier run to start from (search/warm_start.h): evaluated after the
+// baseline like any candidate (proposer "warm-start"), refused when it fails.
+struct WarmStart {
+  Candidate candidate;
+  std::string origin;  // "RUN.db #12": where it was read
+};
+
 struct SearchOptions {
   double time_budget_seconds = 0;  // this session's wall time; 0 = no limit
   int64_t max_evals =
@@ -153,6 +160,10 @@ struct SearchOptions {
   // side with the current best (Evaluator::compare) before it is recorded as the best.
   bool confirm_new_best = true;
   std::vector<std::pair<std::string, double>> proposer_weights = {{"mutate", 1.0}};
+  // Evaluated after the baseline, before the chains start from the best of the run; each
+  // result is a "warm-start" event and a line to `on_warm_start` (warm_start_line).
+  std::vector<WarmStart> warm_starts;
+  std::function<void(const std::string&)> on_warm_start;
 };
 
 // What the progress display shows, refreshed after every step.
