@@ -148,6 +148,7 @@ struct OptimizeFlags {
   bool replay_evaluate =
       false;  // evaluate every candidate again instead of reusing the recorded evaluations
   bool accept_weak = false;  // a weak pass (docs/verifier.md) may be the search's answer
+  std::string cost_model;  // --cost-model on|off; empty: on for a new run, the run's own on resume
 };
 // "90s", "10m", "2h", "1d" (a bare number is seconds); UserError naming `flag` otherwise.
 double parse_duration(const std::string& text, const std::string& flag);
