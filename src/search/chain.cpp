@@ -317,6 +317,8 @@ class Chains {
     row.cost_proposed = next.cost;
     row.note =
         proposal->proposer + ": " + proposal->move + " -> " + verify::verdict_name(e.verdict);
+    if (choice.screened_out > 0)
+      row.note += " (the cost model's pick of " + std::to_string(choice.screened_out + 1) + ")";
     row.current = accept ? id : cur.id;
     store_.add_step(row);
     ++steps_;

@@ -223,7 +223,23 @@ struct Outcome {
   int slow = 0;
   search::Progress last;
   search::CostModelAccuracy accuracy;
+  int64_t picked_steps = 0;  // steps whose note says the cost model picked the proposal
 };
+
+int64_t picked_steps(const fs::path& db) {
+  sqlite3* raw = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(db.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(raw,
+                               "SELECT count(*) FROM steps WHERE note LIKE '%(the cost model''s "
+                               "pick of _)'",
+                               -1, &q, nullptr),
+            SQLITE_OK);
+  const int64_t n = sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int64(q, 0) : -1;
+  sqlite3_finalize(q);
+  sqlite3_close(raw);
+  return n;
+}
 
 Outcome run(const search::CostModelOptions& cm, int64_t evals, uint64_t seed = 3) {
   RunDir r;
@@ -242,6 +258,7 @@ Outcome run(const search::CostModelOptions& cm, int64_t evals, uint64_t seed = 3
   out.seen = evaluator.seen;
   out.slow = evaluator.slower_than_baseline;
   out.accuracy = search::cost_model_accuracy(db);
+  out.picked_steps = picked_steps(r.db());
   return out;
 }
 
@@ -256,11 +273,13 @@ TEST(CostModelChains, OnEvaluatesFewerSlowCandidates) {
   const Outcome with = run(on(), 60);
   EXPECT_EQ(off.last.screened_out, 0);
   EXPECT_GT(with.last.screened_out, 50);
+  EXPECT_GT(with.picked_steps, 30);  // of the 50 steps after the first 10 evaluations
+  EXPECT_EQ(off.picked_steps, 0);
   EXPECT_LT(with.slow * 2, off.slow) << "on: " << with.slow << ", off: " << off.slow;
   // Its predictions were stored and rank the measured times well.
   EXPECT_GT(with.accuracy.candidates, 30);
   EXPECT_GT(with.accuracy.spearman, 0.3);  // 0.59 seen; random predictions: 0 +- 0.14
-  EXPECT_EQ(off.accuracy.candidates, 0);  // off: nothing predicted
+  EXPECT_EQ(off.accuracy.candidates, 0);   // off: nothing predicted
 }
 
 TEST(CostModelChains, OffOrUnableToScreenProposesExactlyAsWithoutIt) {
