@@ -153,6 +153,7 @@ struct OptimizeFlags {
   std::vector<std::string> warm_start;
   std::string tuning_db;
   bool no_tuning_db = false;
+  std::string cost_model;  // --cost-model on|off; empty: on for a new run, the run's own on resume
 };
 // "90s", "10m", "2h", "1d" (a bare number is seconds); UserError naming `flag` otherwise.
 double parse_duration(const std::string& text, const std::string& flag);

@@ -191,6 +191,13 @@ int main(int argc, char** argv) {
       ->add_option("--bench-seconds", opt.bench_seconds,
                    "side-by-side timing budget per candidate (default 0.3)")
       ->check(CLI::PositiveNumber);
+  opt_cmd
+      ->add_option("--cost-model", opt.cost_model,
+                   "on: a model learned during the run from its own evaluations ranks 8 "
+                   "proposals per step and only the most promising is evaluated; off: every "
+                   "proposal is evaluated, as the same seed did before (default on; a resumed "
+                   "run keeps its setting; docs/search.md)")
+      ->check(CLI::IsMember({"on", "off"}));
   opt_cmd->add_flag("--accept-weak", opt.accept_weak,
                     "let a weak pass (most elements of an output bounded only by the 1% relative "
                     "floor) count as a pass, in the search and for the final answer");

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -26,6 +27,7 @@
 #include "cli/optimize_warm.h"
 #include "emit/emit.h"
 #include "measure/measure.h"
+#include "search/cost_model.h"
 #include "search/search.h"
 #include "spec/spec.h"
 #include "store/store.h"
@@ -70,6 +72,26 @@ std::string usage_text(const search::LlmUsage& u) {
       fmt::format("{} model call{}, {} tokens in, {} out", u.calls, u.calls == 1 ? "" : "s",
                   grouped(u.tokens_in), grouped(u.tokens_out));
   if (u.cost > 0) text += fmt::format(", cost {:.4g}", u.cost);
+  return text;
+}
+
+// The cost model's line of the summary (and its event): this session's pace and what it
+// screened out, and how well the run's predictions ranked the measured times.
+std::string cost_model_summary(const store::Store& db, const search::CostModelOptions& o,
+                               const search::Progress& p) {
+  std::string text =
+      fmt::format("cost model {}: this session {} evaluation{} in {} ({:.1f} per minute)",
+                  o.on ? "on" : "off", p.evaluations, p.evaluations == 1 ? "" : "s",
+                  clock_text(p.elapsed_seconds), p.evals_per_minute);
+  if (o.on)
+    text += fmt::format(", {} proposal{} screened out (up to {} asked per step)", p.screened_out,
+                        p.screened_out == 1 ? "" : "s", o.candidates);
+  const search::CostModelAccuracy a = search::cost_model_accuracy(db);
+  if (a.candidates >= 2 && std::isfinite(a.spearman))
+    text += fmt::format(
+        "; the run's predictions of {} measured candidate{} rank-correlate with their times at "
+        "Spearman {:.2f}",
+        a.candidates, a.candidates == 1 ? "" : "s", a.spearman);
   return text;
 }
 
@@ -215,6 +237,7 @@ int run_optimize(const OptimizeFlags& f) {
                     {"bench_seconds", f.bench_seconds},
                     {"accept_weak", f.accept_weak}};
     if (!llm_options.is_null()) options_json["llm"] = llm_options;
+    options_json["cost_model"] = f.cost_model.empty() ? "on" : f.cost_model;
     info.options_json = options_json.dump();
     info.seed = f.seed;
     info.created = strings::utc_now_iso8601();
@@ -232,6 +255,14 @@ int run_optimize(const OptimizeFlags& f) {
   so.chains = options_json.value("chains", 2);
   so.proposer_weights = parse_proposers(
       options_json.value("proposers", std::string("mutate")));  // runs made before rewrite existed
+  // The cost model as the run was started (runs made before it existed had none).
+  const std::string cost_model = options_json.value("cost_model", std::string("off"));
+  if (!f.cost_model.empty() && f.cost_model != cost_model)
+    throw UserError(fmt::format(
+        "--cost-model {}: this run was made with the cost model {}, and keeps it so that its "
+        "steps stay comparable; leave out --cost-model, or start a new run",
+        f.cost_model, cost_model));
+  so.cost_model.on = cost_model == "on";
   so.time_budget_seconds = f.time.empty() ? 0 : parse_duration(f.time, "--time");
   so.max_evals = f.evals;
   // A resumed replay reopens the run it replays.
@@ -327,8 +358,10 @@ int run_optimize(const OptimizeFlags& f) {
   std::cerr << fmt::format("ollie optimize {} ({}): run database {}{}\n", entry, spec_path,
                            resuming ? f.resume : (out_dir / "run.db").string(),
                            resuming ? " (resumed)" : "");
+  search::Progress last_progress;
   auto progress = [&](const search::Progress& p) {
-    const std::string line = fmt::format(
+    last_progress = p;
+    std::string line = fmt::format(
         "[{}] {} evals ({:.0f}/min, {} in the run), accepted {:.0f}%, best {} = {:.2f}x the "
         "baseline {}, {:.0f}% of "
         "the roofline, T = {}",
@@ -336,6 +369,7 @@ int run_optimize(const OptimizeFlags& f) {
         p.acceptance * 100, ms(p.best_seconds),
         p.best_seconds > 0 ? p.baseline_seconds / p.best_seconds : 0.0, ms(p.baseline_seconds),
         roof_fraction(p.best_seconds) * 100, fmt::join(p.temperatures, ","));
+    if (so.cost_model.on) line += fmt::format(", {} screened out", p.screened_out);
     const std::string with_llm =
         llm_proposer ? line + ", llm: " + usage_text(llm_proposer->usage()) : line;
     if (tty) {
@@ -351,6 +385,8 @@ int run_optimize(const OptimizeFlags& f) {
   if (tty) std::cerr << "\n";
   std::cerr << "stopped: " << search::stop_reason_name(reason) << "\n";
   db->add_event("stop", search::stop_reason_name(reason));
+  const std::string cost_model_text = cost_model_summary(*db, so.cost_model, last_progress);
+  db->add_event("cost-model", cost_model_text);
 
   // The final answer: the fastest candidate that also passes `full`.
   const auto counts = db->counts();
@@ -427,7 +463,7 @@ int run_optimize(const OptimizeFlags& f) {
         measure::throughput(roof, best_s).gbytes_per_s);
     // The language model's part (never the key: the usage and settings only), and a
     // replay's sources.
-    std::string extra;
+    std::string extra = "- " + cost_model_text + "\n";
     if (llm_proposer || db->counts().model_calls > 0) {
       const search::LlmUsage u = search::llm_usage_of(*db);
       extra += fmt::format("- language model (llm proposer{}): {} in the run",

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "build/build.h"
+#include "search/cost_model.h"
 #include "search/rows.h"
 #include "search/search.h"
 #include "search/warm_start.h"
@@ -43,6 +44,7 @@ class Chains {
     for (size_t p = 0; p < proposers_.size(); ++p)
       for (const auto& [name, weight] : options.proposer_weights)
         if (name == proposers_[p]->name()) weights_[p] = weight;
+    if (options.cost_model.on) model_.emplace(graph, options.cost_model);
   }
 
   StopReason run(const std::function<bool()>& interrupted,
@@ -78,6 +80,7 @@ class Chains {
       p.baseline_seconds = baseline_seconds_;
       p.temperatures = temperatures_;
       p.last = last_;
+      p.screened_out = model_ ? model_->screened_out() : 0;
       if (progress) progress(p);
     }
   }
@@ -105,7 +108,8 @@ class Chains {
   // The candidate in the run database (added if new) and its evaluation: stored if it
   // was ever evaluated, else evaluated now (and, with `may_confirm`, confirmed when it
   // would be the new best) and stored before returning.
-  std::pair<int64_t, Evaluation> evaluated(const Candidate& c, int64_t parent, bool may_confirm) {
+  std::pair<int64_t, Evaluation> evaluated(const Candidate& c, int64_t parent, bool may_confirm,
+                                           std::optional<double> predicted = std::nullopt) {
     const std::string hash = sha256_hex(c.source);
     if (auto existing = store_.candidate_by_hash(hash))
       if (auto row = store_.evaluation_of(existing->id))
@@ -117,6 +121,7 @@ class Chains {
     row.rewrites = c.rewrites;
     row.parent = parent;
     row.proposer = c.proposer;
+    row.predicted = predicted;
     const int64_t id = store_.add_candidate(row);
     const Evaluation e = evaluator_.evaluate(c);
     ++evaluations_;
@@ -227,6 +232,8 @@ class Chains {
           "the baseline kernel (the default schedule) does not pass the verifier: " +
           base_eval.message);
     baseline_seconds_ = base_eval.median_seconds;
+    if (model_)
+      if (auto inputs = model_->inputs_of(baseline)) learn(*inputs, base_eval);
     const State base = state_of(base_id, baseline, base_eval, baseline_seconds_);
     baseline_state_ = base;
     // The best on the chain's clock (the ratio to the baseline), among the fastest by
@@ -282,10 +289,12 @@ class Chains {
     std::optional<Candidate> proposal;
     std::discrete_distribution<size_t> which(weights_.begin(), weights_.end());
     std::vector<bool> asked(proposers_.size(), false);
+    size_t from = 0;  // the proposer of `proposal`
     auto ask = [&](size_t p) {
       asked[p] = true;
       try {
         proposal = proposers_[p]->propose(cur, rng());
+        from = p;
       } catch (const UserError& e) {
         store_.add_event("proposer-error", proposers_[p]->name() + ": " + e.what());
       } catch (const std::exception& e) {
@@ -306,7 +315,14 @@ class Chains {
       if (!proposal) restart_scheduled(chain, rng);
     }
     if (!proposal) return false;
-    auto [id, e] = evaluated(*proposal, cur.id, true);
+    CostModel::Choice choice;
+    if (model_) {
+      choice = screened(*proposal, from, cur, step);
+      proposal = choice.candidate;
+    }
+    const int64_t evaluated_before = evaluations_;
+    auto [id, e] = evaluated(*proposal, cur.id, true, choice.predicted);
+    if (model_ && choice.inputs && evaluations_ > evaluated_before) learn(*choice.inputs, e);
     const State next = state_of(id, *proposal, e, cur.seconds);
     const double t = temperatures_[static_cast<size_t>(chain)];
     const double u = std::uniform_real_distribution<double>(0, 1)(rng);
@@ -321,6 +337,8 @@ class Chains {
     row.cost_proposed = next.cost;
     row.note =
         proposal->proposer + ": " + proposal->move + " -> " + verify::verdict_name(e.verdict);
+    if (choice.screened_out > 0)
+      row.note += " (the cost model's pick of " + std::to_string(choice.screened_out + 1) + ")";
     row.current = accept ? id : cur.id;
     store_.add_step(row);
     ++steps_;
@@ -338,6 +356,32 @@ class Chains {
       stale = 0;
     }
     return true;
+  }
+
+  // The cost model's pick among more proposals of proposer `p` from `cur` (CostModel::
+  // choose). Its draws come from a stream of their own, so the step's stream draws as it
+  // would without the model; a proposer that throws for an extra proposal loses that one
+  // (the first proposal's errors are recorded as events).
+  CostModel::Choice screened(const Candidate& first, size_t p, const State& cur, int64_t step) {
+    auto more = [&](uint64_t seed) -> std::optional<Candidate> {
+      try {
+        return proposers_[p]->propose(cur, seed);
+      } catch (const std::exception&) {
+        return std::nullopt;
+      }
+    };
+    auto is_new = [&](const Candidate& c) {
+      const auto row = store_.candidate_by_hash(sha256_hex(c.source));
+      return !row || !store_.evaluation_of(row->id);
+    };
+    return model_->choose(first, proposers_[p]->cheap(), more, is_new,
+                          mix(~options_.seed, static_cast<uint64_t>(step)));
+  }
+
+  // A fresh evaluation that measured a time teaches the cost model.
+  void learn(const std::vector<double>& inputs, const Evaluation& e) {
+    if (e.verdict == Verdict::Pass && e.median_seconds > 0 && baseline_seconds_ > 0)
+      model_->observe(inputs, std::log(seconds_of(e) / baseline_seconds_));
   }
 
   // From a random one of the best few verified candidates.
@@ -386,6 +430,7 @@ class Chains {
   } best_;
   int64_t evaluations_ = 0, steps_ = 0, accepted_ = 0;
   std::string last_;
+  std::optional<CostModel> model_;  // SearchOptions::cost_model
 };
 
 }  // namespace

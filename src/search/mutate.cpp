@@ -26,6 +26,7 @@ class MutateProposer : public Proposer {
  public:
   explicit MutateProposer(const ir::Graph& graph) : graphs_(graph) {}
   std::string name() const override { return "mutate"; }
+  bool cheap() const override { return true; }
   std::optional<Candidate> propose(const State& current, uint64_t seed) override {
     if (is_free_form(current.candidate)) return std::nullopt;
     const ir::Graph& graph = graphs_.at(current.candidate.rewrites);

@@ -58,6 +58,7 @@ class RewriteProposer : public Proposer {
  public:
   explicit RewriteProposer(const ir::Graph& graph) : graphs_(graph) {}
   std::string name() const override { return "rewrite"; }
+  bool cheap() const override { return true; }
   std::optional<Candidate> propose(const State& current, uint64_t seed) override {
     // Free-form source has no graph to rewrite.
     if (is_free_form(current.candidate)) return std::nullopt;

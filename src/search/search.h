@@ -63,6 +63,9 @@ class Proposer {
   // nullopt when nothing can be proposed from `current` (e.g. free-form source for a
   // schedule mutator).
   virtual std::optional<Candidate> propose(const State& current, uint64_t seed) = 0;
+  // Whether a proposal costs little (no model call, no money): the cost model may then ask
+  // for several and keep the most promising (CostModelOptions).
+  virtual bool cheap() const { return false; }
 };
 
 // Random schedule moves (loops::mutate_schedule) on candidates that carry a schedule.
@@ -146,6 +149,18 @@ struct WarmStart {
   std::string origin;  // "RUN.db #12": where it was read
 };
 
+// The cost model (docs/search.md, "The cost model"; cost_model.h): learned during the run
+// from its own evaluations, it ranks `candidates` proposals of a cheap proposer and only
+// the most promising is evaluated. Off: every step evaluates its one proposal, as before.
+struct CostModelOptions {
+  bool on = false;
+  int candidates = 8;        // proposals asked for per step when screening
+  int min_evaluations = 10;  // passing evaluations before the model screens
+  int refit_every = 5;       // evaluations between refits
+  double explore = 0.1;      // probability of evaluating a random one of them instead
+  double ridge = 1.0;        // the regression's L2 penalty (in samples, on standardized inputs)
+};
+
 struct SearchOptions {
   double time_budget_seconds = 0;  // this session's wall time; 0 = no limit
   int64_t max_evals =
@@ -164,6 +179,7 @@ struct SearchOptions {
   // result is a "warm-start" event and a line to `on_warm_start` (warm_start_line).
   std::vector<WarmStart> warm_starts;
   std::function<void(const std::string&)> on_warm_start;
+  CostModelOptions cost_model;
 };
 
 // What the progress display shows, refreshed after every step.
@@ -175,7 +191,8 @@ struct Progress {
   double acceptance = 0;  // accepted / steps, this session
   double best_seconds = 0, baseline_seconds = 0;
   std::vector<double> temperatures;
-  std::string last;  // the last step, for a person
+  std::string last;          // the last step, for a person
+  int64_t screened_out = 0;  // proposals the cost model kept from being evaluated, this session
 };
 
 // Why the search stopped.

@@ -32,7 +32,19 @@ namespace {
 constexpr int64_t kApplicationId = 0x6F6C6C69;
 // PRAGMA user_version: the schema this ollie writes. Raise it (and add a migration in
 // Store::open) when a table changes.
-constexpr int64_t kSchemaVersion = 1;
+constexpr int64_t kSchemaVersion = 2;
+
+// What turns a file of version `to - 1` into version `to`, in order (Store::open runs the
+// ones above the file's version in one transaction). Columns are only ever added at the
+// end of a table, nullable or with a default, so rows written before stay valid.
+struct Migration {
+  int64_t to;
+  const char* sql;
+};
+constexpr Migration kMigrations[] = {
+    // 2: the cost model's prediction of each candidate (docs/search.md, "The cost model").
+    {2, "ALTER TABLE candidates ADD COLUMN predicted REAL DEFAULT NULL"},
+};
 
 // The whole schema. Every value a row needs is NOT NULL except the ids that mean "none"
 // (a candidate's parent, a step's candidates), which are NULL rather than 0 so that the
@@ -62,7 +74,8 @@ CREATE TABLE IF NOT EXISTS candidates(
   rewrites TEXT NOT NULL,
   parent INTEGER REFERENCES candidates(id),
   proposer TEXT NOT NULL,
-  created TEXT NOT NULL);
+  created TEXT NOT NULL,
+  predicted REAL DEFAULT NULL);     -- the cost model's log(time / baseline time); NULL: none
 CREATE UNIQUE INDEX IF NOT EXISTS candidates_hash ON candidates(hash);
 
 CREATE TABLE IF NOT EXISTS evaluations(
@@ -234,8 +247,8 @@ class Db {
         "SELECT spec_path, spec_source, spec_sha256, entry, dims_json, machine_json, "
         "options_json, seed, created FROM run WHERE id = 1");
     insert_candidate = make(
-        "INSERT INTO candidates(hash, source, schedule, rewrites, parent, proposer, created) "
-        "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(hash) DO NOTHING");
+        "INSERT INTO candidates(hash, source, schedule, rewrites, parent, proposer, created, "
+        "predicted) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(hash) DO NOTHING");
     candidate_id_by_hash = make("SELECT id FROM candidates WHERE hash = ?1");
     candidate_by_id = make(sql_candidate_by_id.c_str());
     candidate_by_hash = make(sql_candidate_by_hash.c_str());
@@ -266,6 +279,11 @@ class Db {
         "(SELECT count(*) FROM steps), (SELECT count(*) FROM steps WHERE accepted = 1), "
         "(SELECT count(DISTINCT candidate) FROM evaluations WHERE verdict = 'pass'), "
         "(SELECT count(*) FROM events), (SELECT count(*) FROM model_calls)");
+    predictions = make(
+        "SELECT c.predicted, e.ratio_vs_baseline FROM candidates c JOIN evaluations e ON "
+        "e.candidate = c.id WHERE c.predicted IS NOT NULL AND e.id = (SELECT max(id) FROM "
+        "evaluations WHERE candidate = c.id) AND e.verdict = 'pass' AND e.ratio_vs_baseline > 0 "
+        "ORDER BY c.id");
     has_pass = make("SELECT 1 FROM evaluations WHERE candidate = ?1 AND verdict = 'pass' LIMIT 1");
     begin = make("BEGIN IMMEDIATE");
     commit = make("COMMIT");
@@ -284,7 +302,8 @@ class Db {
 
   std::unique_ptr<sql::Statement> run, insert_candidate, candidate_id_by_hash, candidate_by_id,
       candidate_by_hash, insert_evaluation, evaluation_of, insert_step, last_step, next_step,
-      insert_event, insert_model_call, model_calls, best, counts, has_pass, begin, commit, rollback;
+      insert_event, insert_model_call, model_calls, best, counts, has_pass, begin, commit, rollback,
+      predictions;
 };
 
 }  // namespace detail
@@ -424,6 +443,30 @@ Store Store::create(const std::string& path, const RunInfo& info) {
   }
 }
 
+namespace {
+
+// Brings a file of schema `version` up to kSchemaVersion (kMigrations), in one transaction.
+void migrate(sql::Connection& conn, int64_t version) {
+  if (version >= kSchemaVersion) return;
+  conn.exec("BEGIN IMMEDIATE", "migrating the schema");
+  try {
+    for (const Migration& m : kMigrations)
+      if (m.to > version) conn.exec(m.sql, "migrating the schema");
+    // The numbers are constants of this file, not values from outside.
+    const std::string v = std::to_string(kSchemaVersion);
+    conn.exec(("PRAGMA user_version = " + v + "; UPDATE meta SET value = '" + v +
+               "' WHERE key = 'schema_version'")
+                  .c_str(),
+              "migrating the schema");
+    conn.exec("COMMIT", "migrating the schema");
+  } catch (...) {
+    conn.exec("ROLLBACK", "rolling back the migration");
+    throw;
+  }
+}
+
+}  // namespace
+
 Store Store::open(const std::string& path) {
   std::error_code ec;
   auto status = std::filesystem::status(path, ec);
@@ -461,8 +504,7 @@ Store Store::open(const std::string& path) {
                     std::to_string(version) + "; this ollie reads up to " +
                     std::to_string(kSchemaVersion) + "); open it with that ollie or a newer one");
   if (version < 1) throw UserError(not_ours + " (it has no schema version; the file is damaged)");
-  // Version 1 is the only one so far: future versions migrate older files here, in one
-  // transaction, before preparing the statements.
+  migrate(db->conn, version);
   if (db->conn.query_text("PRAGMA journal_mode = WAL", "switching to WAL") != "wal")
     throw UserError("run database '" + path +
                     "': SQLite cannot use a write-ahead log there (is it on a network file "
@@ -506,8 +548,12 @@ int64_t Store::add_candidate(Candidate c) {
         .text(4, c.rewrites)
         .id_or_null(5, c.parent)
         .text(6, c.proposer)
-        .text(7, or_now(c.created))
-        .run();
+        .text(7, or_now(c.created));
+    if (c.predicted)
+      q.real(8, *c.predicted);
+    else
+      q.null(8);
+    q.run();
     if (sqlite3_changes(db_->conn.get()) == 1) {
       if (db_->counts_cache) ++db_->counts_cache->candidates;
       return sqlite3_last_insert_rowid(db_->conn.get());
@@ -678,6 +724,14 @@ std::vector<std::pair<Candidate, Evaluation>> Store::best(int limit) const {
   sql::Query q(*db_->best, "reading the best candidates");
   q.int64(1, limit);
   while (q.next()) out.emplace_back(read_candidate(q, 0), read_evaluation(q, 8));
+  return out;
+}
+
+std::vector<std::pair<double, double>> Store::predictions() const {
+  Lock lock(db_->mu);
+  sql::Query q(*db_->predictions, "reading the cost model's predictions");
+  std::vector<std::pair<double, double>> out;
+  while (q.next()) out.emplace_back(q.col_real(0), q.col_real(1));
   return out;
 }
 

@@ -61,6 +61,10 @@ struct Candidate {
   int64_t parent = 0;    // the candidate it was proposed from; 0 = none
   std::string proposer;  // "baseline", "mutate", "rewrite", "llm", "cmd", ...
   std::string created;   // ISO UTC; filled when empty
+  // The search's cost model's prediction, log(time / baseline time); none when the model
+  // was off, not trained yet, or cannot read the candidate (free-form source). Written by
+  // add_candidate; read back by predictions() (candidate() leaves it empty).
+  std::optional<double> predicted;
 };
 
 // One evaluation of a candidate: verification and, when it passed, timing.
@@ -205,6 +209,11 @@ class Store {
   std::vector<std::pair<Candidate, Evaluation>> best(int limit) const;
 
   Counts counts() const;
+
+  // The cost model's accuracy over the run: for each candidate with a prediction whose
+  // latest evaluation passed with a ratio to the baseline, (predicted, ratio_vs_baseline),
+  // by candidate id.
+  std::vector<std::pair<double, double>> predictions() const;
 
   // Starts a transaction that groups the following add_* calls on this thread.
   Transaction transaction();
