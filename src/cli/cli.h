@@ -148,6 +148,9 @@ struct OptimizeFlags {
   bool replay_evaluate =
       false;  // evaluate every candidate again instead of reusing the recorded evaluations
   bool accept_weak = false;  // a weak pass (docs/verifier.md) may be the search's answer
+  // The timing regime (docs/measurement.md); neither: chosen from the working set.
+  bool cold = false;  // --cold: flush the caches before every timed call
+  bool hot = false;   // --hot: time with warm caches
 };
 // "90s", "10m", "2h", "1d" (a bare number is seconds); UserError naming `flag` otherwise.
 double parse_duration(const std::string& text, const std::string& flag);

@@ -21,6 +21,10 @@ SMALL_DIMS = {
     "gpt2_block": dict(T=8, D=16, F=32),
     "llama_block": dict(B=1, L=8, HD=4, F=24),
     "llama_decode": dict(B=1, P=8, F=24, HD=4),
+    "gemm": dict(M=8, K=16, N=8),
+    "attention_prefill": dict(H=2, S=16, D=8),
+    "gqa_decode": dict(B=1, S=16, KV=2, HD=8),
+    "mla_decode_naive": dict(B=1, H=2, S=16, L=8, DR=4, DN=8, DV=8),
 }
 
 # Purely elementwise (or data movement): no reduction that could lose a term.
@@ -111,6 +115,26 @@ def _drop_attention_key(spec, x):
     return spec.run_f64({**x, "v": v})[0], mask
 
 
+def _drop_prefill_key(spec, x):
+    q, k, v = x["q"], x["k"], x["v"]
+    p = _softmax(q[0] @ k[0].T / np.sqrt(q.shape[-1]))        # every query sees every key
+    j = int(np.argmax(p.max(axis=0) * np.abs(v[0]).max(axis=1)))
+    v = v.copy()
+    v[0, j] = 0.0             # key j's term leaves head 0's P @ V sums (all of its rows)
+    return spec.run_f64({**x, "v": v})[0], None
+
+
+def _drop_gqa_position(spec, x):
+    q, k, v = x["q"], x["cache_k"], x["cache_v"]
+    b, s, kv, hd = k.shape
+    qg = q.reshape(b, kv, -1, hd)
+    p = _softmax(np.einsum("bkgd,bskd->bkgs", qg, k) / np.sqrt(hd))
+    j = int(np.argmax(p.max(axis=(0, 1, 2)) * np.abs(v).max(axis=(0, 2, 3))))
+    v = v.copy()
+    v[:, j] = 0.0             # cached position j leaves every head's P @ V sum
+    return spec.run_f64({**x, "cache_v": v})[0], None
+
+
 def _drop_mha_projection_term(spec, x):
     xs, w_v = x["x"], x["w_v"]
     k = int(np.argmax(np.abs(xs).max(axis=0) * np.abs(w_v).reshape(w_v.shape[0], -1).max(axis=1)))
@@ -160,4 +184,9 @@ REDUCTION_CASES = {
     "gpt2_block": (dict(T=2, D=8, F=LONG), _drop_gpt2_hidden),
     "llama_block": (dict(B=1, L=2, HD=4, F=LONG), _drop_llama_hidden),
     "llama_decode": (dict(B=1, P=4, F=LONG, HD=4), _drop_llama_hidden),
+    "gemm": (dict(M=4, K=LONG, N=4), _drop_matmul_k),
+    "attention_prefill": (dict(H=1, S=LONG, D=4), _drop_prefill_key),
+    "gqa_decode": (dict(B=1, S=LONG, KV=2, HD=4), _drop_gqa_position),
+    # The naive form equals the absorbed one in exact arithmetic: the same variant.
+    "mla_decode_naive": (dict(B=1, H=2, S=LONG, L=8, DR=4, DN=8, DV=8), _drop_mla_key),
 }

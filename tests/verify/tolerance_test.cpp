@@ -87,6 +87,8 @@ INSTANTIATE_TEST_SUITE_P(Examples, Tolerance,
                          ::testing::Values("gelu", "softmax", "rmsnorm", "layernorm", "rope",
                                            "matmul", "matmul_bias_relu", "swiglu_mlp",
                                            "attention_causal", "mha_causal", "mla_decode",
-                                           "gpt2_block", "llama_block", "llama_decode"));
+                                           "gpt2_block", "llama_block", "llama_decode", "gemm",
+                                           "attention_prefill", "gqa_decode",
+                                           "mla_decode_naive"));
 
 }  // namespace
