@@ -19,10 +19,13 @@ namespace {
 
 constexpr int64_t kMiB = int64_t{1} << 20;
 
-// This machine's caches as sysfs reports them: a 320 MiB LLC, 1 MiB of L2 per core.
+// A large server's caches: a 320 MiB LLC, 1 MiB of L2 per core.
 Regime here(int64_t working_set, int threads = 2) {
   return choose_regime(working_set, 320 * kMiB, kMiB, threads);
 }
+
+// The development machine's (sysfs): a 32 MiB L3, 1 MiB of L2 per core.
+Regime dev(int64_t working_set) { return choose_regime(working_set, 32 * kMiB, kMiB, 2); }
 
 int64_t bytes_of(const std::string& example) {
   const ir::Graph g =
@@ -68,6 +71,10 @@ TEST(Regime, ExamplesAtTheirDefaultDimsOnThisKindOfMachine) {
   EXPECT_TRUE(here(bytes_of("gemm")).cold);
   EXPECT_FALSE(here(bytes_of("attention_causal")).cold);
   EXPECT_FALSE(here(bytes_of("rmsnorm")).cold);
+  EXPECT_TRUE(dev(bytes_of("gqa_decode")).cold);
+  EXPECT_NE(dev(bytes_of("gqa_decode")).why.find("half the 32 MiB LLC"), std::string::npos);
+  EXPECT_TRUE(dev(bytes_of("mha_causal")).cold);
+  EXPECT_FALSE(dev(bytes_of("softmax")).cold);  // exactly 2 MiB
 }
 
 MachinePeaks with_llc_bandwidth() {
