@@ -411,8 +411,8 @@ int run_optimize(const OptimizeFlags& f) {
             : fmt::format("- tensor-IR rewrites ({}.rewrites, docs/rewrites.md): {}\n", entry,
                           fmt::join(strings::nonempty_lines(cand.rewrites), "; ")),
         report.suites.size(), report.worst, regime_text(regime), regime.why, roof.threads,
-        roof.ceiling, roof.memory_bound ? "memory" : "compute",
-        ms(roof.bound_seconds), roof_fraction(best_s) * 100, roof_fraction(base_s) * 100,
+        roof.ceiling, roof.memory_bound ? "memory" : "compute", ms(roof.bound_seconds),
+        roof_fraction(best_s) * 100, roof_fraction(base_s) * 100,
         measure::throughput(roof, best_s).gflops_per_s,
         measure::throughput(roof, best_s).gbytes_per_s);
     // The language model's part (never the key: the usage and settings only), and a

@@ -94,8 +94,8 @@ struct MachinePeaks {
   double llc_bytes_per_s_1core = 0;
   double llc_bytes_per_s_all = 0;
   int64_t llc_triad_array_bytes = 0;
-  double load_average = -1;       // 1-minute load average when the calibration started
-  double seconds = 0;             // wall time of the calibration
+  double load_average = -1;  // 1-minute load average when the calibration started
+  double seconds = 0;        // wall time of the calibration
 
   MachineIdentity identity() const { return {cpu_model, isa, cores}; }
 };

@@ -26,8 +26,8 @@ Regime choose_regime(int64_t working_set_bytes, int64_t llc_bytes, int64_t l2_pe
   const int t = std::max(threads, 1);
   const double l2_total = static_cast<double>(std::max<int64_t>(l2_per_core, 0)) * t;
   const std::string llc_text = (llc_bytes > 0 ? "" : "an assumed ") + mib_text(llc) + " LLC";
-  const std::string l2_text = mib_text(l2_total) + " of L2 for " + std::to_string(t) +
-                              " thread" + (t == 1 ? "" : "s");
+  const std::string l2_text =
+      mib_text(l2_total) + " of L2 for " + std::to_string(t) + " thread" + (t == 1 ? "" : "s");
   Regime r;
   if (ws > llc_limit) {
     r.cold = true;

@@ -19,8 +19,8 @@ ThreadPeaks peaks_at(const MachinePeaks& peaks, int threads) {
   t.bytes_per_s = peaks.triad_bytes_per_s_1core +
                   w * (peaks.triad_bytes_per_s_all - peaks.triad_bytes_per_s_1core);
   if (peaks.llc_bytes_per_s_1core > 0 && peaks.llc_bytes_per_s_all > 0)
-    t.llc_bytes_per_s = peaks.llc_bytes_per_s_1core +
-                        w * (peaks.llc_bytes_per_s_all - peaks.llc_bytes_per_s_1core);
+    t.llc_bytes_per_s =
+        peaks.llc_bytes_per_s_1core + w * (peaks.llc_bytes_per_s_all - peaks.llc_bytes_per_s_1core);
   return t;
 }
 

@@ -63,8 +63,8 @@ void write_machine_cache(const fs::path& dir) {
   p.llc_bytes_per_s_1core = 40e9;
   p.llc_bytes_per_s_all = 40e9 * id.cores;
   fs::create_directories(dir);
-  for (const std::string name : {std::string("machine.json"),
-                                 "machine-" + std::to_string(id.cores) + "cpus.json"})
+  for (const std::string name :
+       {std::string("machine.json"), "machine-" + std::to_string(id.cores) + "cpus.json"})
     std::ofstream(dir / name) << ollie::measure::to_json_text(p);
 }
 
@@ -101,8 +101,8 @@ TEST(OptimizeRegime, ColdIsRecordedReportedAndKeptOnResume) {
   EXPECT_EQ(timing_of(dir / "a" / "run.db").value("regime", ""), "cold");
 
   // No flag: an 8 KiB working set stays in cache, so the run is hot, and says why.
-  const Result chosen = ollie(env, "optimize " + spec + small + " --evals 1 -o " +
-                                       (dir / "b").string());
+  const Result chosen =
+      ollie(env, "optimize " + spec + small + " --evals 1 -o " + (dir / "b").string());
   ASSERT_EQ(chosen.exit_code, 0) << chosen.out;
   const nlohmann::json timing = timing_of(dir / "b" / "run.db");
   EXPECT_EQ(timing.value("regime", ""), "hot");

@@ -150,7 +150,7 @@ TEST(RegimeCache, AMachineJsonWithoutTheLlcTriadIsReadNotRemeasured) {
 
 TEST(RegimeCache, LlcTriadArraysFitTheCache) {
   EXPECT_EQ(llc_triad_array_size(320 * kMiB).bytes, 40 * kMiB);
-  EXPECT_EQ(llc_triad_array_size(0).bytes, 4 * kMiB);  // 32 MiB assumed
+  EXPECT_EQ(llc_triad_array_size(0).bytes, 4 * kMiB);          // 32 MiB assumed
   EXPECT_EQ(llc_triad_array_size(100 << 10).bytes, 64 << 10);  // at least 64 KiB
   EXPECT_NE(llc_triad_array_size(0).why.find("assumed"), std::string::npos);
 }

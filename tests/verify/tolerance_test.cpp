@@ -88,7 +88,6 @@ INSTANTIATE_TEST_SUITE_P(Examples, Tolerance,
                                            "matmul", "matmul_bias_relu", "swiglu_mlp",
                                            "attention_causal", "mha_causal", "mla_decode",
                                            "gpt2_block", "llama_block", "llama_decode", "gemm",
-                                           "attention_prefill", "gqa_decode",
-                                           "mla_decode_naive"));
+                                           "attention_prefill", "gqa_decode", "mla_decode_naive"));
 
 }  // namespace
