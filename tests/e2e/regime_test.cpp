@@ -63,7 +63,7 @@ void write_machine_cache(const fs::path& dir) {
   p.llc_bytes_per_s_1core = 40e9;
   p.llc_bytes_per_s_all = 40e9 * id.cores;
   fs::create_directories(dir);
-  for (const std::string name :
+  for (const std::string& name :
        {std::string("machine.json"), "machine-" + std::to_string(id.cores) + "cpus.json"})
     std::ofstream(dir / name) << ollie::measure::to_json_text(p);
 }
