@@ -71,9 +71,13 @@ int run_calibrate(const CalibrateFlags& flags) {
                  "--recalibrate` measures it\n";
   std::cout << fmt::format(
       "at {} thread{}  peak {:.1f} GFLOP/s, bandwidth {:.1f} GB/s, ridge point {:.1f} flop/byte "
-      "(kernels below it are memory-bound)\n",
+      "(kernels below it are memory-bound){}\n",
       at.threads, at.threads == 1 ? " " : "s", at.flops_per_s / 1e9, at.bytes_per_s / 1e9,
-      at.flops_per_s / at.bytes_per_s);
+      at.flops_per_s / at.bytes_per_s,
+      at.llc_bytes_per_s > 0
+          ? fmt::format("; hot, in the last-level cache: {:.1f} GB/s, ridge point {:.1f}",
+                        at.llc_bytes_per_s / 1e9, at.flops_per_s / at.llc_bytes_per_s)
+          : std::string());
   if (p.load_average >= 0.5)
     std::cout << fmt::format(
         "note          the machine was busy when measured (load average {:.2f} on {} cores): the "
