@@ -29,9 +29,17 @@ is pinned to that many CPUs (sched_setaffinity, as `taskset` would), and with on
 XLA_FLAGS also gets --xla_cpu_multi_thread_eigen=false. The CPU time each library used per
 second of its calls is reported ("busy threads") so the effect can be seen.
 
+Caches: hot by default (each call finds what the previous one left in cache). --cold
+writes a buffer of twice the last-level cache (at least 64 MiB; one byte per cache line,
+as ollie's runner does) before every timed call of every method alike, outside the
+timed interval, so each call reads its inputs from DRAM, as a decode step does in a
+model; `ollie bench` gets --cold too. The roofline's memory ceiling follows: DRAM's triad
+bandwidth when cold (or when the working set exceeds the last-level cache), the
+last-level cache's when hot (docs/measurement.md).
+
 usage: .venv/bin/python bench/peers.py [--ollie build/ollie] [--threads N] [--seconds 2]
-           [--only NAME]... [--interleave blocks|calls] [--ollie-timing ctypes|bench]
-           [--kernels DIR] [--json FILE] [--markdown FILE]
+           [--only NAME]... [--dims NAME=V,...] [--cold] [--interleave blocks|calls]
+           [--ollie-timing ctypes|bench] [--kernels DIR] [--json FILE] [--markdown FILE]
 """
 import argparse
 import ctypes
@@ -66,6 +74,11 @@ def parse_args():
                         help="threads for numpy's BLAS, XLA and the kernel's OpenMP (default: all CPUs)")
     parser.add_argument("--seconds", type=float, default=2.0, help="time budget of the rounds of one example")
     parser.add_argument("--only", action="append", metavar="NAME", help="run only this example; repeatable")
+    parser.add_argument("--dims", metavar="NAME=V,...",
+                        help="override dim sizes of the examples (as ollie's --dims; every selected example "
+                             "must have these dims, so use it with --only)")
+    parser.add_argument("--cold", action="store_true",
+                        help="flush the caches before every timed call of every method (default: hot)")
     parser.add_argument("--compiler", default="g++", help="C++ compiler for --ollie-timing ctypes")
     parser.add_argument("--ollie-timing", choices=("ctypes", "bench"), default="ctypes",
                         help="where ollie's time comes from (see above; default ctypes)")
@@ -161,7 +174,7 @@ def kernel_files(spec, path, workdir):
         out_dir = Path(ARGS.kernels) / path.stem
     else:
         out_dir = workdir / path.stem
-        ollie("emit", str(path), "-o", str(out_dir))
+        ollie("emit", str(path), "-o", str(out_dir), *dims_flag())
     source, header = out_dir / f"{spec.entry}.cpp", out_dir / f"{spec.entry}.ollie.h"
     for f in (source, header):
         if not f.is_file():
@@ -215,7 +228,8 @@ class BenchVerbKernel:
         return None                       # `ollie bench` checks its own outputs against the reference
 
     def time_block(self, seconds):
-        out = json.loads(ollie("bench", str(self.path), str(self.source), "--json",
+        out = json.loads(ollie("bench", str(self.path), str(self.source), "--json", *dims_flag(),
+                               *(["--cold"] if ARGS.cold else []),
                                "--threads", str(ARGS.threads), "--seconds", f"{seconds:g}"))
         if out.get("status") != "ok":
             raise BenchError(f"`ollie bench` says {out.get('status')}: {out.get('message', '')}")
@@ -242,8 +256,21 @@ def others_cpus(before, after):
     return max(0.0, ((after[1] - before[1]) - (after[2] - before[2])) / wall) if wall > 0 else 0.0
 
 
+# --cold: the buffer written before every timed call, one byte per 64-byte line (set in main).
+FLUSH = None
+
+
+def flush_caches():
+    """Writes every cache line of FLUSH (twice the last-level cache): what the next call
+    reads comes from DRAM."""
+    FLUSH[:, 0] += 1
+
+
 def timed(call):
-    """(wall nanoseconds, process CPU seconds) of one call."""
+    """(wall nanoseconds, process CPU seconds) of one call; with --cold, the caches are
+    flushed first, outside the timed interval."""
+    if FLUSH is not None:
+        flush_caches()
     c0 = time.process_time()
     t0 = time.perf_counter_ns()
     call()
@@ -291,16 +318,34 @@ def summary(ns, cpu_seconds):
             "busy_threads": cpu_seconds / (sum(ns) / 1e9)}
 
 
-def bench_example(path, workdir, peaks, row):
+def dims_flag():
+    return ["--dims", ARGS.dims] if ARGS.dims else []
+
+
+def memory_ceiling(nbytes, peaks, calibration):
+    """(bytes/s, name) of the roofline's memory ceiling: DRAM's triad when cold or when the
+    working set exceeds the last-level cache, the last-level cache's triad when hot."""
+    llc, llc_bw = calibration.get("llc_bytes", 0), peaks.get("llc_bytes_per_s", 0)
+    if ARGS.cold:
+        return peaks["bytes_per_s"], "DRAM (cold)"
+    if llc and nbytes > llc:
+        return peaks["bytes_per_s"], "DRAM (hot, larger than the LLC)"
+    if not llc_bw:
+        return peaks["bytes_per_s"], "DRAM (hot; no LLC bandwidth cached: ollie calibrate --recalibrate)"
+    return llc_bw, "LLC (hot)"
+
+
+def bench_example(path, workdir, peaks, row, calibration):
     spec = load_spec(path)
-    check = json.loads(ollie("check", str(path), "--json"))
+    check = json.loads(ollie("check", str(path), "--json", *dims_flag()))
     if check["entry"] != spec.entry:
         raise BenchError(f"`ollie check` names entry {check['entry']!r}, the spec's is {spec.entry!r}")
     dims = {name: check["dims"][name] for name in check["dims_order"]}
     row["dims"] = dims
     flops, nbytes = check["flops"], check["compulsory_bytes"]
     compute_s = flops / peaks["flops_per_s"]
-    memory_s = nbytes / peaks["bytes_per_s"]
+    bandwidth, row["memory_ceiling"] = memory_ceiling(nbytes, peaks, calibration)
+    memory_s = nbytes / bandwidth
     row.update(flops=flops, bytes=nbytes, intensity=flops / nbytes if nbytes else 0.0,
                bound_seconds=max(compute_s, memory_s), bound="memory" if memory_s > compute_s else "compute")
 
@@ -415,12 +460,22 @@ def main():
     calibration = json.loads(ollie("calibrate", "--json", "--threads", str(ARGS.threads), unpinned=True))
     peaks = calibration["at_threads"]
     load_start = os.getloadavg()[0]
+    global FLUSH
+    flush_bytes = max(2 * calibration.get("llc_bytes", 0), 64 << 20)
+    if ARGS.cold:
+        FLUSH = np.ones((flush_bytes // 64, 64), dtype=np.uint8)
     busy = "" if load_start < 0.5 else " (busy: other processes share the CPUs, times are noisier and slower)"
     context = [
         f"machine: {calibration['cpu_model']}, {calibration['cores']} cores, {calibration['isa']}",
         f"roofline at {peaks['threads']} threads: {peaks['flops_per_s'] / 1e9:.1f} GFLOP/s (FMA loop), "
-        f"{peaks['bytes_per_s'] / 1e9:.1f} GB/s (triad), from `ollie calibrate` of {calibration['date']} "
-        f"({calibration['cache']['path']})",
+        f"{peaks['bytes_per_s'] / 1e9:.1f} GB/s (triad), "
+        + (f"{peaks['llc_bytes_per_s'] / 1e9:.1f} GB/s (last-level-cache triad), " if peaks.get("llc_bytes_per_s") else "")
+        + f"from `ollie calibrate` of {calibration['date']} ({calibration['cache']['path']})",
+        ("caches: cold, " + f"{flush_bytes >> 20} MiB written before every timed call of every method "
+         "(outside the timed interval); the roofline's memory ceiling is DRAM's" if ARGS.cold else
+         "caches: hot (each call finds what the previous one left); the roofline's memory ceiling is "
+         "the last-level cache's where the working set fits it")
+        + (f"; dims {ARGS.dims}" if ARGS.dims else ""),
         f"threads: {ARGS.threads} (OMP/OPENBLAS/MKL_NUM_THREADS; numpy's OpenBLAS reports {blas_threads()}; "
         f"XLA: " + (f"process pinned to CPUs {PINNED}" if PINNED else "all allowed CPUs, no pinning needed")
         + (", --xla_cpu_multi_thread_eigen=false" if ARGS.threads == 1 else "") + ")",
@@ -441,7 +496,7 @@ def main():
         for path in paths:
             row = {"example": path.stem}
             try:
-                bench_example(path, Path(tmp), peaks, row)
+                bench_example(path, Path(tmp), peaks, row, calibration)
             except BenchError as e:
                 row.update(check="FAIL", error=str(e))
             rows.append(row)
@@ -458,6 +513,7 @@ def main():
     print(context[-1])
     print("others = CPUs' worth of work other processes did while the row was timed")
     meta = {"schema": "ollie-peers/1", "threads": ARGS.threads, "seconds": ARGS.seconds,
+            "cold": ARGS.cold, "flush_bytes": flush_bytes if ARGS.cold else 0, "dims": ARGS.dims,
             "interleave": ARGS.interleave, "block_ms": ARGS.block_ms, "gap_ms": ARGS.gap_ms,
             "ollie_timing": ARGS.ollie_timing, "flags": FLAGS, "compiler": ARGS.compiler,
             "pinned_cpus": PINNED, "kernels": ARGS.kernels, "xla_flags": os.environ.get("XLA_FLAGS", ""), "jax_enable_x64": not ARGS.no_x64,

@@ -53,7 +53,7 @@ int run_bench(const SpecFlags& flags, const BenchFlags& b) {
   calibrate.progress = [](const std::string& line) { std::cerr << "calibrate: " << line << "\n"; };
   const measure::CachedPeaks peaks =
       measure::machine_peaks(measure::default_cache_dir(), false, calibrate);
-  const measure::Roofline roof = measure::roofline(graph, peaks.peaks, report.threads);
+  const measure::Roofline roof = measure::roofline(graph, peaks.peaks, report.threads, report.cold);
   std::vector<std::string> impossible;
   for (auto& k : report.kernels)
     if (k.stats.n > 0)
@@ -88,6 +88,7 @@ int run_bench(const SpecFlags& flags, const BenchFlags& b) {
                      {"bandwidth_bytes_per_s", roof.bandwidth},
                      {"bound_seconds", roof.bound_seconds},
                      {"memory_bound", roof.memory_bound},
+                     {"memory_ceiling", roof.ceiling},
                      {"peaks_file", peaks.path}};
     for (const auto& k : report.kernels) {
       nlohmann::json kj = stats_json(k.stats);
@@ -125,9 +126,9 @@ int run_bench(const SpecFlags& flags, const BenchFlags& b) {
     std::cout << fmt::format(
         "  roofline at {} threads: {:.4g} MFLOP, {:.4g} MB compulsory, {:.3g} FLOP/byte; peaks "
         "{:.4g} GFLOP/s, "
-        "{:.4g} GB/s: {}-bound, no kernel faster than {}\n",
+        "{:.4g} GB/s of {}: {}-bound, no kernel faster than {}\n",
         roof.threads, roof.flops / 1e6, roof.bytes / 1e6, roof.intensity, roof.peak_flops / 1e9,
-        roof.bandwidth / 1e9, roof.memory_bound ? "memory" : "compute",
+        roof.bandwidth / 1e9, roof.ceiling, roof.memory_bound ? "memory" : "compute",
         milliseconds(roof.bound_seconds));
     if (report.ratio)
       std::cout << fmt::format(

@@ -1,5 +1,6 @@
-// `ollie calibrate`: this machine's peak float32 FLOP/s and triad bandwidth, measured once and
-// cached (measure/measure.h), and the roofline peaks at a thread count.
+// `ollie calibrate`: this machine's peak float32 FLOP/s and triad bandwidth (DRAM and the
+// last-level cache), measured once and cached (measure/measure.h), and the roofline peaks
+// at a thread count.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -23,8 +24,10 @@ int run_calibrate(const CalibrateFlags& flags) {
     nlohmann::json j = p;
     j["cache"] = {
         {"path", cached.path}, {"measured_now", cached.measured_now}, {"why", cached.why}};
-    j["at_threads"] = {
-        {"threads", at.threads}, {"flops_per_s", at.flops_per_s}, {"bytes_per_s", at.bytes_per_s}};
+    j["at_threads"] = {{"threads", at.threads},
+                       {"flops_per_s", at.flops_per_s},
+                       {"bytes_per_s", at.bytes_per_s},
+                       {"llc_bytes_per_s", at.llc_bytes_per_s}};
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -56,11 +59,25 @@ int run_calibrate(const CalibrateFlags& flags) {
   std::cout << fmt::format("              counted as {}\n", p.triad_convention);
   std::cout << fmt::format("triad arrays  {} MiB each: {}\n", p.triad_array_bytes >> 20,
                            p.triad_sizing);
+  if (p.llc_bytes_per_s_all > 0)
+    std::cout << fmt::format(
+        "LLC triad     1 core: {:.1f} GB/s; all {} cores: {:.1f} GB/s (3 arrays of {} KiB in the "
+        "{} MiB last-level cache: the hot-cache ceiling)\n",
+        p.llc_bytes_per_s_1core / 1e9, p.cores, p.llc_bytes_per_s_all / 1e9,
+        p.llc_triad_array_bytes >> 10, p.llc_bytes >> 20);
+  else
+    std::cout << "LLC triad     missing: these figures were cached before ollie measured the "
+                 "last-level cache's bandwidth (hot rooflines use DRAM's); `ollie calibrate "
+                 "--recalibrate` measures it\n";
   std::cout << fmt::format(
       "at {} thread{}  peak {:.1f} GFLOP/s, bandwidth {:.1f} GB/s, ridge point {:.1f} flop/byte "
-      "(kernels below it are memory-bound)\n",
+      "(kernels below it are memory-bound){}\n",
       at.threads, at.threads == 1 ? " " : "s", at.flops_per_s / 1e9, at.bytes_per_s / 1e9,
-      at.flops_per_s / at.bytes_per_s);
+      at.flops_per_s / at.bytes_per_s,
+      at.llc_bytes_per_s > 0
+          ? fmt::format("; hot, in the last-level cache: {:.1f} GB/s, ridge point {:.1f}",
+                        at.llc_bytes_per_s / 1e9, at.flops_per_s / at.llc_bytes_per_s)
+          : std::string());
   if (p.load_average >= 0.5)
     std::cout << fmt::format(
         "note          the machine was busy when measured (load average {:.2f} on {} cores): the "

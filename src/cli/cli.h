@@ -154,6 +154,9 @@ struct OptimizeFlags {
   std::string tuning_db;
   bool no_tuning_db = false;
   std::string cost_model;  // --cost-model on|off; empty: on for a new run, the run's own on resume
+  // The timing regime (docs/measurement.md); neither: chosen from the working set.
+  bool cold = false;  // --cold: flush the caches before every timed call
+  bool hot = false;   // --hot: time with warm caches
 };
 // "90s", "10m", "2h", "1d" (a bare number is seconds); UserError naming `flag` otherwise.
 double parse_duration(const std::string& text, const std::string& flag);

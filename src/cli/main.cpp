@@ -198,6 +198,16 @@ int main(int argc, char** argv) {
                    "proposal is evaluated, as the same seed did before (default on; a resumed "
                    "run keeps its setting; docs/search.md)")
       ->check(CLI::IsMember({"on", "off"}));
+  CLI::Option* opt_cold = opt_cmd->add_flag(
+      "--cold", opt.cold,
+      "time every candidate with cold caches (flushed before every timed call), as a kernel "
+      "whose data comes from DRAM runs in a model (default: chosen from the working set, "
+      "docs/measurement.md; a resumed run keeps its regime)");
+  opt_cmd
+      ->add_flag("--hot", opt.hot,
+                 "time every candidate with hot caches (its data left in cache by the previous "
+                 "call)")
+      ->excludes(opt_cold);
   opt_cmd->add_flag("--accept-weak", opt.accept_weak,
                     "let a weak pass (most elements of an output bounded only by the 1% relative "
                     "floor) count as a pass, in the search and for the final answer");

@@ -25,6 +25,7 @@
 #include "cli/cli.h"
 #include "cli/optimize_llm.h"
 #include "cli/optimize_warm.h"
+#include "cli/optimize_timing.h"
 #include "emit/emit.h"
 #include "measure/measure.h"
 #include "search/cost_model.h"
@@ -238,6 +239,7 @@ int run_optimize(const OptimizeFlags& f) {
                     {"accept_weak", f.accept_weak}};
     if (!llm_options.is_null()) options_json["llm"] = llm_options;
     options_json["cost_model"] = f.cost_model.empty() ? "on" : f.cost_model;
+    options_json["timing"] = regime_json(regime_for_new_run(f, graph, f.threads));
     info.options_json = options_json.dump();
     info.seed = f.seed;
     info.created = strings::utc_now_iso8601();
@@ -247,6 +249,7 @@ int run_optimize(const OptimizeFlags& f) {
     db.emplace(store::Store::create((out_dir / "run.db").string(), info));
   }
   check_reference_fits(graph);
+  const measure::Regime regime = regime_of_run(options_json, f);
 
   // What this session runs with: the run's own options (a resumed run keeps its seed,
   // chains and proposers), and this session's budgets.
@@ -289,6 +292,7 @@ int run_optimize(const OptimizeFlags& f) {
   eo.threads = options_json.value("threads", 0);
   eo.bench_seconds = options_json.value("bench_seconds", 0.3);
   eo.verify.accept_weak = options_json.value("accept_weak", false);
+  eo.cold = regime.cold;
   const search::Candidate baseline = search::baseline_candidate(graph);
   auto local_evaluator = search::make_local_evaluator(graph, graph_at, baseline.source, eo);
   // A replay reuses the recorded run's evaluations of identical kernels (unless
@@ -307,7 +311,7 @@ int run_optimize(const OptimizeFlags& f) {
   const int threads = eo.threads > 0
                           ? eo.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const measure::Roofline roof = measure::roofline(graph, peaks.peaks, threads);
+  const measure::Roofline roof = measure::roofline(graph, peaks.peaks, threads, regime.cold);
   auto roof_fraction = [&](double seconds) {
     return seconds > 0 ? roof.bound_seconds / seconds : 0.0;
   };
@@ -359,16 +363,18 @@ int run_optimize(const OptimizeFlags& f) {
                            resuming ? f.resume : (out_dir / "run.db").string(),
                            resuming ? " (resumed)" : "");
   search::Progress last_progress;
+  std::cerr << fmt::format("timing: {}: {}\n", regime_text(regime), regime.why);
   auto progress = [&](const search::Progress& p) {
     last_progress = p;
     std::string line = fmt::format(
         "[{}] {} evals ({:.0f}/min, {} in the run), accepted {:.0f}%, best {} = {:.2f}x the "
         "baseline {}, {:.0f}% of "
-        "the roofline, T = {}",
+        "the roofline, {} caches, T = {}",
         clock_text(p.elapsed_seconds), p.evaluations, p.evals_per_minute, p.run_evaluations,
         p.acceptance * 100, ms(p.best_seconds),
         p.best_seconds > 0 ? p.baseline_seconds / p.best_seconds : 0.0, ms(p.baseline_seconds),
-        roof_fraction(p.best_seconds) * 100, fmt::join(p.temperatures, ","));
+        roof_fraction(p.best_seconds) * 100, measure::regime_name(regime.cold),
+        fmt::join(p.temperatures, ","));
     if (so.cost_model.on) line += fmt::format(", {} screened out", p.screened_out);
     const std::string with_llm =
         llm_proposer ? line + ", llm: " + usage_text(llm_proposer->usage()) : line;
@@ -446,7 +452,9 @@ int run_optimize(const OptimizeFlags& f) {
         "measured side by side with the baseline (ratio {:.3f})\n"
         "{}"
         "- verified at full level: {} suites, worst error {:.3g} of its bound (certificate.json)\n"
-        "- roofline at {} threads: {}-bound, no kernel faster than {}; the best is at {:.0f}% of "
+        "- timing: {}: {}\n"
+        "- roofline at {} threads, memory ceiling {}: {}-bound, no kernel faster than {}; the "
+        "best is at {:.0f}% of "
         "it, the baseline "
         "at {:.0f}% ({:.3g} GFLOP/s, {:.3g} GB/s for the best)\n",
         entry, spec_path, db->run().spec_sha256, search::stop_reason_name(reason),
@@ -457,8 +465,9 @@ int run_optimize(const OptimizeFlags& f) {
             ? std::string()
             : fmt::format("- tensor-IR rewrites ({}.rewrites, docs/rewrites.md): {}\n", entry,
                           fmt::join(strings::nonempty_lines(cand.rewrites), "; ")),
-        report.suites.size(), report.worst, roof.threads, roof.memory_bound ? "memory" : "compute",
-        ms(roof.bound_seconds), roof_fraction(best_s) * 100, roof_fraction(base_s) * 100,
+        report.suites.size(), report.worst, regime_text(regime), regime.why, roof.threads,
+        roof.ceiling, roof.memory_bound ? "memory" : "compute", ms(roof.bound_seconds),
+        roof_fraction(best_s) * 100, roof_fraction(base_s) * 100,
         measure::throughput(roof, best_s).gflops_per_s,
         measure::throughput(roof, best_s).gbytes_per_s);
     // The language model's part (never the key: the usage and settings only), and a

@@ -1,6 +1,7 @@
 // calibrate(): compiles the trusted calibration kernels (peak_kernels.cc, embedded as text)
 // with the build driver, loads them into this process and times them: a clock estimate,
-// the FMA loop on one core and on all cores, and the triad on one core and on all cores.
+// the FMA loop on one core and on all cores, and the triad on one core and on all cores,
+// out of cache (DRAM) and in the last-level cache.
 #include <dlfcn.h>
 #include <stdlib.h>
 
@@ -97,6 +98,21 @@ struct FreeDeleter {
   void operator()(float* p) const { std::free(p); }
 };
 
+// Counted bytes per second of the triad over arrays of n floats (3 x 4 bytes per element
+// and pass): one warm-up pass, then the best of `reps` samples of enough passes to last
+// `sample` seconds.
+double triad_rate(const Kernels& k, float* a, float* b, float* c, int64_t n, int threads,
+                  double sample, int reps) {
+  k.triad(a, b, c, 3.0f, n, threads);  // warm-up (and page-table walk)
+  const double one_pass = time_of([&] { k.triad(a, b, c, 3.0f, n, threads); });
+  const int64_t passes =
+      std::max<int64_t>(1, static_cast<int64_t>(std::ceil(sample / std::max(one_pass, 1e-9))));
+  const double t = best_of(reps, [&] {
+    for (int64_t i = 0; i < passes; ++i) k.triad(a, b, c, 3.0f, n, threads);
+  });
+  return 12.0 * static_cast<double>(n) * static_cast<double>(passes) / t;
+}
+
 }  // namespace
 
 MachinePeaks calibrate(const CalibrateOptions& options) {
@@ -164,31 +180,39 @@ MachinePeaks calibrate(const CalibrateOptions& options) {
       "of a not "
       "counted (the bus carries 4/3 of this with ordinary stores)";
   const int64_t n = size.bytes / static_cast<int64_t>(sizeof(float));
-  auto alloc = [&] {
-    void* ptr = std::aligned_alloc(4096, static_cast<size_t>(size.bytes));
+  auto alloc = [&](int64_t bytes) {
+    void* ptr = std::aligned_alloc(4096, static_cast<size_t>(bytes));
     if (!ptr)
-      throw UserError("cannot allocate the triad's arrays (" + std::to_string(size.bytes) +
+      throw UserError("cannot allocate the triad's arrays (" + std::to_string(bytes) +
                       " bytes each)");
     return std::unique_ptr<float, FreeDeleter>(static_cast<float*>(ptr));
   };
   say("allocating the triad's arrays (3 x " + std::to_string(size.bytes >> 20) + " MiB)");
-  auto a = alloc(), b = alloc(), c = alloc();
+  auto a = alloc(size.bytes), b = alloc(size.bytes), c = alloc(size.bytes);
   k.triad_init(a.get(), b.get(), c.get(), n, p.cores);
-  const double pass_bytes = 3.0 * static_cast<double>(size.bytes);
-  auto triad_rate = [&](int threads) {
-    k.triad(a.get(), b.get(), c.get(), 3.0f, n, threads);  // warm-up (and page-table walk)
-    double one_pass = time_of([&] { k.triad(a.get(), b.get(), c.get(), 3.0f, n, threads); });
-    int64_t passes =
-        std::max<int64_t>(1, static_cast<int64_t>(std::ceil(sample / std::max(one_pass, 1e-9))));
-    double t = best_of(reps, [&] {
-      for (int64_t i = 0; i < passes; ++i) k.triad(a.get(), b.get(), c.get(), 3.0f, n, threads);
-    });
-    return pass_bytes * static_cast<double>(passes) / t;
-  };
   say("timing the triad on 1 core");
-  p.triad_bytes_per_s_1core = triad_rate(1);
+  p.triad_bytes_per_s_1core = triad_rate(k, a.get(), b.get(), c.get(), n, 1, sample, reps);
   say("timing the triad on " + std::to_string(p.cores) + " cores");
-  p.triad_bytes_per_s_all = p.cores > 1 ? triad_rate(p.cores) : p.triad_bytes_per_s_1core;
+  p.triad_bytes_per_s_all = p.cores > 1
+                                ? triad_rate(k, a.get(), b.get(), c.get(), n, p.cores, sample, reps)
+                                : p.triad_bytes_per_s_1core;
+  a.reset();
+  b.reset();
+  c.reset();
+
+  // The same triad on arrays that fit the last-level cache: the hot regime's ceiling.
+  const TriadSize in_cache = llc_triad_array_size(p.llc_bytes);
+  p.llc_triad_array_bytes = in_cache.bytes;
+  const int64_t m = in_cache.bytes / static_cast<int64_t>(sizeof(float));
+  auto la = alloc(in_cache.bytes), lb = alloc(in_cache.bytes), lc = alloc(in_cache.bytes);
+  k.triad_init(la.get(), lb.get(), lc.get(), m, p.cores);
+  say("timing the last-level-cache triad (3 x " + std::to_string(in_cache.bytes >> 10) +
+      " KiB) on 1 core");
+  p.llc_bytes_per_s_1core = triad_rate(k, la.get(), lb.get(), lc.get(), m, 1, sample, reps);
+  say("timing the last-level-cache triad on " + std::to_string(p.cores) + " cores");
+  p.llc_bytes_per_s_all =
+      p.cores > 1 ? triad_rate(k, la.get(), lb.get(), lc.get(), m, p.cores, sample, reps)
+                  : p.llc_bytes_per_s_1core;
 
   p.seconds = now_seconds() - started;
   return p;

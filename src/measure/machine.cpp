@@ -158,6 +158,23 @@ int64_t llc_bytes() {
   return 0;
 }
 
+int64_t l2_bytes() {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/sys/devices/system/cpu/cpu0/cache", ec)) {
+    if (entry.path().filename().string().rfind("index", 0) != 0) continue;
+    const std::string type = trim(read_file(entry.path() / "type"));
+    if (type != "Data" && type != "Unified") continue;
+    if (std::atoi(read_file(entry.path() / "level").c_str()) != 2) continue;
+    const int64_t size = parse_size(read_file(entry.path() / "size"));
+    if (size > 0) return size;
+  }
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (l2 > 0) return l2;
+#endif
+  return 0;
+}
+
 int threads_per_core() {
   return std::max(
       1, count_cpu_list(read_file("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list")));
@@ -208,6 +225,17 @@ TriadSize triad_array_size(int64_t llc, int64_t max_array_bytes, int64_t availab
   return t;
 }
 
+TriadSize llc_triad_array_size(int64_t llc) {
+  TriadSize t;
+  const int64_t cache = llc > 0 ? llc : int64_t{32} << 20;
+  t.bytes = std::max<int64_t>(cache / 8 / 4096 * 4096, int64_t{64} << 10);
+  t.why = "1/8 of " +
+          (llc > 0 ? "the last-level cache (" + mib(llc) + ")"
+                   : std::string("an assumed 32 MiB cache (none found)")) +
+          " = " + mib(t.bytes) + " per array: the three take 3/8 of it";
+  return t;
+}
+
 // ---------------------------------------------------------------------------- JSON
 
 void to_json(nlohmann::json& j, const MachinePeaks& p) {
@@ -230,6 +258,9 @@ void to_json(nlohmann::json& j, const MachinePeaks& p) {
       {"triad_array_bytes", p.triad_array_bytes},
       {"triad_sizing", p.triad_sizing},
       {"triad_convention", p.triad_convention},
+      {"llc_bytes_per_s_1core", p.llc_bytes_per_s_1core},
+      {"llc_bytes_per_s_all", p.llc_bytes_per_s_all},
+      {"llc_triad_array_bytes", p.llc_triad_array_bytes},
       {"load_average", p.load_average},
       {"seconds", p.seconds},
   };
@@ -264,6 +295,13 @@ void from_json(const nlohmann::json& j, MachinePeaks& p) {
   get("triad_array_bytes", p.triad_array_bytes);
   get("triad_sizing", p.triad_sizing);
   get("triad_convention", p.triad_convention);
+  // Measured since format 1 was written: a cache without them reads as "not measured".
+  auto optional = [&](const char* key, auto& field) {
+    if (j.contains(key)) get(key, field);
+  };
+  optional("llc_bytes_per_s_1core", p.llc_bytes_per_s_1core);
+  optional("llc_bytes_per_s_all", p.llc_bytes_per_s_all);
+  optional("llc_triad_array_bytes", p.llc_triad_array_bytes);
   get("load_average", p.load_average);
   get("seconds", p.seconds);
 }

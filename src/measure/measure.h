@@ -49,6 +49,8 @@ MachineIdentity host_identity();
 
 // Size in bytes of the last-level data or unified cache (sysfs, else sysconf); 0 if unknown.
 int64_t llc_bytes();
+// Size in bytes of one core's level-2 data or unified cache (sysfs, else sysconf); 0 if unknown.
+int64_t l2_bytes();
 // Hardware threads per core (SMT), from cpu0's thread siblings; 1 if unknown.
 int threads_per_core();
 // MemAvailable from /proc/meminfo; 0 if unknown.
@@ -62,6 +64,9 @@ struct TriadSize {
 // 4 x llc (32 MiB assumed when llc is 0), capped at max_array_bytes and at available / 8 (when
 // available > 0), rounded down to a multiple of 4 KiB, at least 1 MiB.
 TriadSize triad_array_size(int64_t llc, int64_t max_array_bytes, int64_t available);
+// The last-level-cache triad's per-array size: llc / 8 (32 MiB assumed when llc is 0), so the
+// three arrays take 3/8 of the cache, rounded down to 4 KiB, at least 64 KiB.
+TriadSize llc_triad_array_size(int64_t llc);
 
 struct MachinePeaks {
   int format = 1;  // bump when a field's meaning changes (old files are re-measured)
@@ -82,14 +87,21 @@ struct MachinePeaks {
   int64_t triad_array_bytes = 0;  // each of the three arrays
   std::string triad_sizing;       // why that size
   std::string triad_convention;   // how bytes are counted
-  double load_average = -1;       // 1-minute load average when the calibration started
-  double seconds = 0;             // wall time of the calibration
+  // The same triad on arrays that fit the last-level cache (llc_triad_array_size): the
+  // bandwidth a kernel whose data stays in that cache between calls can reach. 0 when not
+  // measured: a machine.json written before ollie measured it (still read; the roofline
+  // then falls back to the DRAM figure and says so).
+  double llc_bytes_per_s_1core = 0;
+  double llc_bytes_per_s_all = 0;
+  int64_t llc_triad_array_bytes = 0;
+  double load_average = -1;  // 1-minute load average when the calibration started
+  double seconds = 0;        // wall time of the calibration
 
   MachineIdentity identity() const { return {cpu_model, isa, cores}; }
 };
 
 // nlohmann::json conversions (ADL): every field by name; from_json throws UserError naming
-// a missing or mistyped field.
+// a missing or mistyped field (the last-level-cache triad's fields may be missing: 0).
 void to_json(nlohmann::json& j, const MachinePeaks& p);
 void from_json(const nlohmann::json& j, MachinePeaks& p);
 std::string to_json_text(const MachinePeaks& p);  // pretty, 2-space indent, trailing newline
@@ -132,7 +144,8 @@ CachedPeaks machine_peaks(const std::string& cache_dir, bool recalibrate,
 struct ThreadPeaks {
   int threads = 0;
   double flops_per_s = 0;
-  double bytes_per_s = 0;
+  double bytes_per_s = 0;      // DRAM (the triad out of cache)
+  double llc_bytes_per_s = 0;  // the last-level cache (its triad); 0 when not measured
 };
 ThreadPeaks peaks_at(const MachinePeaks& peaks, int threads);
 
@@ -145,11 +158,42 @@ struct Roofline {
   double bound_seconds = 0;   // max(flops / peak_flops, bytes / bandwidth): no kernel is faster
   bool memory_bound = false;  // bytes / bandwidth > flops / peak_flops
   int threads = 0;
+  // Which memory `bandwidth` is, and why: "DRAM" with cold caches or a working set larger
+  // than the last-level cache, "last-level cache" when hot and it fits (see roofline()).
+  std::string ceiling = "DRAM";
   // min(peak_flops, intensity * bandwidth): the attainable FLOP/s.
   double attainable_flops() const;
 };
 Roofline roofline(double flops, double bytes, const ThreadPeaks& peaks);
 Roofline roofline(const ir::Graph& graph_at_bound_dims, const MachinePeaks& peaks, int threads);
+// The roofline under a timing regime: with cold caches the memory ceiling is DRAM's (the
+// triad); hot, it is the last-level cache's when the compulsory bytes fit that cache and
+// its bandwidth was measured, else DRAM's (`ceiling` says which and why).
+Roofline roofline(double flops, double bytes, const MachinePeaks& peaks, int threads, bool cold);
+Roofline roofline(const ir::Graph& graph_at_bound_dims, const MachinePeaks& peaks, int threads,
+                  bool cold);
+
+// ---------------------------------------------------------------------------- regime
+
+// How `optimize` times its candidates when neither --cold nor --hot is given. A kernel's
+// data stays in cache between two of its calls in real use only when the program does
+// little in between; in a model, the other layers' weights and caches pass through the
+// caches between two calls of one kernel, so what the kernel reads comes from DRAM unless
+// it is small enough to stay in the cores' private caches. Cold when the working set (the
+// compulsory bytes: inputs read once, outputs written once) exceeds what the level-2
+// caches of the kernel's threads hold (threads x l2_per_core), or kColdLlcFraction of the
+// last-level cache (a hot timing of more than that measures a cache the kernel partly
+// evicts itself); hot otherwise. docs/measurement.md gives the numbers behind it.
+constexpr double kColdLlcFraction = 0.5;
+struct Regime {
+  bool cold = false;
+  std::string why;  // a sentence: the working set against the caches, or the flag given
+};
+// llc 0: 32 MiB assumed; l2_per_core 0: the LLC rule alone; threads < 1: 1.
+Regime choose_regime(int64_t working_set_bytes, int64_t llc_bytes, int64_t l2_per_core,
+                     int threads);
+// "cold" or "hot".
+inline const char* regime_name(bool cold) { return cold ? "cold" : "hot"; }
 
 // A measured time as rates and as a fraction of the roofline: bound_seconds / seconds
 // (1 = at the roofline; above 1 means the kernel beat the model, e.g. data stayed in cache).

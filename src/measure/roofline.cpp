@@ -1,6 +1,8 @@
-// The roofline of a graph against the machine's peaks, and measured times as rates and as a
-// fraction of it.
+// The roofline of a graph against the machine's peaks (DRAM's or the last-level cache's
+// bandwidth, by timing regime), and measured times as rates and as a fraction of it.
 #include <algorithm>
+#include <cstdio>
+#include <string>
 
 #include "measure/measure.h"
 
@@ -16,6 +18,9 @@ ThreadPeaks peaks_at(const MachinePeaks& peaks, int threads) {
   t.flops_per_s = peaks.fma_flops_1core + w * (peaks.fma_flops_all - peaks.fma_flops_1core);
   t.bytes_per_s = peaks.triad_bytes_per_s_1core +
                   w * (peaks.triad_bytes_per_s_all - peaks.triad_bytes_per_s_1core);
+  if (peaks.llc_bytes_per_s_1core > 0 && peaks.llc_bytes_per_s_all > 0)
+    t.llc_bytes_per_s =
+        peaks.llc_bytes_per_s_1core + w * (peaks.llc_bytes_per_s_all - peaks.llc_bytes_per_s_1core);
   return t;
 }
 
@@ -42,6 +47,38 @@ Roofline roofline(const ir::Graph& graph, const MachinePeaks& peaks, int threads
   ir::Cost c = ir::cost(graph);
   return roofline(static_cast<double>(c.flops), static_cast<double>(c.compulsory_bytes),
                   peaks_at(peaks, threads));
+}
+
+Roofline roofline(double flops, double bytes, const MachinePeaks& peaks, int threads, bool cold) {
+  ThreadPeaks at = peaks_at(peaks, threads);
+  char text[200];
+  const double mb = bytes / 1e6;
+  const long long llc_mib = static_cast<long long>(peaks.llc_bytes >> 20);
+  std::string ceiling = "DRAM (cold caches)";
+  if (!cold && peaks.llc_bytes > 0 && bytes > static_cast<double>(peaks.llc_bytes)) {
+    std::snprintf(text, sizeof text,
+                  "DRAM (hot caches, but %.3g MB does not fit the %lld MiB last-level cache)", mb,
+                  llc_mib);
+    ceiling = text;
+  } else if (!cold && at.llc_bytes_per_s <= 0) {
+    ceiling =
+        "DRAM (hot caches, but the machine cache has no last-level-cache bandwidth: `ollie "
+        "calibrate --recalibrate` measures it)";
+  } else if (!cold) {
+    at.bytes_per_s = at.llc_bytes_per_s;
+    std::snprintf(text, sizeof text,
+                  "last-level cache (hot caches: %.3g MB fits the %lld MiB cache)", mb, llc_mib);
+    ceiling = text;
+  }
+  Roofline r = roofline(flops, bytes, at);
+  r.ceiling = ceiling;
+  return r;
+}
+
+Roofline roofline(const ir::Graph& graph, const MachinePeaks& peaks, int threads, bool cold) {
+  ir::Cost c = ir::cost(graph);
+  return roofline(static_cast<double>(c.flops), static_cast<double>(c.compulsory_bytes), peaks,
+                  threads, cold);
 }
 
 Throughput throughput(const Roofline& roof, double seconds) {

@@ -93,6 +93,7 @@ class LocalEvaluator : public Evaluator {
                                     double seconds, int min_rounds) const {
     measure::BenchOptions bo;
     bo.threads = options_.threads;
+    bo.cold = options_.cold;
     bo.budget_seconds = seconds;
     bo.min_rounds = min_rounds;
     bo.runner_path = options_.runner_path;

@@ -132,6 +132,7 @@ struct EvaluatorOptions {
   int confirm_min_rounds = 30;   // ...and its rounds at least...
   int confirm_attempts = 3;      // ...and sessions tried, 1 s apart, while they are contended
   int threads = 0;               // kernel threads (0: every core)
+  bool cold = false;             // flush the caches before every timed call
   std::string runner_path;
   std::string cache_dir;
 };

@@ -935,7 +935,11 @@ TEST(Cli, EmittedBaselineOfEveryExampleAgreesWithTheReference) {
       {"mla_decode", "B=1,H=2,S=16,L=8,DR=4,DN=8,DV=8"},
       {"gpt2_block", "T=8,D=16,F=32"},
       {"llama_block", "B=1,L=8,HD=4,F=24"},
-      {"llama_decode", "B=1,P=8,F=24,HD=4"}};
+      {"llama_decode", "B=1,P=8,F=24,HD=4"},
+      {"gemm", "M=8,K=16,N=8"},
+      {"attention_prefill", "H=2,S=16,D=8"},
+      {"gqa_decode", "B=1,S=16,KV=2,HD=8"},
+      {"mla_decode_naive", "B=1,H=2,S=16,L=8,DR=4,DN=8,DV=8"}};
   fs::path dir = temp_dir() / "emit";
   const std::string env = "OLLIE_CACHE_DIR=" + (dir / "cache").string();
   for (const auto& name : example_names()) {

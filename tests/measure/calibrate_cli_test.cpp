@@ -85,6 +85,27 @@ TEST_F(CachedMachine, CalibrateTextSaysPeaksSizingAndWhereCached) {
   EXPECT_NE(r.out.find("1024 MiB each: sized for the test"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find((dir_ / "machine.json").string() + " (cached;"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("busy"), std::string::npos) << r.out;  // load 0.1: no warning
+  // Written without the last-level-cache triad (as caches from before it were): said, not
+  // measured behind the user's back.
+  EXPECT_NE(r.out.find("LLC triad     missing"), std::string::npos) << r.out;
+}
+
+TEST_F(CachedMachine, CalibrateTextShowsTheLastLevelCacheTriadWhenCached) {
+  MachinePeaks p = nlohmann::json::parse(std::ifstream(dir_ / "machine.json")).get<MachinePeaks>();
+  p.llc_bytes = int64_t{32} << 20;
+  p.llc_triad_array_bytes = int64_t{4} << 20;
+  p.llc_bytes_per_s_1core = 40e9;
+  p.llc_bytes_per_s_all = 40e9 * p.cores;
+  std::ofstream(dir_ / "machine.json") << to_json_text(p);
+  CommandResult r = ollie("calibrate --threads 1 --cache-dir " + dir_.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("LLC triad     1 core: 40.0 GB/s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("3 arrays of 4096 KiB in the 32 MiB last-level cache"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("hot, in the last-level cache: 40.0 GB/s"), std::string::npos) << r.out;
+  nlohmann::json j =
+      nlohmann::json::parse(ollie("calibrate --json --threads 1 --cache-dir " + dir_.string()).out);
+  EXPECT_EQ(j["at_threads"]["llc_bytes_per_s"], 40e9);
 }
 
 TEST(CheckJson, MatmulCostAndDims) {

@@ -292,6 +292,10 @@ TEST(Calibrate, FiguresArePlausibleForThisMachine) {
   EXPECT_LE(p.triad_array_bytes, int64_t{16} << 20);
   EXPECT_EQ(p.llc_bytes, llc_bytes());
   EXPECT_NE(p.triad_convention.find("STREAM"), std::string::npos);
+  // The last-level-cache triad ran on arrays that fit the cache.
+  EXPECT_EQ(p.llc_triad_array_bytes, llc_triad_array_size(p.llc_bytes).bytes);
+  EXPECT_GT(p.llc_bytes_per_s_1core, 0.5e9);
+  EXPECT_GT(p.llc_bytes_per_s_all, 0.5e9);
 }
 
 }  // namespace

@@ -21,6 +21,10 @@ SMALL_DIMS = {
     "gpt2_block": dict(T=8, D=16, F=32),
     "llama_block": dict(B=1, L=8, HD=4, F=24),
     "llama_decode": dict(B=1, P=8, F=24, HD=4),
+    "gemm": dict(M=8, K=16, N=8),
+    "attention_prefill": dict(H=2, S=16, D=8),
+    "gqa_decode": dict(B=1, S=16, KV=2, HD=8),
+    "mla_decode_naive": dict(B=1, H=2, S=16, L=8, DR=4, DN=8, DV=8),
 }
 
 # Purely elementwise (or data movement): no reduction that could lose a term.
@@ -111,6 +115,25 @@ def _drop_attention_key(spec, x):
     return spec.run_f64({**x, "v": v})[0], mask
 
 
+def _drop_prefill_feature(spec, x):
+    q, k = x["q"], x["k"]
+    d = int(np.argmax(np.abs(q).max(axis=(0, 1)) * np.abs(k).max(axis=(0, 1))))
+    k = k.copy()
+    k[:, :, d] = 0.0          # feature d's term leaves every q . k score (a D-long sum)
+    return spec.run_f64({**x, "k": k})[0], None
+
+
+def _drop_gqa_position(spec, x):
+    q, k, v = x["q"], x["cache_k"], x["cache_v"]
+    b, s, kv, hd = k.shape
+    qg = q.reshape(b, kv, -1, hd)
+    p = _softmax(np.einsum("bkgd,bskd->bkgs", qg, k) / np.sqrt(hd))
+    j = int(np.argmax(p.max(axis=(0, 1, 2)) * np.abs(v).max(axis=(0, 2, 3))))
+    v = v.copy()
+    v[:, j] = 0.0             # cached position j leaves every head's P @ V sum
+    return spec.run_f64({**x, "cache_v": v})[0], None
+
+
 def _drop_mha_projection_term(spec, x):
     xs, w_v = x["x"], x["w_v"]
     k = int(np.argmax(np.abs(xs).max(axis=0) * np.abs(w_v).reshape(w_v.shape[0], -1).max(axis=1)))
@@ -160,4 +183,11 @@ REDUCTION_CASES = {
     "gpt2_block": (dict(T=2, D=8, F=LONG), _drop_gpt2_hidden),
     "llama_block": (dict(B=1, L=2, HD=4, F=LONG), _drop_llama_hidden),
     "llama_decode": (dict(B=1, P=4, F=LONG, HD=4), _drop_llama_hidden),
+    "gemm": (dict(M=4, K=LONG, N=4), _drop_matmul_k),
+    # The 4096-long reduction is the score's over D (S x S keys at S = 4096 would take the
+    # reference minutes); attention_causal covers the one over keys.
+    "attention_prefill": (dict(H=1, S=4, D=LONG), _drop_prefill_feature),
+    "gqa_decode": (dict(B=1, S=LONG, KV=2, HD=4), _drop_gqa_position),
+    # The naive form equals the absorbed one in exact arithmetic: the same variant.
+    "mla_decode_naive": (dict(B=1, H=2, S=LONG, L=8, DR=4, DN=8, DV=8), _drop_mla_key),
 }

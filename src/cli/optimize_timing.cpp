@@ -1,0 +1,48 @@
+// The timing regime of `ollie optimize`: chosen for a new run, recorded in its options,
+// checked against the flags on resume (optimize_timing.h).
+#include "cli/optimize_timing.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "support/error.h"
+
+namespace ollie::cli {
+
+measure::Regime regime_for_new_run(const OptimizeFlags& f, const ir::Graph& graph, int threads) {
+  if (f.cold) return {true, "--cold was given"};
+  if (f.hot) return {false, "--hot was given"};
+  const int t =
+      threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return measure::choose_regime(ir::cost(graph).compulsory_bytes, measure::llc_bytes(),
+                                measure::l2_bytes(), t);
+}
+
+nlohmann::json regime_json(const measure::Regime& regime) {
+  return {{"regime", measure::regime_name(regime.cold)}, {"why", regime.why}};
+}
+
+measure::Regime regime_of_run(const nlohmann::json& options_json, const OptimizeFlags& f) {
+  measure::Regime recorded{false, "the run was made before ollie recorded a regime: hot caches"};
+  const nlohmann::json timing = options_json.value("timing", nlohmann::json());
+  if (timing.is_object()) {
+    recorded.cold = timing.value("regime", std::string("hot")) == "cold";
+    recorded.why = timing.value("why", std::string());
+  }
+  if ((f.cold && !recorded.cold) || (f.hot && recorded.cold))
+    throw UserError(fmt::format(
+        "{}: this run is timed with {} caches ({}); its times are comparable only under one "
+        "regime, so a resumed or replayed run keeps it. Leave out {}, or start a new run with "
+        "ollie optimize SPEC -o NEW_DIR {}",
+        f.cold ? "--cold" : "--hot", measure::regime_name(recorded.cold), recorded.why,
+        f.cold ? "--cold" : "--hot", f.cold ? "--cold" : "--hot"));
+  return recorded;
+}
+
+std::string regime_text(const measure::Regime& regime) {
+  return regime.cold ? "cold caches (flushed before every timed call)" : "hot caches";
+}
+
+}  // namespace ollie::cli
