@@ -288,6 +288,7 @@ int run_optimize(const OptimizeFlags& f) {
       lo.roofline_seconds = roof.bound_seconds;
       lo.prompt = model->prompt;
       lo.stopped = model->stopped;
+      lo.graph = &graph;  // answers may be schedules (docs/llm.md)
       auto p = std::make_unique<search::LlmProposer>(*model->model, *db, std::move(lo));
       llm_proposer = p.get();
       proposers.push_back(std::move(p));
@@ -422,7 +423,7 @@ int run_optimize(const OptimizeFlags& f) {
             session.without_code, session.failed, session.failed == 1 ? "" : "s");
         if (session.stopped) extra += fmt::format("; stopped: {}", session.stop_reason);
       }
-      extra += "\n";
+      extra += "\n" + llm_plan_summary(*db, llm_proposer, cand.id, entry);
     }
     if (recorded) {
       extra += fmt::format("- replay of {}: the model's answers were read from it, not asked",
