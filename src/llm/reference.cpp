@@ -1,6 +1,7 @@
 // The prompt's reference sections, taken from the docs built into ollie: the directive
-// table of docs/schedules.md and the rule table of docs/rewrites.md, each row turned into
-// one Markdown list item (so the docs stay the one place they are written).
+// table of docs/schedules.md (and its dependence rules) and the rule table of
+// docs/rewrites.md, each row turned into one Markdown list item (so the docs stay the one
+// place they are written).
 #include <string>
 #include <vector>
 
@@ -63,6 +64,24 @@ std::vector<std::vector<std::string>> table_under(const std::string& doc,
   return rows;
 }
 
+// The text of the subsection under `heading` (a "### ..." line) up to the next heading,
+// its lines joined as they are.
+std::string subsection(const std::string& doc, const std::string& heading) {
+  std::string out;
+  bool in = false;
+  for (const std::string& line : strings::split_lines(doc)) {
+    if (line.starts_with("#")) {
+      if (in) break;
+      in = line == heading;
+      continue;
+    }
+    if (in) out += line + "\n";
+  }
+  return strings::trim(out, "\n") + "\n";
+}
+
+std::string sentence(const std::string& text) { return text.ends_with(".") ? text : text + "."; }
+
 }  // namespace
 
 const std::string& directive_reference() {
@@ -71,11 +90,13 @@ const std::string& directive_reference() {
     std::string out;
     for (const auto& row : table_under(kSchedulesDoc, "## Directives")) {
       if (row.size() < 2) continue;
-      out += "- " + row[0] + ": " + row[1];
-      if (row.size() > 2 && !row[2].empty())
-        out += " Refused when: " + row[2] + (row[2].ends_with(".") ? "" : ".");
+      out += "- " + row[0] + ": " + sentence(row[1]);
+      if (row.size() > 2 && !row[2].empty()) out += " Refused when: " + sentence(row[2]);
       out += "\n";
     }
+    // compute_at's "see below": the dependence rules every compute_at, pack and rfactor
+    // must keep.
+    out += "\nDependences (docs/schedules.md): " + subsection(kSchedulesDoc, "### Dependences");
     return out;
   }();
   return text;

@@ -47,23 +47,29 @@ std::string move_of(const llm::ExtractedPlan& plan, const loops::Schedule& sched
                      plan.rewrites ? ", " + rewrites : "");
 }
 
+// Without the last newline: the prompt puts each value in a fence of its own.
+std::string chomp(std::string text) {
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
 }  // namespace
 
 KernelTerms kernel_terms(RewrittenGraphs& graphs, const std::string& rewrites,
                          const std::string& schedule, bool free_form) {
   KernelTerms t;
   const std::string chain = free_form ? "" : rewrites;
-  t.rewrites = chain;
+  t.rewrites = chomp(chain);
   t.schedule = free_form ? "(none: the current kernel is C++ written by hand or by a model, not "
                            "generated; a schedule answer starts from the spec's stages shown)"
                : schedule.empty() ? "(empty: no directives)"
-                                  : schedule;
+                                  : chomp(schedule);
   try {
     const ir::Graph& graph = graphs.at(chain);
-    t.graph = ir::to_text(graph);
-    t.stages = loops::describe_stages(graph);
+    t.graph = chomp(ir::to_text(graph));
+    t.stages = chomp(loops::describe_stages(graph));
     for (const rewrite::Site& site : rewrite::find_sites(graph))
-      t.rewrite_sites += rewrite::to_text(site) + "\n";
+      t.rewrite_sites += (t.rewrite_sites.empty() ? "" : "\n") + rewrite::to_text(site);
   } catch (const UserError& e) {
     t.graph = t.stages = fmt::format("(unknown: the chain does not replay: {})", e.what());
   }
@@ -91,8 +97,8 @@ PlanOutcome candidate_from_plan(const ir::Graph& spec, RewrittenGraphs& graphs,
           "nests are never the fastest kernel)";
       return out;
     }
-    out.candidate = emitted_candidate(graph, schedule, new_chain, "llm",
-                                      move_of(plan, schedule, new_chain));
+    out.candidate =
+        emitted_candidate(graph, schedule, new_chain, "llm", move_of(plan, schedule, new_chain));
   } catch (const UserError& e) {  // SpecError, ScheduleError, a rewrite that does not apply
     out.refusal = e.what();
   } catch (const std::exception& e) {

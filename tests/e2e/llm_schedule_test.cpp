@@ -104,7 +104,8 @@ TEST(LlmScheduleE2e, OptimizeTakesTheModelsSchedulesRefusesAnIllegalOneAndReplay
     // The prompt shows the stages and the directives; the second one the refusal.
     const std::string first = user_message(seen[0]);
     EXPECT_NE(first.find("out0: for m in [0, M), for n in [0, N)"), std::string::npos) << first;
-    EXPECT_NE(first.find("- `parallel S L`: `#pragma omp parallel for`"), std::string::npos);
+    EXPECT_NE(first.find("- `parallel S L`: `#pragma omp parallel for`. Refused when"),
+              std::string::npos);
     EXPECT_NE(user_message(seen[1]).find("cannot vectorize t1 n"), std::string::npos);
   }
   const fs::path db_path = dir / "a" / "run.db";

@@ -50,13 +50,18 @@ TEST(Plan, TheReferencesAreTheDocsTables) {
   const std::string& d = directive_reference();
   // One item a directive, its text from docs/schedules.md's table.
   EXPECT_NE(d.find("- `split S L F`: `L` becomes `L_o` (outer"), std::string::npos) << d;
-  EXPECT_NE(d.find("- `parallel S L`: `#pragma omp parallel for` Refused when: `L` carries a "
+  EXPECT_NE(d.find("- `parallel S L`: `#pragma omp parallel for`. Refused when: `L` carries a "
                    "reduction."),
             std::string::npos)
       << d;
   EXPECT_NE(d.find("- `accumulate S L`:"), std::string::npos);
   EXPECT_NE(d.find("- `compute_at S H L`:"), std::string::npos);
   EXPECT_EQ(d.find("| "), std::string::npos);  // no table syntax left
+  // compute_at's "see below" is there: the dependence rules.
+  EXPECT_NE(d.find("Dependences (docs/schedules.md): Legality is checked over *canonical loops*"),
+            std::string::npos)
+      << d;
+  EXPECT_NE(d.find("3. no common loop is one of W's reduction loops"), std::string::npos);
   const std::string& r = rewrite_rule_reference();
   EXPECT_NE(r.find("- `reciprocal`: `a / broadcast(b) = a * broadcast(1 / b)`\n"),
             std::string::npos)

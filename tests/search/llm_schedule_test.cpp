@@ -130,8 +130,7 @@ std::string schedule_answer(const std::string& schedule) {
          "```\n";
 }
 
-const std::string kLegal =
-    "split out0 n 8\nvectorize out0 n_i\nparallel out0 m\nparallel t1 m\n";
+const std::string kLegal = "split out0 n 8\nvectorize out0 n_i\nparallel out0 m\nparallel t1 m\n";
 
 TEST(LlmSchedule, TheAnswersScheduleBecomesAVerifiedCandidateThatMutateCanMove) {
   RunDir r;
@@ -157,8 +156,9 @@ TEST(LlmSchedule, TheAnswersScheduleBecomesAVerifiedCandidateThatMutateCanMove) 
   EXPECT_NE(prompt.find("```schedule\n" + search::baseline_candidate(softmax()).schedule),
             std::string::npos);
   EXPECT_NE(prompt.find("- `split S L F`: `L` becomes `L_o`"), std::string::npos);
-  EXPECT_NE(prompt.find("- `vectorize S L`: `#pragma omp simd` Refused when: `L` is not innermost"),
-            std::string::npos);
+  EXPECT_NE(
+      prompt.find("- `vectorize S L`: `#pragma omp simd`. Refused when: `L` is not innermost"),
+      std::string::npos);
   EXPECT_NE(prompt.find("- `reciprocal`: `a / broadcast(b)"), std::string::npos);
   EXPECT_NE(prompt.find("reciprocal %"), std::string::npos);  // a site of softmax's graph
   EXPECT_NE(prompt.find("float32 lanes"), std::string::npos);
@@ -170,8 +170,8 @@ TEST(LlmSchedule, TheAnswersScheduleBecomesAVerifiedCandidateThatMutateCanMove) 
   eo.cache_dir = (r.dir / "cache").string();
   eo.threads = 1;
   eo.bench_seconds = 0.01;
-  auto evaluator = search::make_local_evaluator(
-      softmax(), softmax_at, search::baseline_candidate(softmax()).source, eo);
+  auto evaluator = search::make_local_evaluator(softmax(), softmax_at,
+                                                search::baseline_candidate(softmax()).source, eo);
   const search::Evaluation e = evaluator->evaluate(*c);
   EXPECT_EQ(e.verdict, verify::Verdict::Pass) << e.message;
   search::State on_it;
@@ -246,11 +246,12 @@ TEST(LlmSchedule, MalformedPlansAreRefusedWithALocatedMessage) {
   RunDir r;
   store::Store db = r.create();
   FakeModelServer server(kKey);
-  server.script({Scripted::answer(schedule_answer("parallel out0 m\nvectorise out0 n\n")),
-                 Scripted::answer("```rewrites\nreciprocal\n```\n```schedule\nparallel out0 m\n```"),
-                 Scripted::answer("```rewrites\nflash %1 64\n```\n"),
-                 Scripted::answer(schedule_answer("# nothing\n")),
-                 Scripted::answer("```schedule\nparallel out0 m\nsplit out0")});
+  server.script(
+      {Scripted::answer(schedule_answer("parallel out0 m\nvectorise out0 n\n")),
+       Scripted::answer("```rewrites\nreciprocal\n```\n```schedule\nparallel out0 m\n```"),
+       Scripted::answer("```rewrites\nflash %1 64\n```\n"),
+       Scripted::answer(schedule_answer("# nothing\n")),
+       Scripted::answer("```schedule\nparallel out0 m\nsplit out0")});
   llm::Client client(config_for(server));
   search::LlmProposer llm(client, db, options_with_graph());
   for (int i = 0; i < 5; ++i) EXPECT_FALSE(llm.propose(at_baseline(), i).has_value()) << i;
