@@ -13,6 +13,11 @@ namespace ollie::search {
 
 namespace {
 
+// Plans longer than these are refused before any work: every proposal on the candidate
+// replays its chain and re-lowers its schedule (the search's own chains stop at 24 lines).
+constexpr size_t kMaxDirectives = 200;
+constexpr size_t kMaxRewrites = 48;
+
 // The block's chain replayed on the spec's graph, one line at a time so that a refusal
 // names the block's line; `chain` gets each site in its canonical text form.
 ir::Graph replay_block(const ir::Graph& spec, const std::string& block, std::string& chain) {
@@ -70,8 +75,8 @@ KernelTerms kernel_terms(RewrittenGraphs& graphs, const std::string& rewrites,
     t.stages = chomp(loops::describe_stages(graph));
     for (const rewrite::Site& site : rewrite::find_sites(graph))
       t.rewrite_sites += (t.rewrite_sites.empty() ? "" : "\n") + rewrite::to_text(site);
-  } catch (const UserError& e) {
-    t.graph = t.stages = fmt::format("(unknown: the chain does not replay: {})", e.what());
+  } catch (const std::exception& e) {
+    t.graph = t.stages = fmt::format("(unknown: {})", e.what());
   }
   return t;
 }
@@ -91,6 +96,13 @@ PlanOutcome candidate_from_plan(const ir::Graph& spec, RewrittenGraphs& graphs,
     loops::Schedule schedule = plan.has_schedule
                                    ? loops::parse_schedule(plan.schedule, "```schedule block")
                                    : loops::default_schedule(graph);
+    if (schedule.directives.size() > kMaxDirectives || line_count(new_chain) > kMaxRewrites) {
+      out.refusal =
+          fmt::format("the plan is too long ({}, {}; at most {} directives and {} rewrites)",
+                      plural(schedule.directives.size(), "directive"),
+                      plural(line_count(new_chain), "rewrite"), kMaxDirectives, kMaxRewrites);
+      return out;
+    }
     if (plan.has_schedule && schedule.directives.empty()) {
       out.refusal =
           "the ```schedule block has no directives: give the whole schedule (the plain loop "

@@ -245,18 +245,21 @@ TEST(LlmSchedule, ARewritesAndScheduleAnswerIsApplied) {
 TEST(LlmSchedule, MalformedPlansAreRefusedWithALocatedMessage) {
   RunDir r;
   store::Store db = r.create();
+  std::string too_long;
+  for (int i = 0; i < 201; ++i) too_long += "unroll out0 n\n";
   FakeModelServer server(kKey);
   server.script(
       {Scripted::answer(schedule_answer("parallel out0 m\nvectorise out0 n\n")),
        Scripted::answer("```rewrites\nreciprocal\n```\n```schedule\nparallel out0 m\n```"),
        Scripted::answer("```rewrites\nflash %1 64\n```\n"),
        Scripted::answer(schedule_answer("# nothing\n")),
-       Scripted::answer("```schedule\nparallel out0 m\nsplit out0")});
+       Scripted::answer("```schedule\nparallel out0 m\nsplit out0"),
+       Scripted::answer(schedule_answer(too_long))});
   llm::Client client(config_for(server));
   search::LlmProposer llm(client, db, options_with_graph());
-  for (int i = 0; i < 5; ++i) EXPECT_FALSE(llm.propose(at_baseline(), i).has_value()) << i;
+  for (int i = 0; i < 6; ++i) EXPECT_FALSE(llm.propose(at_baseline(), i).has_value()) << i;
   const auto refused = events_of(r.dir / "run.db", "llm-refused");
-  ASSERT_EQ(refused.size(), 5u);
+  ASSERT_EQ(refused.size(), 6u);
   EXPECT_NE(refused[0].find("```schedule block:2:1: error: unknown schedule directive 'vectorise'"),
             std::string::npos)
       << refused[0];
@@ -267,6 +270,7 @@ TEST(LlmSchedule, MalformedPlansAreRefusedWithALocatedMessage) {
       << refused[2];
   EXPECT_NE(refused[3].find("no directives"), std::string::npos) << refused[3];
   EXPECT_NE(refused[4].find("not closed"), std::string::npos) << refused[4];
+  EXPECT_NE(refused[5].find("too long (201 directives"), std::string::npos) << refused[5];
   for (const auto& call : db.model_calls("llm")) EXPECT_EQ(call.status, "refused");
   EXPECT_EQ(db.counts().candidates, 0);
 }
