@@ -202,17 +202,20 @@ struct LlmProposerOptions {
 
 // Usage of the language model over the whole run (earlier sessions' calls included).
 struct LlmUsage {
-  int64_t calls = 0;          // model calls (every status)
-  int64_t with_code = 0;      // answers whose code became a candidate
-  int64_t with_schedule = 0;  // answers whose schedule / rewrites became a candidate
-  int64_t refused = 0;        // answers whose schedule / rewrites were refused (malformed, illegal)
-  int64_t without_code = 0;   // ok answers without usable code
-  int64_t repeated = 0;       // answers whose kernel the run had evaluated before
-  int64_t failed = 0;  // calls that did not answer (http error, timeout, command failed, ...)
+  int64_t calls = 0;         // model calls (every status)
+  int64_t with_code = 0;     // answers whose code became a candidate
+  int64_t without_code = 0;  // ok answers without usable code
+  int64_t repeated = 0;      // answers whose kernel the run had evaluated before
+  int64_t failed = 0;        // calls that did not answer (http error, timeout, command failed, ...)
   int64_t tokens_in = 0, tokens_out = 0;
   double cost = 0;
   bool stopped = false;  // the proposer proposes nothing more (budget, answers run out, errors)
   std::string stop_reason;
+
+  // Answers in ollie's terms (docs/llm.md): plans that became candidates, plans refused
+  // (malformed or illegal; their calls' status is "refused").
+  int64_t with_schedule = 0;
+  int64_t refused = 0;
 };
 // Sums the "llm" rows of the run database's model_calls.
 LlmUsage llm_usage_of(const store::Store& store);
