@@ -181,7 +181,8 @@ int main(int argc, char** argv) {
   opt_cmd->add_option("--proposers", opt.proposers,
                       "proposers with weights: mutate (schedule moves), rewrite (tensor-IR "
                       "rewrites, docs/rewrites.md), "
-                      "llm (a language model or --proposer-cmd, docs/llm.md), e.g. "
+                      "llm (a language model or --proposer-cmd answering a kernel or a schedule, "
+                      "docs/llm.md), e.g. "
                       "mutate:3,rewrite:1,llm:1 (default "
                       "mutate:3,rewrite:1)");
   opt_cmd
@@ -294,7 +295,7 @@ int main(int argc, char** argv) {
       ->add_option("--proposer-cmd", opt.proposer_cmd,
                    "an external proposer instead of a model: run by /bin/sh, it reads the prompt "
                    "on stdin and "
-                   "prints a kernel; implies llm in --proposers")
+                   "prints a kernel (or a ```schedule block); implies llm in --proposers")
       ->group("Language model");
   opt_cmd
       ->add_option("--proposer-timeout", opt.proposer_timeout,

@@ -335,6 +335,7 @@ int run_optimize(const OptimizeFlags& f) {
       lo.roofline_seconds = roof.bound_seconds;
       lo.prompt = model->prompt;
       lo.stopped = model->stopped;
+      lo.graph = &graph;  // answers may be schedules (docs/llm.md)
       auto p = std::make_unique<search::LlmProposer>(*model->model, *db, std::move(lo));
       llm_proposer = p.get();
       proposers.push_back(std::move(p));
@@ -486,7 +487,7 @@ int run_optimize(const OptimizeFlags& f) {
             session.without_code, session.failed, session.failed == 1 ? "" : "s");
         if (session.stopped) extra += fmt::format("; stopped: {}", session.stop_reason);
       }
-      extra += "\n";
+      extra += "\n" + llm_plan_summary(*db, llm_proposer, cand.id, entry);
     }
     extra += "- origin of the best: " +
              search::origin_of(cand, cand.proposer == "warm-start"

@@ -9,6 +9,7 @@
 
 #include "search/search.h"
 #include "support/error.h"
+#include "support/strings.h"
 
 namespace ollie::cli {
 
@@ -216,6 +217,33 @@ SessionModel make_replay_model(const nlohmann::json& stored, const std::string& 
                              recorded_path, used > 0 ? fmt::format(" ({} used before)", used) : "");
   out.model = search::make_replay_model(std::move(calls), protocol, recorded_path);
   return out;
+}
+
+std::string llm_plan_summary(const store::Store& db, const search::LlmProposer* proposer,
+                             int64_t best_id, const std::string& entry) {
+  std::string text;
+  if (proposer) {
+    const search::LlmUsage u = proposer->usage();
+    if (u.with_schedule > 0 || u.refused > 0)
+      text += fmt::format(
+          "- the language model's plans (```schedule / ```rewrites answers) this session: {} "
+          "became candidates, {} refused (events llm-refused say why)\n",
+          u.with_schedule, u.refused);
+  }
+  for (const auto& [c, e] : db.best(200)) {  // fastest first
+    if (c.proposer != "llm" || c.schedule.empty()) continue;
+    text += fmt::format(
+        "- the language model's fastest schedule: candidate {} ({:.3f} x the baseline's time{}): "
+        "{}{}\n",
+        c.id, e.ratio_vs_baseline,
+        c.id == best_id ? fmt::format(", the best: {}.schedule", entry) : "",
+        fmt::join(strings::nonempty_lines(c.schedule), "; "),
+        c.rewrites.empty() ? ""
+                           : fmt::format(", after the rewrites {}",
+                                         fmt::join(strings::nonempty_lines(c.rewrites), "; ")));
+    break;
+  }
+  return text;
 }
 
 }  // namespace ollie::cli

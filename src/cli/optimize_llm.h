@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "llm/llm.h"
+#include "search/search.h"
 #include "store/store.h"
 
 namespace ollie::cli {
@@ -28,6 +29,13 @@ bool names_llm(const std::string& proposers);
 // Resolves the configuration now, so that a missing model is a UserError (naming the
 // flags and variables to set) before anything is created.
 nlohmann::json llm_options_for_new_run(const OptimizeFlags& f, std::string& proposers);
+
+// The summary's lines on the llm's plans (docs/llm.md): this session's answers with a
+// schedule that became candidates and those refused, and the fastest passing llm candidate
+// that carries a schedule, with it (and its rewrites); `best_id` is the run's best, written
+// to ENTRY.schedule. Empty when there is nothing to say.
+std::string llm_plan_summary(const store::Store& db, const search::LlmProposer* proposer,
+                             int64_t best_id, const std::string& entry);
 
 struct SessionModel {
   std::unique_ptr<llm::Model> model;

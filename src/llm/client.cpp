@@ -89,6 +89,7 @@ const char* status_name(Status s) {
     case Status::Budget: return "budget";
     case Status::Cancelled: return "cancelled";
     case Status::CommandFailed: return "command_failed";
+    case Status::Refused: return "refused";
   }
   return "?";
 }

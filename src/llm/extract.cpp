@@ -1,6 +1,7 @@
 // extract_code: the kernel source in a model's answer, whatever shape the answer has
 // (fenced blocks with or without a language, several blocks, prose around unfenced code),
-// or a clear "no code" when there is none.
+// or a clear "no code" when there is none; extract_plan: an answer's ```schedule and
+// ```rewrites blocks.
 #include <algorithm>
 #include <cctype>
 #include <regex>
@@ -221,6 +222,38 @@ ExtractedCode extract_code(std::string_view answer) {
                 ? "no code: the answer has no fenced block and no ollie_kernel definition"
                 : "no code: none of the " + std::to_string(blocks.size()) +
                       " fenced blocks is C++ and the answer has no ollie_kernel definition";
+  return out;
+}
+
+ExtractedPlan extract_plan(std::string_view answer) {
+  ExtractedPlan out;
+  const std::vector<std::string> lines = strings::split_lines(answer, strings::LineEnd::CrLf);
+  const std::vector<Block> blocks = fenced_blocks(lines);
+  int schedule = -1, rewrites = -1;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const std::string& info = blocks[i].language;
+    const std::string language = lower(info.substr(0, info.find_first_of(" \t{")));
+    if (language == "schedule") schedule = static_cast<int>(i);
+    if (language == "rewrites" || language == "rewrite") rewrites = static_cast<int>(i);
+  }
+  if (schedule < 0 && rewrites < 0) return out;
+  out.found = true;
+  const std::string of = " of " + std::to_string(blocks.size());
+  const std::pair<int, const char*> parts[] = {{schedule, "schedule"}, {rewrites, "rewrites"}};
+  for (const auto& [index, name] : parts) {
+    if (index < 0) continue;
+    const Block& b = blocks[static_cast<size_t>(index)];
+    if (!out.how.empty()) out.how += ", ";
+    out.how += std::string("```") + name + " block " + std::to_string(index + 1) + of;
+    if (!b.closed)
+      out.problem = std::string("the ```") + name +
+                    " block is not closed: the answer was cut (answer with a shorter plan)";
+  }
+  if (schedule >= 0) {
+    out.has_schedule = true;
+    out.schedule = blocks[static_cast<size_t>(schedule)].code;
+  }
+  if (rewrites >= 0) out.rewrites = blocks[static_cast<size_t>(rewrites)].code;
   return out;
 }
 

@@ -111,9 +111,13 @@ enum class Status {
   Cancelled,       // Client::cancel() was called
   CommandFailed,  // CommandModel: the command exited non-zero, was killed by a signal, or could not
                   // start
+  // Never returned by a Model: the llm proposer's outcome for an answer that came back but
+  // whose schedule or rewrite chain was refused (malformed or illegal); stored as the
+  // call's status so the run database says so. A replay reads such an answer back as Ok.
+  Refused,
 };
 // "ok", "http_error", "timeout", "transport_error", "bad_answer", "budget", "cancelled",
-// "command_failed"
+// "command_failed", "refused"
 const char* status_name(Status s);
 
 struct ModelRequest {
@@ -295,6 +299,14 @@ struct PromptInputs {
   double best_seconds = 0;        // its median time; 0: not timed
   double roofline_fraction = 0;   // its fraction of the roofline bound; 0: unknown
   std::vector<Failure> failures;  // recent failures, oldest first (FailureLog::recent)
+  // The current kernel in ollie's own terms (empty: "(none)" / "(unknown)"): the tensor IR
+  // after its rewrites (ir::to_text), its stages (loops::describe_stages), its rewrite chain
+  // and schedule (text forms), and the rewrites that apply to that graph, one per line.
+  std::string graph;
+  std::string stages;
+  std::string rewrites;
+  std::string schedule;
+  std::string rewrite_sites;
 };
 
 // The placeholders a template may use, without braces.
@@ -317,6 +329,12 @@ PromptTemplate default_prompt_template();
 
 ModelRequest render_prompt(const PromptTemplate& tmpl, const PromptInputs& inputs);
 
+// What the prompt's {{directives}} and {{rewrite_rules}} say, taken from the tables of
+// docs/schedules.md ("## Directives") and docs/rewrites.md ("## The rules") as built into
+// ollie, one Markdown list item per directive / rule: the docs are the one source.
+const std::string& directive_reference();
+const std::string& rewrite_rule_reference();
+
 // ---------------------------------------------------------------- code extraction
 
 struct ExtractedCode {
@@ -331,5 +349,20 @@ struct ExtractedCode {
 // one that looks like C++. Without fences, the code around an ollie_kernel definition:
 // from the first code-like line before it to the brace that closes it. Else not found.
 ExtractedCode extract_code(std::string_view answer);
+
+// An answer in ollie's own terms: a ```schedule block (the schedule's text form) and/or a
+// ```rewrites block (a rewrite chain, one site a line). The last block of each language
+// counts. found: at least one of them is there (the answer is then a plan, whatever C++
+// it also shows). `problem`: why the plan cannot be used (a fence left open: the answer
+// was cut).
+struct ExtractedPlan {
+  bool found = false;
+  bool has_schedule = false;
+  std::string schedule;                 // the ```schedule block's text
+  std::optional<std::string> rewrites;  // the ```rewrites block's text, when there is one
+  std::string how;                      // "```schedule block 2 of 3, ```rewrites block 1 of 3"
+  std::string problem;
+};
+ExtractedPlan extract_plan(std::string_view answer);
 
 }  // namespace ollie::llm

@@ -87,6 +87,20 @@ std::string substitute(const std::string& text, const PromptInputs& in) {
       }
     } else if (name == "failures")
       out += render_failures(in.failures);
+    else if (name == "graph")
+      out += or_default(in.graph, "(unknown)");
+    else if (name == "stages")
+      out += or_default(in.stages, "(unknown)");
+    else if (name == "rewrites")
+      out += or_default(in.rewrites, "(none)");
+    else if (name == "schedule")
+      out += or_default(in.schedule, "(none)");
+    else if (name == "rewrite_sites")
+      out += or_default(in.rewrite_sites, "(none: no rule applies to this graph)");
+    else if (name == "directives")
+      out += directive_reference();
+    else if (name == "rewrite_rules")
+      out += rewrite_rule_reference();
     else
       throw InternalError("placeholder {{" + name +
                           "}} passed the template check but has no value");
@@ -99,7 +113,9 @@ std::string substitute(const std::string& text, const PromptInputs& in) {
 
 const std::vector<std::string>& placeholder_names() {
   static const std::vector<std::string> names = {
-      "spec", "header", "hardware", "best_kernel", "best_time", "roofline_fraction", "failures"};
+      "spec",       "header",       "hardware", "best_kernel", "best_time", "roofline_fraction",
+      "failures",   "graph",        "stages",   "rewrites",    "schedule",  "rewrite_sites",
+      "directives", "rewrite_rules"};
   return names;
 }
 

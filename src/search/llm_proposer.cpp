@@ -1,13 +1,18 @@
 // The llm proposer (a language model, an external command, or a replay of a recorded
-// run's answers, all behind llm::Model), the hardware text of its prompts, and the two
-// pieces of `ollie optimize --replay`: the replay model and the replay evaluator.
+// run's answers, all behind llm::Model; its answers are C++ or a plan in ollie's terms,
+// llm_plan.h), the hardware text of its prompts, and the two pieces of `ollie optimize
+// --replay`: the replay model and the replay evaluator.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 
 #include "build/build.h"
+#include "loops/loops.h"
 #include "measure/measure.h"
+#include "search/llm_plan.h"
 #include "search/rows.h"
 #include "search/search.h"
 #include "store/store.h"
@@ -52,6 +57,33 @@ std::string first_line(const std::string& text) {
   return end == std::string::npos ? text : text.substr(0, end) + " ...";
 }
 
+std::string read_line(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// The data caches of CPU 0 from sysfs, "L1d 32K, L2 1024K, L3 32768K (shared by CPUs
+// 0-1)"; empty when sysfs does not say.
+std::string data_caches() {
+  std::string text;
+  const std::filesystem::path dir = "/sys/devices/system/cpu/cpu0/cache";
+  for (int i = 0; i < 16; ++i) {
+    const std::filesystem::path index = dir / ("index" + std::to_string(i));
+    const std::string level = read_line(index / "level"), type = read_line(index / "type"),
+                      size = read_line(index / "size"),
+                      shared = read_line(index / "shared_cpu_list");
+    if (level.empty()) break;
+    if (type == "Instruction" || size.empty()) continue;
+    text +=
+        fmt::format("{}L{}{} {}", text.empty() ? "" : ", ", level, type == "Data" ? "d" : "", size);
+    if (shared.find_first_of(",-") != std::string::npos)
+      text += fmt::format(" (shared by CPUs {})", shared);
+  }
+  return text;
+}
+
 }  // namespace
 
 LlmUsage llm_usage_of(const store::Store& store) {
@@ -62,7 +94,10 @@ LlmUsage llm_usage_of(const store::Store& store) {
     if (calls.empty()) break;
     for (const auto& c : calls) {
       ++u.calls;
-      if (c.status != "ok") ++u.failed;
+      if (c.status == "refused")
+        ++u.refused;  // answered, but its plan was refused
+      else if (c.status != "ok")
+        ++u.failed;
       u.tokens_in += c.tokens_in;
       u.tokens_out += c.tokens_out;
       u.cost += c.cost;
@@ -83,8 +118,12 @@ struct LlmProposer::Impl {
   int repeats_in_a_row = 0;
   bool stop_said = false;
 
+  std::optional<RewrittenGraphs> graphs;  // the spec's graph after a chain (options.graph set)
+
   Impl(llm::Model& m, store::Store& s, LlmProposerOptions o)
-      : model(m), store(s), options(std::move(o)) {}
+      : model(m), store(s), options(std::move(o)) {
+    if (options.graph) graphs.emplace(*options.graph);
+  }
 
   void stop(const std::string& why) {
     if (usage.stopped) return;
@@ -122,34 +161,52 @@ struct LlmProposer::Impl {
     pending = std::move(still);
   }
 
-  llm::PromptInputs inputs(const State& current) const {
+  // The kernel a prompt shows: the chain's current one when it passed; else (a failing
+  // state) the run's best, so the model is never shown a wrong kernel as the one to improve.
+  Candidate shown_kernel(const State& current, double& seconds) const {
+    seconds = 0;
+    if (current.passed) {
+      seconds = current.seconds;
+      return current.candidate;
+    }
+    const auto best = store.best(1);
+    if (best.empty()) return current.candidate;
+    seconds = best[0].second.median_seconds;
+    Candidate c;
+    c.source = best[0].first.source;
+    c.schedule = best[0].first.schedule;
+    c.rewrites = best[0].first.rewrites;
+    c.proposer = best[0].first.proposer;
+    return c;
+  }
+
+  llm::PromptInputs inputs(const Candidate& shown, double seconds) {
     llm::PromptInputs in;
     in.spec = options.spec_source;
     in.header = options.header;
     in.hardware = options.hardware;
-    // The chain's current kernel when it passed; else (a failing state) the run's best,
-    // so the model is never shown a wrong kernel as the one to improve.
-    if (current.passed) {
-      in.best_kernel = current.candidate.source;
-      in.best_seconds = current.seconds;
-    } else if (const auto best = store.best(1); !best.empty()) {
-      in.best_kernel = best[0].first.source;
-      in.best_seconds = best[0].second.median_seconds;
-    } else {
-      in.best_kernel = current.candidate.source;
-    }
+    in.best_kernel = shown.source;
+    in.best_seconds = seconds;
     if (options.roofline_seconds > 0 && in.best_seconds > 0)
       in.roofline_fraction = options.roofline_seconds / in.best_seconds;
     in.failures.assign(failures.recent().begin(), failures.recent().end());
+    if (graphs) {
+      KernelTerms t = kernel_terms(*graphs, shown.rewrites, shown.schedule, is_free_form(shown));
+      in.graph = std::move(t.graph);
+      in.stages = std::move(t.stages);
+      in.rewrites = std::move(t.rewrites);
+      in.schedule = std::move(t.schedule);
+      in.rewrite_sites = std::move(t.rewrite_sites);
+    }
     return in;
   }
 
-  int64_t record(const llm::ModelAnswer& a) {
+  int64_t record(const llm::ModelAnswer& a, llm::Status outcome) {
     store::ModelCall call;
     call.proposer = "llm";
     call.request = a.request;
     call.answer = a.raw_answer;
-    call.status = llm::status_name(a.status);
+    call.status = llm::status_name(outcome);
     call.http_status = a.http_status;
     call.tokens_in = a.tokens_in;
     call.tokens_out = a.tokens_out;
@@ -173,15 +230,21 @@ struct LlmProposer::Impl {
       return std::nullopt;
     }
     read_verdicts();
-    const llm::ModelRequest request = llm::render_prompt(options.prompt, inputs(current));
+    double shown_seconds = 0;
+    const Candidate shown = shown_kernel(current, shown_seconds);
+    const llm::ModelRequest request =
+        llm::render_prompt(options.prompt, inputs(shown, shown_seconds));
     const llm::ModelAnswer a = model.complete(request);
     if (a.status == llm::Status::Cancelled) {
       // Nothing was asked (a replay whose recorded answers ran out): no call to record.
       stop(a.error);
       return propose(current);  // says so in the event, returns nullopt
     }
-    const int64_t call_id = record(a);
-    const std::string call = fmt::format("model call {}", call_id);
+    if (a.ok() && graphs) {
+      const llm::ExtractedPlan plan = llm::extract_plan(a.text);
+      if (plan.found) return propose_plan(a, plan, is_free_form(shown) ? "" : shown.rewrites);
+    }
+    const std::string call = fmt::format("model call {}", record(a, a.status));
     if (a.status == llm::Status::Budget) {
       ++usage.failed;
       stop(fmt::format("{}: the budget is spent: {}", call, a.error));
@@ -211,9 +274,18 @@ struct LlmProposer::Impl {
     Candidate c;
     c.source = code.code;
     if (!c.source.empty() && c.source.back() != '\n') c.source += '\n';
+    if (repeated(c, call)) return std::nullopt;
+    ++usage.with_code;
+    c.proposer = "llm";
+    c.move = fmt::format("{}, {}", call, code.how);
+    return c;
+  }
+
+  // A kernel the run has evaluated before is nothing new: proposing it would only reuse
+  // its evaluation (and, on a free-form state, keep the chain where it is). Otherwise the
+  // candidate is pending: its verdict is read before the next prompt.
+  bool repeated(const Candidate& c, const std::string& call) {
     const std::string hash = sha256_hex(c.source);
-    // A kernel the run has evaluated before is nothing new: proposing it would only
-    // reuse its evaluation (and, on a free-form state, keep the chain where it is).
     if (const auto before = store.candidate_by_hash(hash);
         before && store.evaluation_of(before->id)) {
       ++usage.repeated;
@@ -223,14 +295,34 @@ struct LlmProposer::Impl {
       if (++repeats_in_a_row >= kMaxRepeatsInARow)
         stop(
             fmt::format("{} answers in a row repeated kernels evaluated before", repeats_in_a_row));
-      return std::nullopt;
+      return true;
     }
     repeats_in_a_row = 0;
-    ++usage.with_code;
-    c.proposer = "llm";
-    c.move = fmt::format("{}, {}", call, code.how);
     pending.push_back(hash);
-    return c;
+    return false;
+  }
+
+  // An answer in ollie's terms: emitted into a candidate that carries its schedule and
+  // chain, or refused (the call's status says so, an event and the next prompt say why).
+  std::optional<Candidate> propose_plan(const llm::ModelAnswer& a, const llm::ExtractedPlan& plan,
+                                        const std::string& chain) {
+    failures_in_a_row = 0;
+    PlanOutcome outcome = candidate_from_plan(*options.graph, *graphs, plan, chain);
+    const int64_t call_id = record(a, outcome.candidate ? a.status : llm::Status::Refused);
+    const std::string call = fmt::format("model call {}", call_id);
+    if (!outcome.candidate) {
+      ++usage.refused;
+      store.add_event("llm-refused", fmt::format("{}: the answer's plan ({}) was refused: {}", call,
+                                                 plan.how, outcome.refusal));
+      failures.add("refused", fmt::format("your answer's plan ({}, {}) was refused:\n{}", plan.how,
+                                          call, outcome.refusal));
+      return std::nullopt;
+    }
+    Candidate& c = *outcome.candidate;
+    if (repeated(c, call)) return std::nullopt;
+    ++usage.with_schedule;
+    c.move = fmt::format("{}, {}", c.move, call);
+    return std::move(c);
   }
 };
 
@@ -259,8 +351,15 @@ std::string describe_hardware(const measure::MachinePeaks& peaks, int threads) {
       "- hardware threads: {} ({} per core); the kernel runs with {} OpenMP thread{}\n", id.cores,
       peaks.threads_per_core > 0 ? peaks.threads_per_core : measure::threads_per_core(), threads,
       threads == 1 ? "" : "s");
+  const loops::Target target = loops::host_target();
+  text += fmt::format(
+      "- vectors: {} bytes ({} float32 lanes), what `vectorize` and register tiles use; {} cores "
+      "for `parallel`\n",
+      target.vector_bytes, target.vector_bytes / 4, target.cores);
   if (const int64_t llc = measure::llc_bytes(); llc > 0)
     text += fmt::format("- last-level cache: {:.3g} MiB\n", static_cast<double>(llc) / (1 << 20));
+  if (const std::string caches = data_caches(); !caches.empty())
+    text += fmt::format("- data caches of a core: {}\n", caches);
   if (peaks.clock_hz > 0) text += fmt::format("- clock: about {:.2f} GHz\n", peaks.clock_hz / 1e9);
   if (peaks.fma_flops_all > 0 || peaks.triad_bytes_per_s_all > 0) {
     const measure::ThreadPeaks at = measure::peaks_at(peaks, threads);
@@ -308,7 +407,8 @@ class ReplayModel : public llm::Model {
       a.error = fmt::format("replayed model call {}: unknown recorded status '{}'", c.id, c.status);
       return a;
     }
-    a.status = *status;
+    // A refused plan was an answer: played back, the proposer refuses it again.
+    a.status = *status == llm::Status::Refused ? llm::Status::Ok : *status;
     if (a.status != llm::Status::Ok) {
       a.error = fmt::format("replayed model call {}: recorded as {}{}", c.id, c.status,
                             c.http_status ? fmt::format(" (HTTP {})", c.http_status) : "");

@@ -220,6 +220,10 @@ struct LlmProposerOptions {
   std::string hardware;         // describe_hardware(...)
   double roofline_seconds = 0;  // the roofline bound at the kernels' threads; 0: unknown
   llm::PromptTemplate prompt = llm::default_prompt_template();
+  // The spec's graph: the prompt then shows the kernel in ollie's terms (the graph after
+  // its rewrites, stages, chain, schedule), and answers with a ```schedule / ```rewrites
+  // block become emitted candidates (docs/llm.md). Null: C++ answers only.
+  const ir::Graph* graph = nullptr;
   // Set: the proposer starts stopped, and this is said once in an event (e.g. the run's
   // token budget was spent in an earlier session).
   std::string stopped;
@@ -236,6 +240,11 @@ struct LlmUsage {
   double cost = 0;
   bool stopped = false;  // the proposer proposes nothing more (budget, answers run out, errors)
   std::string stop_reason;
+
+  // Answers in ollie's terms (docs/llm.md): plans that became candidates, plans refused
+  // (malformed or illegal; their calls' status is "refused").
+  int64_t with_schedule = 0;
+  int64_t refused = 0;
 };
 // Sums the "llm" rows of the run database's model_calls.
 LlmUsage llm_usage_of(const store::Store& store);
@@ -249,6 +258,10 @@ LlmUsage llm_usage_of(const store::Store& store);
 // evaluations of the candidates it proposed before (compile errors trimmed, the
 // verifier's counterexample), so the chain need not know about it; a resumed run starts
 // with the last failures recorded.
+//   - an answer with a ```schedule / ```rewrites block (options.graph set): emitted into a
+//     candidate that carries both (move "llm schedule (N directives)"), or refused: the
+//     call's status "refused", an "llm-refused" event with the reason (the SpecError or
+//     ScheduleError text), the reason in the next prompt's failures; nullopt;
 //   - an answer without usable code: the call row and an "llm-no-code" event; nullopt;
 //   - an answer whose kernel the run evaluated before: an "llm-repeat" event; nullopt;
 //     after 5 in a row the proposer stops;
