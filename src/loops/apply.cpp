@@ -177,6 +177,8 @@ std::optional<Violation> check_dependences(const Stages& st) {
       const Stage& R = st.stages[static_cast<size_t>(r)];
       std::vector<Expr> loads;
       collect_loads(R.value, W.buffer, loads);
+      for (auto& l : loads) l = in_canonical(st, r, l);
+      for (const auto& l : extent_loads(st, r, W.buffer)) loads.push_back(l);  // domain guards
       bool packs_it = false;
       for (const auto& p : R.packs) packs_it = packs_it || p.source == W.buffer;
       if (loads.empty() && !packs_it) continue;
@@ -206,8 +208,7 @@ std::optional<Violation> check_dependences(const Stages& st) {
       for (const auto& i : W.store_index) widx.push_back(in_canonical(st, w, i));
       std::set<std::string> common;
       for (int t = 0; t < c; ++t) common.insert(canonical_name(canonical(st, w, t)));
-      for (const auto& load_expr : loads) {
-        const Expr load = in_canonical(st, r, load_expr);
+      for (const auto& load : loads) {
         if (load->args.size() != widx.size() + 1)
           return Violation{"cannot tell which elements of " + W.buffer + " " + R.name + " reads",
                            "the read goes through a reshape; only direct indexing can be checked"};
@@ -438,6 +439,20 @@ void rfactor(Stages& st, Stage& s, const Directive& d) {
   if (!s.packs.empty()) reject(d, s.name + " packs tiles", "rfactor before pack");
   if (s.accumulate_depth)
     reject(d, s.name + " accumulates in registers", "rfactor before accumulate");
+  // A causal domain's bound: the partial results past it would never be written (a split
+  // tail's inner loop is fine: its extent depends on the outer reduction loop, so the
+  // partial results are initialised over the whole buffer).
+  bool bounded = false, by_reduction = false;
+  for (const auto& o : s.loops) {
+    if (o.name == l.name || !mentions(l.extent, o.name)) continue;
+    (o.reduction ? by_reduction : bounded) = true;
+  }
+  if (bounded && !by_reduction)
+    reject(d,
+           "loop " + l.name + " of " + s.name + " follows a causal mask: its extent " +
+               to_text(l.extent) + " depends on outer loops",
+           "its partial results past the mask would never be written; split " + l.name +
+               " and rfactor the inner loop");
   // The reduction loops go innermost in the reduced stage: a pure loop whose extent (a
   // split tail) depends on one of them would be walked outside it.
   for (const auto& p : s.loops)

@@ -1,0 +1,188 @@
+// Causal domains (src/loops/domains.cpp): a reduction under a triangular mask gets a loop
+// bound that follows the mask, and its kernel is bit-identical to the kernel with the full
+// loops at every length 1..130 and diagonal offset k in {-2, -1, 0, 1, 3}, inf and NaN
+// inputs included, and agrees with the reference interpreter; the bound shows in the loop
+// text; the directives it forbids are refused with named reasons.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "../emit/kernel_check.h"
+#include "spec/spec.h"
+
+namespace {
+
+using namespace ollie_test;
+namespace loops = ollie::loops;
+using ollie::ir::Graph;
+
+constexpr int kMaxLength = 130;
+const int kOffsets[] = {-2, -1, 0, 1, 3};
+
+// The mask forms, `{K}` standing for the diagonal offset k (keys j <= i + k are kept).
+// np.tri with -inf: softmax statistics and probabilities, and a masked min.
+const char* kTriSpec = R"(import numpy as np
+DIMS = dict(S=8)
+def masked(x: "f32[S, S]") -> ("f32[S, S]", "f32[S]", "f32[S]", "f32[S]"):
+    s = x.shape[0]
+    y = np.where(np.tri(s, s, {K}) > 0, x, -np.inf)
+    m = y.max(axis=-1, keepdims=True)
+    e = np.exp(y - m)
+    l = e.sum(axis=-1, keepdims=True)
+    lo = np.where(np.tri(s, s, {K}) > 0, x, np.inf).min(axis=-1)
+    return e / l, m[:, 0], l[:, 0], lo
+)";
+// np.triu with a large finite negative (the examples' MASKED), as mha_causal writes it.
+const char* kTriuSpec = R"(import numpy as np
+DIMS = dict(S=8)
+def masked(x: "f32[S, S]") -> ("f32[S]", "f32[S]"):
+    s = x.shape[0]
+    future = np.triu(np.ones((s, s)), {K} + 1) > 0
+    y = np.where(future, -1e30, x)
+    m = y.max(axis=-1, keepdims=True)
+    return m[:, 0], np.exp(y - m).sum(axis=-1)
+)";
+// Comparisons of aranges, masked to 0 for a plain sum.
+const char* kArangeSpec = R"(import numpy as np
+DIMS = dict(S=8)
+def masked(x: "f32[S, S]") -> "f32[S]":
+    s = x.shape[0]
+    keep = np.arange(s)[None, :] <= np.arange(s)[:, None] + {K}
+    return np.where(keep, x, 0.0).sum(axis=-1)
+)";
+
+std::string with_offset(const char* spec, int k) {
+  std::string s = spec;
+  for (size_t at; (at = s.find("{K}")) != std::string::npos;) s.replace(at, 3, std::to_string(k));
+  return s;
+}
+
+Graph compile(const char* spec, int k) {
+  return ollie::spec::compile_spec("masked.py", with_offset(spec, k), {});
+}
+
+// Lowering with the full loops, for the comparison.
+struct FullLoops {
+  FullLoops() { loops::set_causal_domains(false); }
+  ~FullLoops() { loops::set_causal_domains(true); }
+};
+
+// Normal values with inf, -inf and NaN sprinkled in, some rows entirely -inf, some rows
+// -inf on and below the diagonal only (every kept score -inf), some rows of zeros.
+std::vector<Tensor> special_inputs(int n, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0, 4);
+  std::uniform_int_distribution<int> pick(0, 99);
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor x;
+  x.dtype = DType::F32;
+  x.shape = {n, n};
+  x.data.resize(static_cast<size_t>(n * n));
+  for (int i = 0; i < n; ++i) {
+    const int row_kind = pick(rng);
+    for (int j = 0; j < n; ++j) {
+      double v = static_cast<float>(normal(rng));
+      const int p = pick(rng);
+      if (p < 3) v = inf;
+      else if (p < 6) v = -inf;
+      else if (p < 8) v = std::numeric_limits<double>::quiet_NaN();
+      if (row_kind < 8) v = -inf;
+      if (row_kind >= 8 && row_kind < 16 && j <= i) v = -inf;
+      if (row_kind >= 16 && row_kind < 22) v = j % 2 ? 0.0 : -0.0;
+      x.data[static_cast<size_t>(i * n + j)] = v;
+    }
+  }
+  return {x};
+}
+
+bool same_bits(double a, double b) {
+  if (std::isnan(a) && std::isnan(b)) return true;
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+// Runs `so` at every length 1..kMaxLength in one runner process.
+std::vector<std::vector<Tensor>> run_all_lengths(const std::string& so, const Graph& g,
+                                                 const std::vector<std::vector<Tensor>>& inputs) {
+  std::vector<Graph> graphs(kMaxLength, g);
+  std::vector<const Graph*> gp;
+  std::vector<const std::vector<Tensor>*> ip;
+  for (int n = 1; n <= kMaxLength; ++n) {
+    graphs[static_cast<size_t>(n - 1)].bound_dims["S"] = n;
+    gp.push_back(&graphs[static_cast<size_t>(n - 1)]);
+    ip.push_back(&inputs[static_cast<size_t>(n - 1)]);
+  }
+  ollie::runner::Options options;
+  options.runner_path = OLLIE_RUNNER;
+  options.timeout_seconds = 60;
+  options.threads = 2;
+  const ollie::runner::Outcome out = ollie::runner::run_calls(so, gp, ip, options);
+  EXPECT_EQ(out.status, ollie::runner::Status::Ok) << out.message;
+  return out.call_outputs;
+}
+
+// The kernel with causal domains against the one with full loops (bit for bit) and the
+// reference interpreter (within its bound, or the same inf / NaN), every length and k.
+void check_exact(const char* spec, const std::string& label, bool default_schedule) {
+  for (const int k : kOffsets) {
+    SCOPED_TRACE(label + " k=" + std::to_string(k));
+    Graph g = compile(spec, k);
+    g.bound_dims["S"] = kMaxLength;
+    const loops::Schedule schedule =
+        default_schedule ? loops::default_schedule(g, loops::Target{64, 2}) : loops::Schedule{};
+    std::string text;
+    const std::string restricted = build_kernel(g, schedule, &text);
+    ASSERT_NE(text.find("? S :"), std::string::npos) << "no causal domain\n" << text;
+    std::string full_text;
+    std::string full;
+    {
+      const FullLoops off;
+      full = build_kernel(g, schedule, &full_text);
+    }
+    ASSERT_EQ(full_text.find("? S :"), std::string::npos);
+    ASSERT_FALSE(restricted.empty() || full.empty());
+    std::vector<std::vector<Tensor>> inputs;
+    for (int n = 1; n <= kMaxLength; ++n)
+      inputs.push_back(special_inputs(n, static_cast<unsigned>(n * 31 + k + 7)));
+    const auto got = run_all_lengths(restricted, g, inputs);
+    const auto want = run_all_lengths(full, g, inputs);
+    ASSERT_EQ(got.size(), static_cast<size_t>(kMaxLength));
+    ASSERT_EQ(want.size(), got.size());
+    for (int n = 1; n <= kMaxLength; ++n) {
+      const auto& g_out = got[static_cast<size_t>(n - 1)];
+      const auto& w_out = want[static_cast<size_t>(n - 1)];
+      Graph gn = g;
+      gn.bound_dims["S"] = n;
+      const ollie::interp::Result ref =
+          ollie::interp::evaluate(gn, inputs[static_cast<size_t>(n - 1)]);
+      for (size_t o = 0; o < g_out.size(); ++o)
+        for (size_t e = 0; e < g_out[o].data.size(); ++e) {
+          const double a = g_out[o].data[e], b = w_out[o].data[e];
+          ASSERT_TRUE(same_bits(a, b)) << "S=" << n << " out" << o << "[" << e << "]: " << a
+                                       << " with the domain, " << b << " with full loops\n"
+                                       << text;
+          const double r = ref.values[o].data[e], bound = ref.bounds[o].data[e];
+          const bool same_special = !std::isfinite(r) && (a == r || (std::isnan(a) && std::isnan(r)));
+          ASSERT_TRUE(same_special || std::abs(a - r) <= bound)
+              << "S=" << n << " out" << o << "[" << e << "]: " << a << ", reference " << r;
+        }
+    }
+  }
+}
+
+TEST(CausalDomains, TriMaskedSoftmaxIsBitIdenticalAtEveryLength) {
+  check_exact(kTriSpec, "tri", false);
+}
+TEST(CausalDomains, TriuLargeNegativeIsBitIdenticalAtEveryLength) {
+  check_exact(kTriuSpec, "triu", false);
+}
+TEST(CausalDomains, ArangeMaskedSumIsBitIdenticalAtEveryLength) {
+  check_exact(kArangeSpec, "arange", false);
+}
+TEST(CausalDomains, DefaultScheduleIsBitIdenticalAtEveryLength) {
+  check_exact(kTriSpec, "tri default", true);
+  check_exact(kTriuSpec, "triu default", true);
+}
+
+}  // namespace
