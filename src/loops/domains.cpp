@@ -15,6 +15,10 @@ using ir::OpKind;
 
 std::atomic<bool> g_domains{true};
 
+// A bounded sum runs past its bound to a multiple of this many iterations: 16 lanes of
+// f32 times 4 interleaved vector accumulators, the most a compiler uses for `omp simd`.
+constexpr int64_t kSumChunk = 64;
+
 // The deepest chain of elementwise producers expanded into a reduction's term.
 constexpr int kMaxExpandDepth = 8;
 
@@ -77,6 +81,29 @@ struct Affine {
   Expr rest;
 };
 
+bool is_int(const Expr& e, int64_t v) { return e->kind == ExprKind::IntImm && e->int_value == v; }
+bool is_negation(const Expr& e) {
+  return e->kind == ExprKind::Binary && e->op == OpKind::Sub && is_int(e->args[0], 0);
+}
+
+// a + b and a - b over i64, keeping the bounds readable: 0 - (0 - s) is s.
+Expr sub(const Expr& a, const Expr& b);
+Expr add(const Expr& a, const Expr& b) {
+  if (is_int(a, 0)) return b;
+  if (is_int(b, 0)) return a;
+  if (is_negation(b)) return sub(a, b->args[1]);
+  if (b->kind == ExprKind::IntImm && a->kind == ExprKind::Binary && a->op == OpKind::Add &&
+      a->args[1]->kind == ExprKind::IntImm)  // (s + c) + d is s + (c + d)
+    return add(a->args[0], make_int(a->args[1]->int_value + b->int_value));
+  return make_binary(OpKind::Add, a, b);
+}
+Expr sub(const Expr& a, const Expr& b) {
+  if (is_int(b, 0)) return a;
+  if (is_negation(b)) return add(a, b->args[1]);
+  if (b->kind == ExprKind::IntImm) return add(a, make_int(-b->int_value));
+  return make_binary(OpKind::Sub, a, b);
+}
+
 std::optional<Affine> affine_in(const Expr& e, const std::string& j) {
   if (ir::is_float(e->dtype) || e->dtype == ir::DType::Bool) return std::nullopt;
   if (!mentions(e, j)) return Affine{0, e};
@@ -84,16 +111,16 @@ std::optional<Affine> affine_in(const Expr& e, const std::string& j) {
   if (e->kind == ExprKind::Unary && e->op == OpKind::Neg) {
     auto a = affine_in(e->args[0], j);
     if (!a) return std::nullopt;
-    return Affine{-a->coeff, make_binary(OpKind::Sub, make_int(0), a->rest)};
+    return Affine{-a->coeff, sub(make_int(0), a->rest)};
   }
   if (e->kind != ExprKind::Binary) return std::nullopt;
   auto a = affine_in(e->args[0], j), b = affine_in(e->args[1], j);
   if (!a || !b) return std::nullopt;
   switch (e->op) {
     case OpKind::Add:
-      return Affine{a->coeff + b->coeff, make_binary(OpKind::Add, a->rest, b->rest)};
+      return Affine{a->coeff + b->coeff, add(a->rest, b->rest)};
     case OpKind::Sub:
-      return Affine{a->coeff - b->coeff, make_binary(OpKind::Sub, a->rest, b->rest)};
+      return Affine{a->coeff - b->coeff, sub(a->rest, b->rest)};
     case OpKind::Mul:
       if (a->coeff == 0 && a->rest->kind == ExprKind::IntImm)
         return Affine{a->rest->int_value * b->coeff, make_binary(OpKind::Mul, a->rest, b->rest)};
@@ -166,10 +193,10 @@ std::optional<Expr> upper_bound(const Expr& cond, const std::string& j, bool hol
   if (!la || !lb) return std::nullopt;
   const int64_t c = la->coeff - lb->coeff;
   // a OP b  <=>  c*j + r OP 0 with r = ra - rb.
-  const Expr r = make_binary(OpKind::Sub, la->rest, lb->rest);
+  const Expr r = sub(la->rest, lb->rest);
   Expr x;  // j OP x
   if (c == 1) {
-    x = make_binary(OpKind::Sub, make_int(0), r);
+    x = sub(make_int(0), r);
   } else if (c == -1) {
     x = r;
     op = op == OpKind::Lt ? OpKind::Gt
@@ -185,7 +212,7 @@ std::optional<Expr> upper_bound(const Expr& cond, const std::string& j, bool hol
          : op == OpKind::Gt ? OpKind::Le
                             : OpKind::Lt;
   if (op == OpKind::Lt) return x;
-  if (op == OpKind::Le) return make_binary(OpKind::Add, x, make_int(1));
+  if (op == OpKind::Le) return add(x, make_int(1));
   return std::nullopt;  // a lower bound: the loop would have to start above 0
 }
 
@@ -230,10 +257,13 @@ std::optional<Expr> mask_bound(const Stages& st, const Stage& s, size_t x) {
 // which the guard reads as the stage's own term at j = h (only when h < E).
 //
 // Sum (acc + t): the initial value is +0.0 and x + y is -0.0 only when both are -0.0, so
-// the accumulator (and every partial sum of rfactor or a register tile) is never -0.0;
-// then acc + (+-0) == acc bit for bit (NaN and inf included). So when t == 0 (either
-// sign) the masked iterations change nothing and the loop stops at h; otherwise (t is
-// NaN, inf or any other value: a fully masked row's exp(-inf - -inf)) it runs in full.
+// the accumulator (and every partial sum of rfactor, a register tile or a vector lane) is
+// never -0.0; then acc + (+-0) == acc bit for bit (NaN and inf included). So when t == 0
+// (either sign) the masked iterations change nothing and the loop stops at h, rounded up
+// to whole kSumChunks (the iterations past h add exact zeros too: a vectorized sum then
+// gives each kept term the lane it has in the full loop, and its lanes are reduced
+// alike); otherwise (t is NaN, inf or any other value: a fully masked row's
+// exp(-inf - -inf)) it runs in full.
 //
 // Max / min (ollie_max(acc, t) returns one of its operands): f(f(a, t), t) == f(a, t),
 // so after one masked iteration the others change nothing: the loop runs to h + 1. Split
@@ -248,13 +278,20 @@ Expr guarded_extent(const Stage& s, size_t x, const Expr& hi) {
   const Expr t = substitute(s.value, {{l.name, h}});
   const Expr zero = ir::is_float(s.dtype) ? make_float(0, s.dtype) : make_int(0, s.dtype);
   const Expr masked_rows = make_binary(OpKind::Lt, h, E);
-  if (s.combine == OpKind::Add)
-    return make_select(
-        make_binary(OpKind::And, masked_rows, make_binary(OpKind::Ne, t, zero)), E, h);
+  if (s.combine == OpKind::Add) {
+    // Past h in whole chunks of kSumChunk (masked iterations: exact zeros), so that a
+    // vectorized sum deals the kept terms to its lanes as the full loop does.
+    const Expr chunks = make_binary(
+        OpKind::Mul,
+        make_binary(OpKind::Div, add(h, make_int(kSumChunk - 1)), make_int(kSumChunk)),
+        make_int(kSumChunk));
+    return make_select(make_binary(OpKind::And, masked_rows, make_binary(OpKind::Ne, t, zero)),
+                       E, make_binary(OpKind::Min, chunks, E));
+  }
   Expr unsafe = make_binary(OpKind::Eq, t, zero);
   if (ir::is_float(s.dtype)) unsafe = make_binary(OpKind::Or, make_binary(OpKind::Ne, t, t), unsafe);
   return make_select(make_binary(OpKind::And, masked_rows, unsafe), E,
-                     make_binary(OpKind::Min, make_binary(OpKind::Add, h, make_int(1)), E));
+                     make_binary(OpKind::Min, add(h, make_int(1)), E));
 }
 
 bool domain_candidate(const Stage& s) {
