@@ -316,8 +316,10 @@ void reorder(Stages& st, Stage& s, const Directive& d) {
     for (size_t j = i + 1; j < loops.size(); ++j)
       if (mentions(loops[i].extent, loops[j].name))
         reject(d, "the extent of loop " + loops[i].name + " depends on loop " + loops[j].name,
-               loops[i].name + " is the guarded tail of a split of " + loops[j].name +
-                   "; it must stay inside it");
+               loops[i].name +
+                   (causal_bound(loops[i].extent) ? " follows a causal mask bounded by "
+                                                  : " is the guarded tail of a split of ") +
+                   loops[j].name + "; it must stay inside it");
     if (loops[i].kind == ForKind::Vectorized && i + 1 != loops.size() &&
         !vector_sum_loop(s, loops, i))
       reject(d, "loop " + loops[i].name + " is vectorized and must stay innermost",
@@ -442,17 +444,22 @@ void rfactor(Stages& st, Stage& s, const Directive& d) {
   // A causal domain's bound: the partial results past it would never be written (a split
   // tail's inner loop is fine: its extent depends on the outer reduction loop, so the
   // partial results are initialised over the whole buffer).
-  bool bounded = false, by_reduction = false;
+  std::string bounded_by;
+  bool by_reduction = false;
   for (const auto& o : s.loops) {
     if (o.name == l.name || !mentions(l.extent, o.name)) continue;
-    (o.reduction ? by_reduction : bounded) = true;
+    if (o.reduction)
+      by_reduction = true;
+    else
+      bounded_by += (bounded_by.empty() ? "" : ", ") + o.name;
   }
-  if (bounded && !by_reduction)
-    reject(d,
-           "loop " + l.name + " of " + s.name + " follows a causal mask: its extent " +
-               to_text(l.extent) + " depends on outer loops",
-           "its partial results past the mask would never be written; split " + l.name +
-               " and rfactor the inner loop");
+  if (!bounded_by.empty() && !by_reduction)
+    reject(
+        d,
+        "loop " + l.name + " of " + s.name + " follows a causal mask bounded by loop " + bounded_by,
+        "its extent is " + to_text(l.extent) +
+            "; the partial results past the mask would never be written: split " + l.name +
+            " and rfactor the inner loop");
   // The reduction loops go innermost in the reduced stage: a pure loop whose extent (a
   // split tail) depends on one of them would be walked outside it.
   for (const auto& p : s.loops)

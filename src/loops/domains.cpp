@@ -117,10 +117,8 @@ std::optional<Affine> affine_in(const Expr& e, const std::string& j) {
   auto a = affine_in(e->args[0], j), b = affine_in(e->args[1], j);
   if (!a || !b) return std::nullopt;
   switch (e->op) {
-    case OpKind::Add:
-      return Affine{a->coeff + b->coeff, add(a->rest, b->rest)};
-    case OpKind::Sub:
-      return Affine{a->coeff - b->coeff, sub(a->rest, b->rest)};
+    case OpKind::Add: return Affine{a->coeff + b->coeff, add(a->rest, b->rest)};
+    case OpKind::Sub: return Affine{a->coeff - b->coeff, sub(a->rest, b->rest)};
     case OpKind::Mul:
       if (a->coeff == 0 && a->rest->kind == ExprKind::IntImm)
         return Affine{a->rest->int_value * b->coeff, make_binary(OpKind::Mul, a->rest, b->rest)};
@@ -199,7 +197,7 @@ std::optional<Expr> upper_bound(const Expr& cond, const std::string& j, bool hol
     x = sub(make_int(0), r);
   } else if (c == -1) {
     x = r;
-    op = op == OpKind::Lt ? OpKind::Gt
+    op = op == OpKind::Lt   ? OpKind::Gt
          : op == OpKind::Le ? OpKind::Ge
          : op == OpKind::Gt ? OpKind::Lt
                             : OpKind::Le;
@@ -207,7 +205,7 @@ std::optional<Expr> upper_bound(const Expr& cond, const std::string& j, bool hol
     return std::nullopt;
   }
   if (!holds)  // the negation: not (j < x) is j >= x, ...
-    op = op == OpKind::Lt ? OpKind::Ge
+    op = op == OpKind::Lt   ? OpKind::Ge
          : op == OpKind::Le ? OpKind::Gt
          : op == OpKind::Gt ? OpKind::Le
                             : OpKind::Lt;
@@ -282,14 +280,14 @@ Expr guarded_extent(const Stage& s, size_t x, const Expr& hi) {
     // Past h in whole chunks of kSumChunk (masked iterations: exact zeros), so that a
     // vectorized sum deals the kept terms to its lanes as the full loop does.
     const Expr chunks = make_binary(
-        OpKind::Mul,
-        make_binary(OpKind::Div, add(h, make_int(kSumChunk - 1)), make_int(kSumChunk)),
+        OpKind::Mul, make_binary(OpKind::Div, add(h, make_int(kSumChunk - 1)), make_int(kSumChunk)),
         make_int(kSumChunk));
-    return make_select(make_binary(OpKind::And, masked_rows, make_binary(OpKind::Ne, t, zero)),
-                       E, make_binary(OpKind::Min, chunks, E));
+    return make_select(make_binary(OpKind::And, masked_rows, make_binary(OpKind::Ne, t, zero)), E,
+                       make_binary(OpKind::Min, chunks, E));
   }
   Expr unsafe = make_binary(OpKind::Eq, t, zero);
-  if (ir::is_float(s.dtype)) unsafe = make_binary(OpKind::Or, make_binary(OpKind::Ne, t, t), unsafe);
+  if (ir::is_float(s.dtype))
+    unsafe = make_binary(OpKind::Or, make_binary(OpKind::Ne, t, t), unsafe);
   return make_select(make_binary(OpKind::And, masked_rows, unsafe), E,
                      make_binary(OpKind::Min, add(h, make_int(1)), E));
 }
@@ -315,10 +313,15 @@ void restrict_domains(Stages& st) {
           s.subst.at(l.name)->name != l.name ||
           (l.extent->kind != ExprKind::Dim && l.extent->kind != ExprKind::IntImm))
         continue;
-      if (const auto hi = mask_bound(st, s, x))
-        s.loops[x].extent = guarded_extent(s, x, *hi);
+      if (const auto hi = mask_bound(st, s, x)) s.loops[x].extent = guarded_extent(s, x, *hi);
     }
   }
+}
+
+bool causal_bound(const Expr& extent) {
+  bool found = false;
+  for_each_expr(extent, [&](const Expr& e) { found = found || e->kind == ExprKind::Select; });
+  return found;
 }
 
 std::vector<Expr> extent_loads(const Stages& st, int stage, const std::string& buffer) {

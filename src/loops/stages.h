@@ -93,6 +93,8 @@ void restrict_domains(Stages& st);
 // The loads of `buffer` in the loop extents of stage `stage` (a causal domain's guard
 // reads the stage's term there), over canonical loop names.
 std::vector<Expr> extent_loads(const Stages& st, int stage, const std::string& buffer);
+// Whether a loop extent is (or holds) a causal domain's guarded bound.
+bool causal_bound(const Expr& extent);
 
 // Applies one directive to `st` or throws ScheduleError; `st` is unchanged on error.
 void apply_directive(const ir::Graph& graph, Stages& st, const Directive& d);

@@ -85,9 +85,12 @@ std::vector<Tensor> special_inputs(int n, unsigned seed) {
     for (int j = 0; j < n; ++j) {
       double v = static_cast<float>(normal(rng));
       const int p = pick(rng);
-      if (p < 3) v = inf;
-      else if (p < 6) v = -inf;
-      else if (p < 8) v = std::numeric_limits<double>::quiet_NaN();
+      if (p < 3)
+        v = inf;
+      else if (p < 6)
+        v = -inf;
+      else if (p < 8)
+        v = std::numeric_limits<double>::quiet_NaN();
       if (row_kind < 8) v = -inf;
       if (row_kind >= 8 && row_kind < 16 && j <= i) v = -inf;
       if (row_kind >= 16 && row_kind < 22) v = j % 2 ? 0.0 : -0.0;
@@ -124,13 +127,15 @@ std::vector<std::vector<Tensor>> run_all_lengths(const std::string& so, const Gr
 
 // The kernel with causal domains against the one with full loops (bit for bit) and the
 // reference interpreter (within its bound, or the same inf / NaN), every length and k.
-void check_exact(const char* spec, const std::string& label, bool default_schedule) {
+// `schedule` is a schedule's text, or "default" for the default schedule at S = 130.
+void check_exact(const char* spec, const std::string& label, const std::string& schedule_text) {
   for (const int k : kOffsets) {
     SCOPED_TRACE(label + " k=" + std::to_string(k));
     Graph g = compile(spec, k);
     g.bound_dims["S"] = kMaxLength;
-    const loops::Schedule schedule =
-        default_schedule ? loops::default_schedule(g, loops::Target{64, 2}) : loops::Schedule{};
+    const loops::Schedule schedule = schedule_text == "default"
+                                         ? loops::default_schedule(g, loops::Target{64, 2})
+                                         : loops::parse_schedule(schedule_text);
     std::string text;
     const std::string restricted = build_kernel(g, schedule, &text);
     ASSERT_NE(text.find("? S :"), std::string::npos) << "no causal domain\n" << text;
@@ -163,7 +168,8 @@ void check_exact(const char* spec, const std::string& label, bool default_schedu
                                        << " with the domain, " << b << " with full loops\n"
                                        << text;
           const double r = ref.values[o].data[e], bound = ref.bounds[o].data[e];
-          const bool same_special = !std::isfinite(r) && (a == r || (std::isnan(a) && std::isnan(r)));
+          const bool same_special =
+              !std::isfinite(r) && (a == r || (std::isnan(a) && std::isnan(r)));
           ASSERT_TRUE(same_special || std::abs(a - r) <= bound)
               << "S=" << n << " out" << o << "[" << e << "]: " << a << ", reference " << r;
         }
@@ -172,20 +178,96 @@ void check_exact(const char* spec, const std::string& label, bool default_schedu
 }
 
 TEST(CausalDomains, TriMaskedSoftmaxIsBitIdenticalAtEveryLength) {
-  check_exact(kTriSpec, "tri", false);
+  check_exact(kTriSpec, "tri", "");
 }
 TEST(CausalDomains, TriuLargeNegativeIsBitIdenticalAtEveryLength) {
-  check_exact(kTriuSpec, "triu", false);
+  check_exact(kTriuSpec, "triu", "");
 }
 TEST(CausalDomains, ArangeMaskedSumIsBitIdenticalAtEveryLength) {
-  check_exact(kArangeSpec, "arange", false);
+  check_exact(kArangeSpec, "arange", "");
 }
 // The default schedule: row maxes split and factored, row sums vectorized.
 TEST(CausalDomains, DefaultScheduleTriIsBitIdenticalAtEveryLength) {
-  check_exact(kTriSpec, "tri default", true);
+  check_exact(kTriSpec, "tri default", "default");
 }
 TEST(CausalDomains, DefaultScheduleTriuIsBitIdenticalAtEveryLength) {
-  check_exact(kTriuSpec, "triu default", true);
+  check_exact(kTriuSpec, "triu default", "default");
+}
+
+// Bounded loops split (blocks past the bound never entered), factored over the inner
+// loop, vectorized, unrolled, fused, accumulated in a local tile, parallel.
+TEST(CausalDomains, ComposedSchedulesAreBitIdenticalAtEveryLength) {
+  check_exact(kTriSpec, "tri split",
+              "compute_at t16 t17 s\nsplit t22 s1 16\nrfactor t22 s1_i\nvectorize t22_rf s1_i\n"
+              "split t17 s1 8\nunroll t17 s1_i\nsplit out3 s1 32\nrfactor out3 s1_i\n"
+              "vectorize out3_rf s1_i\nparallel out0 s");
+  check_exact(kTriSpec, "tri accumulate",
+              "split t22 s 4\naccumulate t22 s_o\nsplit t17 s 3\naccumulate t17 s_o");
+}
+
+std::string loops_text(const Graph& g, const std::string& schedule) {
+  return loops::to_text(loops::lower(g, loops::parse_schedule(schedule)));
+}
+
+// The row sum of the causal softmax (k = 0) stops at s + 1, rounded up to 64, unless the
+// masked term is not zero; the row max runs one masked iteration.
+const std::string kSumBound =
+    "select(((min(max((s + 1), 0), S) < S) && (t21[((s * S) + min(max((s + 1), 0), S))] != "
+    "f32(0))), S, min((((min(max((s + 1), 0), S) + 63) / 64) * 64), S))";
+
+TEST(CausalDomains, TheBoundShowsInTheLoopText) {
+  const Graph g = compile(kTriSpec, 0);
+  const std::string text = loops_text(g, "");
+  EXPECT_NE(text.find("for s1 in [0, " + kSumBound + ") reduce:\n      t22[s] = (t22[s] + t21["),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(", S, min((min(max((s + 1), 0), S) + 1), S))) reduce:\n      t17[s] = "),
+            std::string::npos)
+      << text;
+  // Split: the blocks past the bound are never entered, the block on it is guarded.
+  const std::string split = loops_text(g, "split t22 s1 16");
+  EXPECT_NE(split.find("for s1_o in [0, ((" + kSumBound + " + 15) / 16)) reduce:"),
+            std::string::npos)
+      << split;
+  EXPECT_NE(split.find("for s1_i in [0, min(16, (" + kSumBound + " - (s1_o * 16)))) reduce:"),
+            std::string::npos)
+      << split;
+  // The offset k: keys j <= i - 2.
+  EXPECT_NE(loops_text(compile(kTriSpec, -2), "").find("min(max((s + -1), 0), S)"),
+            std::string::npos);
+  // Turned off, every loop runs in full.
+  const FullLoops off;
+  EXPECT_EQ(loops_text(g, "").find("select((("), std::string::npos);
+}
+
+std::string refusal(const Graph& g, const std::string& schedule) {
+  try {
+    loops::lower(g, loops::parse_schedule(schedule));
+  } catch (const loops::ScheduleError& e) {
+    return e.reason();
+  }
+  return "accepted";
+}
+
+TEST(CausalDomains, DirectivesThatWouldBreakTheBoundAreRefused) {
+  const Graph g = compile(kTriSpec, 0);
+  // The partial results past the bound would never be written.
+  EXPECT_EQ(refusal(g, "rfactor t22 s1"), "loop s1 of t22 follows a causal mask bounded by loop s");
+  EXPECT_EQ(refusal(g, "split t22 s1 16\nrfactor t22 s1_o"),
+            "loop s1_o of t22 follows a causal mask bounded by loop s");
+  EXPECT_EQ(refusal(g, "split t22 s1 16\nrfactor t22 s1_i"), "accepted");
+  // The bound is over s: s1 stays inside it.
+  EXPECT_EQ(refusal(g, "reorder t22 s1 s"), "the extent of loop s1 depends on loop s");
+  EXPECT_EQ(refusal(g, "split t17 s 4\nreorder t17 s_o s1 s_i"),
+            "the extent of loop s1 depends on loop s_i");
+  // Shared loops must have the same extents: the exponentials cannot run inside the
+  // bounded loop; at the row they can.
+  EXPECT_EQ(refusal(g, "compute_at t21 t22 s1")
+                .rfind("loop s1 of t21 walks [0, S) but loop s1 of "
+                       "t22 walks [0, select(",
+                       0),
+            0u);
+  EXPECT_EQ(refusal(g, "compute_at t21 t22 s"), "accepted");
 }
 
 }  // namespace
