@@ -100,6 +100,8 @@ Expr add(const Expr& a, const Expr& b) {
 Expr sub(const Expr& a, const Expr& b) {
   if (is_int(b, 0)) return a;
   if (is_negation(b)) return add(a, b->args[1]);
+  if (is_int(a, 0) && b->kind == ExprKind::Binary && b->op == OpKind::Sub)  // -(x - y) = y - x
+    return sub(b->args[1], b->args[0]);
   if (b->kind == ExprKind::IntImm) return add(a, make_int(-b->int_value));
   return make_binary(OpKind::Sub, a, b);
 }
