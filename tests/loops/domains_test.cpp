@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <random>
 
 #include "../emit/kernel_check.h"
+#include "rewrite/rewrite.h"
 #include "spec/spec.h"
 
 namespace {
@@ -69,35 +71,39 @@ struct FullLoops {
   ~FullLoops() { loops::set_causal_domains(true); }
 };
 
-// Normal values with inf, -inf and NaN sprinkled in, some rows entirely -inf, some rows
-// -inf on and below the diagonal only (every kept score -inf), some rows of zeros.
-std::vector<Tensor> special_inputs(int n, unsigned seed) {
+// Every input at length n (the graph's other dims as bound): normal values with inf, -inf
+// and NaN sprinkled in, some rows entirely -inf, some -inf on and below the diagonal only
+// (every kept score -inf), some rows of signed zeros.
+std::vector<Tensor> special_inputs(const Graph& g, int n, unsigned seed) {
+  Graph gn = g;
+  gn.bound_dims["S"] = n;
+  std::vector<Tensor> inputs = random_inputs(gn, seed);
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0, 4);
   std::uniform_int_distribution<int> pick(0, 99);
   const double inf = std::numeric_limits<double>::infinity();
-  Tensor x;
-  x.dtype = DType::F32;
-  x.shape = {n, n};
-  x.data.resize(static_cast<size_t>(n * n));
-  for (int i = 0; i < n; ++i) {
-    const int row_kind = pick(rng);
-    for (int j = 0; j < n; ++j) {
-      double v = static_cast<float>(normal(rng));
-      const int p = pick(rng);
-      if (p < 3)
-        v = inf;
-      else if (p < 6)
-        v = -inf;
-      else if (p < 8)
-        v = std::numeric_limits<double>::quiet_NaN();
-      if (row_kind < 8) v = -inf;
-      if (row_kind >= 8 && row_kind < 16 && j <= i) v = -inf;
-      if (row_kind >= 16 && row_kind < 22) v = j % 2 ? 0.0 : -0.0;
-      x.data[static_cast<size_t>(i * n + j)] = v;
+  for (Tensor& x : inputs) {
+    const int64_t cols = x.shape.empty() ? 1 : x.shape.back();
+    const int64_t rows = static_cast<int64_t>(x.data.size()) / std::max<int64_t>(cols, 1);
+    for (int64_t i = 0; i < rows; ++i) {
+      const int row_kind = pick(rng);
+      for (int64_t j = 0; j < cols; ++j) {
+        double v = static_cast<float>(normal(rng));
+        const int p = pick(rng);
+        if (p < 3)
+          v = inf;
+        else if (p < 6)
+          v = -inf;
+        else if (p < 8)
+          v = std::numeric_limits<double>::quiet_NaN();
+        if (row_kind < 8) v = -inf;
+        if (row_kind >= 8 && row_kind < 16 && j <= i) v = -inf;
+        if (row_kind >= 16 && row_kind < 22) v = j % 2 ? 0.0 : -0.0;
+        x.data[static_cast<size_t>(i * cols + j)] = v;
+      }
     }
   }
-  return {x};
+  return inputs;
 }
 
 bool same_bits(double a, double b) {
@@ -125,9 +131,51 @@ std::vector<std::vector<Tensor>> run_all_lengths(const std::string& so, const Gr
   return out.call_outputs;
 }
 
-// The kernel with causal domains against the one with full loops (bit for bit) and the
-// reference interpreter (within its bound, or the same inf / NaN), every length and k.
-// `schedule` is a schedule's text, or "default" for the default schedule at S = 130.
+// The kernel of `g` under `schedule` with causal domains against the one with full loops
+// (bit for bit) and the reference interpreter (within its bound, or the same inf / NaN),
+// at every length S = 1..130.
+void check_graph(Graph g, const loops::Schedule& schedule, unsigned salt) {
+  std::string text;
+  const std::string restricted = build_kernel(g, schedule, &text);
+  ASSERT_NE(text.find(" in [0, select("), std::string::npos) << "no causal domain\n" << text;
+  std::string full_text;
+  std::string full;
+  {
+    const FullLoops off;
+    full = build_kernel(g, schedule, &full_text);
+  }
+  ASSERT_EQ(full_text.find(" in [0, select("), std::string::npos);
+  ASSERT_FALSE(restricted.empty() || full.empty());
+  std::vector<std::vector<Tensor>> inputs;
+  for (int n = 1; n <= kMaxLength; ++n)
+    inputs.push_back(special_inputs(g, n, static_cast<unsigned>(n * 31) + salt));
+  const auto got = run_all_lengths(restricted, g, inputs);
+  const auto want = run_all_lengths(full, g, inputs);
+  ASSERT_EQ(got.size(), static_cast<size_t>(kMaxLength));
+  ASSERT_EQ(want.size(), got.size());
+  for (int n = 1; n <= kMaxLength; ++n) {
+    const auto& g_out = got[static_cast<size_t>(n - 1)];
+    const auto& w_out = want[static_cast<size_t>(n - 1)];
+    Graph gn = g;
+    gn.bound_dims["S"] = n;
+    const ollie::interp::Result ref =
+        ollie::interp::evaluate(gn, inputs[static_cast<size_t>(n - 1)]);
+    for (size_t o = 0; o < g_out.size(); ++o)
+      for (size_t e = 0; e < g_out[o].data.size(); ++e) {
+        const double a = g_out[o].data[e], b = w_out[o].data[e];
+        ASSERT_TRUE(same_bits(a, b)) << "S=" << n << " out" << o << "[" << e << "]: " << a
+                                     << " with the domain, " << b << " with full loops\n"
+                                     << text;
+        const double r = ref.values[o].data[e], bound = ref.bounds[o].data[e];
+        const bool same_special = !std::isfinite(r) && (a == r || (std::isnan(a) && std::isnan(r)));
+        ASSERT_TRUE(same_special || std::abs(a - r) <= bound)
+            << "S=" << n << " out" << o << "[" << e << "]: " << a << ", reference " << r;
+      }
+  }
+}
+
+// check_graph for every offset k; `schedule_text` is a schedule's text, or "default"
+// for the default schedule at S = 130.
 void check_exact(const char* spec, const std::string& label, const std::string& schedule_text) {
   for (const int k : kOffsets) {
     SCOPED_TRACE(label + " k=" + std::to_string(k));
@@ -136,44 +184,8 @@ void check_exact(const char* spec, const std::string& label, const std::string& 
     const loops::Schedule schedule = schedule_text == "default"
                                          ? loops::default_schedule(g, loops::Target{64, 2})
                                          : loops::parse_schedule(schedule_text);
-    std::string text;
-    const std::string restricted = build_kernel(g, schedule, &text);
-    ASSERT_NE(text.find("? S :"), std::string::npos) << "no causal domain\n" << text;
-    std::string full_text;
-    std::string full;
-    {
-      const FullLoops off;
-      full = build_kernel(g, schedule, &full_text);
-    }
-    ASSERT_EQ(full_text.find("? S :"), std::string::npos);
-    ASSERT_FALSE(restricted.empty() || full.empty());
-    std::vector<std::vector<Tensor>> inputs;
-    for (int n = 1; n <= kMaxLength; ++n)
-      inputs.push_back(special_inputs(n, static_cast<unsigned>(n * 31 + k + 7)));
-    const auto got = run_all_lengths(restricted, g, inputs);
-    const auto want = run_all_lengths(full, g, inputs);
-    ASSERT_EQ(got.size(), static_cast<size_t>(kMaxLength));
-    ASSERT_EQ(want.size(), got.size());
-    for (int n = 1; n <= kMaxLength; ++n) {
-      const auto& g_out = got[static_cast<size_t>(n - 1)];
-      const auto& w_out = want[static_cast<size_t>(n - 1)];
-      Graph gn = g;
-      gn.bound_dims["S"] = n;
-      const ollie::interp::Result ref =
-          ollie::interp::evaluate(gn, inputs[static_cast<size_t>(n - 1)]);
-      for (size_t o = 0; o < g_out.size(); ++o)
-        for (size_t e = 0; e < g_out[o].data.size(); ++e) {
-          const double a = g_out[o].data[e], b = w_out[o].data[e];
-          ASSERT_TRUE(same_bits(a, b)) << "S=" << n << " out" << o << "[" << e << "]: " << a
-                                       << " with the domain, " << b << " with full loops\n"
-                                       << text;
-          const double r = ref.values[o].data[e], bound = ref.bounds[o].data[e];
-          const bool same_special =
-              !std::isfinite(r) && (a == r || (std::isnan(a) && std::isnan(r)));
-          ASSERT_TRUE(same_special || std::abs(a - r) <= bound)
-              << "S=" << n << " out" << o << "[" << e << "]: " << a << ", reference " << r;
-        }
-    }
+    check_graph(g, schedule, static_cast<unsigned>(k + 7));
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
@@ -205,6 +217,22 @@ TEST(CausalDomains, SplitFactoredFusedIsBitIdenticalAtEveryLength) {
 TEST(CausalDomains, AccumulatedIsBitIdenticalAtEveryLength) {
   check_exact(kTriSpec, "tri accumulate",
               "split t22 s 4\naccumulate t22 s_o\nsplit t17 s 3\naccumulate t17 s_o");
+}
+
+// attention_causal after its flash rewrites (key blocks of 64 and a tail; blocks past the
+// diagonal bound the block max and sum to one iteration or none) under its measured
+// schedule.
+TEST(CausalDomains, FlashAttentionIsBitIdenticalAtEveryLength) {
+  ollie::spec::SpecOptions options;
+  options.dim_overrides = {{"S", kMaxLength}, {"D", 5}};
+  const std::string dir = std::string(OLLIE_SOURCE_DIR) + "/examples/";
+  const Graph g =
+      ollie::rewrite::replay(ollie::spec::load_spec(dir + "attention_causal.py", options),
+                             "normalize-late %36 lhs\nflash %38 64\n");
+  std::ifstream in(dir + "schedules/attention_causal.flash.schedule");
+  const std::string schedule((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  check_graph(g, loops::parse_schedule(schedule), 3);
 }
 
 std::string loops_text(const Graph& g, const std::string& schedule) {
