@@ -137,14 +137,14 @@ std::vector<std::vector<Tensor>> run_all_lengths(const std::string& so, const Gr
 void check_graph(Graph g, const loops::Schedule& schedule, unsigned salt) {
   std::string text;
   const std::string restricted = build_kernel(g, schedule, &text);
-  ASSERT_NE(text.find(" in [0, select("), std::string::npos) << "no causal domain\n" << text;
+  ASSERT_NE(text.find("select(((min(max("), std::string::npos) << "no causal domain\n" << text;
   std::string full_text;
   std::string full;
   {
     const FullLoops off;
     full = build_kernel(g, schedule, &full_text);
   }
-  ASSERT_EQ(full_text.find(" in [0, select("), std::string::npos);
+  ASSERT_EQ(full_text.find("select(((min(max("), std::string::npos);
   ASSERT_FALSE(restricted.empty() || full.empty());
   std::vector<std::vector<Tensor>> inputs;
   for (int n = 1; n <= kMaxLength; ++n)
