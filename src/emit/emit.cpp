@@ -168,11 +168,20 @@ class Printer {
         }
         const bool from_zero = s->min->kind == ExprKind::IntImm && s->min->int_value == 0;
         const std::string lo = expr(s->min);
-        const std::string hi = from_zero ? expr(s->extent) : lo + " + " + expr(s->extent);
+        std::string hi = from_zero ? expr(s->extent) : lo + " + " + expr(s->extent);
+        // A causal domain's bound reads memory: evaluated once, before the loop (a pragma
+        // must stay right above its loop, so only for plain loops).
+        bool loads = false;
+        loops::for_each_load(s->extent, [&](const Expr&) { loads = true; });
+        const bool hoist = loads && s->for_kind == loops::ForKind::Serial;
+        if (hoist) {
+          out << pad << "{ const int64_t " << s->name << "_end = " << hi << ";\n";
+          hi = s->name + "_end";
+        }
         out << pad << "for (int64_t " << s->name << " = " << lo << "; " << s->name << " < " << hi
             << "; ++" << s->name << ") {\n";
         stmt(s->body[0], depth + 1, out);
-        out << pad << "}\n";
+        out << pad << (hoist ? "}}\n" : "}\n");
         break;
       }
       case StmtKind::Block:

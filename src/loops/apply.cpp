@@ -190,6 +190,8 @@ std::optional<Violation> check_dependences(const Stages& st) {
       const Stage& R = st.stages[static_cast<size_t>(r)];
       std::vector<Expr> loads;
       collect_loads(R.value, W.buffer, loads);
+      for (auto& l : loads) l = in_canonical(st, r, l);
+      for (const auto& l : extent_loads(st, r, W.buffer)) loads.push_back(l);  // domain guards
       bool packs_it = false;
       for (const auto& p : R.packs) packs_it = packs_it || p.source == W.buffer;
       if (loads.empty() && !packs_it) continue;
@@ -219,8 +221,7 @@ std::optional<Violation> check_dependences(const Stages& st) {
       for (const auto& i : W.store_index) widx.push_back(in_canonical(st, w, i));
       std::set<std::string> common;
       for (int t = 0; t < c; ++t) common.insert(canonical_name(canonical(st, w, t)));
-      for (const auto& load_expr : loads) {
-        const Expr load = in_canonical(st, r, load_expr);
+      for (const auto& load : loads) {
         if (load->args.size() != widx.size() + 1)
           return Violation{"cannot tell which elements of " + W.buffer + " " + R.name + " reads",
                            "the read goes through a reshape; only direct indexing can be checked"};
@@ -328,8 +329,10 @@ void reorder(Stages& st, Stage& s, const Directive& d) {
     for (size_t j = i + 1; j < loops.size(); ++j)
       if (mentions(loops[i].extent, loops[j].name))
         reject(d, "the extent of loop " + loops[i].name + " depends on loop " + loops[j].name,
-               loops[i].name + " is the guarded tail of a split of " + loops[j].name +
-                   "; it must stay inside it");
+               loops[i].name +
+                   (causal_bound(loops[i].extent) ? " follows a causal mask bounded by "
+                                                  : " is the guarded tail of a split of ") +
+                   loops[j].name + "; it must stay inside it");
     if (loops[i].kind == ForKind::Vectorized && i + 1 != loops.size() &&
         !vector_sum_loop(s, loops, i))
       reject(d, "loop " + loops[i].name + " is vectorized and must stay innermost",
@@ -451,6 +454,25 @@ void rfactor(Stages& st, Stage& s, const Directive& d) {
   if (!s.packs.empty()) reject(d, s.name + " packs tiles", "rfactor before pack");
   if (s.accumulate_depth)
     reject(d, s.name + " accumulates in registers", "rfactor before accumulate");
+  // A causal domain's bound: the partial results past it would never be written (a split
+  // tail's inner loop is fine: its extent depends on the outer reduction loop, so the
+  // partial results are initialised over the whole buffer).
+  std::string bounded_by;
+  bool by_reduction = false;
+  for (const auto& o : s.loops) {
+    if (o.name == l.name || !mentions(l.extent, o.name)) continue;
+    if (o.reduction)
+      by_reduction = true;
+    else
+      bounded_by += (bounded_by.empty() ? "" : ", ") + o.name;
+  }
+  if (!bounded_by.empty() && !by_reduction)
+    reject(
+        d,
+        "loop " + l.name + " of " + s.name + " follows a causal mask bounded by loop " + bounded_by,
+        "its extent is " + to_text(l.extent) +
+            "; the partial results past the mask would never be written: split " + l.name +
+            " and rfactor the inner loop");
   // The reduction loops go innermost in the reduced stage: a pure loop whose extent (a
   // split tail) depends on one of them would be walked outside it.
   for (const auto& p : s.loops)

@@ -566,7 +566,9 @@ std::set<ValueId> default_inlined(const ir::Graph& graph) { return compute_inlin
 Stages build_stages(const ir::Graph& graph, const std::set<ValueId>& inline_nodes) {
   std::set<ValueId> inlined = compute_inline_set(graph);
   inlined.insert(inline_nodes.begin(), inline_nodes.end());
-  return Lowerer(graph, std::move(inlined)).run();
+  Stages st = Lowerer(graph, std::move(inlined)).run();
+  restrict_domains(st);
+  return st;
 }
 
 int Stages::find(const std::string& stage) const {

@@ -247,6 +247,12 @@ Kernel lower(const ir::Graph& graph, const Schedule& schedule = {});
 using LowerStep = std::function<void(const Directive* directive, const Kernel& kernel)>;
 Kernel lower(const ir::Graph& graph, const Schedule& schedule, const LowerStep& step);
 
+// Causal domains: lowering bounds a reduction loop by a triangular mask where the masked
+// terms are one loop-invariant value, guarded so the result is bit-identical to the full
+// loop (docs/schedules.md). On by default; tests turn it off to compare (process-wide).
+void set_causal_domains(bool on);
+bool causal_domains();
+
 // The baseline schedule every search starts from: producers computed at their consumer's
 // outer loops (fused chains), contractions ordered so the innermost loop walks the output
 // contiguously (or given a register tile, `accumulate`, where no other loop must sit

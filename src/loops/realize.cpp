@@ -89,13 +89,14 @@ class Realizer {
         if (pk.source == p.buffer) return;
       std::vector<Expr> loads;
       collect_loads(r.value, p.buffer, loads);
+      for (auto& l : loads) l = in_canonical(st_, static_cast<int>(ri), l);
+      for (const auto& l : extent_loads(st_, static_cast<int>(ri), p.buffer)) loads.push_back(l);
       if (loads.empty() || static_cast<int>(ri) == pi) continue;
       for (int t = 0; t < p.shared; ++t)
         if (static_cast<int>(r.loops.size()) <= t ||
             !(canonical(st_, static_cast<int>(ri), t) == canonical(st_, pi, t)))
           return;  // read outside the shared loops
-      for (const auto& l : loads) {
-        const Expr c = in_canonical(st_, static_cast<int>(ri), l);
+      for (const auto& c : loads) {
         if (c->args.size() != widx.size() + 1) return;
         for (size_t d = 0; d < widx.size(); ++d)
           if (!f.keep[d] && !equal(c->args[d + 1], widx[d])) return;
@@ -211,7 +212,7 @@ class Realizer {
     const Stage& s = st_.stages[static_cast<size_t>(si)];
     const StageLoop& l = s.loops[static_cast<size_t>(t)];
     const std::string name = fresh(l.name, scope);
-    Expr extent = substitute(l.extent, names);
+    Expr extent = refold(substitute(l.extent, names));  // a causal domain's guard may load
     if (full_tile_stage_ == si && t >= s.accumulate_depth && !l.reduction)
       extent = make_int(*l.nominal.as_constant());
     // The copy for tiles cut by a tail runs rarely: it is not worth the code of unrolling.

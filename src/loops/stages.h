@@ -97,6 +97,16 @@ Stages build_stages(const ir::Graph& graph, const std::set<ir::ValueId>& inline_
 // The elementwise values that lowering inlines by default.
 std::set<ir::ValueId> default_inlined(const ir::Graph& graph);
 
+// Causal domains (domains.cpp): gives each reduction loop whose terms a triangular mask
+// sets to one loop-invariant value past a bound the guarded extent that skips them
+// (build_stages calls it last; set_causal_domains(false) turns it off).
+void restrict_domains(Stages& st);
+// The loads of `buffer` in the loop extents of stage `stage` (a causal domain's guard
+// reads the stage's term there), over canonical loop names.
+std::vector<Expr> extent_loads(const Stages& st, int stage, const std::string& buffer);
+// Whether a loop extent is (or holds) a causal domain's guarded bound.
+bool causal_bound(const Expr& extent);
+
 // Applies one directive to `st` or throws ScheduleError; `st` is unchanged on error.
 void apply_directive(const ir::Graph& graph, Stages& st, const Directive& d);
 

@@ -1,0 +1,340 @@
+// Causal masks as iteration domains: a reduction whose term, at the iterations where an
+// affine predicate over its loops (a triangular mask from np.tri / np.triu / iota
+// comparisons) is false, is one value that does not vary along the reduction loop, gets
+// that loop's bound from the predicate, with a runtime guard that keeps the result
+// bit-identical to the full loop (docs/schedules.md, "Causal domains").
+#include <atomic>
+#include <cmath>
+
+#include "loops/stages.h"
+
+namespace ollie::loops {
+namespace {
+
+using ir::OpKind;
+
+std::atomic<bool> g_domains{true};
+
+// A bounded sum runs past its bound to a multiple of this many iterations: 16 lanes of
+// f32 times 4 interleaved vector accumulators, the most a compiler uses for `omp simd`.
+constexpr int64_t kSumChunk = 64;
+
+// The deepest chain of elementwise producers expanded into a reduction's term.
+constexpr int kMaxExpandDepth = 8;
+
+// The stage that writes `buffer`, when it is the only writer and an elementwise stage
+// whose store index is its vars (so a load's multi-index says which iteration wrote it).
+const Stage* elementwise_writer(const Stages& st, const std::string& buffer) {
+  const Stage* found = nullptr;
+  for (const auto& s : st.stages) {
+    if (s.buffer != buffer) continue;
+    if (found || s.reduce || s.what == "concat part" || s.store_index.size() != s.vars.size())
+      return nullptr;
+    for (size_t d = 0; d < s.vars.size(); ++d)
+      if (s.store_index[d]->kind != ExprKind::Var || s.store_index[d]->name != s.vars[d])
+        return nullptr;
+    found = &s;
+  }
+  return found;
+}
+
+// `e` with the loads of elementwise intermediates replaced by the values their writers
+// store there: how each term is computed, traced through materialized buffers (a mask
+// applied in one stage and reduced in another).
+Expr expand(const Stages& st, const Expr& e, int depth) {
+  if (e->kind == ExprKind::Load && depth < kMaxExpandDepth) {
+    const Stage* w = elementwise_writer(st, e->name);
+    if (w && e->args.size() == w->vars.size() + 1) {
+      std::map<std::string, Expr> at;
+      for (size_t d = 0; d < w->vars.size(); ++d) at[w->vars[d]] = e->args[d + 1];
+      return expand(st, substitute(w->value, at), depth + 1);
+    }
+    return e;
+  }
+  if (e->args.empty()) return e;
+  std::vector<Expr> a;
+  bool changed = false;
+  for (const auto& x : e->args) {
+    a.push_back(expand(st, x, depth));
+    changed = changed || a.back() != x;
+  }
+  return changed ? rebuild(e, std::move(a)) : e;
+}
+
+// `e` with every occurrence of the node `from` (by identity) replaced by `to`.
+Expr replace_node(const Expr& e, const Expr& from, const Expr& to) {
+  if (e == from) return to;
+  if (e->args.empty()) return e;
+  std::vector<Expr> a;
+  bool changed = false;
+  for (const auto& x : e->args) {
+    a.push_back(replace_node(x, from, to));
+    changed = changed || a.back() != x;
+  }
+  return changed ? rebuild(e, std::move(a)) : e;
+}
+
+// An integer expression as coeff * j + rest (rest free of j); nullopt when it is not affine
+// in j with a constant coefficient.
+struct Affine {
+  int64_t coeff = 0;
+  Expr rest;
+};
+
+bool is_int(const Expr& e, int64_t v) { return e->kind == ExprKind::IntImm && e->int_value == v; }
+bool is_negation(const Expr& e) {
+  return e->kind == ExprKind::Binary && e->op == OpKind::Sub && is_int(e->args[0], 0);
+}
+
+// a + b and a - b over i64, keeping the bounds readable: 0 - (0 - s) is s.
+Expr sub(const Expr& a, const Expr& b);
+Expr add(const Expr& a, const Expr& b) {
+  if (is_int(a, 0)) return b;
+  if (is_int(b, 0)) return a;
+  if (is_negation(b)) return sub(a, b->args[1]);
+  if (b->kind == ExprKind::IntImm && a->kind == ExprKind::Binary && a->op == OpKind::Add &&
+      a->args[1]->kind == ExprKind::IntImm)  // (s + c) + d is s + (c + d)
+    return add(a->args[0], make_int(a->args[1]->int_value + b->int_value));
+  return make_binary(OpKind::Add, a, b);
+}
+Expr sub(const Expr& a, const Expr& b) {
+  if (is_int(b, 0)) return a;
+  if (is_negation(b)) return add(a, b->args[1]);
+  if (is_int(a, 0) && b->kind == ExprKind::Binary && b->op == OpKind::Sub)  // -(x - y) = y - x
+    return sub(b->args[1], b->args[0]);
+  if (b->kind == ExprKind::IntImm) return add(a, make_int(-b->int_value));
+  return make_binary(OpKind::Sub, a, b);
+}
+
+std::optional<Affine> affine_in(const Expr& e, const std::string& j) {
+  if (ir::is_float(e->dtype) || e->dtype == ir::DType::Bool) return std::nullopt;
+  if (!mentions(e, j)) return Affine{0, e};
+  if (e->kind == ExprKind::Var) return Affine{1, make_int(0)};
+  if (e->kind == ExprKind::Unary && e->op == OpKind::Neg) {
+    auto a = affine_in(e->args[0], j);
+    if (!a) return std::nullopt;
+    return Affine{-a->coeff, sub(make_int(0), a->rest)};
+  }
+  if (e->kind != ExprKind::Binary) return std::nullopt;
+  auto a = affine_in(e->args[0], j), b = affine_in(e->args[1], j);
+  if (!a || !b) return std::nullopt;
+  switch (e->op) {
+    case OpKind::Add: return Affine{a->coeff + b->coeff, add(a->rest, b->rest)};
+    case OpKind::Sub: return Affine{a->coeff - b->coeff, sub(a->rest, b->rest)};
+    case OpKind::Mul:
+      if (a->coeff == 0 && a->rest->kind == ExprKind::IntImm)
+        return Affine{a->rest->int_value * b->coeff, make_binary(OpKind::Mul, a->rest, b->rest)};
+      if (b->coeff == 0 && b->rest->kind == ExprKind::IntImm)
+        return Affine{b->rest->int_value * a->coeff, make_binary(OpKind::Mul, a->rest, b->rest)};
+      return std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
+std::optional<double> literal(const Expr& e) {
+  if (e->kind == ExprKind::FloatImm) return e->float_value;
+  if (e->kind == ExprKind::IntImm) return static_cast<double>(e->int_value);
+  return std::nullopt;
+}
+
+std::optional<bool> compare(OpKind op, double a, double b) {
+  switch (op) {
+    case OpKind::Lt: return a < b;
+    case OpKind::Le: return a <= b;
+    case OpKind::Gt: return a > b;
+    case OpKind::Ge: return a >= b;
+    case OpKind::Eq: return a == b;
+    case OpKind::Ne: return a != b;
+    default: return std::nullopt;
+  }
+}
+
+// A bool turned into a number, `p ? c1 : c0` with literal c1, c0: a bool converted (1 or
+// 0), or a select of two literals (np.triu(np.ones(...)) is where(mask, 1, 0)).
+struct NumberedBool {
+  Expr p;
+  double if_true, if_false;
+};
+
+std::optional<NumberedBool> numbered_bool(const Expr& e) {
+  if (e->kind == ExprKind::Cast && e->args[0]->dtype == ir::DType::Bool)
+    return NumberedBool{e->args[0], 1, 0};
+  if (e->kind == ExprKind::Cast) {  // f32 of f64 of a bool, ...
+    auto inner = numbered_bool(e->args[0]);
+    if (inner && inner->if_true == 1 && inner->if_false == 0) return inner;
+    return std::nullopt;
+  }
+  if (e->kind == ExprKind::Select) {
+    const auto a = literal(e->args[1]), b = literal(e->args[2]);
+    if (a && b) return NumberedBool{e->args[0], *a, *b};
+  }
+  return std::nullopt;
+}
+
+// The bound `hi` such that, for every j, `cond == holds` exactly when j < hi; nullopt
+// when `cond` is not such a predicate. Understood: integer comparisons affine in j with
+// coefficient +-1 (iota comparisons), `not`, and a bool turned into a number compared
+// with a literal (np.tri(...) > 0, np.triu(np.ones(...), 1) > 0, ...).
+std::optional<Expr> upper_bound(const Expr& cond, const std::string& j, bool holds) {
+  if (cond->kind == ExprKind::Unary && cond->op == OpKind::Not)
+    return upper_bound(cond->args[0], j, !holds);
+  if (cond->kind != ExprKind::Binary) return std::nullopt;
+  const Expr &a = cond->args[0], &b = cond->args[1];
+  if (const auto nb = numbered_bool(a); nb && literal(b)) {
+    const auto when_true = compare(cond->op, nb->if_true, *literal(b));
+    const auto when_false = compare(cond->op, nb->if_false, *literal(b));
+    if (!when_true || !when_false || *when_true == *when_false) return std::nullopt;
+    return upper_bound(nb->p, j, *when_true ? holds : !holds);
+  }
+  OpKind op = cond->op;
+  if (op != OpKind::Lt && op != OpKind::Le && op != OpKind::Gt && op != OpKind::Ge)
+    return std::nullopt;
+  auto la = affine_in(a, j), lb = affine_in(b, j);
+  if (!la || !lb) return std::nullopt;
+  const int64_t c = la->coeff - lb->coeff;
+  // a OP b  <=>  c*j + r OP 0 with r = ra - rb.
+  const Expr r = sub(la->rest, lb->rest);
+  Expr x;  // j OP x
+  if (c == 1) {
+    x = sub(make_int(0), r);
+  } else if (c == -1) {
+    x = r;
+    op = op == OpKind::Lt   ? OpKind::Gt
+         : op == OpKind::Le ? OpKind::Ge
+         : op == OpKind::Gt ? OpKind::Lt
+                            : OpKind::Le;
+  } else {
+    return std::nullopt;
+  }
+  if (!holds)  // the negation: not (j < x) is j >= x, ...
+    op = op == OpKind::Lt   ? OpKind::Ge
+         : op == OpKind::Le ? OpKind::Gt
+         : op == OpKind::Gt ? OpKind::Le
+                            : OpKind::Lt;
+  if (op == OpKind::Lt) return x;
+  if (op == OpKind::Le) return add(x, make_int(1));
+  return std::nullopt;  // a lower bound: the loop would have to start above 0
+}
+
+// Whether `e` reads only the vars in `allowed`.
+bool only_vars(const Expr& e, const std::set<std::string>& allowed) {
+  std::set<std::string> used;
+  collect_vars(e, used);
+  for (const auto& u : used)
+    if (!allowed.count(u)) return false;
+  return true;
+}
+
+// The mask of reduction loop `x` of `s`: the bound of the kept iterations, when the term
+// at every other iteration is one value that depends only on the loops outside `x`.
+std::optional<Expr> mask_bound(const Stages& st, const Stage& s, size_t x) {
+  const std::string& j = s.loops[x].name;
+  std::set<std::string> outer;
+  for (size_t t = 0; t < x; ++t) outer.insert(s.loops[t].name);
+  // The guard reads the term itself at one iteration of `x`: it may not need inner loops.
+  std::set<std::string> guard_vars = outer;
+  guard_vars.insert(j);
+  if (!only_vars(s.value, guard_vars)) return std::nullopt;
+  const Expr term = expand(st, s.value, 0);
+  std::optional<Expr> found;
+  for_each_expr(term, [&](const Expr& e) {
+    if (found || e->kind != ExprKind::Select || !mentions(e->args[0], j)) return;
+    for (const bool holds : {true, false}) {
+      const Expr& masked = e->args[holds ? 2 : 1];
+      if (mentions(masked, j)) continue;
+      const std::optional<Expr> hi = upper_bound(e->args[0], j, holds);
+      if (!hi || !only_vars(*hi, outer)) continue;
+      if (!only_vars(replace_node(term, e, masked), outer)) continue;
+      found = hi;
+      return;
+    }
+  });
+  return found;
+}
+
+// The guarded extent of reduction loop `x` of `s` (extent E) under the mask bound `hi`.
+// With h = clamp(hi, 0, E), iterations [h, E) are masked and each has the same term t,
+// which the guard reads as the stage's own term at j = h (only when h < E).
+//
+// Sum (acc + t): the initial value is +0.0 and x + y is -0.0 only when both are -0.0, so
+// the accumulator (and every partial sum of rfactor, a register tile or a vector lane) is
+// never -0.0; then acc + (+-0) == acc bit for bit (NaN and inf included). So when t == 0
+// (either sign) the masked iterations change nothing and the loop stops at h, rounded up
+// to whole kSumChunks (the iterations past h add exact zeros too: a vectorized sum then
+// gives each kept term the lane it has in the full loop, and its lanes are reduced
+// alike); otherwise (t is NaN, inf or any other value: a fully masked row's
+// exp(-inf - -inf)) it runs in full.
+//
+// Max / min (ollie_max(acc, t) returns one of its operands): f(f(a, t), t) == f(a, t),
+// so after one masked iteration the others change nothing: the loop runs to h + 1. Split
+// and factored into partial results, other partials miss their copies of t; t is then
+// still in the one that holds iteration h, and when t is neither NaN nor +-0 it ties with
+// no other value, so the max over the partials has the same bits. The guard runs the full
+// loop when t is NaN or +-0.
+Expr guarded_extent(const Stage& s, size_t x, const Expr& hi) {
+  const StageLoop& l = s.loops[x];
+  const Expr E = l.extent;
+  const Expr h = make_binary(OpKind::Min, make_binary(OpKind::Max, hi, make_int(0)), E);
+  const Expr t = substitute(s.value, {{l.name, h}});
+  const Expr zero = ir::is_float(s.dtype) ? make_float(0, s.dtype) : make_int(0, s.dtype);
+  const Expr masked_rows = make_binary(OpKind::Lt, h, E);
+  if (s.combine == OpKind::Add) {
+    // Past h in whole chunks of kSumChunk (masked iterations: exact zeros), so that a
+    // vectorized sum deals the kept terms to its lanes as the full loop does.
+    const Expr chunks = make_binary(
+        OpKind::Mul, make_binary(OpKind::Div, add(h, make_int(kSumChunk - 1)), make_int(kSumChunk)),
+        make_int(kSumChunk));
+    return make_select(make_binary(OpKind::And, masked_rows, make_binary(OpKind::Ne, t, zero)), E,
+                       make_binary(OpKind::Min, chunks, E));
+  }
+  Expr unsafe = make_binary(OpKind::Eq, t, zero);
+  if (ir::is_float(s.dtype))
+    unsafe = make_binary(OpKind::Or, make_binary(OpKind::Ne, t, t), unsafe);
+  return make_select(make_binary(OpKind::And, masked_rows, unsafe), E,
+                     make_binary(OpKind::Min, add(h, make_int(1)), E));
+}
+
+bool domain_candidate(const Stage& s) {
+  return s.reduce && s.running_max.empty() && !s.accumulate_depth && s.host < 0 &&
+         (s.combine == OpKind::Add || s.combine == OpKind::Max || s.combine == OpKind::Min);
+}
+
+}  // namespace
+
+void set_causal_domains(bool on) { g_domains = on; }
+bool causal_domains() { return g_domains; }
+
+void restrict_domains(Stages& st) {
+  if (!g_domains) return;
+  for (auto& s : st.stages) {
+    if (!domain_candidate(s)) continue;
+    for (size_t x = 0; x < s.loops.size(); ++x) {
+      const StageLoop& l = s.loops[x];
+      // A loop as built: one var, from 0 to a size over the dims.
+      if (!l.reduction || !s.subst.count(l.name) || s.subst.at(l.name)->kind != ExprKind::Var ||
+          s.subst.at(l.name)->name != l.name ||
+          (l.extent->kind != ExprKind::Dim && l.extent->kind != ExprKind::IntImm))
+        continue;
+      if (const auto hi = mask_bound(st, s, x)) s.loops[x].extent = guarded_extent(s, x, *hi);
+    }
+  }
+}
+
+bool causal_bound(const Expr& extent) {
+  bool found = false;
+  for_each_expr(extent, [&](const Expr& e) { found = found || e->kind == ExprKind::Select; });
+  return found;
+}
+
+std::vector<Expr> extent_loads(const Stages& st, int stage, const std::string& buffer) {
+  const Stage& s = st.stages[static_cast<size_t>(stage)];
+  std::map<std::string, Expr> names;
+  for (size_t t = 0; t < s.loops.size(); ++t)
+    names[s.loops[t].name] = make_var(canonical_name(canonical(st, stage, static_cast<int>(t))));
+  std::vector<Expr> loads, out;
+  for (const auto& l : s.loops) collect_loads(l.extent, buffer, loads);
+  for (const auto& l : loads) out.push_back(substitute(l, names));
+  return out;
+}
+
+}  // namespace ollie::loops
