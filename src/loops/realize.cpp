@@ -102,12 +102,10 @@ class Realizer {
           if (!f.keep[d] && !equal(c->args[d + 1], widx[d])) return;
       }
     }
-    ir::DimExpr size = ir::DimExpr::constant(1);
-    for (const auto& d : f.shape) size = size * d;
-    const auto n = size.as_constant();
-    const bool small = n && *n * ir::dtype_bytes(b->dtype) <= 64 * 1024;
-    if (!small && !(f.at.index == 0 && st_.stages[static_cast<size_t>(f.at.owner)].host < 0))
-      return;
+    // A slice of a constant size up to 64 KiB lives on the stack; any other on the heap, at
+    // whatever depth: a heap slice per row of attention_prefill's [h, s] nest (2 KiB) costs
+    // far less than the whole H x S x S buffer it replaces (8 MiB per stage, paged in anew
+    // by every call; docs/schedules.md "Storage").
     folds_[p.buffer] = f;
     if (!p.running_max.empty()) folds_[p.running_max] = f;
   }

@@ -199,8 +199,7 @@ namespace ollie::loops {
 bool transpose_operand(const ir::Graph& g, Stages& st, Schedule& out, const std::string& name,
                        int64_t min_reuse, std::string* column) {
   const Stage& s = st.stages[static_cast<size_t>(st.find(name))];
-  if (!s.contract || s.loops.empty() || !s.packs.empty() || !s.loops.back().reduction)
-    return false;
+  if (!s.contract || s.loops.empty() || !s.packs.empty() || !s.loops.back().reduction) return false;
   std::string last_pure;
   for (const auto& l : s.loops)
     if (!l.reduction) last_pure = l.name;
@@ -236,7 +235,8 @@ bool transpose_operand(const ir::Graph& g, Stages& st, Schedule& out, const std:
     }
   }
   if (best.empty() ||
-      !try_apply(g, st, out, make_directive(DirectiveKind::Pack, name, {best, "root", "transposed"})))
+      !try_apply(g, st, out,
+                 make_directive(DirectiveKind::Pack, name, {best, "root", "transposed"})))
     return false;
   if (column) *column = best_loop;
   return true;
