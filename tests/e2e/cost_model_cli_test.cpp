@@ -15,27 +15,21 @@
 
 #include <gtest/gtest.h>
 
+#include "e2e_util.h"
+
 #include "store/store.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-struct CommandResult {
-  int exit_code;
-  std::string out;  // stdout and stderr together
-};
+using ollie_e2e::CommandResult;
+using ollie_e2e::read_file;
+using ollie_e2e::shell;
 
 CommandResult ollie(const fs::path& cache, const std::string& args) {
   const std::string cmd =
       "OLLIE_CACHE_DIR=" + cache.string() + " " + OLLIE_BINARY + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string out;
-  std::array<char, 4096> buf;
-  for (size_t n; (n = fread(buf.data(), 1, buf.size(), pipe)) > 0;) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return shell(cmd);
 }
 
 std::string cost_model_of(const fs::path& db) {

@@ -4,6 +4,8 @@
 // become verified candidates carrying their schedules, the summary shows the llm's
 // fastest schedule, and a replay of the run refuses and accepts the same answers.
 #include <gtest/gtest.h>
+
+#include "e2e_util.h"
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,13 +26,11 @@ namespace {
 namespace fs = std::filesystem;
 using ollie::llm::testing::FakeModelServer;
 using ollie::llm::testing::Scripted;
+using ollie_e2e::CommandResult;
+using ollie_e2e::read_file;
+using ollie_e2e::shell;
 
 const std::string kKey = "sk-e2e-schedule-5d1e0c9a7b";
-
-struct CommandResult {
-  int exit_code;
-  std::string out;  // stdout and stderr together
-};
 
 // `ollie ARGS` with no model variable of the developer's own, the key given, and a cache
 // of its own.
@@ -39,20 +39,7 @@ CommandResult ollie(const fs::path& cache, const std::string& args) {
       "env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY -u OLLIE_LLM_MODEL -u OLLIE_LLM_BASE_URL -u "
       "OLLIE_LLM_PROTOCOL OLLIE_CACHE_DIR=" +
       cache.string() + " OPENAI_API_KEY=" + kKey + " " + OLLIE_BINARY + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string out;
-  std::array<char, 4096> buf;
-  for (size_t n; (n = fread(buf.data(), 1, buf.size(), pipe)) > 0;) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return shell(cmd);
 }
 
 std::string user_message(const FakeModelServer::Seen& seen) {

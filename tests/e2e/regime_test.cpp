@@ -2,6 +2,8 @@
 // options and reported (the first lines, the summary), a resumed run keeps it and refuses
 // a conflicting --hot, and without a flag the regime is chosen from the working set.
 #include <gtest/gtest.h>
+
+#include "e2e_util.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,29 +20,14 @@
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Result {
-  int exit_code;
-  std::string out;  // stdout and stderr together
-};
+using ollie_e2e::CommandResult;
+using ollie_e2e::read_file;
+using ollie_e2e::shell;
+using Result = ollie_e2e::CommandResult;
 
 Result ollie(const std::string& env, const std::string& args) {
   const std::string cmd = env + " " + OLLIE_BINARY + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return shell(cmd);
 }
 
 nlohmann::json timing_of(const fs::path& db_path) {

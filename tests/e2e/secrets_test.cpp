@@ -14,36 +14,23 @@
 
 #include <gtest/gtest.h>
 
+#include "e2e_util.h"
+
 #include "../llm/fake_model_server.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-struct CommandResult {
-  int exit_code;
-  std::string out;  // stdout and stderr together
-};
+using ollie_e2e::CommandResult;
+using ollie_e2e::read_file;
+using ollie_e2e::shell;
 
 CommandResult ollie(const fs::path& cache, const std::string& args) {
   const std::string cmd =
       "env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY -u OLLIE_LLM_MODEL -u OLLIE_LLM_BASE_URL -u "
       "OLLIE_LLM_PROTOCOL OLLIE_CACHE_DIR=" +
       cache.string() + " " + OLLIE_BINARY + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string out;
-  std::array<char, 4096> buf;
-  for (size_t n; (n = fread(buf.data(), 1, buf.size(), pipe)) > 0;) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return shell(cmd);
 }
 
 class Secrets : public ::testing::Test {

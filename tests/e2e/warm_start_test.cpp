@@ -4,6 +4,8 @@
 // best), the same graph at other dims is accepted and another spec left out with the
 // reason, and the tuning database is written at the end and read by the next run.
 #include <gtest/gtest.h>
+
+#include "e2e_util.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,29 +23,14 @@
 namespace {
 
 namespace fs = std::filesystem;
-
-struct CommandResult {
-  int exit_code;
-  std::string out;  // stdout and stderr together
-};
+using ollie_e2e::CommandResult;
+using ollie_e2e::read_file;
+using ollie_e2e::shell;
 
 CommandResult run(const std::string& env, const std::string& args) {
   const std::string cmd =
       "env -u OLLIE_CACHE_DIR -u XDG_CACHE_HOME " + env + " " + OLLIE_BINARY + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string out;
-  std::array<char, 4096> buf;
-  for (size_t n; (n = fread(buf.data(), 1, buf.size(), pipe)) > 0;) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return shell(cmd);
 }
 
 bool has(const std::string& text, const std::string& part) {
