@@ -196,8 +196,9 @@ int main(int argc, char** argv) {
       ->add_option("--cost-model", opt.cost_model,
                    "on: a model learned during the run from its own evaluations ranks 8 "
                    "proposals per step and only the most promising is evaluated; off: every "
-                   "proposal is evaluated, as the same seed did before (default on; a resumed "
-                   "run keeps its setting; docs/search.md)")
+                   "proposal is evaluated, as the same seed did before (default off until its "
+                   "rankings are shown to help; a resumed run keeps its setting; "
+                   "docs/search.md)")
       ->check(CLI::IsMember({"on", "off"}));
   CLI::Option* opt_cold = opt_cmd->add_flag(
       "--cold", opt.cold,

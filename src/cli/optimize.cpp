@@ -238,7 +238,7 @@ int run_optimize(const OptimizeFlags& f) {
                     {"bench_seconds", f.bench_seconds},
                     {"accept_weak", f.accept_weak}};
     if (!llm_options.is_null()) options_json["llm"] = llm_options;
-    options_json["cost_model"] = f.cost_model.empty() ? "on" : f.cost_model;
+    options_json["cost_model"] = f.cost_model.empty() ? "off" : f.cost_model;
     options_json["timing"] = regime_json(regime_for_new_run(f, graph, f.threads));
     info.options_json = options_json.dump();
     info.seed = f.seed;

@@ -1,5 +1,5 @@
 // `ollie optimize --cost-model on|off` end to end through the binary: the setting is
-// recorded in the run (on by default), a resumed run keeps it and refuses another, a bad
+// recorded in the run (off by default), a resumed run keeps it and refuses another, a bad
 // value is a clear error, and the summary and the run's `cost-model` event give the
 // session's pace and, with the model on, what it screened out.
 #include <sys/wait.h>
@@ -55,10 +55,14 @@ TEST(CostModelCli, TheSettingIsRecordedKeptOnResumeAndSummarized) {
   EXPECT_NE(bad.exit_code, 0) << bad.out;
   EXPECT_TRUE(has(bad.out, "--cost-model")) << bad.out;
 
-  // On by default: a run stopped at once (no budget) has recorded it.
+  // Off by default: a run stopped at once (no budget) has recorded it.
   const CommandResult unbudgeted = ollie(cache, "optimize " + spec + " -o " + (dir / "b").string());
   EXPECT_EQ(unbudgeted.exit_code, 1) << unbudgeted.out;
-  EXPECT_EQ(cost_model_of(dir / "b" / "run.db"), "on");
+  EXPECT_EQ(cost_model_of(dir / "b" / "run.db"), "off");
+  const CommandResult asked_on =
+      ollie(cache, "optimize " + spec + " --cost-model on -o " + (dir / "c").string());
+  EXPECT_EQ(asked_on.exit_code, 1) << asked_on.out;
+  EXPECT_EQ(cost_model_of(dir / "c" / "run.db"), "on");
 
   const CommandResult off =
       ollie(cache, "optimize " + spec + " --evals 2 --bench-seconds 0.05 --cost-model off -o " +
