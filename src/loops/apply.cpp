@@ -557,7 +557,7 @@ void rfactor(Stages& st, Stage& s, const Directive& d) {
 }
 
 // The copy's layout: `transposed` swaps the tile's last two dims.
-void pack_layout(const Stage& s, const Buffer& b, const Directive& d, PackedTile& tile) {
+void pack_layout(const Buffer& b, const Directive& d, PackedTile& tile) {
   if (d.args.size() < 3) return;
   if (d.args[2] != "transposed")
     reject(d, "unknown pack layout '" + d.args[2] + "'",
@@ -567,7 +567,6 @@ void pack_layout(const Stage& s, const Buffer& b, const Directive& d, PackedTile
     reject(d, b.name + " has " + std::to_string(b.shape.size()) +
                   " dim; only a tile of two dims "
                   "or more can be transposed");
-  (void)s;
   tile.transposed = true;
 }
 
@@ -668,7 +667,7 @@ void pack(Stages& st, Stage& s, const Directive& d) {
     tile = loop_tile(s, *b, d, depth, loads);
   }
   tile.source = source;
-  pack_layout(s, *b, d, tile);
+  pack_layout(*b, d, tile);
   std::string local = source + "_" + s.name + "_pack";
   for (char& c : local) c = c == '.' ? '_' : c;
   for (int i = 2; st.buffer(local) || st.reserved.count(local); ++i)

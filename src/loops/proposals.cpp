@@ -47,6 +47,21 @@ bool try_apply(const ir::Graph& g, Stages& st, Schedule& out, const Directive& d
   return true;
 }
 
+std::optional<std::pair<std::string, std::string>> split_loop(const ir::Graph& g, Stages& st,
+                                                              Schedule& out,
+                                                              const std::string& name,
+                                                              const std::string& loop,
+                                                              int64_t factor) {
+  const auto& before = st.stages[static_cast<size_t>(st.find(name))].loops;
+  size_t x = 0;
+  while (x < before.size() && before[x].name != loop) ++x;
+  if (x == before.size() ||
+      !try_apply(g, st, out, make_directive(DirectiveKind::Split, name, {loop}, factor)))
+    return std::nullopt;
+  const auto& after = st.stages[static_cast<size_t>(st.find(name))].loops;
+  return std::make_pair(after[x].name, after[x + 1].name);
+}
+
 bool reads(const Expr& e, const std::string& buffer) {
   std::vector<Expr> loads;
   collect_loads(e, buffer, loads);

@@ -25,6 +25,14 @@ Directive make_directive(DirectiveKind k, const std::string& stage, std::vector<
 // Whether `e` loads `buffer`.
 bool reads(const Expr& e, const std::string& buffer);
 
+// Splits `loop` of stage `name` by `factor` (applied to `st`, recorded in `out`): the outer
+// and inner loop names (split puts the inner part right after the outer); nullopt, and
+// nothing applied, when the split is illegal.
+std::optional<std::pair<std::string, std::string>> split_loop(const ir::Graph& g, Stages& st,
+                                                              Schedule& out,
+                                                              const std::string& name,
+                                                              const std::string& loop,
+                                                              int64_t factor);
 // Reorders `stage` to `order` unless its loops already run in that order.
 void reorder_to(const ir::Graph& g, Stages& st, Schedule& out, const std::string& stage,
                 const std::vector<std::string>& order);

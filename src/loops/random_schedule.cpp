@@ -72,15 +72,23 @@ std::string random_reduction(const Stages& st, std::mt19937_64& rng) {
   return reductions[std::uniform_int_distribution<size_t>(0, reductions.size() - 1)(rng)];
 }
 
-// A random recipe (recipes.cpp) for a random reduction stage, applied to `st`.
+// A random reduction stage and a random recipe (recipes.cpp) for it.
+std::optional<std::pair<std::string, RecipeKind>> draw_recipe(const Stages& st,
+                                                              std::mt19937_64& rng) {
+  const std::string stage = random_reduction(st, rng);
+  if (stage.empty()) return std::nullopt;
+  return std::make_pair(
+      stage, kRecipes[std::uniform_int_distribution<size_t>(0, std::size(kRecipes) - 1)(rng)]);
+}
+
+// A random recipe for a random reduction stage, applied to `st`.
 std::optional<std::pair<RecipeKind, std::vector<Directive>>> random_recipe(const ir::Graph& g,
                                                                            Stages& st,
                                                                            std::mt19937_64& rng,
                                                                            const Target& target) {
-  const std::string stage = random_reduction(st, rng);
-  if (stage.empty()) return std::nullopt;
-  const RecipeKind kind =
-      kRecipes[std::uniform_int_distribution<size_t>(0, std::size(kRecipes) - 1)(rng)];
+  const auto drawn = draw_recipe(st, rng);
+  if (!drawn) return std::nullopt;
+  const auto& [stage, kind] = *drawn;
   auto ds = apply_recipe(g, st, stage, kind, rng, target);
   if (!ds) return std::nullopt;
   return std::make_pair(kind, std::move(*ds));
@@ -108,11 +116,9 @@ Schedule replay_legal(const ir::Graph& graph, Stages& st,
 // before the rest of `base` (replayed, the legal ones) or, when that fails, after it.
 bool recipe_step(const ir::Graph& graph, const Schedule& base, std::mt19937_64& rng, Mutation& m) {
   const Target target = host_target();
-  Stages fresh = build_stages(graph, {});
-  const std::string stage = random_reduction(fresh, rng);
-  if (stage.empty()) return false;
-  const RecipeKind kind =
-      kRecipes[std::uniform_int_distribution<size_t>(0, std::size(kRecipes) - 1)(rng)];
+  const auto drawn = draw_recipe(build_stages(graph, {}), rng);
+  if (!drawn) return false;
+  const auto& [stage, kind] = *drawn;
   std::vector<Directive> rest;
   for (const auto& d : base.directives)
     if (!shapes(d, stage)) rest.push_back(d);

@@ -27,23 +27,6 @@ bool apply_all(const ir::Graph& g, Stages& st, Schedule& out, const std::vector<
   return true;
 }
 
-// Splits `loop` of `name` by `factor`: the outer and inner loop names (split puts the
-// inner part right after the outer).
-std::optional<std::pair<std::string, std::string>> split_names(const ir::Graph& g, Stages& st,
-                                                               Schedule& out,
-                                                               const std::string& name,
-                                                               const std::string& loop,
-                                                               int64_t factor) {
-  const auto& before = st.stages[static_cast<size_t>(st.find(name))].loops;
-  size_t x = 0;
-  while (x < before.size() && before[x].name != loop) ++x;
-  if (x == before.size() ||
-      !try_apply(g, st, out, make_directive(DirectiveKind::Split, name, {loop}, factor)))
-    return std::nullopt;
-  const auto& after = st.stages[static_cast<size_t>(st.find(name))].loops;
-  return std::make_pair(after[x].name, after[x + 1].name);
-}
-
 }  // namespace
 
 std::optional<std::vector<Directive>> blocked_tile(const ir::Graph& g, Stages& st,
@@ -66,10 +49,10 @@ std::optional<std::vector<Directive>> blocked_tile(const ir::Graph& g, Stages& s
   }
   Stages work = st;
   Schedule done;
-  const auto k = split_names(g, work, done, name, reduced[0], block);
-  const auto r = k ? split_names(g, work, done, name, row, rows) : std::nullopt;
+  const auto k = split_loop(g, work, done, name, reduced[0], block);
+  const auto r = k ? split_loop(g, work, done, name, row, rows) : std::nullopt;
   const auto c =
-      r ? split_names(g, work, done, name, col, vectors * lanes(target, s.dtype)) : std::nullopt;
+      r ? split_loop(g, work, done, name, col, vectors * lanes(target, s.dtype)) : std::nullopt;
   if (!c) return std::nullopt;
   std::vector<std::string> order;
   for (const auto& p : pure)

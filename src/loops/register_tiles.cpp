@@ -23,16 +23,8 @@ std::optional<std::vector<Directive>> register_tile(const ir::Graph& g, Stages& 
   if (pure.empty() || reduced.empty()) return std::nullopt;
   const Stage& s0 = work.stages[static_cast<size_t>(work.find(stage))];
   const int64_t cols = vectors * lanes(target, s0.dtype);
-  // Splits `loop` by `factor`; returns the outer and inner loop names.
-  auto split = [&](const std::string& loop,
-                   int64_t factor) -> std::optional<std::pair<std::string, std::string>> {
-    const auto before = loops_now();
-    size_t x = 0;
-    while (x < before.size() && before[x].name != loop) ++x;
-    if (!try_apply(g, work, out, make_directive(DirectiveKind::Split, stage, {loop}, factor)))
-      return std::nullopt;
-    const auto after = loops_now();
-    return std::make_pair(after[x].name, after[x + 1].name);
+  auto split = [&](const std::string& loop, int64_t factor) {
+    return split_loop(g, work, out, stage, loop, factor);
   };
   if (!column.empty() && std::find(pure.begin(), pure.end(), column) == pure.end())
     return std::nullopt;
