@@ -138,6 +138,12 @@ bool DimExpr::operator==(const DimExpr& other) const { return terms_ == other.te
 
 bool DimExpr::operator<(const DimExpr& other) const { return terms_ < other.terms_; }
 
+int64_t DimExpr::coefficient_of(const DimExpr& atom) const {
+  if (atom.terms_.size() != 1 || atom.terms_.begin()->second != 1) return 0;
+  auto it = terms_.find(atom.terms_.begin()->first);
+  return it == terms_.end() ? 0 : it->second;
+}
+
 std::optional<int64_t> DimExpr::as_constant() const {
   if (terms_.empty()) return 0;
   if (terms_.size() == 1 && terms_.begin()->first.empty()) return terms_.begin()->second;

@@ -76,6 +76,9 @@ class DimExpr {
   // Exact division (a / b with no remainder, for every value of the dims), used
   // by reshape(-1). Returns nullopt when it cannot be proven exact symbolically.
   std::optional<DimExpr> exact_div(const DimExpr& divisor) const;
+  // The coefficient of `atom` (one atom with coefficient 1, e.g. D or (D//4)) among this
+  // expression's terms: 3 in 3*(D//4) + 1, 0 when no term is that atom alone.
+  int64_t coefficient_of(const DimExpr& atom) const;
 
   bool operator==(const DimExpr& other) const;
   bool operator!=(const DimExpr& other) const { return !(*this == other); }

@@ -167,6 +167,11 @@ class Elab {
   EntryTypes bind_entry_dims(const FunctionDef& entry);
   // The dims that RELATIONS derive, each as its expression over the free dims.
   std::map<std::string, DimExpr> derived_dims_;
+  // Divisibility the spec implies: np.split(x, n) of an axis of size d raises in numpy
+  // unless n divides d, so (d, n) holds at every dims the spec runs at, and n*(d//n) is d.
+  std::vector<std::pair<DimExpr, int64_t>> divisible_;
+  void learn_divisible(const DimExpr& d, int64_t n);
+  DimExpr with_divisibility(const DimExpr& e) const;
 
   // ---- expressions and statements (elaborate.cpp)
   ValuePtr eval(const ExprPtr& e);

@@ -64,6 +64,7 @@ ValuePtr split_in_sections(const BuiltinCall& c, ValueId x, int ax, const ValueP
             "np.split: " + d.str() + " = " + std::to_string(dv) + " does not divide into " +
                 std::to_string(n) + " equal sections",
             "use a section count that divides the dim, or give split indices");
+  el.learn_divisible(d, n);
   std::vector<DimExpr> cuts = {DimExpr()};
   DimExpr part = d.floordiv(n);
   for (int64_t k = 1; k < n; ++k) cuts.push_back(part * DimExpr::constant(k));

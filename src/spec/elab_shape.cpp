@@ -159,6 +159,7 @@ ValueId Elab::reshape_to(ValueId x, const std::vector<ValuePtr>& dims, SourceLoc
                     " at the bound dims");
     to[static_cast<size_t>(infer)] = *q;
   }
+  for (auto& d : to) d = with_divisibility(d);
   check_shape(to, loc);
   if (!(product(to) == total) && eval_dim(product(to), loc) != eval_dim(total, loc))
     fail(loc,

@@ -152,7 +152,28 @@ void Elab::check_shape(const Shape& shape, SourceLoc loc) {
 
 ValueId Elab::checked(ValueId id, SourceLoc loc) {
   check_shape(node(id).shape, loc);
-  return id;
+  if (divisible_.empty()) return id;
+  // Restate sizes such as 4*(D//4), from joining the parts of an np.split, as D.
+  Shape shape = node(id).shape;
+  for (auto& d : shape) d = with_divisibility(d);
+  return shape == node(id).shape ? id : b().reshape(id, shape, loc);
+}
+
+void Elab::learn_divisible(const DimExpr& d, int64_t n) {
+  if (n > 1 && d.floordiv(n) * DimExpr::constant(n) != d) divisible_.emplace_back(d, n);
+}
+
+// e with every c*(d//n) whose c is a multiple of n, for a divisibility (d, n) the spec
+// implies, replaced by (c/n)*d.
+DimExpr Elab::with_divisibility(const DimExpr& e) const {
+  DimExpr out = e;
+  for (const auto& [d, n] : divisible_) {
+    DimExpr part = d.floordiv(n);
+    int64_t c = out.coefficient_of(part);
+    if (c != 0 && c % n == 0)
+      out = out - part * DimExpr::constant(c) + d * DimExpr::constant(c / n);
+  }
+  return out;
 }
 
 ValuePtr Elab::lookup(const std::string& name, SourceLoc loc) {

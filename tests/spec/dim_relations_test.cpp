@@ -62,6 +62,27 @@ TEST(DimExprAnnotation, SplitOfThreeDIntoD) {
   EXPECT_EQ(out_type(g), "f32[T, D]");
 }
 
+// numpy's np.split(x, n) raises unless n divides the axis, so joining the n parts again
+// (hstack, concatenate, a reshape of the heads) gives back D, not 4*(D//4): picoGPT's
+// heads, with no RELATIONS needed.
+TEST(DimExprAnnotation, SplitIntoHeadsAndJoinedAgainIsD) {
+  auto g = compile(
+      "import numpy as np\nDIMS = dict(T=5, D=8)\n"
+      "def f(x: \"f32[T, D]\", w: \"f32[D, D]\") -> \"f32[T, D]\":\n"
+      "    heads = np.split(x, 4, axis=-1)\n"
+      "    y = np.hstack([h * 2.0 for h in heads])\n"
+      "    z = np.stack(heads, axis=0).transpose(1, 0, 2).reshape(x.shape[0], -1)\n"
+      "    return (y + z) @ w\n");
+  EXPECT_EQ(out_type(g), "f32[T, D]");
+  // Three of the four parts stay 3*(D//4): only whole multiples of the part are D.
+  auto e = error_of(
+      "import numpy as np\nDIMS = dict(T=5, D=8)\n"
+      "def f(x: \"f32[T, D]\", w: \"f32[D, D]\") -> \"f32[T, D]\":\n"
+      "    a, b, c, d = np.split(x, 4, axis=-1)\n"
+      "    return np.hstack([a, b, c]) @ w\n");
+  EXPECT_HAS(e.message, "3*(D//4)");
+}
+
 TEST(DimExprAnnotation, ModuleConstantInAnnotation) {
   auto g = compile(
       "import numpy as np\nN_HEAD = 4\nDIMS = dict(B=2, HD=8)\n"
