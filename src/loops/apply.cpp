@@ -637,8 +637,76 @@ PackedTile loop_tile(const Stage& s, const Buffer& b, const Directive& d, int de
   return tile;
 }
 
-// pack STAGE BUFFER LOOP|root [transposed]: a tile of BUFFER (or all of it, before the
-// root nest) copied into a contiguous local buffer that STAGE reads instead.
+// A fresh name for the copy of `source` that stage `s` reads.
+std::string pack_local_name(const Stages& st, const Stage& s, const std::string& source) {
+  std::string local = source + "_" + s.name + "_pack";
+  for (char& c : local) c = c == '.' ? '_' : c;
+  for (int i = 2; st.buffer(local) || st.reserved.count(local); ++i)
+    local = source + "_pack" + std::to_string(i);
+  return local;
+}
+
+bool same_tile(const PackedTile& a, const PackedTile& b) {
+  for (size_t dim = 0; dim < a.start.size(); ++dim)
+    if (!equal(a.start[dim], b.start[dim]) || a.extent[dim] != b.extent[dim]) return false;
+  return true;
+}
+
+// `pack S B root` where S reads B at tiles smaller than B (a head's q and k slices of one
+// qkv buffer): each distinct tile, over all of S's loops, is copied once before the root
+// nest, and S's loads of it read the copy. False (nothing changed) when some load is not
+// affine in S's loops, or S reads all of B: the whole buffer is then copied. B is a copy:
+// adding the locals may move the buffer it names.
+bool pack_root_tiles(Stages& st, Stage& s, const Buffer b, const Directive& d,
+                     const std::vector<Expr>& loads) {
+  std::vector<PackedTile> tiles;
+  try {
+    for (const Expr& load : loads) {
+      PackedTile t = loop_tile(s, b, d, 0, {load});
+      bool known = false;
+      for (const auto& u : tiles) known = known || same_tile(u, t);
+      if (!known) tiles.push_back(t);
+    }
+  } catch (const ScheduleError&) {
+    return false;
+  }
+  bool whole = tiles.size() == 1 && tiles[0].extent == b.shape;
+  for (const auto& e : tiles[0].start)
+    whole = whole && e->kind == ExprKind::IntImm && !e->int_value;
+  if (whole) return false;
+  for (auto& t : tiles) pack_layout(b, d, t);  // may reject: before anything changes
+  for (auto& t : tiles) {
+    t.source = b.name;
+    t.root = true;
+    t.loads_rewritten = true;
+    t.local = pack_local_name(st, s, b.name);
+    st.reserved.insert(t.local);
+    st.locals.push_back({t.local, BufferRole::Local, b.dtype, packed_shape(t)});
+  }
+  std::function<Expr(const Expr&)> reread = [&](const Expr& e) -> Expr {
+    if (e->kind == ExprKind::Load && e->name == b.name) {
+      const PackedTile mine = loop_tile(s, b, d, 0, {e});
+      for (const auto& t : tiles) {
+        if (!same_tile(t, mine)) continue;
+        std::vector<Expr> idx;
+        for (size_t dim : packed_order(t))
+          idx.push_back(make_binary(OpKind::Sub, e->args[dim + 1], t.start[dim]));
+        return make_load(t.local, e->dtype, flatten(idx, packed_shape(t)), idx);
+      }
+    }
+    if (e->args.empty()) return e;
+    std::vector<Expr> a;
+    for (const auto& x : e->args) a.push_back(reread(x));
+    return rebuild(e, std::move(a));
+  };
+  s.value = reread(s.value);
+  for (auto& t : tiles) s.packs.push_back(t);
+  return true;
+}
+
+// pack STAGE BUFFER LOOP|root [transposed]: a tile of BUFFER (or the tiles the stage reads
+// over all its loops, before the root nest) copied into a contiguous local buffer that
+// STAGE reads instead.
 void pack(Stages& st, Stage& s, const Directive& d) {
   const std::string& source = d.args[0];
   const Buffer* b = st.buffer(source);
@@ -652,6 +720,14 @@ void pack(Stages& st, Stage& s, const Directive& d) {
   if (loads.empty()) reject(d, s.name + " does not read " + source);
   PackedTile tile;
   if (d.args[1] == "root") {
+    const Stages before = st;
+    if (pack_root_tiles(st, s, *b, d, loads)) {
+      if (auto v = check_dependences(st)) {
+        st = before;
+        reject(d, v->reason, v->detail);
+      }
+      return;
+    }
     tile = root_tile(*b);
   } else {
     const int x = loop_index(st, s, d, d.args[1]);
@@ -668,10 +744,7 @@ void pack(Stages& st, Stage& s, const Directive& d) {
   }
   tile.source = source;
   pack_layout(*b, d, tile);
-  std::string local = source + "_" + s.name + "_pack";
-  for (char& c : local) c = c == '.' ? '_' : c;
-  for (int i = 2; st.buffer(local) || st.reserved.count(local); ++i)
-    local = source + "_pack" + std::to_string(i);
+  const std::string local = pack_local_name(st, s, source);
   tile.local = local;
   const Stages before = st;
   st.reserved.insert(local);

@@ -92,7 +92,8 @@ void move_innermost(const ir::Graph& g, Stages& st, Schedule& out, const std::st
 
 Expr read_index(const Stage& s, const Expr& load) {
   for (const auto& p : s.packs) {
-    if (p.source != load->name || load->args.size() != p.extent.size() + 1) continue;
+    if (p.source != load->name || p.loads_rewritten || load->args.size() != p.extent.size() + 1)
+      continue;
     std::vector<Expr> idx;
     for (size_t d : packed_order(p)) idx.push_back(load->args[d + 1]);
     return substitute(flatten(idx, packed_shape(p)), s.subst);

@@ -420,7 +420,7 @@ class Realizer {
     if (s.packs.empty()) return e;
     if (e->kind == ExprKind::Load) {
       for (const auto& p : s.packs) {
-        if (p.source != e->name) continue;
+        if (p.source != e->name || p.loads_rewritten) continue;
         std::vector<Expr> idx;
         for (size_t d : packed_order(p))
           idx.push_back(make_binary(OpKind::Sub, e->args[d + 1], substitute(p.start[d], names)));
@@ -534,7 +534,7 @@ class Realizer {
       scope.insert(name);
       loop_names[d] = name;
       at[d] = make_binary(OpKind::Add, substitute(p.start[d], names), make_var(name));
-      if (p.root) continue;  // the whole buffer: always inside
+      if (p.root && !p.loads_rewritten) continue;  // the whole buffer: always inside
       const Expr ok = make_binary(OpKind::Lt, at[d], make_dim(src->shape[d]));
       inside = inside ? make_binary(OpKind::And, inside, ok) : ok;
     }

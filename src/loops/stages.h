@@ -33,6 +33,10 @@ struct PackedTile {
   // The copy keeps the tile's last two dims swapped (`transposed`): a[i, k] read along i
   // becomes contiguous.
   bool transposed = false;
+  // A root copy of one of several tiles the stage reads (picoGPT's head reads its q and its
+  // k slice of one qkv buffer): the loads of that tile were made loads of `local` when the
+  // pack was applied, so realize leaves the stage's loads alone.
+  bool loads_rewritten = false;
 };
 
 // The tile's dims in the order the packed copy lays them out (the last two swapped when

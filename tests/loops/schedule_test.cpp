@@ -967,6 +967,33 @@ TEST(ScheduleRuns, ScoresAgainstATransposedCopyOfTheKeys) {
                 "pack out0 b m transposed; pack out0 a root transposed");
 }
 
+// One head's scores from one qkv buffer (picoGPT's heads): the stage reads q and k as two
+// slices of qkv, so `pack ... root` copies each slice it reads (T*D elements), not all of
+// qkv; each load reads its own copy, and a split with a tail still agrees.
+const ollie::ir::Graph& head_scores() {
+  static const ollie::ir::Graph g = spec(
+      "DIMS = dict(T=5, D=7)\n"
+      "def f(qkv: \"f32[T, 3*D]\") -> \"f32[T, T]\":\n"
+      "    q, k, v = np.split(qkv, 3, axis=-1)\n"
+      "    return k @ v.T\n");
+  return g;
+}
+
+TEST(ScheduleRuns, RootPackOfTwoSlicesCopiesEachSliceItReads) {
+  const std::string text = lowered(head_scores(), "pack out0 qkv root transposed");
+  size_t copies = 0;
+  for (size_t at = text.find("allocate qkv_"); at != std::string::npos;
+       at = text.find("allocate qkv_", at + 1)) {
+    ++copies;
+    EXPECT_EQ(text.compare(text.find(':', at), 10, ": f32[D*T]"), 0) << text;
+  }
+  EXPECT_EQ(copies, 2u) << text;
+  EXPECT_FALSE(contains(text, "* qkv[")) << text;  // every product reads the copies
+  expect_agrees(head_scores(),
+                "pack out0 qkv root transposed; split out0 t6 2; reorder out0 t t6_o d t6_i; "
+                "vectorize out0 t6_i");
+}
+
 TEST(ScheduleRuns, DotProductTilesInsideAVectorizedSum) {
   // 4 heads per key row, each its own accumulator: 7 = 4 + 3, so both the whole-tile copy
   // and the general one run.
