@@ -2,7 +2,9 @@
 // affine predicate over its loops (a triangular mask from np.tri / np.triu / iota
 // comparisons) is false, is one value that does not vary along the reduction loop, gets
 // that loop's bound from the predicate, with a runtime guard that keeps the result
-// bit-identical to the full loop (docs/schedules.md, "Causal domains").
+// bit-identical to the full loop (docs/schedules.md, "Causal domains"). A contraction
+// p @ v whose factor p is one value per row where the mask is false (a masked softmax)
+// is bounded the same way, guarded also by a per-call check that the skipped v is finite.
 #include <atomic>
 #include <cmath>
 
