@@ -326,6 +326,8 @@ void reorder(Stages& st, Stage& s, const Directive& d) {
   for (size_t i = 0; i < pos.size(); ++i)
     loops[static_cast<size_t>(slots[i])] = s.loops[static_cast<size_t>(pos[i])];
   for (size_t i = 0; i < loops.size(); ++i) {
+    for (size_t j = i + 1; j < loops.size(); ++j)  // a causal bound outside a block of rows
+      if (const auto hull = block_bound(loops[i].extent, loops[j])) loops[i].extent = *hull;
     for (size_t j = i + 1; j < loops.size(); ++j)
       if (mentions(loops[i].extent, loops[j].name))
         reject(d, "the extent of loop " + loops[i].name + " depends on loop " + loops[j].name,

@@ -2,7 +2,9 @@
 // affine predicate over its loops (a triangular mask from np.tri / np.triu / iota
 // comparisons) is false, is one value that does not vary along the reduction loop, gets
 // that loop's bound from the predicate, with a runtime guard that keeps the result
-// bit-identical to the full loop (docs/schedules.md, "Causal domains").
+// bit-identical to the full loop (docs/schedules.md, "Causal domains"). A contraction
+// p @ v whose factor p is one value per row where the mask is false (a masked softmax)
+// is bounded the same way, guarded also by a per-call check that the skipped v is finite.
 #include <atomic>
 #include <cmath>
 
@@ -225,17 +227,27 @@ bool only_vars(const Expr& e, const std::set<std::string>& allowed) {
   return true;
 }
 
-// The mask of reduction loop `x` of `s`: the bound of the kept iterations, when the term
-// at every other iteration is one value that depends only on the loops outside `x`.
-std::optional<Expr> mask_bound(const Stages& st, const Stage& s, size_t x) {
-  const std::string& j = s.loops[x].name;
+// The loops of `s` outside its loop `x`.
+std::set<std::string> outer_loops(const Stage& s, size_t x) {
   std::set<std::string> outer;
   for (size_t t = 0; t < x; ++t) outer.insert(s.loops[t].name);
-  // The guard reads the term itself at one iteration of `x`: it may not need inner loops.
+  return outer;
+}
+
+// The dataflow fact "one value where the mask is false": the bound `hi` of the kept
+// iterations of loop `j` when `value` (read at the iterations of `j` and the loops in
+// `outer`, traced through the elementwise stages it reads) holds a select on a mask
+// `j < hi` whose masked branch makes the whole value independent of `j`. A masked softmax
+// row qualifies at every step: select(mask, s, MASKED), minus the row max, its exp, that
+// divided by the row sum (each masked entry is exp(MASKED - m) / l, one value per row).
+std::optional<Expr> invariant_where_masked(const Stages& st, const Expr& value,
+                                           const std::string& j,
+                                           const std::set<std::string>& outer) {
+  // The guard reads the value itself at one iteration of `j`: it may not need inner loops.
   std::set<std::string> guard_vars = outer;
   guard_vars.insert(j);
-  if (!only_vars(s.value, guard_vars)) return std::nullopt;
-  const Expr term = expand(st, s.value, 0);
+  if (!only_vars(value, guard_vars)) return std::nullopt;
+  const Expr term = expand(st, value, 0);
   std::optional<Expr> found;
   for_each_expr(term, [&](const Expr& e) {
     if (found || e->kind != ExprKind::Select || !mentions(e->args[0], j)) return;
@@ -250,6 +262,28 @@ std::optional<Expr> mask_bound(const Stages& st, const Stage& s, size_t x) {
     }
   });
   return found;
+}
+
+// The mask of reduction loop `x` of `s`: the bound of the kept iterations, when the term
+// at every other iteration is one value that depends only on the loops outside `x`.
+std::optional<Expr> mask_bound(const Stages& st, const Stage& s, size_t x) {
+  return invariant_where_masked(st, s.value, s.loops[x].name, outer_loops(s, x));
+}
+
+// min(max(hi, 0), E): the first masked iteration of a loop of extent E, or E.
+Expr first_masked(const Expr& hi, const Expr& E) {
+  return make_binary(OpKind::Min, make_binary(OpKind::Max, hi, make_int(0)), E);
+}
+
+// A sum's loop of extent E whose iterations [h, E) add exact zeros unless `unsafe`: E when
+// h < E and unsafe, else h rounded up to whole kSumChunks (masked iterations: exact zeros),
+// so that a vectorized sum deals the kept terms to its lanes as the full loop does.
+Expr sum_extent(const Expr& E, const Expr& h, const Expr& unsafe) {
+  const Expr chunks = make_binary(
+      OpKind::Mul, make_binary(OpKind::Div, add(h, make_int(kSumChunk - 1)), make_int(kSumChunk)),
+      make_int(kSumChunk));
+  return make_select(make_binary(OpKind::And, make_binary(OpKind::Lt, h, E), unsafe), E,
+                     make_binary(OpKind::Min, chunks, E));
 }
 
 // The guarded extent of reduction loop `x` of `s` (extent E) under the mask bound `hi`.
@@ -274,24 +308,84 @@ std::optional<Expr> mask_bound(const Stages& st, const Stage& s, size_t x) {
 Expr guarded_extent(const Stage& s, size_t x, const Expr& hi) {
   const StageLoop& l = s.loops[x];
   const Expr E = l.extent;
-  const Expr h = make_binary(OpKind::Min, make_binary(OpKind::Max, hi, make_int(0)), E);
+  const Expr h = first_masked(hi, E);
   const Expr t = substitute(s.value, {{l.name, h}});
   const Expr zero = ir::is_float(s.dtype) ? make_float(0, s.dtype) : make_int(0, s.dtype);
   const Expr masked_rows = make_binary(OpKind::Lt, h, E);
-  if (s.combine == OpKind::Add) {
-    // Past h in whole chunks of kSumChunk (masked iterations: exact zeros), so that a
-    // vectorized sum deals the kept terms to its lanes as the full loop does.
-    const Expr chunks = make_binary(
-        OpKind::Mul, make_binary(OpKind::Div, add(h, make_int(kSumChunk - 1)), make_int(kSumChunk)),
-        make_int(kSumChunk));
-    return make_select(make_binary(OpKind::And, masked_rows, make_binary(OpKind::Ne, t, zero)), E,
-                       make_binary(OpKind::Min, chunks, E));
-  }
+  if (s.combine == OpKind::Add) return sum_extent(E, h, make_binary(OpKind::Ne, t, zero));
   Expr unsafe = make_binary(OpKind::Eq, t, zero);
   if (ir::is_float(s.dtype))
     unsafe = make_binary(OpKind::Or, make_binary(OpKind::Ne, t, t), unsafe);
   return make_select(make_binary(OpKind::And, masked_rows, unsafe), E,
                      make_binary(OpKind::Min, add(h, make_int(1)), E));
+}
+
+// A contraction's term `factor * other` whose factor is one value per row where the mask
+// is false (a softmax's probabilities p in p @ v): the mask's bound and the two factors.
+struct MaskedFactor {
+  Expr hi;
+  Expr factor;
+  Expr other;
+};
+
+std::optional<MaskedFactor> masked_factor(const Stages& st, const Stage& s, size_t x) {
+  if (!s.contract || s.value->kind != ExprKind::Binary || s.value->op != OpKind::Mul)
+    return std::nullopt;
+  const std::string& j = s.loops[x].name;
+  for (const size_t side : {size_t{0}, size_t{1}}) {
+    const Expr& f = s.value->args[side];
+    const Expr& other = s.value->args[1 - side];
+    if (!mentions(f, j) || !mentions(other, j)) continue;
+    if (const auto hi = invariant_where_masked(st, f, j, outer_loops(s, x)))
+      return MaskedFactor{*hi, f, other};
+  }
+  return std::nullopt;
+}
+
+// The stage that finds, once per call before the contraction `s`, from which iteration of
+// its loop `x` on the factor `other` is finite at every element: 1 + the last iteration
+// where other * 0 is not 0 (other is inf or NaN there), 0 when there is none. Its buffer
+// is a one-element i64 local.
+Stage finite_check(Stages& st, const Stage& s, size_t x, const Expr& other) {
+  Stage c;
+  c.name = s.name + "_finite";
+  while (st.reserved.count(c.name) || st.find(c.name) >= 0 || st.buffer(c.name)) c.name += "_";
+  st.reserved.insert(c.name);
+  c.buffer = c.name;
+  c.dtype = ir::DType::I64;
+  c.buffer_shape = {ir::DimExpr::constant(1)};
+  st.locals.push_back({c.name, BufferRole::Local, c.dtype, c.buffer_shape});
+  c.what = "Reduce max (finite from)";
+  for (const auto& l : s.loops) {
+    if (!mentions(other, l.name)) continue;
+    c.vars.push_back(l.name);
+    c.loops.push_back({l.name, l.extent, l.nominal, true, ForKind::Serial});
+    c.subst[l.name] = make_var(l.name);
+  }
+  c.store_index = {make_int(0)};
+  const Expr zero = make_float(0, other->dtype);
+  const Expr not_finite = make_binary(OpKind::Ne, make_binary(OpKind::Mul, other, zero), zero);
+  c.value = make_select(not_finite, add(make_var(s.loops[x].name), make_int(1)), make_int(0));
+  c.reduce = true;
+  c.combine = OpKind::Max;
+  c.init = make_int(0);
+  return c;
+}
+
+// The guarded extent of the contraction's loop `x` (extent E): with h the first masked
+// iteration, every masked term is factor(h) * other, and factor(h) is the row's one masked
+// value. When it is +-0 and every `other` from iteration h on is finite (h >= the
+// `finite_from` the check stage found), the masked terms are all +-0, which change no sum
+// (guarded_extent's argument); otherwise (a masked value that is not zero, as in a fully
+// masked row, or an inf or NaN in the skipped part of v) the loop runs in full.
+Expr contraction_extent(const Stage& s, size_t x, const MaskedFactor& m, const Expr& finite_from) {
+  const StageLoop& l = s.loops[x];
+  const Expr h = first_masked(m.hi, l.extent);
+  const Expr masked = substitute(m.factor, {{l.name, h}});
+  const Expr zero = make_float(0, m.factor->dtype);
+  const Expr unsafe = make_binary(OpKind::Or, make_binary(OpKind::Ne, masked, zero),
+                                  make_binary(OpKind::Lt, h, finite_from));
+  return sum_extent(l.extent, h, unsafe);
 }
 
 bool domain_candidate(const Stage& s) {
@@ -306,7 +400,9 @@ bool causal_domains() { return g_domains; }
 
 void restrict_domains(Stages& st) {
   if (!g_domains) return;
-  for (auto& s : st.stages) {
+  std::vector<std::pair<size_t, Stage>> checks;  // finite checks, each before its contraction
+  for (size_t si = 0; si < st.stages.size(); ++si) {
+    Stage& s = st.stages[si];
     if (!domain_candidate(s)) continue;
     for (size_t x = 0; x < s.loops.size(); ++x) {
       const StageLoop& l = s.loops[x];
@@ -315,15 +411,43 @@ void restrict_domains(Stages& st) {
           s.subst.at(l.name)->name != l.name ||
           (l.extent->kind != ExprKind::Dim && l.extent->kind != ExprKind::IntImm))
         continue;
-      if (const auto hi = mask_bound(st, s, x)) s.loops[x].extent = guarded_extent(s, x, *hi);
+      if (const auto hi = mask_bound(st, s, x)) {
+        s.loops[x].extent = guarded_extent(s, x, *hi);
+      } else if (const auto m = masked_factor(st, s, x)) {
+        Stage c = finite_check(st, s, x, m->other);
+        const Expr finite_from = make_load(c.buffer, c.dtype, make_int(0), {make_int(0)});
+        st.stages[si].loops[x].extent = contraction_extent(st.stages[si], x, *m, finite_from);
+        checks.emplace_back(si, std::move(c));
+        break;  // one bounded loop per contraction (one check stage)
+      }
     }
   }
+  for (auto it = checks.rbegin(); it != checks.rend(); ++it)
+    st.stages.insert(st.stages.begin() + static_cast<std::ptrdiff_t>(it->first),
+                     std::move(it->second));
 }
 
 bool causal_bound(const Expr& extent) {
   bool found = false;
   for_each_expr(extent, [&](const Expr& e) { found = found || e->kind == ExprKind::Select; });
   return found;
+}
+
+std::optional<Expr> block_bound(const Expr& extent, const StageLoop& row) {
+  const auto rows = row.nominal.as_constant();
+  if (!causal_bound(extent) || !mentions(extent, row.name) || !rows || *rows < 1 ||
+      *rows > kMaxBlockRows || mentions(row.extent, row.name))
+    return std::nullopt;
+  // Row t of the block, clamped into the rows it has (a block's first row always exists).
+  const Expr last = make_binary(OpKind::Sub, row.extent, make_int(1));
+  Expr hull;
+  for (int64_t t = 0; t < *rows; ++t) {
+    const Expr r =
+        make_binary(OpKind::Max, make_binary(OpKind::Min, make_int(t), last), make_int(0));
+    const Expr at = substitute(extent, {{row.name, r}});
+    hull = hull ? make_binary(OpKind::Max, hull, at) : at;
+  }
+  return hull;
 }
 
 std::vector<Expr> extent_loads(const Stages& st, int stage, const std::string& buffer) {

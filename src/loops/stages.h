@@ -2,6 +2,7 @@
 // state that directives transform (apply.cpp) and that realize.cpp turns into loop nests.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -110,6 +111,13 @@ void restrict_domains(Stages& st);
 std::vector<Expr> extent_loads(const Stages& st, int stage, const std::string& buffer);
 // Whether a loop extent is (or holds) a causal domain's guarded bound.
 bool causal_bound(const Expr& extent);
+// A causal bound `extent` over the loop `row`, for a loop moved outside `row` (a block of
+// rows; constant size up to kMaxBlockRows): the largest bound of the block's rows. Each
+// row then runs masked iterations past its own bound, which the guard made exact (their
+// terms are +-0 for a sum, copies of the one masked value for a max or min); nullopt
+// when `extent` does not depend on `row` or the block is not small and constant.
+constexpr int64_t kMaxBlockRows = 16;
+std::optional<Expr> block_bound(const Expr& extent, const StageLoop& row);
 
 // Applies one directive to `st` or throws ScheduleError; `st` is unchanged on error.
 void apply_directive(const ir::Graph& graph, Stages& st, const Directive& d);
