@@ -178,8 +178,8 @@ bool contraction_tile(const ir::Graph& graph, const Target& target, Stages& st, 
   if ((row.empty() && kind == Tile::Full) || cols < w || steps < kMinTileReduction) return false;
   const int64_t vectors = kind == Tile::Row || kind == Tile::Block
                               ? std::min<int64_t>(kRowTileVectors, cols / w)
-                          : cols >= 2 * w   ? 2
-                                            : 1;
+                          : cols >= 2 * w ? 2
+                                          : 1;
   const auto tile = register_tile(graph, st, name, rows, vectors, target, false);
   if (tile) out.directives.insert(out.directives.end(), tile->begin(), tile->end());
   return tile.has_value();
@@ -267,10 +267,9 @@ void order_loops(const ir::Graph& graph, const Target& target, Stages& st, Sched
     const Stage& s0 = st.stages[static_cast<size_t>(st.find(name))];
     const bool blocked =
         tiles && block != blocks.end() &&
-        (s0.contract ||
-         try_apply(graph, st, out,
-                   make_directive(DirectiveKind::Split, name, {s0.loops[block->second].name},
-                                  kBlockRows)));
+        (s0.contract || try_apply(graph, st, out,
+                                  make_directive(DirectiveKind::Split, name,
+                                                 {s0.loops[block->second].name}, kBlockRows)));
     if (split_k(graph, st, out, name, target, tiles && !untiled.count(name + "_rf"))) continue;
     const Stage& s = st.stages[static_cast<size_t>(st.find(name))];
     if (s.loops.empty()) continue;

@@ -59,10 +59,10 @@ class Realizer {
   // read only inside those same loops, needs just the slice of one iteration. It is then
   // allocated inside the innermost shared loop, without the dims the shared loops index.
   struct Fold {
-    Canonical at;            // allocated in the body of this loop
-    std::vector<bool> keep;  // the dims that remain
+    Canonical at;                // allocated in the body of this loop
+    std::vector<bool> keep;      // the dims that remain
     std::vector<int64_t> block;  // per dim: the rows of a row block kept (0: not one)
-    ir::Shape shape;         // the folded shape
+    ir::Shape shape;             // the folded shape
   };
 
   void find_fold(int pi) {
