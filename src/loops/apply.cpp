@@ -234,6 +234,8 @@ std::optional<Violation> check_dependences(const Stages& st) {
             bool only_common = true;
             for (const auto& u : used) only_common = only_common && common.count(u);
             ok = only_common && mentions(widx[d], loop) && equal(widx[d], load->args[d + 1]);
+            // Or a block of rows, written whole at each iteration (row_blocks.cpp).
+            ok = ok || same_block(st, w, widx, d, r, load->args[d + 1], loop);
           }
           if (!ok)
             return Violation{

@@ -146,8 +146,11 @@ std::pair<std::string, std::vector<std::string>> last_pure_and_reduced(const Sta
 // How a contraction's accumulators are kept: none; one row of up to kRowTileVectors
 // vectors (a stage fused at its reader's rows, or hosting fused stages at its own: its
 // row loop is not split, so the fusion stays legal); or the full GEMM micro-kernel tile.
-enum class Tile { None, Row, Full };
+// Tile::Block is a row tile over kBlockRows rows: the row loop split by them, as in the
+// stages fused at it (row_blocks), so that the fusion stays legal.
+enum class Tile { None, Row, Block, Full };
 constexpr int64_t kRowTileVectors = 4;
+constexpr int64_t kBlockRows = 4;
 
 // A contraction's register tile when every pure loop but `last_pure` stays outside its
 // reduction loops: 6 rows of the pure loop before the last by 2 vectors of the last
@@ -161,7 +164,7 @@ bool contraction_tile(const ir::Graph& graph, const Target& target, Stages& st, 
   const Stage& s = st.stages[static_cast<size_t>(st.find(name))];
   const int w = lanes(target, s.dtype);
   std::string row;
-  int64_t rows = kind == Tile::Row ? 1 : 6, cols = 0;
+  int64_t rows = kind == Tile::Row ? 1 : kind == Tile::Block ? kBlockRows : 6, cols = 0;
   for (const auto& l : s.loops)
     if (!l.reduction && l.name != last_pure) row = l.name;
   for (const auto& l : s.loops) {
@@ -173,9 +176,10 @@ bool contraction_tile(const ir::Graph& graph, const Target& target, Stages& st, 
   for (const auto& l : s.loops)
     if (l.reduction) steps *= bound_size(graph, l.nominal);
   if ((row.empty() && kind == Tile::Full) || cols < w || steps < kMinTileReduction) return false;
-  const int64_t vectors = kind == Tile::Row ? std::min<int64_t>(kRowTileVectors, cols / w)
-                          : cols >= 2 * w   ? 2
-                                            : 1;
+  const int64_t vectors = kind == Tile::Row || kind == Tile::Block
+                              ? std::min<int64_t>(kRowTileVectors, cols / w)
+                          : cols >= 2 * w ? 2
+                                          : 1;
   const auto tile = register_tile(graph, st, name, rows, vectors, target, false);
   if (tile) out.directives.insert(out.directives.end(), tile->begin(), tile->end());
   return tile.has_value();
@@ -250,12 +254,22 @@ void order_row_reduction(const ir::Graph& graph, const Target& target, Stages& s
 // which register tile replaces them): what makes the innermost loop walk memory
 // contiguously and keeps accumulators in registers. It runs before fusion so that each
 // producer is later nested into its reader's final loop order. Contractions get register
-// tiles when `tiles`, except those named in `untiled`.
+// tiles when `tiles`, except those named in `untiled`; the stages in `blocks` first split
+// their row loop (the loop at that index) by kBlockRows, their contractions get Tile::Block.
 void order_loops(const ir::Graph& graph, const Target& target, Stages& st, Schedule& out,
-                 bool tiles, const std::set<std::string>& untiled) {
+                 bool tiles, const std::set<std::string>& untiled,
+                 const std::map<std::string, size_t>& blocks) {
   std::vector<std::string> names;
   for (const auto& s : st.stages) names.push_back(s.name);
   for (const auto& name : names) {
+    // A blocked contraction's tile splits its rows itself (Tile::Block).
+    const auto block = blocks.find(name);
+    const Stage& s0 = st.stages[static_cast<size_t>(st.find(name))];
+    const bool blocked =
+        tiles && block != blocks.end() &&
+        (s0.contract || try_apply(graph, st, out,
+                                  make_directive(DirectiveKind::Split, name,
+                                                 {s0.loops[block->second].name}, kBlockRows)));
     if (split_k(graph, st, out, name, target, tiles && !untiled.count(name + "_rf"))) continue;
     const Stage& s = st.stages[static_cast<size_t>(st.find(name))];
     if (s.loops.empty()) continue;
@@ -269,6 +283,7 @@ void order_loops(const ir::Graph& graph, const Target& target, Stages& st, Sched
       // its rows unsplit, as do the hosts of fused stages.
       const bool transposed = transpose_operand(graph, st, out, name);
       const Tile tile = !tiles                              ? Tile::None
+                        : blocked                           ? Tile::Block
                         : transposed || untiled.count(name) ? Tile::Row
                                                             : Tile::Full;
       if (!order_contraction(graph, target, st, out, name, tile))
@@ -369,12 +384,13 @@ void parallelize_roots(const ir::Graph& graph, Stages& st, Schedule& out) {
 }
 
 // The default schedule in its three phases; contractions get register tiles when
-// `tiles`, except those named in `untiled`.
+// `tiles`, except those named in `untiled`; `blocks` as order_loops takes them.
 Schedule default_schedule_with(const ir::Graph& graph, const Target& target, bool tiles,
-                               const std::set<std::string>& untiled) {
+                               const std::set<std::string>& untiled,
+                               const std::map<std::string, size_t>& blocks = {}) {
   Stages st = build_stages(graph, {});
   Schedule out;
-  order_loops(graph, target, st, out, tiles, untiled);
+  order_loops(graph, target, st, out, tiles, untiled, blocks);
   fuse_producers(graph, st, out);
   if (target.cores > 1) parallelize_roots(graph, st, out);
   return out;
@@ -418,11 +434,57 @@ std::set<std::string> untiled_hosts(const ir::Graph& graph, const Schedule& plai
   return untiled;
 }
 
+// row_blocks (proposals.h), from the schedule without tiles and its untiled hosts.
+std::map<std::string, size_t> blocks_of(const ir::Graph& graph, const Schedule& plain,
+                                        const std::set<std::string>& untiled) {
+  const Stages st = build_stages(graph, {});
+  auto stage = [&](const std::string& name) -> const Stage* {
+    const int i = st.find(name);
+    return i < 0 ? nullptr : &st.stages[static_cast<size_t>(i)];
+  };
+  std::map<std::string, size_t> out;
+  std::map<std::string, std::string> row_of;  // a blocked stage's row loop in `plain`
+  for (const auto& d : plain.directives) {
+    if (d.kind != DirectiveKind::ComputeAt) continue;
+    const std::string& host = d.args[0];
+    const Stage* h = stage(host);
+    if (!h) continue;
+    if (!out.count(host) && untiled.count(host) && h->contract) {
+      // The host's row: the last pure loop before its last (the one register_tile splits).
+      std::vector<size_t> pure;
+      for (size_t k = 0; k < h->loops.size(); ++k)
+        if (!h->loops[k].reduction) pure.push_back(k);
+      if (pure.size() < 2 || h->loops[pure[pure.size() - 2]].name != d.args[1]) continue;
+      const int64_t rows = bound_size(graph, h->loops[pure[pure.size() - 2]].nominal);
+      if (rows < 2 * kBlockRows) continue;
+      out[host] = pure[pure.size() - 2];
+      row_of[host] = d.args[1];
+    }
+    if (!out.count(host) || row_of[host] != d.args[1]) continue;
+    const int64_t rows = bound_size(graph, h->loops[out[host]].nominal);
+    const Stage* p = stage(d.stage);
+    const size_t j = out[host];
+    if (p && j < p->loops.size() && !p->loops[j].reduction &&
+        bound_size(graph, p->loops[j].nominal) == rows) {
+      out[d.stage] = j;
+      row_of[d.stage] = p->loops[j].name;
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+std::map<std::string, size_t> row_blocks(const ir::Graph& graph, const Target& target) {
+  const Schedule plain = default_schedule_with(graph, target, false, {});
+  return blocks_of(graph, plain, untiled_hosts(graph, plain));
+}
 
 Schedule default_schedule(const ir::Graph& graph, const Target& target) {
   const Schedule plain = default_schedule_with(graph, target, false, {});
-  return default_schedule_with(graph, target, kDefaultRegisterTiles, untiled_hosts(graph, plain));
+  const std::set<std::string> untiled = untiled_hosts(graph, plain);
+  return default_schedule_with(graph, target, kDefaultRegisterTiles, untiled,
+                               blocks_of(graph, plain, untiled));
 }
 
 }  // namespace ollie::loops

@@ -61,6 +61,14 @@ int lanes(const Target& t, ir::DType d);
 inline constexpr std::pair<int64_t, int64_t> kRegisterTiles[] = {
     {6, 2}, {4, 3}, {8, 2}, {4, 4}, {12, 1}, {3, 4}, {2, 4}, {1, 4}, {8, 1}, {4, 2}};
 
+// The row blocks of the default schedule (default_schedule.cpp): each contraction that
+// keeps fused stages (untiled) whose stages, in the schedule without tiles, are computed at
+// its row loop (its last pure loop but one) running at least 8 times at the bound dims,
+// and the stages computed there (transitively), each with the index of that loop in its
+// own loops. The default schedule splits it by 4 in all of them, gives the contractions
+// tiles spanning the 4 rows, and computes the stages at the outer loop.
+std::map<std::string, size_t> row_blocks(const ir::Graph& graph, const Target& target);
+
 // The directives that give reduction stage `s` a register tile of `rows` x `vectors`
 // vectors of accumulators: its last two pure loops (rows, then the columns) split by
 // the tile, their outer parts outside the reduction loops and the inner parts inside,

@@ -59,9 +59,10 @@ class Realizer {
   // read only inside those same loops, needs just the slice of one iteration. It is then
   // allocated inside the innermost shared loop, without the dims the shared loops index.
   struct Fold {
-    Canonical at;            // allocated in the body of this loop
-    std::vector<bool> keep;  // the dims that remain
-    ir::Shape shape;         // the folded shape
+    Canonical at;                // allocated in the body of this loop
+    std::vector<bool> keep;      // the dims that remain
+    std::vector<int64_t> block;  // per dim: the rows of a row block kept (0: not one)
+    ir::Shape shape;             // the folded shape
   };
 
   void find_fold(int pi) {
@@ -73,14 +74,19 @@ class Realizer {
     for (const auto& i : p.store_index) widx.push_back(in_canonical(st_, pi, i));
     std::set<std::string> shared;
     for (int t = 0; t < p.shared; ++t) shared.insert(canonical_name(canonical(st_, pi, t)));
-    Fold f{canonical(st_, pi, p.shared - 1), {}, {}};
+    Fold f{canonical(st_, pi, p.shared - 1), {}, {}, {}};
     std::vector<std::set<std::string>> used(widx.size());
     for (size_t d = 0; d < widx.size(); ++d) {
       collect_vars(widx[d], used[d]);
       bool only_shared = true;
       for (const auto& u : used[d]) only_shared = only_shared && shared.count(u);
       f.keep.push_back(!only_shared);
-      if (!only_shared) f.shape.push_back(b->shape[d]);
+      // A block of rows `o * c + i` (o shared, i the producer's own): c rows kept.
+      const auto rb = only_shared ? std::nullopt : row_block(widx[d]);
+      const bool block = rb && shared.count(rb->outer) && !mentions(rb->inner, rb->outer) &&
+                         block_rows(st_, pi, rb->inner, rb->size, true);
+      f.block.push_back(block ? rb->size : 0);
+      if (!only_shared) f.shape.push_back(block ? ir::DimExpr::constant(rb->size) : b->shape[d]);
     }
     for (size_t ri = 0; ri < st_.stages.size(); ++ri) {
       const Stage& r = st_.stages[ri];
@@ -98,8 +104,13 @@ class Realizer {
           return;  // read outside the shared loops
       for (const auto& c : loads) {
         if (c->args.size() != widx.size() + 1) return;
-        for (size_t d = 0; d < widx.size(); ++d)
+        for (size_t d = 0; d < widx.size(); ++d) {
           if (!f.keep[d] && !equal(c->args[d + 1], widx[d])) return;
+          const auto rb = f.block[d] ? row_block(c->args[d + 1]) : std::nullopt;
+          if (f.block[d] &&
+              (!rb || rb->size != f.block[d] || rb->outer != row_block(widx[d])->outer))
+            return;  // a read outside the block
+        }
       }
     }
     // A slice of a constant size up to 64 KiB lives on the stack; any other on the heap, at
@@ -110,6 +121,15 @@ class Realizer {
     if (!p.running_max.empty()) folds_[p.running_max] = f;
   }
 
+  // The row within its block of a block dim's index `o * c + i` (i; `idx mod c` if it
+  // has another form), or `idx` itself when `size` is 0 (not a block dim).
+  static Expr block_row(const Expr& idx, int64_t size) {
+    if (!size) return idx;
+    const auto rb = row_block(idx);
+    if (rb && rb->size == size) return rb->inner;
+    return make_binary(ir::OpKind::Mod, idx, make_int(size));
+  }
+
   // The flat index of `idx` in `buffer` (of shape `shape`), folded when it is.
   Expr flat_index(const std::string& buffer, const std::vector<Expr>& idx,
                   const ir::Shape& shape) const {
@@ -117,7 +137,7 @@ class Realizer {
     if (it == folds_.end()) return flatten(idx, shape);
     std::vector<Expr> kept;
     for (size_t d = 0; d < idx.size(); ++d)
-      if (it->second.keep[d]) kept.push_back(idx[d]);
+      if (it->second.keep[d]) kept.push_back(block_row(idx[d], it->second.block[d]));
     return flatten(kept, it->second.shape);
   }
 

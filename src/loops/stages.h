@@ -137,6 +137,23 @@ std::string canonical_name(const Canonical& c);
 // An expression over stage `stage`'s vars, rewritten over canonical loop names.
 Expr in_canonical(const Stages& st, int stage, const Expr& e);
 
+// A row block (row_blocks.cpp): an index `outer * size + inner`.
+struct RowBlock {
+  std::string outer;
+  int64_t size;
+  Expr inner;
+};
+std::optional<RowBlock> row_block(const Expr& e);
+// Whether writer `w`'s store (over canonical names) writes at dim `d` a whole block of
+// rows at each iteration of the shared loop `loop`, and reader `r`'s index `load` of that
+// dim reads inside the same block: w's own pure loop walks the block's rows, r's own loop
+// at most as many.
+bool same_block(const Stages& st, int w, const std::vector<Expr>& store, size_t d, int r,
+                const Expr& load, const std::string& loop);
+// Whether `e` (over canonical names) is a var of stage `s`'s own loop running at most
+// `size` times (for a writer, `pure`: exactly `size`, pure, with no causal bound).
+bool block_rows(const Stages& st, int s, const Expr& e, int64_t size, bool pure);
+
 // Row-major flat index of `idx` in `shape`.
 Expr flatten(const std::vector<Expr>& idx, const ir::Shape& shape);
 

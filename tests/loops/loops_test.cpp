@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "loops/proposals.h"
 #include "spec/spec.h"
 
 namespace {
@@ -86,12 +87,13 @@ TEST(LoopsDefault, ARootNestThatRunsOnceSharesItsWorkInside) {
   // Short score dots (attention_causal's 64-long head dim) keep one accumulator.
   const auto att =
       ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/attention_causal.py", {});
-  EXPECT_EQ(to_text(default_schedule(att, Target{64, 2})).find("unroll t4"), std::string::npos);
+  EXPECT_EQ(to_text(default_schedule(att, Target{64, 2})).find("vectorize t4 d\n"),
+            std::string::npos);
 }
 
 // swiglu_mlp's down projection (w_down: 2 MiB) gets a register tile although the gate
 // could be fused into its rows; attention's P . V keeps the fused softmax (its row max and
-// sum are reductions), so it gets a one-row tile: its row loop stays whole.
+// sum are reductions), so its tile spans a block of 4 rows, split alike in the stages fused.
 TEST(LoopsDefault, ABigContractionTakesATileOverAFusedElementwiseProducer) {
   const auto sw =
       ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/swiglu_mlp.py", {});
@@ -108,28 +110,73 @@ TEST(LoopsDefault, ABigContractionTakesATileOverAFusedElementwiseProducer) {
   const auto att =
       ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/attention_causal.py", {});
   const std::string att_text = to_text(default_schedule(att, Target{64, 2}));
-  EXPECT_NE(att_text.find("split out0 d 64\nreorder out0 s d_o s1 d_i\naccumulate out0 d_o\n"),
+  EXPECT_NE(att_text.find("split out0 s 4\nsplit out0 d 64\nreorder out0 s_o d_o s1 s_i d_i\n"
+                          "accumulate out0 d_o\n"),
             std::string::npos)
       << att_text;
-  EXPECT_EQ(att_text.find("split out0 s "), std::string::npos) << att_text;
-  EXPECT_NE(att_text.find("compute_at t35 out0 s\n"), std::string::npos) << att_text;
+  EXPECT_NE(att_text.find("compute_at t35 out0 s_o\n"), std::string::npos) << att_text;
 }
 
 // The scores q . k^T (both contiguous along d) read a transposed copy of k made once per
-// call, and become a one-row outer-product tile along the keys, still fused per query row;
+// call, and become an outer-product tile along the keys over a block of 4 query rows;
 // a decode step's scores (16 heads against the cache: little reuse) keep their dot products.
 TEST(LoopsDefault, DotShapedScoresReadATransposedCopyWhereItIsReused) {
   const auto att =
       ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/attention_causal.py", {});
   const std::string text = to_text(default_schedule(att, Target{64, 2}));
-  EXPECT_NE(text.find("pack t4 k root transposed\nsplit t4 s1 64\nreorder t4 s s1_o d s1_i\n"
-                      "accumulate t4 s1_o\nvectorize t4 s1_i\n"),
+  EXPECT_NE(text.find("pack t4 k root transposed\nsplit t4 s 4\nsplit t4 s1 64\n"
+                      "reorder t4 s_o s1_o d s_i s1_i\naccumulate t4 s1_o\nvectorize t4 s1_i\n"
+                      "unroll t4 s_i\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("compute_at t4 out0 s\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("compute_at t4 out0 s_o\n"), std::string::npos) << text;
   const auto mla =
       ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/mla_decode.py", {});
   EXPECT_EQ(to_text(default_schedule(mla, Target{64, 2})).find("transposed"), std::string::npos);
+}
+
+// Attention's P . V hosts the fused softmax at its query rows: the rows run in blocks of
+// 4, split alike in the host and in every stage computed there (the score contraction,
+// the mask, the row max and its partials, exp, the row sum, the division), the
+// contractions get register tiles spanning the 4 rows, and the stages are computed at the
+// outer row loop. Fewer than 8 query rows, or a decode step (one query), keep rows whole.
+TEST(LoopsDefault, FusedAttentionRunsOnBlocksOfQueryRows) {
+  const std::string dir = std::string(OLLIE_SOURCE_DIR) + "/examples/";
+  const auto att = ollie::spec::load_spec(dir + "attention_causal.py", {});
+  const auto blocks = row_blocks(att, Target{64, 2});
+  const std::map<std::string, size_t> want = {{"t4", 0},  {"t26", 0}, {"t27", 0}, {"t31", 0},
+                                              {"t32", 0}, {"t35", 0}, {"out0", 0}};
+  EXPECT_EQ(blocks, want);
+  const std::string text = to_text(default_schedule(att, Target{64, 2}));
+  for (const auto& [name, loop] : want) {
+    EXPECT_NE(text.find("split " + name + " s 4\n"), std::string::npos) << name << "\n" << text;
+    // The scores and the division at the block; the rest row by row inside the division.
+    if (name != "out0") {
+      const std::string at = name == "t4" || name == "t35" ? " out0 s_o\n" : " t35 s_i\n";
+      EXPECT_NE(text.find("compute_at " + name + at), std::string::npos) << name << "\n" << text;
+    }
+  }
+  EXPECT_NE(text.find("reorder out0 s_o d_o s1 s_i d_i\naccumulate out0 d_o\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("unroll out0 s_i\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("parallel out0 s_o\n"), std::string::npos) << text;
+  // Multi-head: the rows are the loop after the heads.
+  const auto mha = ollie::spec::load_spec(dir + "mha_causal.py", {});
+  const auto mha_blocks = row_blocks(mha, Target{64, 2});
+  ASSERT_TRUE(mha_blocks.count("t58")) << to_text(default_schedule(mha, Target{64, 2}));
+  EXPECT_EQ(mha_blocks.at("t58"), 1u);
+  EXPECT_GE(mha_blocks.size(), 7u);
+  // Too few rows for two blocks.
+  ollie::spec::SpecOptions short_rows;
+  short_rows.dim_overrides = {{"S", 6}};
+  EXPECT_TRUE(
+      row_blocks(ollie::spec::load_spec(dir + "attention_causal.py", short_rows), Target{64, 2})
+          .empty());
+  // Decode steps: one query per head.
+  for (const char* decode : {"gqa_decode.py", "mla_decode.py"}) {
+    const auto g = ollie::spec::load_spec(dir + decode, {});
+    EXPECT_TRUE(row_blocks(g, Target{64, 2}).empty()) << decode;
+  }
 }
 
 // A reshape that splits one axis into blocks ([64*(N//64), D] -> [(N//64), 64, D], the
