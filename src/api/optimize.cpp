@@ -83,8 +83,7 @@ RunLock::RunLock(const std::string& db_path) {
   const std::string path = db_path + ".lock";
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0)
-    throw UserError(
-        fmt::format("cannot create the run lock '{}': {}", path, std::strerror(errno)));
+    throw UserError(fmt::format("cannot create the run lock '{}': {}", path, std::strerror(errno)));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     ::close(fd_);
     throw UserError(fmt::format(
@@ -237,8 +236,8 @@ OptimizeRun OptimizeRun::open(const OptimizeOptions& options, OptimizeObserver& 
   so.max_evals = f.evals;
   // The written kernel's name: this session's --symbol, else the run's (the search's
   // candidates always export ollie_kernel; only the answer is renamed).
-  s.symbol =
-      !f.symbol.empty() ? f.symbol : options_json.value("symbol", std::string(emit::kDefaultSymbol));
+  s.symbol = !f.symbol.empty() ? f.symbol
+                               : options_json.value("symbol", std::string(emit::kDefaultSymbol));
   // A resumed replay reopens the run it replays.
   const nlohmann::json replay_of = options_json.value("replay", nlohmann::json());
   if (resuming && replay_of.is_object())
@@ -276,9 +275,9 @@ OptimizeRun OptimizeRun::open(const OptimizeOptions& options, OptimizeObserver& 
   calibrate.progress = [&s](const std::string& line) { s.observer->note("calibrate: " + line); };
   const measure::CachedPeaks peaks =
       measure::machine_peaks(measure::default_cache_dir(), false, calibrate);
-  const int threads = s.threads = eo.threads > 0
-                          ? eo.threads
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = s.threads =
+      eo.threads > 0 ? eo.threads
+                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   s.roof = measure::roofline(graph, peaks.peaks, threads, regime.cold);
   const measure::Roofline& roof = s.roof;
 
@@ -313,7 +312,7 @@ OptimizeRun OptimizeRun::open(const OptimizeOptions& options, OptimizeObserver& 
         "replay",
         fmt::format("replaying {}: {}", recorded->path(),
                     s.replay_evaluator ? "evaluations of identical kernels reused from it"
-                                     : "every candidate evaluated again (--replay-evaluate)"));
+                                       : "every candidate evaluated again (--replay-evaluate)"));
 
   for (const std::string& note : warm.notes) {
     s.observer->note(note);

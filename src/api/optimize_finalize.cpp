@@ -71,8 +71,8 @@ search::StopReason OptimizeRun::search(const std::function<bool()>& stop) {
     }
   };
   const search::StopReason reason = search::run_chains(
-      s.graph, *s.db, s.evaluator(), s.proposers, s.so,
-      [&stop] { return stop && stop(); }, progress);
+      s.graph, *s.db, s.evaluator(), s.proposers, s.so, [&stop] { return stop && stop(); },
+      progress);
   s.observer->stopped(reason);
   s.db->add_event("stop", search::stop_reason_name(reason));
   return reason;
@@ -233,7 +233,6 @@ FinishedEvent OptimizeRun::finalize(search::StopReason reason) {
   s.observer->finished(done);
   return done;
 }
-
 
 FinishedEvent optimize(const OptimizeOptions& options, OptimizeObserver& observer,
                        const std::function<bool()>& stop) {

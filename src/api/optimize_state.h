@@ -63,8 +63,7 @@ struct OptimizeRun::State {
   search::Progress last_progress;
 
   search::Evaluator& evaluator() {
-    return replay_evaluator ? static_cast<search::Evaluator&>(*replay_evaluator)
-                            : *local_evaluator;
+    return replay_evaluator ? static_cast<search::Evaluator&>(*replay_evaluator) : *local_evaluator;
   }
   double roof_fraction(double seconds) const {
     return seconds > 0 ? roof.bound_seconds / seconds : 0.0;

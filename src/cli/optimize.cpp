@@ -107,8 +107,7 @@ class PrintingObserver : public api::OptimizeObserver {
 
 int run_optimize(const OptimizeFlags& f) {
   PrintingObserver printer(f.log_every);
-  const api::FinishedEvent done =
-      api::optimize(f, printer, [] { return g_interrupts.load() > 0; });
+  const api::FinishedEvent done = api::optimize(f, printer, [] { return g_interrupts.load() > 0; });
   return done.written ? 0 : 4;
 }
 

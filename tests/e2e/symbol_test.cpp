@@ -18,8 +18,8 @@ using ollie_e2e::shell;
 std::string ollie(const std::string& args) { return std::string(OLLIE_BINARY) + " " + args; }
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("ollie_symbol_" + name + "_" +
-                                                    std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("ollie_symbol_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -66,8 +66,8 @@ TEST(Symbol, TwoKernelsUnderTwoNamesLinkIntoOneProgram) {
   const std::string examples = std::string(OLLIE_SOURCE_DIR) + "/examples/";
   for (const auto& [spec, symbol] :
        {std::pair<std::string, std::string>{"softmax", "softmax_k"}, {"gelu", "gelu_k"}}) {
-    const auto r = shell(ollie("emit " + examples + spec + ".py --dims M=4,N=8 --symbol " +
-                               symbol + " -o " + dir.string() + " 2>&1"));
+    const auto r = shell(ollie("emit " + examples + spec + ".py --dims M=4,N=8 --symbol " + symbol +
+                               " -o " + dir.string() + " 2>&1"));
     ASSERT_EQ(r.exit_code, 0) << r.out;
     const std::string header = read_file(dir / (spec + ".ollie.h"));
     EXPECT_NE(header.find("extern \"C\" void " + symbol + "("), std::string::npos) << header;
@@ -86,8 +86,8 @@ TEST(Symbol, TwoKernelsUnderTwoNamesLinkIntoOneProgram) {
   const auto verified = shell(ollie("verify " + examples + "gelu.py --dims M=4,N=8 " + d +
                                     "/gelu.cpp --symbol gelu_k 2>&1"));
   EXPECT_EQ(verified.exit_code, 0) << verified.out;
-  const auto unnamed = shell(ollie("verify " + examples + "gelu.py --dims M=4,N=8 " + d +
-                                   "/gelu.cpp 2>&1"));
+  const auto unnamed =
+      shell(ollie("verify " + examples + "gelu.py --dims M=4,N=8 " + d + "/gelu.cpp 2>&1"));
   EXPECT_NE(unnamed.exit_code, 0) << unnamed.out;
   fs::remove_all(dir);
 }
@@ -101,13 +101,13 @@ TEST(Symbol, TheDefaultIsOllieKernelAndABadNameIsRefusedNamingTheFlag) {
   EXPECT_NE(header.find("extern \"C\" void ollie_kernel("), std::string::npos);
   EXPECT_NE(header.find("namespace ollie_dims {"), std::string::npos);
   for (const std::string bad : {"2fast", "my-kernel", "int", "ollie_entry"}) {
-    const auto r = shell(ollie("emit " + spec + " --symbol " + bad + " -o " + dir.string() +
-                               "/x 2>&1"));
+    const auto r =
+        shell(ollie("emit " + spec + " --symbol " + bad + " -o " + dir.string() + "/x 2>&1"));
     EXPECT_EQ(r.exit_code, 1) << bad << ": " << r.out;
     EXPECT_NE(r.out.find("--symbol '" + bad + "'"), std::string::npos) << r.out;
   }
-  const auto opt = shell(ollie("optimize " + spec + " --symbol 'a b' --evals 1 -o " +
-                               dir.string() + "/run 2>&1"));
+  const auto opt = shell(
+      ollie("optimize " + spec + " --symbol 'a b' --evals 1 -o " + dir.string() + "/run 2>&1"));
   EXPECT_EQ(opt.exit_code, 1) << opt.out;
   EXPECT_NE(opt.out.find("--symbol 'a b'"), std::string::npos) << opt.out;
   EXPECT_FALSE(fs::exists(dir / "run" / "run.db"));
