@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
+#include "emit/emit.h"
 #include "measure/measure.h"
 
 namespace ollie::cli {
@@ -45,6 +46,8 @@ int run_bench(const SpecFlags& flags, const BenchFlags& b) {
   options.seed = b.seed;
   options.timeout_seconds = b.timeout_seconds;
   options.compiler = b.compiler;
+  emit::check_symbol(b.symbol);
+  options.kernel_symbol = b.symbol;
   measure::BenchReport report = measure::bench(graph, kernels, options);
 
   // The roofline at this thread count, from the machine's calibration (measured once and

@@ -9,30 +9,23 @@
 #include <string>
 #include <vector>
 
+#include "api/api.h"
 #include "interp/interp.h"
 #include "ir/ir.h"
 #include "npy/npy.h"
 
 namespace ollie::cli {
 
-struct SpecFlags {
-  std::string spec_path;
-  std::string entry;
-  std::string dims;
-};
+using SpecFlags = api::SpecRef;
+using api::check_reference_fits;
+using api::grouped;
+using api::load;
+using api::parse_duration;
+using api::read_text;
+using api::with_rewrites;
+using api::write_text;
 
 void add_spec_flags(CLI::App* cmd, SpecFlags& flags);
-// Parses and elaborates the spec the flags name (UserError on bad input).
-ir::Graph load(const SpecFlags& flags);
-// `graph` after the rewrite chain in the file `path` (src/rewrite/); `graph` itself when
-// `path` is empty. UserError naming the file and the line that does not apply.
-ir::Graph with_rewrites(const ir::Graph& graph, const std::string& path);
-// The whole file; UserError naming `what` ("kernel", "spec") and the path when unreadable.
-std::string read_text(const std::string& path, const char* what);
-// Writes `text` to `path` (an -o output); UserError naming the file when it cannot.
-void write_text(const std::filesystem::path& path, const std::string& text);
-// "1,234,567"
-std::string grouped(int64_t n);
 // The shape at the bound dims, "[256, 512]".
 std::string bound_shape_str(const ir::Shape& shape, const ir::DimBindings& dims);
 
@@ -52,9 +45,6 @@ std::vector<interp::Tensor> obtain_inputs(const ir::Graph& graph, const std::str
                                           int64_t seed);
 // Writes arrays to an .npz, or to an .npy when there is exactly one (`what` names the flag).
 void write_arrays(const std::string& path, const npy::ArrayList& arrays, const std::string& what);
-// Refuses dims whose reference evaluation would not fit in this machine's memory.
-void check_reference_fits(const ir::Graph& graph);
-
 // The verbs.
 // json: the entry, dims, param/result shapes, FLOPs and compulsory bytes as JSON, no IR text.
 int run_check(const SpecFlags& flags, bool json = false, const std::string& rewrites = "");
@@ -73,6 +63,7 @@ struct EmitFlags {
   std::string rewrites;  // a file of rewrite lines (src/rewrite/); empty: none
   bool show_stages = false;
   bool show_loops = false;  // print the loop nest at each step on stdout (docs/schedules.md)
+  std::string symbol = "ollie_kernel";  // --symbol: the kernel's exported name
 };
 int run_emit(const SpecFlags& flags, const EmitFlags& emit_flags);
 struct RunKernelFlags {
@@ -83,6 +74,7 @@ struct RunKernelFlags {
   int64_t seed = -1;
   double timeout_seconds = 60;
   int threads = 0;
+  std::string symbol = "ollie_kernel";  // --symbol: the name the kernel exports
 };
 // Exit code 0 when the kernel ran and agrees with the reference within the bound, 4 when
 // it ran but differs, 1 when it does not compile or fails.
@@ -99,6 +91,7 @@ struct VerifyFlags {
   std::string compiler;
   bool accept_weak = false;  // a weak pass (docs/verifier.md) counts as pass
   std::string inputs;        // --inputs: realistic inputs (.npz / .npy) for one more suite
+  std::string symbol = "ollie_kernel";  // --symbol: the name the kernel exports
 };
 // Exit code 0 only when the verdict is pass; 4 for any other verdict.
 int run_verify(const SpecFlags& flags, const VerifyFlags& v);
@@ -112,54 +105,15 @@ struct BenchFlags {
   uint64_t seed = 0;     // 0: fresh
   double timeout_seconds = 300;
   std::string compiler;
+  std::string symbol = "ollie_kernel";  // --symbol: the name the kernels export
 };
 // Exit code 0 when every kernel ran and its timed outputs agree with the reference; 4
 // otherwise (compile error, crash, wrong outputs while timed, a time below the roofline).
 int run_bench(const SpecFlags& flags, const BenchFlags& b);
-struct OptimizeFlags {
-  SpecFlags spec;       // spec_path empty with --resume
-  std::string out_dir;  // -o; default ollie-<entry>
-  std::string resume;   // a run database to continue
-  std::string time;     // --time 10m
-  int64_t evals = 0;    // --evals N (the whole run)
-  uint64_t seed = 1;
-  int chains = 2;
-  // Schedule moves 3 to 1 over rewrites: a rewrite restarts from the new graph's default
-  // schedule, so each rewritten graph needs several schedule moves to be judged fairly.
-  std::string proposers = "mutate:3,rewrite:1";
-  int threads = 0;
-  double bench_seconds = 0.3;
+// `ollie optimize`'s flags: the api's options, and how often to log progress.
+struct OptimizeFlags : api::OptimizeOptions {
   int log_every = 10;  // seconds between progress lines when not on a terminal
-  // The llm proposer's model (docs/llm.md). Unset values (empty, negative, 0 where noted)
-  // fall back to the run's stored options or the defaults. The key is never stored.
-  std::string llm_protocol, llm_base_url, llm_model, llm_key;
-  std::string llm_key_file;       // --llm-key-file: read into llm_key by read_key_file
-  int llm_max_tokens = 0;         // 0: unset
-  double llm_temperature = -1;    // < 0: unset
-  double llm_price_in = -1;       // per million prompt tokens; < 0: unset
-  double llm_price_out = -1;      // per million answer tokens
-  int64_t llm_token_budget = -1;  // < 0: unset; 0: no limit
-  double llm_cost_budget = -1;
-  std::string llm_prompt;       // a template file (prompts/kernel.md's format)
-  double llm_timeout = 0;       // seconds per HTTP attempt; 0: unset
-  std::string proposer_cmd;     // an external proposer: the prompt on stdin, a kernel on stdout
-  double proposer_timeout = 0;  // its time limit, seconds; 0: unset (600)
-  std::string replay;           // a recorded run database to replay
-  bool replay_evaluate =
-      false;  // evaluate every candidate again instead of reusing the recorded evaluations
-  bool accept_weak = false;  // a weak pass (docs/verifier.md) may be the search's answer
-  // Warm starts (docs/search.md): earlier run databases to start from, and the per-user
-  // tuning database (default <cache dir>/tuning.db; read by a new run, written at the end).
-  std::vector<std::string> warm_start;
-  std::string tuning_db;
-  bool no_tuning_db = false;
-  std::string cost_model;  // --cost-model on|off; empty: on for a new run, the run's own on resume
-  // The timing regime (docs/measurement.md); neither: chosen from the working set.
-  bool cold = false;  // --cold: flush the caches before every timed call
-  bool hot = false;   // --hot: time with warm caches
 };
-// "90s", "10m", "2h", "1d" (a bare number is seconds); UserError naming `flag` otherwise.
-double parse_duration(const std::string& text, const std::string& flag);
 // Exit 0 when a best kernel was written, 4 when none passed the full verification.
 int run_optimize(const OptimizeFlags& f);
 

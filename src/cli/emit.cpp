@@ -67,6 +67,7 @@ loops::Kernel lower_showing_steps(const ir::Graph& graph, const loops::Schedule&
 }  // namespace
 
 int run_emit(const SpecFlags& flags, const EmitFlags& emit_flags) {
+  emit::check_symbol(emit_flags.symbol);
   // The schedule of a rewritten kernel names the rewritten graph's stages.
   const ir::Graph graph = with_rewrites(load(flags), emit_flags.rewrites);
   if (emit_flags.show_stages) {
@@ -82,8 +83,9 @@ int run_emit(const SpecFlags& flags, const EmitFlags& emit_flags) {
   const loops::Kernel kernel =
       lower_showing_steps(graph, schedule, emit_flags.rewrites, emit_flags.show_loops);
   const std::string schedule_text = loops::to_text(schedule);
-  const std::string source = emit::emit_kernel(kernel, graph, {.schedule_text = schedule_text});
-  const std::string header = emit::emit_header(graph);
+  const std::string source = emit::emit_kernel(
+      kernel, graph, {.symbol = emit_flags.symbol, .schedule_text = schedule_text});
+  const std::string header = emit::emit_header(graph, emit_flags.symbol);
   const std::string& out_dir = emit_flags.out_dir;
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);

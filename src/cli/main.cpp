@@ -12,6 +12,14 @@
 using namespace ollie;
 using namespace ollie::cli;
 
+namespace {
+const char* const kSymbolHelp =
+    "the name the kernel exports and its header declares (a C identifier; default "
+    "ollie_kernel): kernels emitted under different names link into one program";
+const char* const kExportedSymbolHelp =
+    "the name the kernel exports (its --symbol when emitted; default ollie_kernel)";
+}  // namespace
+
 int main(int argc, char** argv) {
   // The reference interpreter and the verifier allocate and free tensors of megabytes per
   // suite. By default glibc maps big blocks fresh (and unmaps them when freed) and trims
@@ -81,6 +89,7 @@ int main(int argc, char** argv) {
                  "also print the loop nest on stdout after the rewrites, after each directive and "
                  "before emission, each under a '== ...' line (the files are written as usual)")
       ->excludes(show_stages);
+  emit_cmd->add_option("--symbol", emit_opts.symbol, kSymbolHelp);
 
   SpecFlags run_flags;
   RunKernelFlags run;
@@ -104,6 +113,7 @@ int main(int argc, char** argv) {
                    "OMP_NUM_THREADS for the kernel (default: as the environment says)")
       ->check(CLI::NonNegativeNumber);
   run_cmd->add_option("--compiler", run.compiler, "the C++ compiler (default g++)");
+  run_cmd->add_option("--symbol", run.symbol, kExportedSymbolHelp);
 
   SpecFlags verify_flags;
   VerifyFlags ver;
@@ -127,6 +137,7 @@ int main(int argc, char** argv) {
   verify_cmd->add_option("--threads", ver.threads, "OMP_NUM_THREADS for the kernel")
       ->check(CLI::NonNegativeNumber);
   verify_cmd->add_option("--compiler", ver.compiler, "the C++ compiler (default g++)");
+  verify_cmd->add_option("--symbol", ver.symbol, kExportedSymbolHelp);
   verify_cmd->add_option("--inputs", ver.inputs,
                          "realistic inputs (an .npz with one array per parameter name, or an "
                          "ordinary .npy for one parameter) at the bound dims: one more suite "
@@ -159,6 +170,9 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--timeout", bench.timeout_seconds, "seconds the whole timed run may take")
       ->check(CLI::PositiveNumber);
   bench_cmd->add_option("--compiler", bench.compiler, "the C++ compiler (default g++)");
+  bench_cmd->add_option("--symbol", bench.symbol,
+                        "the name the kernels export (their --symbol when emitted; default "
+                        "ollie_kernel)");
 
   OptimizeFlags opt;
   CLI::App* opt_cmd = app.add_subcommand("optimize",
@@ -171,6 +185,9 @@ int main(int argc, char** argv) {
   opt_cmd->add_option("--dims", opt.spec.dims, "override dim sizes, e.g. --dims M=256,N=128");
   opt_cmd->add_option("-o,--out", opt.out_dir,
                       "the run directory: run.db and the results (default ollie-<entry>)");
+  opt_cmd->add_option("--symbol", opt.symbol,
+                      std::string(kSymbolHelp) +
+                          "; kept by a resumed run (the search itself always uses ollie_kernel)");
   opt_cmd->add_option("--resume", opt.resume, "continue the run in this run database (DIR/run.db)");
   opt_cmd->add_option("--time", opt.time, "wall-time budget of this session: 90s, 10m, 2h, 1d");
   opt_cmd->add_option("--evals", opt.evals, "evaluation budget of the whole run")

@@ -15,6 +15,7 @@
 #include "build/build.h"
 #include "build/screen.h"
 #include "cli/cli.h"
+#include "emit/emit.h"
 #include "runner/runner.h"
 
 namespace ollie::cli {
@@ -45,12 +46,14 @@ std::string head_lines(const std::string& text, int lines) {
 }  // namespace
 
 int run_kernel(const SpecFlags& flags, const RunKernelFlags& run) {
+  emit::check_symbol(run.symbol);
   ir::Graph graph = load(flags);
   check_reference_fits(graph);
   const std::string source = read_source(run.kernel_path);
 
   build::Request request;
-  request.units = {{"kernel.cpp", source}, {"ollie_adapter.cpp", build::adapter_source(graph)}};
+  request.units = {{"kernel.cpp", source},
+                   {"ollie_adapter.cpp", build::adapter_source(graph, {.kernel = run.symbol})}};
   if (!run.compiler.empty()) request.toolchain.compiler = run.compiler;
   build::Driver driver;
   const build::ScreenedResult screened = build::compile_screened(driver, request);

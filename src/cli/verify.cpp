@@ -11,6 +11,7 @@
 
 #include "build/build.h"
 #include "cli/cli.h"
+#include "emit/emit.h"
 #include "spec/spec.h"
 #include "support/sha256.h"
 #include "verify/verify.h"
@@ -31,6 +32,8 @@ int run_verify(const SpecFlags& flags, const VerifyFlags& v) {
   options.threads = v.threads;
   options.compiler = v.compiler;
   options.accept_weak = v.accept_weak;
+  emit::check_symbol(v.symbol);
+  options.kernel_symbol = v.symbol;
   if (!v.inputs.empty()) {
     try {
       options.user_inputs = file_inputs(graph, v.inputs);

@@ -9,8 +9,11 @@
 
 namespace ollie::emit {
 
+// The name every kernel exports unless told otherwise (docs/design.md section 3).
+inline constexpr const char* kDefaultSymbol = "ollie_kernel";
+
 struct EmitOptions {
-  std::string symbol = "ollie_kernel";  // the function's name (tests put many kernels in one TU)
+  std::string symbol = kDefaultSymbol;  // the function's name (tests put many kernels in one TU)
   bool prelude = true;                  // the comment header, includes and helpers
   std::string schedule_text;            // recorded in the comment header when not empty
 };
@@ -27,11 +30,20 @@ std::string kernel_prelude();
 const char* c_type(ir::DType t);
 
 // `extern "C" void ollie_kernel(...)` exactly as the ABI (docs/design.md section 3)
-// spells it, ending in ';'.
-std::string kernel_declaration(const ir::Graph& graph);
+// spells it, ending in ';'; `symbol` names the function instead of ollie_kernel.
+std::string kernel_declaration(const ir::Graph& graph, const std::string& symbol = kDefaultSymbol);
 
-// `<entry>.ollie.h`: the declaration, each parameter's annotation, the dims order and the
-// sizes bound for this run as constexpr values.
-std::string emit_header(const ir::Graph& graph);
+// `<entry>.ollie.h`: the declaration (of `symbol`), each parameter's annotation, the dims
+// order and the sizes bound for this run as constexpr values (in namespace ollie_dims, or
+// <symbol>_dims for another symbol).
+std::string emit_header(const ir::Graph& graph, const std::string& symbol = kDefaultSymbol);
+
+// The kernel's exported name (`--symbol`, src/emit/symbol.cpp). UserError naming --symbol
+// unless `symbol` is a C identifier that is no C/C++ keyword and not one of the adapter's
+// own names (ollie_entry, ollie_signature).
+void check_symbol(const std::string& symbol);
+// `source` with every whole-word ollie_kernel renamed to `symbol` (itself for the default):
+// how a stored candidate (always ollie_kernel) is written out under another name.
+std::string with_symbol(const std::string& source, const std::string& symbol);
 
 }  // namespace ollie::emit

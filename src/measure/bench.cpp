@@ -160,7 +160,9 @@ BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernel
   std::vector<runner::Kernel> built;
   for (const BenchKernel& k : kernels) {
     build::Request request;
-    request.units = {{"kernel.cpp", k.source}, {"ollie_adapter.cpp", build::adapter_source(graph)}};
+    request.units = {
+        {"kernel.cpp", k.source},
+        {"ollie_adapter.cpp", build::adapter_source(graph, {.kernel = options.kernel_symbol})}};
     if (!options.compiler.empty()) request.toolchain.compiler = options.compiler;
     build::ScreenedResult screened;
     if (options.screen)

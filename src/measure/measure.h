@@ -249,6 +249,8 @@ struct BenchOptions {
   // (a random sample, chosen after the calls) and elements changed per input per call.
   int check_calls = 8;
   int fresh_points = 64;
+  // The name every kernel exports (`--symbol`, emit::check_symbol): the adapter calls it.
+  std::string kernel_symbol = "ollie_kernel";
 };
 
 struct KernelTiming {

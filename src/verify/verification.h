@@ -182,8 +182,9 @@ inline Report report_of_source(const std::string& kernel_source) {
 inline build::Request kernel_request(const ir::Graph& graph, const std::string& kernel_source,
                                      const Options& options) {
   build::Request request;
-  request.units = {{"kernel.cpp", kernel_source},
-                   {"ollie_adapter.cpp", build::adapter_source(graph)}};
+  request.units = {
+      {"kernel.cpp", kernel_source},
+      {"ollie_adapter.cpp", build::adapter_source(graph, {.kernel = options.kernel_symbol})}};
   if (!options.compiler.empty()) request.toolchain.compiler = options.compiler;
   return request;
 }

@@ -139,6 +139,8 @@ struct Options {
   // the first suite after integer-exact ("user-inputs") calls the kernel on exactly these,
   // with the honest ensemble's tolerance.
   std::vector<interp::Tensor> user_inputs;
+  // The name the kernel exports (`--symbol`, emit::check_symbol): the adapter calls it.
+  std::string kernel_symbol = "ollie_kernel";
 };
 
 // The graph of the same spec at other dims (for the shape sweep of a generic kernel);

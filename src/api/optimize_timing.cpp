@@ -1,6 +1,6 @@
 // The timing regime of `ollie optimize`: chosen for a new run, recorded in its options,
 // checked against the flags on resume (optimize_timing.h).
-#include "cli/optimize_timing.h"
+#include "api/optimize_timing.h"
 
 #include <fmt/format.h>
 
@@ -9,9 +9,9 @@
 
 #include "support/error.h"
 
-namespace ollie::cli {
+namespace ollie::api {
 
-measure::Regime regime_for_new_run(const OptimizeFlags& f, const ir::Graph& graph, int threads) {
+measure::Regime regime_for_new_run(const OptimizeOptions& f, const ir::Graph& graph, int threads) {
   if (f.cold) return {true, "--cold was given"};
   if (f.hot) return {false, "--hot was given"};
   const int t =
@@ -24,7 +24,7 @@ nlohmann::json regime_json(const measure::Regime& regime) {
   return {{"regime", measure::regime_name(regime.cold)}, {"why", regime.why}};
 }
 
-measure::Regime regime_of_run(const nlohmann::json& options_json, const OptimizeFlags& f) {
+measure::Regime regime_of_run(const nlohmann::json& options_json, const OptimizeOptions& f) {
   measure::Regime recorded{false, "the run was made before ollie recorded a regime: hot caches"};
   const nlohmann::json timing = options_json.value("timing", nlohmann::json());
   if (timing.is_object()) {
@@ -45,4 +45,4 @@ std::string regime_text(const measure::Regime& regime) {
   return regime.cold ? "cold caches (flushed before every timed call)" : "hot caches";
 }
 
-}  // namespace ollie::cli
+}  // namespace ollie::api

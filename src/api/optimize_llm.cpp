@@ -1,6 +1,6 @@
 // The llm proposer's model for `ollie optimize` (see optimize_llm.h): stored settings,
 // this session's flags, the key from the flags or the environment (never stored).
-#include "cli/optimize_llm.h"
+#include "api/optimize_llm.h"
 
 #include <fmt/format.h>
 
@@ -11,12 +11,12 @@
 #include "support/error.h"
 #include "support/strings.h"
 
-namespace ollie::cli {
+namespace ollie::api {
 
 namespace {
 
 // The settings flags give for this session, as stored options (only those given).
-nlohmann::json flag_settings(const OptimizeFlags& f) {
+nlohmann::json flag_settings(const OptimizeOptions& f) {
   nlohmann::json j = nlohmann::json::object();
   if (!f.llm_protocol.empty()) j["protocol"] = f.llm_protocol;
   if (!f.llm_base_url.empty()) j["base_url"] = f.llm_base_url;
@@ -50,7 +50,7 @@ llm::PromptTemplate prompt_of(const nlohmann::json& s) {
 
 // An HTTP model's configuration from the settings, the key from --llm-key or the
 // environment. A missing model is a UserError naming what to set.
-llm::ModelConfig http_config(const nlohmann::json& s, const OptimizeFlags& f) {
+llm::ModelConfig http_config(const nlohmann::json& s, const OptimizeOptions& f) {
   llm::ConfigValues values;
   values.protocol = s.value("protocol", std::string());
   values.base_url = s.value("base_url", std::string());
@@ -129,7 +129,7 @@ bool names_llm(const std::string& proposers) {
   return false;
 }
 
-nlohmann::json llm_options_for_new_run(const OptimizeFlags& f, std::string& proposers) {
+nlohmann::json llm_options_for_new_run(const OptimizeOptions& f, std::string& proposers) {
   if (!f.proposer_cmd.empty() && !names_llm(proposers)) proposers += ",llm:1";
   if (!names_llm(proposers)) {
     if (!f.llm_model.empty() || !f.llm_base_url.empty())
@@ -151,7 +151,7 @@ nlohmann::json llm_options_for_new_run(const OptimizeFlags& f, std::string& prop
   return stored_http(c, settings);
 }
 
-SessionModel make_session_model(const nlohmann::json& stored, const OptimizeFlags& f,
+SessionModel make_session_model(const nlohmann::json& stored, const OptimizeOptions& f,
                                 const store::Store& db) {
   nlohmann::json s = stored.is_object() ? stored : nlohmann::json::object();
   s.update(flag_settings(f));  // this session's flags win
@@ -246,4 +246,4 @@ std::string llm_plan_summary(const store::Store& db, const search::LlmProposer* 
   return text;
 }
 
-}  // namespace ollie::cli
+}  // namespace ollie::api

@@ -1,5 +1,5 @@
 // The warm starts of `ollie optimize` (see optimize_warm.h).
-#include "cli/optimize_warm.h"
+#include "api/optimize_warm.h"
 
 #include <fmt/format.h>
 
@@ -11,11 +11,11 @@
 #include "store/tuning_db.h"
 #include "support/error.h"
 
-namespace ollie::cli {
+namespace ollie::api {
 
 namespace fs = std::filesystem;
 
-std::string tuning_db_path(const OptimizeFlags& f) {
+std::string tuning_db_path(const OptimizeOptions& f) {
   if (f.no_tuning_db && !f.tuning_db.empty())
     throw UserError("give either --tuning-db PATH or --no-tuning-db, not both");
   if (f.no_tuning_db) return "";
@@ -30,7 +30,7 @@ std::string run_machine_json() {
 }
 
 search::GatheredWarmStarts gather_for_new_run(
-    const OptimizeFlags& f, const std::string& tuning_path, const ir::Graph& graph,
+    const OptimizeOptions& f, const std::string& tuning_path, const ir::Graph& graph,
     const std::string& spec_sha256,
     const std::function<ir::Graph(const store::RunInfo&)>& graph_of_run) {
   std::optional<store::TuningDb> tuning;
@@ -74,4 +74,4 @@ std::string add_to_tuning_db(const std::string& tuning_path, const store::Store&
   }
 }
 
-}  // namespace ollie::cli
+}  // namespace ollie::api

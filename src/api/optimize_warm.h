@@ -6,16 +6,16 @@
 #include <functional>
 #include <string>
 
-#include "cli/cli.h"
+#include "api/api.h"
 #include "search/warm_start.h"
 #include "store/store.h"
 
-namespace ollie::cli {
+namespace ollie::api {
 
 // The tuning database of this session: --tuning-db, else tuning.db in ollie's cache
 // directory ($OLLIE_CACHE_DIR, $XDG_CACHE_HOME/ollie or ~/.cache/ollie); "" with
 // --no-tuning-db. UserError for flags that do not go together.
-std::string tuning_db_path(const OptimizeFlags& f);
+std::string tuning_db_path(const OptimizeOptions& f);
 
 // The run's machine_json: cores and the machine fingerprint (search::machine_fingerprint)
 // that warm starts compare.
@@ -25,7 +25,7 @@ std::string run_machine_json();
 // (when `tuning_path` names a file that exists) usable for `graph`, with a line per file
 // or kernel left out. UserError naming the file for one that cannot be read.
 search::GatheredWarmStarts gather_for_new_run(
-    const OptimizeFlags& f, const std::string& tuning_path, const ir::Graph& graph,
+    const OptimizeOptions& f, const std::string& tuning_path, const ir::Graph& graph,
     const std::string& spec_sha256,
     const std::function<ir::Graph(const store::RunInfo&)>& graph_of_run);
 
@@ -35,4 +35,4 @@ std::string add_to_tuning_db(const std::string& tuning_path, const store::Store&
                              const ir::Graph& graph, const store::Candidate& best,
                              double best_seconds, double ratio_vs_baseline);
 
-}  // namespace ollie::cli
+}  // namespace ollie::api

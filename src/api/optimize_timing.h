@@ -6,15 +6,15 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "cli/cli.h"
+#include "api/api.h"
 #include "ir/ir.h"
 #include "measure/measure.h"
 
-namespace ollie::cli {
+namespace ollie::api {
 
 // For a new run: the flag's regime, or measure::choose_regime of the graph's compulsory
 // bytes against this machine's caches at the kernels' thread count (threads 0: every core).
-measure::Regime regime_for_new_run(const OptimizeFlags& f, const ir::Graph& graph, int threads);
+measure::Regime regime_for_new_run(const OptimizeOptions& f, const ir::Graph& graph, int threads);
 
 // The "timing" object of a run's options_json.
 nlohmann::json regime_json(const measure::Regime& regime);
@@ -22,9 +22,9 @@ nlohmann::json regime_json(const measure::Regime& regime);
 // The regime a run recorded (hot for a run made before regimes were recorded). A --cold or
 // --hot that disagrees with it is a UserError: a run's times are comparable only under
 // one regime.
-measure::Regime regime_of_run(const nlohmann::json& options_json, const OptimizeFlags& f);
+measure::Regime regime_of_run(const nlohmann::json& options_json, const OptimizeOptions& f);
 
 // "cold caches (flushed before every timed call)" or "hot caches".
 std::string regime_text(const measure::Regime& regime);
 
-}  // namespace ollie::cli
+}  // namespace ollie::api

@@ -10,12 +10,12 @@
 #include <utility>
 #include <vector>
 
-#include "cli/cli.h"
+#include "api/api.h"
 #include "llm/llm.h"
 #include "search/search.h"
 #include "store/store.h"
 
-namespace ollie::cli {
+namespace ollie::api {
 
 // `--proposers` text ("mutate:3,rewrite:1,llm:1") as names and weights; UserError for an
 // unknown name or a bad weight.
@@ -28,7 +28,7 @@ bool names_llm(const std::string& proposers);
 // no llm proposer. `proposers` gains "llm:1" when --proposer-cmd is given without it.
 // Resolves the configuration now, so that a missing model is a UserError (naming the
 // flags and variables to set) before anything is created.
-nlohmann::json llm_options_for_new_run(const OptimizeFlags& f, std::string& proposers);
+nlohmann::json llm_options_for_new_run(const OptimizeOptions& f, std::string& proposers);
 
 // The summary's lines on the llm's plans (docs/llm.md): this session's answers with a
 // schedule that became candidates and those refused, and the fastest passing llm candidate
@@ -47,7 +47,7 @@ struct SessionModel {
 // The model of this session: the run's stored "llm" options, with the llm flags given now
 // on top (a resumed run may get a new budget, timeout or key), the key from --llm-key or
 // the environment, and budgets less what the run's earlier sessions spent (`db`).
-SessionModel make_session_model(const nlohmann::json& stored, const OptimizeFlags& f,
+SessionModel make_session_model(const nlohmann::json& stored, const OptimizeOptions& f,
                                 const store::Store& db);
 
 // The model of a replay: the recorded run's answers in order, after those this run's
@@ -55,4 +55,4 @@ SessionModel make_session_model(const nlohmann::json& stored, const OptimizeFlag
 SessionModel make_replay_model(const nlohmann::json& stored, const std::string& recorded_path,
                                const store::Store& recorded, const store::Store& db);
 
-}  // namespace ollie::cli
+}  // namespace ollie::api
