@@ -47,13 +47,48 @@ bool block_rows(const Stages& st, int s, const Expr& e, int64_t size, bool pure)
   return !pure || (!l.reduction && !causal_bound(l.extent) && *n == size);
 }
 
+namespace {
+
+struct Range {
+  std::optional<int64_t> lo, hi;
+};
+
+// Bounds of an index built from constants, min and max (a causal guard's clamped row,
+// `max(min(2, rows - 1), 0)`); unknown sides stay empty.
+Range range_of(const Expr& e) {
+  if (e->kind == ExprKind::IntImm) return {e->int_value, e->int_value};
+  if (e->kind != ExprKind::Binary || (e->op != ir::OpKind::Min && e->op != ir::OpKind::Max))
+    return {};
+  const Range a = range_of(e->args[0]), b = range_of(e->args[1]);
+  auto both = [](std::optional<int64_t> x, std::optional<int64_t> y, bool take_min) {
+    if (!x || !y) return std::optional<int64_t>();
+    return std::optional<int64_t>(take_min ? std::min(*x, *y) : std::max(*x, *y));
+  };
+  auto either = [](std::optional<int64_t> x, std::optional<int64_t> y, bool take_min) {
+    if (!x) return y;
+    if (!y) return x;
+    return std::optional<int64_t>(take_min ? std::min(*x, *y) : std::max(*x, *y));
+  };
+  if (e->op == ir::OpKind::Min) return {both(a.lo, b.lo, true), either(a.hi, b.hi, true)};
+  return {either(a.lo, b.lo, false), both(a.hi, b.hi, false)};
+}
+
+// A reader's row inside a block of `size` rows: one of its loops running at most `size`
+// times, or a clamped constant row in [0, size).
+bool reads_block_row(const Stages& st, int r, const Expr& e, int64_t size) {
+  if (block_rows(st, r, e, size, false)) return true;
+  const Range range = range_of(e);
+  return range.lo && range.hi && *range.lo >= 0 && *range.hi < size;
+}
+
+}  // namespace
+
 bool same_block(const Stages& st, int w, const std::vector<Expr>& store, size_t d, int r,
                 const Expr& load, const std::string& loop) {
   const auto ws = row_block(store[d]);
   const auto rs = row_block(load);
   if (!ws || !rs || ws->outer != loop || rs->outer != loop || ws->size != rs->size) return false;
-  if (!block_rows(st, w, ws->inner, ws->size, true) ||
-      !block_rows(st, r, rs->inner, rs->size, false))
+  if (!block_rows(st, w, ws->inner, ws->size, true) || !reads_block_row(st, r, rs->inner, rs->size))
     return false;
   for (size_t k = 0; k < store.size(); ++k)  // the block's rows walk this dim alone
     if (k != d && mentions(store[k], ws->inner->name)) return false;
