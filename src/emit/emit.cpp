@@ -2,6 +2,8 @@
 // parallel and vectorized loops) plus the documenting header.
 #include "emit/emit.h"
 
+#include "emit/vector_tile.h"
+
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -83,7 +85,7 @@ std::string call_function(const std::string& fn, DType t) {
 
 class Printer {
  public:
-  explicit Printer(const loops::Kernel& k) {
+  Printer(const loops::Kernel& k, int vector_bytes) : vector_bytes_(vector_bytes) {
     for (size_t i = 0; i < k.dims.size(); ++i) dim_names_[k.dims[i]] = k.dim_names[i];
   }
 
@@ -191,6 +193,7 @@ class Printer {
         out << pad << s->name << "[" << expr(s->index) << "] = " << expr(s->value) << ";\n";
         break;
       case StmtKind::Allocate: {
+        if (s->register_tile && emit_vector_tile(s, vector_bytes_, depth, plain(), out)) break;
         const char* t = c_type(s->dtype);
         const auto n = s->size->kind == ExprKind::IntImm ? s->size->int_value : -1;
         if (n >= 0 && n * static_cast<int64_t>(ir::dtype_bytes(s->dtype)) <= kStackBytes) {
@@ -217,6 +220,11 @@ class Printer {
   }
 
  private:
+  PlainPrinter plain() {
+    return {[this](const Expr& e) { return expr(e); },
+            [this](const Stmt& st, int d, std::ostringstream& o) { stmt(st, d, o); }};
+  }
+
   // A vectorized reduction loop (a sum: the only combine a schedule may vectorize) around
   // `B[i] = B[i] + v`: the sum runs in a scalar accumulator that OpenMP splits over lanes.
   // Small pure loops of constant size may sit inside it (a dot-product tile): one
@@ -410,6 +418,7 @@ class Printer {
   }
 
   std::map<std::string, std::string> dim_names_;
+  int vector_bytes_;
 };
 
 std::string bound_dims_text(const ir::Graph& g) {
@@ -451,7 +460,7 @@ std::string kernel_prelude() {
   return std::string(
              "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <limits>\n"
              "#include <memory>\n#include <type_traits>\n\n") +
-         kHelpers + "\n" + kKernelMath + "\n";
+         kHelpers + "\n" + kVectorHelpers + "\n" + kKernelMath + "\n";
 }
 
 std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph,
@@ -481,7 +490,8 @@ std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph,
   out << "const int64_t* dims) {\n";
   for (size_t i = 0; i < kernel.dims.size(); ++i)
     out << "  [[maybe_unused]] const int64_t " << kernel.dim_names[i] << " = dims[" << i << "];\n";
-  Printer p(kernel);
+  Printer p(kernel, options.vector_bytes > 0 ? options.vector_bytes
+                                             : loops::host_target().vector_bytes);
   p.stmt(kernel.body, 1, out);
   out << "}\n";
   return out.str();
