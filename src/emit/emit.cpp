@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
@@ -431,6 +432,19 @@ std::string bound_dims_text(const ir::Graph& g) {
   return s;
 }
 
+// The register tiles' vector width when EmitOptions leaves it to the host: the host's, or
+// OLLIE_VECTOR_BYTES (16 for the plain form, to compare the two).
+int tile_vector_bytes() {
+  const char* env = std::getenv("OLLIE_VECTOR_BYTES");
+  if (!env || !*env) return loops::host_target().vector_bytes;
+  const std::string v = env;
+  if (v != "16" && v != "32" && v != "64")
+    throw UserError(
+        "OLLIE_VECTOR_BYTES is '" + v +
+        "': set it to 16 (plain register tiles), 32 (AVX2) or 64 (AVX-512), or unset it");
+  return std::stoi(v);
+}
+
 }  // namespace
 
 const char* c_type(DType t) {
@@ -490,8 +504,7 @@ std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph,
   out << "const int64_t* dims) {\n";
   for (size_t i = 0; i < kernel.dims.size(); ++i)
     out << "  [[maybe_unused]] const int64_t " << kernel.dim_names[i] << " = dims[" << i << "];\n";
-  Printer p(kernel, options.vector_bytes > 0 ? options.vector_bytes
-                                             : loops::host_target().vector_bytes);
+  Printer p(kernel, options.vector_bytes > 0 ? options.vector_bytes : tile_vector_bytes());
   p.stmt(kernel.body, 1, out);
   out << "}\n";
   return out.str();

@@ -114,6 +114,7 @@ class VectorTile {
       case StmtKind::For: {
         if (indexes(s, acc_, s->name)) {
           Step st;
+          st.prefix = acc_ + "_s" + std::to_string(steps_++) + "_";
           step(s, {}, st);
           write(st.decls, pad, out);
           write(st.updates, pad, out);
@@ -124,8 +125,8 @@ class VectorTile {
         const Stmt& body = s->body[0];
         if (body->kind == StmtKind::For && indexes(body, acc_, body->name))
           return unrolled(s, depth, out);
-        out << pad << "for (int64_t " << s->name << " = " << plain_.expr(s->min) << "; "
-            << s->name << " < " << bound(s) << "; ++" << s->name << ") {\n";
+        out << pad << "for (int64_t " << s->name << " = " << plain_.expr(s->min) << "; " << s->name
+            << " < " << bound(s) << "; ++" << s->name << ") {\n";
         region(body, depth + 1, out);
         out << pad << "}\n";
         return;
@@ -228,20 +229,21 @@ class VectorTile {
       if (!k) return refuse();
       const std::string a = vector_name(*k);
       const bool update = value->kind == ExprKind::Binary &&
-                          value->args[0]->kind == ExprKind::Load &&
-                          value->args[0]->name == acc_ && loops::equal(value->args[0]->args[0], index);
+                          value->args[0]->kind == ExprKind::Load && value->args[0]->name == acc_ &&
+                          loops::equal(value->args[0]->args[0], index);
       if (update && touches_expr(value->args[1])) return refuse();
       if (!update && touches_expr(value)) return refuse();
       const std::string v = vexpr(update ? value->args[1] : value, lane, base, st);
       if (!update) {
         st.updates.push_back(a + " = " + v + ";");
-      } else if (value->op == OpKind::Add || value->op == OpKind::Sub ||
-                 value->op == OpKind::Mul) {
-        const char* op = value->op == OpKind::Add ? " + " : value->op == OpKind::Sub ? " - " : " * ";
+      } else if (value->op == OpKind::Add || value->op == OpKind::Sub || value->op == OpKind::Mul) {
+        const char* op = value->op == OpKind::Add   ? " + "
+                         : value->op == OpKind::Sub ? " - "
+                                                    : " * ";
         st.updates.push_back(a + " = " + a + op + v + ";");
       } else if (value->op == OpKind::Max || value->op == OpKind::Min) {
-        st.updates.push_back(a + " = ollie_v" + (value->op == OpKind::Max ? "max" : "min") +
-                             "(" + a + ", " + v + ");");
+        st.updates.push_back(a + " = ollie_v" + (value->op == OpKind::Max ? "max" : "min") + "(" +
+                             a + ", " + v + ");");
       } else {
         refuse();
       }
@@ -330,6 +332,7 @@ class VectorTile {
   std::string type_;
   const PlainPrinter& plain_;
   bool ok_ = true;
+  int steps_ = 0;  // tile steps written outside a reduction loop (their temporaries' names)
 };
 
 }  // namespace
@@ -346,7 +349,8 @@ bool emit_vector_tile(const Stmt& alloc, int vector_bytes, int depth, const Plai
   // 32 vector registers with AVX-512, 16 without; a few stay free for the operands.
   const int64_t budget = bytes == 64 ? 28 : 12;
   if (size % lanes_used != 0 || size / lanes_used > budget) return false;
-  const std::string type = std::string(f32 ? "ollie_f32x" : "ollie_f64x") + std::to_string(lanes_used);
+  const std::string type =
+      std::string(f32 ? "ollie_f32x" : "ollie_f64x") + std::to_string(lanes_used);
   VectorTile tile(alloc, lanes_used, type, plain);
   const std::string pad(static_cast<size_t>(depth) * 2, ' ');
   const Stmt& body = alloc->body[0];

@@ -312,8 +312,8 @@ class Realizer {
     };
     Stmt body = full && versionable ? make_if(full, version(true), version(false)) : version(!full);
     // Marked for the emitter, which may keep a full tile in named vector values.
-    auto tile_alloc = std::make_shared<StmtNode>(
-        *make_allocate(s.accumulator, s.dtype, make_int(size), body));
+    auto tile_alloc =
+        std::make_shared<StmtNode>(*make_allocate(s.accumulator, s.dtype, make_int(size), body));
     tile_alloc->register_tile = true;
     return tile_alloc;
   }
