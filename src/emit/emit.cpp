@@ -2,9 +2,12 @@
 // parallel and vectorized loops) plus the documenting header.
 #include "emit/emit.h"
 
+#include "emit/vector_tile.h"
+
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
@@ -83,7 +86,7 @@ std::string call_function(const std::string& fn, DType t) {
 
 class Printer {
  public:
-  explicit Printer(const loops::Kernel& k) {
+  Printer(const loops::Kernel& k, int vector_bytes) : vector_bytes_(vector_bytes) {
     for (size_t i = 0; i < k.dims.size(); ++i) dim_names_[k.dims[i]] = k.dim_names[i];
   }
 
@@ -191,6 +194,7 @@ class Printer {
         out << pad << s->name << "[" << expr(s->index) << "] = " << expr(s->value) << ";\n";
         break;
       case StmtKind::Allocate: {
+        if (s->register_tile && emit_vector_tile(s, vector_bytes_, depth, plain(), out)) break;
         const char* t = c_type(s->dtype);
         const auto n = s->size->kind == ExprKind::IntImm ? s->size->int_value : -1;
         if (n >= 0 && n * static_cast<int64_t>(ir::dtype_bytes(s->dtype)) <= kStackBytes) {
@@ -217,6 +221,11 @@ class Printer {
   }
 
  private:
+  PlainPrinter plain() {
+    return {[this](const Expr& e) { return expr(e); },
+            [this](const Stmt& st, int d, std::ostringstream& o) { stmt(st, d, o); }};
+  }
+
   // A vectorized reduction loop (a sum: the only combine a schedule may vectorize) around
   // `B[i] = B[i] + v`: the sum runs in a scalar accumulator that OpenMP splits over lanes.
   // Small pure loops of constant size may sit inside it (a dot-product tile): one
@@ -410,6 +419,7 @@ class Printer {
   }
 
   std::map<std::string, std::string> dim_names_;
+  int vector_bytes_;
 };
 
 std::string bound_dims_text(const ir::Graph& g) {
@@ -420,6 +430,19 @@ std::string bound_dims_text(const ir::Graph& g) {
          (it == g.bound_dims.end() ? "?" : std::to_string(it->second));
   }
   return s;
+}
+
+// The register tiles' vector width when EmitOptions leaves it to the host: the host's, or
+// OLLIE_VECTOR_BYTES (16 for the plain form, to compare the two).
+int tile_vector_bytes() {
+  const char* env = std::getenv("OLLIE_VECTOR_BYTES");
+  if (!env || !*env) return loops::host_target().vector_bytes;
+  const std::string v = env;
+  if (v != "16" && v != "32" && v != "64")
+    throw UserError(
+        "OLLIE_VECTOR_BYTES is '" + v +
+        "': set it to 16 (plain register tiles), 32 (AVX2) or 64 (AVX-512), or unset it");
+  return std::stoi(v);
 }
 
 }  // namespace
@@ -451,7 +474,7 @@ std::string kernel_prelude() {
   return std::string(
              "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <limits>\n"
              "#include <memory>\n#include <type_traits>\n\n") +
-         kHelpers + "\n" + kKernelMath + "\n";
+         kHelpers + "\n" + kVectorHelpers + "\n" + kKernelMath + "\n";
 }
 
 std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph,
@@ -481,7 +504,7 @@ std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph,
   out << "const int64_t* dims) {\n";
   for (size_t i = 0; i < kernel.dims.size(); ++i)
     out << "  [[maybe_unused]] const int64_t " << kernel.dim_names[i] << " = dims[" << i << "];\n";
-  Printer p(kernel);
+  Printer p(kernel, options.vector_bytes > 0 ? options.vector_bytes : tile_vector_bytes());
   p.stmt(kernel.body, 1, out);
   out << "}\n";
   return out.str();

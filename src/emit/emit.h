@@ -16,6 +16,10 @@ struct EmitOptions {
   std::string symbol = kDefaultSymbol;  // the function's name (tests put many kernels in one TU)
   bool prelude = true;                  // the comment header, includes and helpers
   std::string schedule_text;            // recorded in the comment header when not empty
+  // The SIMD width the register tiles are written for (vector_tile.h): 64 (AVX-512) or
+  // 32 (AVX2) gives the vector form, less the plain one; 0: the host's, or the
+  // environment's OLLIE_VECTOR_BYTES (16, 32 or 64) when set.
+  int vector_bytes = 0;
 };
 
 // The kernel translation unit: a comment header naming the spec entry, its dims and the

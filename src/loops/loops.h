@@ -104,6 +104,7 @@ struct StmtNode {
   Expr index, value;                 // Store
   ir::DType dtype = ir::DType::F32;  // Allocate
   Expr size;                         // Allocate: element count
+  bool register_tile = false;        // Allocate: an `accumulate` tile (src/emit/vector_tile.h)
   Expr cond;                         // If: a Bool condition
   std::vector<Stmt> body;            // For / Allocate: one stmt; Block: many; If: {then, else}
 };

@@ -2,6 +2,7 @@
 // reduction initialisation, packed tiles, local buffers).
 #include <functional>
 #include <limits>
+#include <memory>
 
 #include "loops/stages.h"
 
@@ -330,7 +331,11 @@ class Realizer {
       return make_block({init, nest, back});
     };
     Stmt body = full && versionable ? make_if(full, version(true), version(false)) : version(!full);
-    return make_allocate(s.accumulator, s.dtype, make_int(size), body);
+    // Marked for the emitter, which may keep a full tile in named vector values.
+    auto tile_alloc =
+        std::make_shared<StmtNode>(*make_allocate(s.accumulator, s.dtype, make_int(size), body));
+    tile_alloc->register_tile = true;
+    return tile_alloc;
   }
 
   std::map<std::string, Expr> vars(const Stage& s, const std::map<std::string, Expr>& names) const {

@@ -920,12 +920,16 @@ TEST(ScheduleRuns, RegisterTilesAgreeOnFullAndCutTiles) {
 }
 
 TEST(ScheduleRuns, RegisterTileEmitsConstantLoopsOverALocalArray) {
+  // The plain form (16-byte vectors; wider ones write full tiles as vector values,
+  // tests/emit/vector_tile_test.cpp).
+  ollie::emit::EmitOptions plain;
+  plain.vector_bytes = 16;
   const std::string source = ollie::emit::emit_kernel(
       lower(matmul_with_tails(),
             parse_schedule("split out0 m 6; split out0 n 32; reorder out0 m_o n_o k m_i n_i; "
                            "accumulate out0 n_o; "
                            "vectorize out0 n_i; unroll out0 m_i; parallel out0 m_o")),
-      matmul_with_tails());
+      matmul_with_tails(), plain);
   // The accumulators live on the stack of the tile; the full-tile copy has constant trip
   // counts (the rows unrolled fully), the general one the guarded tails.
   EXPECT_TRUE(contains(source, "alignas(64) float out0_acc[192];"));
