@@ -18,14 +18,16 @@
 #include <sstream>
 #include <string>
 
-#include "../llm/fake_model_server.h"
+#include "../llm/fake_model.h"
 #include "store/store.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using ollie::llm::testing::events_of;
 using ollie::llm::testing::FakeModelServer;
 using ollie::llm::testing::Scripted;
+using ollie::llm::testing::user_message;
 using ollie_e2e::CommandResult;
 using ollie_e2e::read_file;
 using ollie_e2e::shell;
@@ -40,26 +42,6 @@ CommandResult ollie(const fs::path& cache, const std::string& args) {
       "OLLIE_LLM_PROTOCOL OLLIE_CACHE_DIR=" +
       cache.string() + " OPENAI_API_KEY=" + kKey + " " + OLLIE_BINARY + " " + args + " 2>&1";
   return shell(cmd);
-}
-
-std::string user_message(const FakeModelServer::Seen& seen) {
-  return nlohmann::json::parse(seen.body)["messages"][1]["content"].get<std::string>();
-}
-
-std::vector<std::string> events_of(const fs::path& db, const std::string& kind) {
-  std::vector<std::string> out;
-  sqlite3* raw = nullptr;
-  EXPECT_EQ(sqlite3_open_v2(db.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  sqlite3_stmt* q = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(raw, "SELECT text FROM events WHERE kind = ?1 ORDER BY id", -1, &q,
-                               nullptr),
-            SQLITE_OK);
-  sqlite3_bind_text(q, 1, kind.c_str(), -1, SQLITE_TRANSIENT);
-  while (sqlite3_step(q) == SQLITE_ROW)
-    out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(q, 0)));
-  sqlite3_finalize(q);
-  sqlite3_close(raw);
-  return out;
 }
 
 std::string schedule_answer(const std::string& schedule) {

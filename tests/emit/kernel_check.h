@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "build/build.h"
@@ -80,6 +81,29 @@ inline std::string build_kernel(const ollie::ir::Graph& g, const ollie::loops::S
                    {"ollie_adapter.cpp", ollie::build::adapter_source(g)}};
   const ollie::build::Result built = driver().compile(request);
   EXPECT_TRUE(built.ok) << built.log << "\n" << source;
+  return built.ok ? built.so_path : std::string();
+}
+
+// Emits every kernel (of its own graph) into ONE shared object, built in one compile:
+// kernel i is called through the entry "ollie_entry_<i>". Returns the shared object (fails
+// the test if it does not compile).
+inline std::string build_kernels(
+    const std::vector<std::pair<const ollie::ir::Graph*, ollie::loops::Kernel>>& kernels) {
+  std::string sources = ollie::emit::kernel_prelude(), adapters;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const std::string id = std::to_string(i);
+    const auto& [g, k] = kernels[i];
+    sources += ollie::emit::emit_kernel(
+                   k, *g, {.symbol = "ollie_kernel_" + id, .prelude = false, .schedule_text = {}}) +
+               "\n";
+    adapters += ollie::build::adapter_source(*g, {.kernel = "ollie_kernel_" + id,
+                                                  .entry = "ollie_entry_" + id,
+                                                  .signature = "ollie_signature_" + id});
+  }
+  ollie::build::Request request;
+  request.units = {{"kernels.cpp", sources}, {"adapters.cpp", adapters}};
+  const ollie::build::Result built = driver().compile(request);
+  EXPECT_TRUE(built.ok) << built.log.substr(0, 3000);
   return built.ok ? built.so_path : std::string();
 }
 

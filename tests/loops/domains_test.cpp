@@ -1,7 +1,8 @@
 // Causal domains (src/loops/domains.cpp): a reduction under a triangular mask gets a loop
 // bound that follows the mask, and its kernel is bit-identical to the kernel with the full
 // loops at every length 1..130 and diagonal offset k in {-2, -1, 0, 1, 3}, inf and NaN
-// inputs included, and agrees with the reference interpreter; the bound shows in the loop
+// inputs included, and agrees with the reference interpreter (every kernel of a test built
+// in one compile: the kernels read their sizes at run time); the bound shows in the loop
 // text; the directives it forbids are refused with named reasons.
 #include <gtest/gtest.h>
 
@@ -155,8 +156,9 @@ bool same_bits(double a, double b) {
   return std::memcmp(&a, &b, sizeof a) == 0;
 }
 
-// Runs `so` at every length 1..kMaxLength in one runner process.
-std::vector<std::vector<Tensor>> run_all_lengths(const std::string& so, const Graph& g,
+// Runs `entry` of `so` at every length 1..kMaxLength in one runner process.
+std::vector<std::vector<Tensor>> run_all_lengths(const std::string& so, const std::string& entry,
+                                                 const Graph& g,
                                                  const std::vector<std::vector<Tensor>>& inputs) {
   std::vector<Graph> graphs(kMaxLength, g);
   std::vector<const Graph*> gp;
@@ -170,44 +172,53 @@ std::vector<std::vector<Tensor>> run_all_lengths(const std::string& so, const Gr
   options.runner_path = OLLIE_RUNNER;
   options.timeout_seconds = 60;
   options.threads = 2;
+  options.entry_symbol = entry;
   const ollie::runner::Outcome out = ollie::runner::run_calls(so, gp, ip, options);
   EXPECT_EQ(out.status, ollie::runner::Status::Ok) << out.message;
   return out.call_outputs;
 }
 
-// The kernel of `g` under `schedule` with causal domains against the one with full loops
-// (bit for bit) and the reference interpreter (within its bound, or the same inf / NaN),
-// at every length S = 1..130.
-// `pv`: the graph is p @ v, its second input v shaped by shape_v, and the contraction
-// must be bounded.
-void check_graph(Graph g, const loops::Schedule& schedule, unsigned salt, bool pv = false) {
-  std::string text;
-  const std::string restricted = build_kernel(g, schedule, &text);
-  ASSERT_NE(text.find("select(((min(max("), std::string::npos) << "no causal domain\n" << text;
-  if (pv) {
-    ASSERT_NE(text.find("_finite[0]"), std::string::npos) << "p @ v not bounded\n" << text;
-  }
-  std::string full_text;
-  std::string full;
-  {
-    const FullLoops off;
-    full = build_kernel(g, schedule, &full_text);
-  }
-  ASSERT_EQ(full_text.find("select(((min(max("), std::string::npos);
-  ASSERT_FALSE(restricted.empty() || full.empty());
+// One graph to check: lowered under `schedule` with causal domains and with full loops.
+struct Check {
+  Graph g;
+  loops::Schedule schedule;
+  unsigned salt;
+  std::string label;
+  bool pv = false;  // the graph is p @ v (v shaped by shape_v); its contraction is bounded
+};
+
+// The two kernels of `c` (with the domain, then with full loops), their loop text checked
+// for the bound's select; `text` gets the restricted kernel's loops, for messages.
+std::pair<loops::Kernel, loops::Kernel> lower_both(const Check& c, std::string* text) {
+  const loops::Kernel restricted = loops::lower(c.g, c.schedule);
+  *text = loops::to_text(restricted);
+  EXPECT_NE(text->find("select(((min(max("), std::string::npos) << "no causal domain\n" << *text;
+  if (c.pv) EXPECT_NE(text->find("_finite[0]"), std::string::npos) << "p @ v not bounded\n" << *text;
+  const FullLoops off;
+  const loops::Kernel full = loops::lower(c.g, c.schedule);
+  EXPECT_EQ(loops::to_text(full).find("select(((min(max("), std::string::npos);
+  return {restricted, full};
+}
+
+// The outputs of the restricted kernel (entry `got_entry`) against the full one's (bit for
+// bit) and the reference interpreter (within its bound, or the same inf / NaN), at every
+// length S = 1..130.
+void compare_at_every_length(const std::string& so, const Check& c, const std::string& got_entry,
+                             const std::string& want_entry, const std::string& text) {
+  SCOPED_TRACE(c.label);
   std::vector<std::vector<Tensor>> inputs;
   for (int n = 1; n <= kMaxLength; ++n) {
-    inputs.push_back(special_inputs(g, n, static_cast<unsigned>(n * 31) + salt));
-    if (pv) shape_v(inputs.back()[1], n, static_cast<unsigned>(n) + salt);
+    inputs.push_back(special_inputs(c.g, n, static_cast<unsigned>(n * 31) + c.salt));
+    if (c.pv) shape_v(inputs.back()[1], n, static_cast<unsigned>(n) + c.salt);
   }
-  const auto got = run_all_lengths(restricted, g, inputs);
-  const auto want = run_all_lengths(full, g, inputs);
+  const auto got = run_all_lengths(so, got_entry, c.g, inputs);
+  const auto want = run_all_lengths(so, want_entry, c.g, inputs);
   ASSERT_EQ(got.size(), static_cast<size_t>(kMaxLength));
   ASSERT_EQ(want.size(), got.size());
   for (int n = 1; n <= kMaxLength; ++n) {
     const auto& g_out = got[static_cast<size_t>(n - 1)];
     const auto& w_out = want[static_cast<size_t>(n - 1)];
-    Graph gn = g;
+    Graph gn = c.g;
     gn.bound_dims["S"] = n;
     const ollie::interp::Result ref =
         ollie::interp::evaluate(gn, inputs[static_cast<size_t>(n - 1)]);
@@ -225,20 +236,45 @@ void check_graph(Graph g, const loops::Schedule& schedule, unsigned salt, bool p
   }
 }
 
-// check_graph for every offset k; `schedule_text` is a schedule's text, or "default"
+// Every check's two kernels go into one shared object (one compile for all of them; the
+// kernels read every size from `dims`, so one build serves every length), then each is
+// compared at every length.
+void check_graphs(const std::vector<Check>& checks) {
+  std::vector<std::pair<const Graph*, loops::Kernel>> kernels;
+  std::vector<std::string> texts;
+  for (const Check& c : checks) {
+    SCOPED_TRACE(c.label);
+    std::string text;
+    auto [restricted, full] = lower_both(c, &text);
+    if (::testing::Test::HasFailure()) return;
+    kernels.emplace_back(&c.g, std::move(restricted));
+    kernels.emplace_back(&c.g, std::move(full));
+    texts.push_back(text);
+  }
+  const std::string so = build_kernels(kernels);
+  ASSERT_FALSE(so.empty());
+  for (size_t i = 0; i < checks.size(); ++i) {
+    compare_at_every_length(so, checks[i], "ollie_entry_" + std::to_string(2 * i),
+                            "ollie_entry_" + std::to_string(2 * i + 1), texts[i]);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+// check_graphs over every offset k; `schedule_text` is a schedule's text, or "default"
 // for the default schedule at S = 130.
 void check_exact(const char* spec, const std::string& label, const std::string& schedule_text,
                  bool pv = false) {
+  std::vector<Check> checks;
   for (const int k : kOffsets) {
-    SCOPED_TRACE(label + " k=" + std::to_string(k));
     Graph g = compile(spec, k);
     g.bound_dims["S"] = kMaxLength;
     const loops::Schedule schedule = schedule_text == "default"
                                          ? loops::default_schedule(g, loops::Target{64, 2})
                                          : loops::parse_schedule(schedule_text);
-    check_graph(g, schedule, static_cast<unsigned>(k + 7), pv);
-    if (::testing::Test::HasFatalFailure()) return;
+    checks.push_back(
+        {g, schedule, static_cast<unsigned>(k + 7), label + " k=" + std::to_string(k), pv});
   }
+  check_graphs(checks);
 }
 
 TEST(CausalDomains, TriMaskedSoftmaxIsBitIdenticalAtEveryLength) {
@@ -307,7 +343,7 @@ TEST(CausalDomains, FlashAttentionIsBitIdenticalAtEveryLength) {
   std::ifstream in(dir + "schedules/attention_causal.flash.schedule");
   const std::string schedule((std::istreambuf_iterator<char>(in)),
                              std::istreambuf_iterator<char>());
-  check_graph(g, loops::parse_schedule(schedule), 3);
+  check_graphs({{g, loops::parse_schedule(schedule), 3, "attention_causal flash"}});
 }
 
 std::string loops_text(const Graph& g, const std::string& schedule) {

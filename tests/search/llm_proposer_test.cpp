@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "../llm/fake_model_server.h"
+#include "../llm/fake_model.h"
 #include "build/build.h"
 #include "emit/emit.h"
 #include "measure/measure.h"
@@ -26,31 +26,17 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace ollie;
+using llm::testing::events_of;
+using llm::testing::fake_model_config;
 using llm::testing::FakeModelServer;
+using llm::testing::RunDir;
 using llm::testing::Scripted;
+using llm::testing::softmax;
+using llm::testing::softmax_at;
+using llm::testing::softmax_source;
+using llm::testing::user_message;
 
 const std::string kKey = "sk-test-llm-proposer-0123456789";
-
-const std::string& softmax_source() {
-  static const std::string s = [] {
-    std::ifstream in(fs::path(OLLIE_SOURCE_DIR) / "examples" / "softmax.py");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }();
-  return s;
-}
-
-ir::Graph softmax_at(const ir::DimBindings& dims) {
-  spec::SpecOptions o;
-  o.dim_overrides = dims;
-  return spec::compile_spec("softmax.py", softmax_source(), o);
-}
-
-const ir::Graph& softmax() {
-  static const ir::Graph g = softmax_at({{"M", 8}, {"N", 32}});
-  return g;
-}
 
 std::string kernel_file(const std::string& name) {
   std::ifstream in(fs::path(OLLIE_SOURCE_DIR) / "tests" / "e2e" / "kernels" / name);
@@ -107,36 +93,9 @@ class PassAll : public search::Evaluator {
   }
 };
 
-struct RunDir {
-  fs::path dir;
-  RunDir() {
-    static int n = 0;
-    dir = fs::temp_directory_path() /
-          ("ollie-llm-proposer-test-" + std::to_string(getpid()) + "-" + std::to_string(n++));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~RunDir() { fs::remove_all(dir); }
-  store::Store create() const {
-    store::RunInfo info;
-    info.spec_path = "softmax.py";
-    info.spec_source = softmax_source();
-    info.entry = "softmax";
-    info.dims_json = R"({"M": 8, "N": 32})";
-    info.machine_json = "{}";
-    info.options_json = "{}";
-    info.seed = 3;
-    return store::Store::create((dir / "run.db").string(), info);
-  }
-};
-
+// The fake model's settings with quick retries.
 llm::ModelConfig config_for(const FakeModelServer& server, std::string key = kKey) {
-  llm::ModelConfig c;
-  c.protocol = llm::Protocol::OpenAI;
-  c.base_url = server.openai_base();
-  c.model = "test-model";
-  c.api_key = std::move(key);
-  c.total_timeout_seconds = 30;
+  llm::ModelConfig c = fake_model_config(server, std::move(key));
   c.low_speed_seconds = 30;
   c.max_retries = 2;
   c.backoff_initial_seconds = 0.01;
@@ -165,27 +124,6 @@ search::StopReason run(const ir::Graph& graph, store::Store& db, search::Evaluat
       graph, db, evaluator, proposers, options, [] { return false; }, nullptr);
 }
 
-// The user message of a request the server saw.
-std::string user_message(const FakeModelServer::Seen& seen) {
-  return nlohmann::json::parse(seen.body)["messages"][1]["content"].get<std::string>();
-}
-
-std::vector<std::string> events_of(const fs::path& db, const std::string& kind) {
-  std::vector<std::string> out;
-  sqlite3* raw = nullptr;
-  EXPECT_EQ(sqlite3_open_v2(db.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  sqlite3_stmt* q = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(raw, "SELECT text FROM events WHERE kind = ?1 ORDER BY id", -1, &q,
-                               nullptr),
-            SQLITE_OK);
-  sqlite3_bind_text(q, 1, kind.c_str(), -1, SQLITE_TRANSIENT);
-  while (sqlite3_step(q) == SQLITE_ROW)
-    out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(q, 0)));
-  sqlite3_finalize(q);
-  sqlite3_close(raw);
-  return out;
-}
-
 std::optional<store::Candidate> candidate_with(const store::Store& db, const std::string& needle) {
   for (int64_t id = 1; id <= db.counts().candidates; ++id)
     if (auto c = db.candidate(id); c && c->source.find(needle) != std::string::npos) return c;
@@ -193,7 +131,7 @@ std::optional<store::Candidate> candidate_with(const store::Store& db, const std
 }
 
 TEST(LlmProposer, VerifierFeedbackReachesTheNextPromptAndOnlyCorrectKernelsWin) {
-  RunDir r;
+  RunDir r("ollie-llm-proposer-test-");
   store::Store db = r.create();
   FakeModelServer server(kKey);
   const std::string wrong = kernel_file("softmax_drops_last_column.cpp");
@@ -307,7 +245,7 @@ TEST(LlmProposer, VerifierFeedbackReachesTheNextPromptAndOnlyCorrectKernelsWin) 
 }
 
 TEST(LlmProposer, ABudgetStopsTheProposerNotTheRun) {
-  RunDir r;
+  RunDir r("ollie-llm-proposer-test-");
   store::Store db = r.create();
   FakeModelServer server(kKey);
   llm::ModelConfig config = config_for(server);
@@ -334,7 +272,7 @@ TEST(LlmProposer, ABudgetStopsTheProposerNotTheRun) {
 }
 
 TEST(LlmProposer, AWrongKeyStopsTheProposerAtOnceAndIsNotRecorded) {
-  RunDir r;
+  RunDir r("ollie-llm-proposer-test-");
   store::Store db = r.create();
   FakeModelServer server(kKey);
   const std::string wrong_key = "sk-wrong-key-abcdefghijklmnop";
@@ -411,7 +349,7 @@ std::vector<std::string> step_notes(const fs::path& db) {
 // asks it anyway, so a chain on the llm's kernel goes on with the llm (rarely drawn here)
 // instead of idling or being restarted away from it.
 TEST(LlmProposer, AChainOnAFreeFormKernelAsksTheLlmEvenWhenTheDrawsMissIt) {
-  RunDir r;
+  RunDir r("ollie-llm-proposer-test-");
   store::Store db = r.create();
   NumberedKernels model;
   LlmIsFast evaluator;
@@ -453,7 +391,7 @@ class SameKernel : public llm::Model {
 };
 
 TEST(LlmProposer, RepeatedKernelsProposeNothingAndFiveInARowStopIt) {
-  RunDir r;
+  RunDir r("ollie-llm-proposer-test-");
   store::Store db = r.create();
   SameKernel model;
   PassAll evaluator;
@@ -520,7 +458,7 @@ TEST(ReplayModel, PlaysTheStoredAnswersInOrderThenSaysTheyRanOut) {
 }
 
 TEST(ReplayModel, ARunOutOfAnswersStopsTheProposerWithAnEvent) {
-  RunDir r;
+  RunDir r("ollie-llm-proposer-test-");
   store::Store db = r.create();
   auto model = search::make_replay_model({}, llm::Protocol::OpenAI, "recorded.db");
   PassAll evaluator;

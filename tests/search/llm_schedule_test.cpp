@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "../llm/fake_model_server.h"
+#include "../llm/fake_model.h"
 #include "emit/emit.h"
 #include "loops/loops.h"
 #include "measure/measure.h"
@@ -26,65 +26,17 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace ollie;
+using llm::testing::events_of;
+using llm::testing::fake_model_config;
 using llm::testing::FakeModelServer;
+using llm::testing::RunDir;
 using llm::testing::Scripted;
+using llm::testing::softmax;
+using llm::testing::softmax_at;
+using llm::testing::softmax_source;
+using llm::testing::user_message;
 
 const std::string kKey = "sk-test-llm-schedule-0123456789";
-
-const std::string& softmax_source() {
-  static const std::string s = [] {
-    std::ifstream in(fs::path(OLLIE_SOURCE_DIR) / "examples" / "softmax.py");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }();
-  return s;
-}
-
-ir::Graph softmax_at(const ir::DimBindings& dims) {
-  spec::SpecOptions o;
-  o.dim_overrides = dims;
-  return spec::compile_spec("softmax.py", softmax_source(), o);
-}
-
-const ir::Graph& softmax() {
-  static const ir::Graph g = softmax_at({{"M", 8}, {"N", 32}});
-  return g;
-}
-
-struct RunDir {
-  fs::path dir;
-  RunDir() {
-    static int n = 0;
-    dir = fs::temp_directory_path() /
-          ("ollie-llm-schedule-test-" + std::to_string(getpid()) + "-" + std::to_string(n++));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~RunDir() { fs::remove_all(dir); }
-  store::Store create() const {
-    store::RunInfo info;
-    info.spec_path = "softmax.py";
-    info.spec_source = softmax_source();
-    info.entry = "softmax";
-    info.dims_json = R"({"M": 8, "N": 32})";
-    info.machine_json = "{}";
-    info.options_json = "{}";
-    info.seed = 3;
-    return store::Store::create((dir / "run.db").string(), info);
-  }
-};
-
-llm::ModelConfig config_for(const FakeModelServer& server) {
-  llm::ModelConfig c;
-  c.protocol = llm::Protocol::OpenAI;
-  c.base_url = server.openai_base();
-  c.model = "test-model";
-  c.api_key = kKey;
-  c.total_timeout_seconds = 30;
-  c.max_retries = 0;
-  return c;
-}
 
 search::LlmProposerOptions options_with_graph() {
   search::LlmProposerOptions o;
@@ -105,26 +57,6 @@ search::State at_baseline() {
   return s;
 }
 
-std::string user_message(const FakeModelServer::Seen& seen) {
-  return nlohmann::json::parse(seen.body)["messages"][1]["content"].get<std::string>();
-}
-
-std::vector<std::string> events_of(const fs::path& db, const std::string& kind) {
-  std::vector<std::string> out;
-  sqlite3* raw = nullptr;
-  EXPECT_EQ(sqlite3_open_v2(db.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  sqlite3_stmt* q = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(raw, "SELECT text FROM events WHERE kind = ?1 ORDER BY id", -1, &q,
-                               nullptr),
-            SQLITE_OK);
-  sqlite3_bind_text(q, 1, kind.c_str(), -1, SQLITE_TRANSIENT);
-  while (sqlite3_step(q) == SQLITE_ROW)
-    out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(q, 0)));
-  sqlite3_finalize(q);
-  sqlite3_close(raw);
-  return out;
-}
-
 std::string schedule_answer(const std::string& schedule) {
   return "Split the rows into vectors and run them in parallel:\n\n```schedule\n" + schedule +
          "```\n";
@@ -133,11 +65,11 @@ std::string schedule_answer(const std::string& schedule) {
 const std::string kLegal = "split out0 n 8\nvectorize out0 n_i\nparallel out0 m\nparallel t1 m\n";
 
 TEST(LlmSchedule, TheAnswersScheduleBecomesAVerifiedCandidateThatMutateCanMove) {
-  RunDir r;
+  RunDir r("ollie-llm-schedule-test-");
   store::Store db = r.create();
   FakeModelServer server(kKey);
   server.script({Scripted::answer(schedule_answer(kLegal))});
-  llm::Client client(config_for(server));
+  llm::Client client(fake_model_config(server, kKey));
   search::LlmProposer llm(client, db, options_with_graph());
   const auto c = llm.propose(at_baseline(), 1);
   ASSERT_TRUE(c.has_value());
@@ -183,13 +115,13 @@ TEST(LlmSchedule, TheAnswersScheduleBecomesAVerifiedCandidateThatMutateCanMove) 
 }
 
 TEST(LlmSchedule, AnIllegalScheduleIsRefusedWithItsReasonRecordedAndShownNextTime) {
-  RunDir r;
+  RunDir r("ollie-llm-schedule-test-");
   store::Store db = r.create();
   FakeModelServer server(kKey);
   // t1 is softmax's row max: its n loop carries the reduction.
   server.script({Scripted::answer(schedule_answer("parallel out0 m\nvectorize t1 n\n")),
                  Scripted::answer("```cpp\nint nothing;\n```\n")});
-  llm::Client client(config_for(server));
+  llm::Client client(fake_model_config(server, kKey));
   search::LlmProposer llm(client, db, options_with_graph());
   EXPECT_FALSE(llm.propose(at_baseline(), 1).has_value());  // refused, no crash
   const auto calls = db.model_calls("llm");
@@ -212,7 +144,7 @@ TEST(LlmSchedule, AnIllegalScheduleIsRefusedWithItsReasonRecordedAndShownNextTim
 }
 
 TEST(LlmSchedule, ARewritesAndScheduleAnswerIsApplied) {
-  RunDir r;
+  RunDir r("ollie-llm-schedule-test-");
   store::Store db = r.create();
   std::string site;
   for (const auto& s : rewrite::find_sites(softmax()))
@@ -223,7 +155,7 @@ TEST(LlmSchedule, ARewritesAndScheduleAnswerIsApplied) {
                                   "   # one division per row\n```\n```schedule\nparallel out0 "
                                   "m\n```\n"),
                  Scripted::answer("```rewrites\n" + site + "\n```\n")});
-  llm::Client client(config_for(server));
+  llm::Client client(fake_model_config(server, kKey));
   search::LlmProposer llm(client, db, options_with_graph());
   const auto c = llm.propose(at_baseline(), 1);
   ASSERT_TRUE(c.has_value());
@@ -243,7 +175,7 @@ TEST(LlmSchedule, ARewritesAndScheduleAnswerIsApplied) {
 }
 
 TEST(LlmSchedule, MalformedPlansAreRefusedWithALocatedMessage) {
-  RunDir r;
+  RunDir r("ollie-llm-schedule-test-");
   store::Store db = r.create();
   std::string too_long;
   for (int i = 0; i < 201; ++i) too_long += "unroll out0 n\n";
@@ -255,7 +187,7 @@ TEST(LlmSchedule, MalformedPlansAreRefusedWithALocatedMessage) {
        Scripted::answer(schedule_answer("# nothing\n")),
        Scripted::answer("```schedule\nparallel out0 m\nsplit out0"),
        Scripted::answer(schedule_answer(too_long))});
-  llm::Client client(config_for(server));
+  llm::Client client(fake_model_config(server, kKey));
   search::LlmProposer llm(client, db, options_with_graph());
   for (int i = 0; i < 6; ++i) EXPECT_FALSE(llm.propose(at_baseline(), i).has_value()) << i;
   const auto refused = events_of(r.dir / "run.db", "llm-refused");
@@ -284,7 +216,7 @@ TEST(LlmSchedule, AReplayReadsARefusedAnswerBackAndRefusesItAgain) {
   const llm::ModelAnswer a = model->complete({"", "u"});
   EXPECT_EQ(a.status, llm::Status::Ok) << a.error;
   EXPECT_EQ(a.text, call.answer);
-  RunDir r;
+  RunDir r("ollie-llm-schedule-test-");
   store::Store db = r.create();
   auto replay = search::make_replay_model({call}, std::nullopt, "recorded.db");
   search::LlmProposer llm(*replay, db, options_with_graph());

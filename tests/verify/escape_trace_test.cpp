@@ -177,10 +177,19 @@ TEST(EscapeTrace, DetectorsSeePlantedTraces) {
   char sh[] = "sh", c[] = "-c", sleep[] = "sleep 20; exit 0";
   std::string zero = marker;
   char* const argv[] = {sh, c, sleep, zero.data(), nullptr};
+  // In a process group of its own: the shell's `sleep` child (no marker) is killed with
+  // it afterwards, instead of holding the test's output open for 20 s.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   pid_t child = 0;
-  ASSERT_EQ(posix_spawn(&child, "/bin/sh", nullptr, nullptr, argv, environ), 0);
+  const int spawned = posix_spawn(&child, "/bin/sh", nullptr, &attr, argv, environ);
+  posix_spawnattr_destroy(&attr);
+  ASSERT_EQ(spawned, 0);
   const Traces t = collect(listener, marker, since, fs::path());
   waitpid(child, nullptr, 0);
+  kill(-child, SIGKILL);
   EXPECT_EQ(t.datagrams, 1);
   EXPECT_EQ(t.files, std::vector<fs::path>{file});
   EXPECT_EQ(t.processes, std::vector<pid_t>{child});
