@@ -193,7 +193,9 @@ std::pair<loops::Kernel, loops::Kernel> lower_both(const Check& c, std::string* 
   const loops::Kernel restricted = loops::lower(c.g, c.schedule);
   *text = loops::to_text(restricted);
   EXPECT_NE(text->find("select(((min(max("), std::string::npos) << "no causal domain\n" << *text;
-  if (c.pv) EXPECT_NE(text->find("_finite[0]"), std::string::npos) << "p @ v not bounded\n" << *text;
+  if (c.pv) {
+    EXPECT_NE(text->find("_finite[0]"), std::string::npos) << "p @ v not bounded\n" << *text;
+  }
   const FullLoops off;
   const loops::Kernel full = loops::lower(c.g, c.schedule);
   EXPECT_EQ(loops::to_text(full).find("select(((min(max("), std::string::npos);
