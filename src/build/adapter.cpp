@@ -11,16 +11,8 @@ namespace ollie::build {
 
 namespace {
 
-bool is_c_identifier(const std::string& s) {
-  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
-  for (char c : s)
-    if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
-      return false;
-  return true;
-}
-
 void check_name(const char* what, const std::string& name) {
-  if (!is_c_identifier(name))
+  if (!emit::is_c_identifier(name))
     throw InternalError("build: adapter " + std::string(what) + " name '" + name +
                         "' is not a C identifier");
 }

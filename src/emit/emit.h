@@ -46,6 +46,8 @@ std::string emit_header(const ir::Graph& graph, const std::string& symbol = kDef
 // unless `symbol` is a C identifier that is no C/C++ keyword and not one of the adapter's
 // own names (ollie_entry, ollie_signature).
 void check_symbol(const std::string& symbol);
+// Letters, digits and '_', not starting with a digit.
+bool is_c_identifier(const std::string& s);
 // `source` with every whole-word ollie_kernel renamed to `symbol` (itself for the default):
 // how a stored candidate (always ollie_kernel) is written out under another name.
 std::string with_symbol(const std::string& source, const std::string& symbol);

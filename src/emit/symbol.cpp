@@ -9,8 +9,6 @@
 
 namespace ollie::emit {
 
-namespace {
-
 bool is_c_identifier(const std::string& s) {
   if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
   for (char c : s)
@@ -18,6 +16,8 @@ bool is_c_identifier(const std::string& s) {
       return false;
   return true;
 }
+
+namespace {
 
 bool is_keyword(const std::string& s) {
   static constexpr std::array<std::string_view, 64> kKeywords = {
