@@ -650,6 +650,14 @@ std::string pack_local_name(const Stages& st, const Stage& s, const std::string&
   return local;
 }
 
+// Names `tile`'s copy, adds it to the stage's packs and its local buffer to the nest.
+void add_pack(Stages& st, Stage& s, PackedTile& tile, ir::DType dtype) {
+  tile.local = pack_local_name(st, s, tile.source);
+  st.reserved.insert(tile.local);
+  st.locals.push_back({tile.local, BufferRole::Local, dtype, packed_shape(tile)});
+  s.packs.push_back(tile);
+}
+
 bool same_tile(const PackedTile& a, const PackedTile& b) {
   for (size_t dim = 0; dim < a.start.size(); ++dim)
     if (!equal(a.start[dim], b.start[dim]) || a.extent[dim] != b.extent[dim]) return false;
@@ -683,9 +691,7 @@ bool pack_root_tiles(Stages& st, Stage& s, const Buffer b, const Directive& d,
     t.source = b.name;
     t.root = true;
     t.loads_rewritten = true;
-    t.local = pack_local_name(st, s, b.name);
-    st.reserved.insert(t.local);
-    st.locals.push_back({t.local, BufferRole::Local, b.dtype, packed_shape(t)});
+    add_pack(st, s, t, b.dtype);
   }
   std::function<Expr(const Expr&)> reread = [&](const Expr& e) -> Expr {
     if (e->kind == ExprKind::Load && e->name == b.name) {
@@ -704,8 +710,24 @@ bool pack_root_tiles(Stages& st, Stage& s, const Buffer b, const Directive& d,
     return rebuild(e, std::move(a));
   };
   s.value = reread(s.value);
-  for (auto& t : tiles) s.packs.push_back(t);
   return true;
+}
+
+// The tile of `b` that `s` reads inside loop d.args[1] (`pack S B LOOP`), after the
+// checks that the loop can hold a copy.
+PackedTile pack_tile_at_loop(const Stages& st, const Stage& s, const Buffer& b, const Directive& d,
+                             const std::vector<Expr>& loads) {
+  const int x = loop_index(st, s, d, d.args[1]);
+  const int depth = x + 1;
+  if (depth < s.shared)
+    reject(
+        d, "loop " + d.args[1] + " is shared with the host; pack inside the stage's own loops",
+        "or pack the whole buffer once before the nest: pack " + s.name + " " + b.name + " root");
+  if (depth == static_cast<int>(s.loops.size()))
+    reject(d, "loop " + d.args[1] + " is innermost: the tile would be one element");
+  if (s.loops[static_cast<size_t>(x)].kind == ForKind::Vectorized)
+    reject(d, "loop " + d.args[1] + " is vectorized");
+  return loop_tile(s, b, d, depth, loads);
 }
 
 // pack STAGE BUFFER LOOP|root [transposed]: a tile of BUFFER (or the tiles the stage reads
@@ -722,38 +744,13 @@ void pack(Stages& st, Stage& s, const Directive& d) {
   std::vector<Expr> loads;
   collect_loads(s.value, source, loads);
   if (loads.empty()) reject(d, s.name + " does not read " + source);
-  PackedTile tile;
-  if (d.args[1] == "root") {
-    const Stages before = st;
-    if (pack_root_tiles(st, s, *b, d, loads)) {
-      if (auto v = check_dependences(st)) {
-        st = before;
-        reject(d, v->reason, v->detail);
-      }
-      return;
-    }
-    tile = root_tile(*b);
-  } else {
-    const int x = loop_index(st, s, d, d.args[1]);
-    const int depth = x + 1;
-    if (depth < s.shared)
-      reject(
-          d, "loop " + d.args[1] + " is shared with the host; pack inside the stage's own loops",
-          "or pack the whole buffer once before the nest: pack " + s.name + " " + source + " root");
-    if (depth == static_cast<int>(s.loops.size()))
-      reject(d, "loop " + d.args[1] + " is innermost: the tile would be one element");
-    if (s.loops[static_cast<size_t>(x)].kind == ForKind::Vectorized)
-      reject(d, "loop " + d.args[1] + " is vectorized");
-    tile = loop_tile(s, *b, d, depth, loads);
-  }
-  tile.source = source;
-  pack_layout(*b, d, tile);
-  const std::string local = pack_local_name(st, s, source);
-  tile.local = local;
   const Stages before = st;
-  st.reserved.insert(local);
-  st.locals.push_back({local, BufferRole::Local, b->dtype, packed_shape(tile)});
-  s.packs.push_back(tile);
+  if (d.args[1] != "root" || !pack_root_tiles(st, s, *b, d, loads)) {
+    PackedTile tile = d.args[1] == "root" ? root_tile(*b) : pack_tile_at_loop(st, s, *b, d, loads);
+    tile.source = source;
+    pack_layout(*b, d, tile);
+    add_pack(st, s, tile, b->dtype);
+  }
   if (auto v = check_dependences(st)) {
     st = before;
     reject(d, v->reason, v->detail);
