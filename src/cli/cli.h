@@ -2,8 +2,6 @@
 // array conversions, and the verbs themselves, one file each.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -25,7 +23,6 @@ using api::read_text;
 using api::with_rewrites;
 using api::write_text;
 
-void add_spec_flags(CLI::App* cmd, SpecFlags& flags);
 // The shape at the bound dims, "[256, 512]".
 std::string bound_shape_str(const ir::Shape& shape, const ir::DimBindings& dims);
 

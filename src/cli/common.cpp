@@ -19,14 +19,6 @@
 
 namespace ollie::cli {
 
-void add_spec_flags(CLI::App* cmd, SpecFlags& flags) {
-  cmd->add_option("spec", flags.spec_path, "the numpy spec file (.py)")->required();
-  cmd->add_option(
-      "--entry", flags.entry,
-      "the entry function, or a method as Class.method (default: the only annotated one)");
-  cmd->add_option("--dims", flags.dims, "override dim sizes, e.g. --dims M=256,N=128");
-}
-
 std::string bound_shape_str(const ir::Shape& shape, const ir::DimBindings& dims) {
   auto values = ir::evaluate_shape(shape, dims);
   std::string s = "[";

@@ -18,6 +18,16 @@ const char* const kSymbolHelp =
     "ollie_kernel): kernels emitted under different names link into one program";
 const char* const kExportedSymbolHelp =
     "the name the kernel exports (its --symbol when emitted; default ollie_kernel)";
+
+// The flags every verb that reads a spec takes. Only this file includes CLI11: its
+// header-only build costs seconds of compile time in each file that includes it.
+void add_spec_flags(CLI::App* cmd, SpecFlags& flags) {
+  cmd->add_option("spec", flags.spec_path, "the numpy spec file (.py)")->required();
+  cmd->add_option(
+      "--entry", flags.entry,
+      "the entry function, or a method as Class.method (default: the only annotated one)");
+  cmd->add_option("--dims", flags.dims, "override dim sizes, e.g. --dims M=256,N=128");
+}
 }  // namespace
 
 int main(int argc, char** argv) {
