@@ -111,8 +111,10 @@ bool transpose_operand(const ir::Graph& g, Stages& st, Schedule& out, const std:
 // `block`-long blocks outside a `rows` x `vectors` register tile whose accumulators continue
 // from the partial sums of the previous block; the column loop outside the row loop, the
 // panel of the operand the columns stream (block x tile columns) packed at it, so that it
-// is reused from L1 by every row tile; the column loop parallel at the root. nullopt when
-// the stage is no such contraction (one reduction loop, two pure loops) or is short.
+// is reused from L1 by every row tile; the column loop parallel at the root. `block` <= 0:
+// the reduction is not split, and the panel (every row of the operand by the tile's
+// columns) is reused from L2 (the default for a streamed operand bigger than L2). nullopt
+// when the stage is no such contraction (one reduction loop, two pure loops) or is short.
 std::optional<std::vector<Directive>> blocked_tile(const ir::Graph& g, Stages& st,
                                                    const std::string& name, int64_t rows,
                                                    int64_t vectors, int64_t block,

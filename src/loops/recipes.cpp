@@ -37,7 +37,7 @@ std::optional<std::vector<Directive>> blocked_tile(const ir::Graph& g, Stages& s
   std::vector<std::string> pure, reduced;
   for (const auto& l : s.loops) (l.reduction ? reduced : pure).push_back(l.name);
   if (reduced.size() != 1 || pure.size() < 2 || s.accumulate_depth || !s.contract ||
-      !s.packs.empty() || bound_size(g, s.loops.back().nominal) <= block)
+      !s.packs.empty() || (block > 0 && bound_size(g, s.loops.back().nominal) <= block))
     return std::nullopt;
   const std::string col = pure.back(), row = pure[pure.size() - 2];
   // The operand the columns stream: indexed by the column and the reduction loops.
@@ -49,7 +49,9 @@ std::optional<std::vector<Directive>> blocked_tile(const ir::Graph& g, Stages& s
   }
   Stages work = st;
   Schedule done;
-  const auto k = split_loop(g, work, done, name, reduced[0], block);
+  // block <= 0: the whole reduction is one block (a panel of every row of the operand).
+  const auto k = block > 0 ? split_loop(g, work, done, name, reduced[0], block)
+                           : std::optional(std::pair<std::string, std::string>{"", reduced[0]});
   const auto r = k ? split_loop(g, work, done, name, row, rows) : std::nullopt;
   const auto c =
       r ? split_loop(g, work, done, name, col, vectors * lanes(target, s.dtype)) : std::nullopt;
@@ -58,7 +60,7 @@ std::optional<std::vector<Directive>> blocked_tile(const ir::Graph& g, Stages& s
   for (const auto& p : pure)
     if (p != row && p != col) order.push_back(p);
   for (const auto& l : {k->first, c->first, r->first, k->second, r->second, c->second})
-    order.push_back(l);
+    if (!l.empty()) order.push_back(l);
   std::vector<Directive> rest = {make_directive(DirectiveKind::Reorder, name, order)};
   if (!streamed.empty())
     rest.push_back(make_directive(DirectiveKind::Pack, name, {streamed, c->first}));
@@ -111,7 +113,9 @@ std::optional<std::vector<Directive>> apply_recipe(const ir::Graph& g, Stages& s
       break;
     }
     case RecipeKind::Blocked: {
-      const int64_t block = l1_block(target, vectors) * (pick(rng, 2) ? 2 : 1);
+      // A third of the time no block: the panel spans the whole reduction.
+      const size_t size = pick(rng, 3);
+      const int64_t block = size == 0 ? 0 : l1_block(target, vectors) * (size == 2 ? 2 : 1);
       tile = blocked_tile(g, work, name, rows, vectors, block, target);
       break;
     }

@@ -91,6 +91,31 @@ TEST(LoopsDefault, ARootNestThatRunsOnceSharesItsWorkInside) {
             std::string::npos);
 }
 
+// A GEMM whose streamed operand does not fit in L2 reads it as packed panels: the column
+// loop outside the rows, b's panel (every k by 32 columns) copied at it, the column
+// panels in parallel. Not when b fits (matmul's 512 KiB, or gemm with an 8 MiB L2), and
+// not with too few row tiles to reuse a panel.
+TEST(LoopsDefault, AGemmStreamingMoreThanL2PacksPanelsOfIt) {
+  const std::string path = std::string(OLLIE_SOURCE_DIR) + "/examples/gemm.py";
+  const auto gemm = ollie::spec::load_spec(path, {});
+  const std::string text = to_text(default_schedule(gemm, Target{64, 2}));
+  EXPECT_NE(text.find("split out0 m 6\nsplit out0 n 32\nreorder out0 n_o m_o k m_i n_i\n"
+                      "pack out0 b n_o\naccumulate out0 m_o\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("parallel out0 n_o\n"), std::string::npos) << text;
+  const std::string big_l2 = to_text(default_schedule(gemm, Target{64, 2, 32 * 1024, 8 << 20}));
+  EXPECT_EQ(big_l2.find("pack"), std::string::npos) << big_l2;
+  EXPECT_NE(big_l2.find("reorder out0 m_o n_o k m_i n_i\n"), std::string::npos) << big_l2;
+  const auto matmul =
+      ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/matmul.py", {});
+  EXPECT_EQ(to_text(default_schedule(matmul, Target{64, 2})).find("pack"), std::string::npos);
+  ollie::spec::SpecOptions few_rows;
+  few_rows.dim_overrides["M"] = 24;
+  const auto short_gemm = ollie::spec::load_spec(path, few_rows);
+  EXPECT_EQ(to_text(default_schedule(short_gemm, Target{64, 2})).find("pack"), std::string::npos);
+}
+
 // swiglu_mlp's down projection (w_down: 2 MiB) gets a register tile although the gate
 // could be fused into its rows; attention's P . V keeps the fused softmax (its row max and
 // sum are reductions), so its tile spans a block of 4 rows, split alike in the stages fused.
@@ -98,7 +123,7 @@ TEST(LoopsDefault, ABigContractionTakesATileOverAFusedElementwiseProducer) {
   const auto sw =
       ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/swiglu_mlp.py", {});
   const std::string text = to_text(default_schedule(sw, Target{64, 2}));
-  EXPECT_NE(text.find("accumulate out0 d_o\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("accumulate out0 t_o\n"), std::string::npos) << text;
   EXPECT_EQ(text.find("compute_at t13 out0"), std::string::npos) << text;
   // Small: the fused gate stays (w_down 128 x 64 floats, 32 KiB).
   ollie::spec::SpecOptions small;
