@@ -75,13 +75,15 @@ std::map<std::string, size_t> row_blocks(const ir::Graph& graph, const Target& t
 // the accumulators kept in the column loop's outer part, the columns vectorized, the
 // rows unrolled and (when `parallel`) the first loop parallel. A stage with one pure
 // loop, or `rows` 1, gets a single row. A `column` loop other than the last pure one makes
-// that loop the vectorized columns (the tile's store-back then writes it with a stride).
+// that loop the vectorized columns (the tile's store-back then writes it with a stride);
+// a `row` loop, the rows (the pure loops outside the tile keep their order).
 // Each directive is applied to `st`; nullopt (and `st` as it was) if one is illegal.
 std::optional<std::vector<Directive>> register_tile(const ir::Graph& g, Stages& st,
                                                     const std::string& stage, int64_t rows,
                                                     int64_t vectors, const Target& target,
                                                     bool parallel = true,
-                                                    const std::string& column = "");
+                                                    const std::string& column = "",
+                                                    const std::string& row = "");
 // A dot-product tile for a contraction vectorized along its innermost reduction loop
 // (attention scores: q[h, l] . c_kv[s, l], both contiguous only along l): kDotTile
 // iterations of the innermost pure loop that some operand does not depend on run inside

@@ -14,7 +14,8 @@ using ir::OpKind;
 std::optional<std::vector<Directive>> register_tile(const ir::Graph& g, Stages& st,
                                                     const std::string& stage, int64_t rows,
                                                     int64_t vectors, const Target& target,
-                                                    bool parallel, const std::string& column) {
+                                                    bool parallel, const std::string& column,
+                                                    const std::string& row_loop) {
   Stages work = st;
   Schedule out;
   auto loops_now = [&] { return work.stages[static_cast<size_t>(work.find(stage))].loops; };
@@ -29,9 +30,10 @@ std::optional<std::vector<Directive>> register_tile(const ir::Graph& g, Stages& 
   if (!column.empty() && std::find(pure.begin(), pure.end(), column) == pure.end())
     return std::nullopt;
   const std::string col = column.empty() ? pure.back() : column;
-  std::string row;  // the last pure loop but the columns
+  std::string row;  // `row_loop`, else the last pure loop but the columns
   for (const auto& p : pure)
-    if (p != col && rows > 1) row = p;
+    if (p != col && rows > 1 && (row_loop.empty() || p == row_loop)) row = p;
+  if (!row_loop.empty() && rows > 1 && row.empty()) return std::nullopt;
   std::vector<std::string> order;
   for (const auto& p : pure)
     if (p != col && p != row) order.push_back(p);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "loops/proposals.h"
+#include "rewrite/rewrite.h"
 #include "spec/spec.h"
 
 namespace {
@@ -114,6 +115,33 @@ TEST(LoopsDefault, AGemmStreamingMoreThanL2PacksPanelsOfIt) {
   few_rows.dim_overrides["M"] = 24;
   const auto short_gemm = ollie::spec::load_spec(path, few_rows);
   EXPECT_EQ(to_text(default_schedule(short_gemm, Target{64, 2})).find("pack"), std::string::npos);
+}
+
+// A contraction whose rows do not index its big operand takes a full tile instead of
+// sinking the rows inside the reduction when the operand's slice swept per row of tiles
+// fits in half of L2 (gpt2_block's projections); not when the rows to sink run once
+// (mla_decode's q_lat at B = 1). The tile's rows are a loop that reuses the operand: in
+// mla_decode's flash graph, the partial output o_b[h, i, l] of key block i tiles the
+// heads, not the blocks.
+TEST(LoopsDefault, TilesOverSunkRowsWhenTheSweptSliceFitsInL2) {
+  const std::string dir = std::string(OLLIE_SOURCE_DIR) + "/examples/";
+  const auto gpt2 = ollie::spec::load_spec(dir + "gpt2_block.py", {});
+  const std::string text = to_text(default_schedule(gpt2, Target{64, 2}));
+  EXPECT_NE(text.find("reorder t53 t_o d_o d1 t_i d_i\naccumulate t53 d_o\n"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("reorder t53 d1 t d\n"), std::string::npos) << text;
+  // With a 64 KiB L2 the slice does not fit: the rows sink as before.
+  const std::string small_l2 = to_text(default_schedule(gpt2, Target{64, 2, 32 * 1024, 64 << 10}));
+  EXPECT_NE(small_l2.find("reorder t53 d1 t d\n"), std::string::npos) << small_l2;
+  const auto mla = ollie::spec::load_spec(dir + "mla_decode.py", {});
+  EXPECT_NE(to_text(default_schedule(mla, Target{64, 2})).find("reorder t6 h dn b l\n"),
+            std::string::npos);
+  const auto flash =
+      ollie::rewrite::replay(mla, "exp2 %18\nnormalize-late %23 lhs\nflash %25 256\n");
+  const std::string flash_text = to_text(default_schedule(flash, Target{64, 2}));
+  EXPECT_NE(flash_text.find("split t33 h 6\nsplit t33 l 32\nreorder t33 b i h_o l_o i1 h_i l_i\n"),
+            std::string::npos)
+      << flash_text;
 }
 
 // swiglu_mlp's down projection (w_down: 2 MiB) gets a register tile although the gate
