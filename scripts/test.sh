@@ -19,4 +19,4 @@ echo "== spec front end and reference fuzzing (${FUZZ_SECONDS}s)"
 scripts/fuzz.sh "$FUZZ_SECONDS"
 
 echo "== numpy cross-checks (pytest)"
-OLLIE_BIN="$PWD/$BUILD_DIR/ollie" .venv/bin/python -m pytest tests/numpy -q
+OLLIE_BIN="$PWD/$BUILD_DIR/ollie" .venv/bin/python -m pytest tests/numpy -q -n "$JOBS"
