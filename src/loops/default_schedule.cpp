@@ -42,28 +42,6 @@ bool into_sibling(const ir::Graph& g, Stages& st, Schedule& out, int i, int host
   return false;
 }
 
-// The loops of `s` that index its biggest operand, when one operand is at least twice as
-// big (in bytes at the bound dims) as every other: the loops that do not index it
-// belong inside those that do, so that its tiles are reused from cache.
-std::set<std::string> big_operand_loops(const ir::Graph& g, const Stages& st, const Stage& s) {
-  std::map<std::string, int64_t> bytes;
-  std::map<std::string, std::set<std::string>> loops_of;
-  for (const Expr& load : operand_loads(s)) {
-    if (const Buffer* b = st.buffer(load->name)) {
-      bytes[load->name] = buffer_bytes(g, *b);
-      const Expr flat = substitute(load->args[0], s.subst);
-      for (const auto& l : s.loops)
-        if (mentions(flat, l.name)) loops_of[load->name].insert(l.name);
-    }
-  }
-  std::string big;
-  for (const auto& [name, n] : bytes)
-    if (big.empty() || n > bytes[big]) big = name;
-  for (const auto& [name, n] : bytes)
-    if (name != big && 2 * n > bytes[big]) return {};
-  return big.empty() ? std::set<std::string>{} : loops_of[big];
-}
-
 // Whether the default schedule gives contractions register tiles (see default_schedule).
 constexpr bool kDefaultRegisterTiles = true;
 
@@ -175,21 +153,6 @@ bool panel_pays(const ir::Graph& graph, const Target& target, const Stages& st, 
       return true;
   }
   return false;
-}
-
-// The rows of a contraction's full tile: the last pure loop but `last_pure` that runs at
-// least twice and indexes no element of the big operand (loops `big`), so that each
-// operand row loaded serves every row of the tile (flash's partial output o_b[h, i, l]
-// per key block i: the heads, not the blocks); else the last pure loop but `last_pure`.
-std::string tile_row_of(const ir::Graph& graph, const Stage& s, const std::string& last_pure,
-                        const std::set<std::string>& big) {
-  std::string row, reusing;
-  for (const auto& l : s.loops) {
-    if (l.reduction || l.name == last_pure) continue;
-    row = l.name;
-    if (!big.count(l.name) && bound_size(graph, l.nominal) >= 2) reusing = l.name;
-  }
-  return reusing.empty() ? row : reusing;
 }
 
 // A contraction's register tile when every pure loop but `last_pure` stays outside its
@@ -326,12 +289,14 @@ void order_row_reduction(const ir::Graph& graph, const Target& target, Stages& s
 // producer is later nested into its reader's final loop order. Contractions get register
 // tiles when `tiles`, except those named in `untiled`; the stages in `blocks` first split
 // their row loop (the loop at that index) by kBlockRows, their contractions get Tile::Block.
+// The members of `plan` (block_fusion.cpp) first put its outer loops outermost.
 void order_loops(const ir::Graph& graph, const Target& target, Stages& st, Schedule& out,
                  bool tiles, const std::set<std::string>& untiled,
-                 const std::map<std::string, size_t>& blocks) {
+                 const std::map<std::string, size_t>& blocks, const BlockPlan* plan) {
   std::vector<std::string> names;
   for (const auto& s : st.stages) names.push_back(s.name);
   for (const auto& name : names) {
+    if (plan && plan->members.count(name)) block_major(graph, st, out, *plan, name);
     // A blocked contraction's tile splits its rows itself (Tile::Block).
     const auto block = blocks.find(name);
     const Stage& s0 = st.stages[static_cast<size_t>(st.find(name))];
@@ -460,7 +425,10 @@ Schedule default_schedule_with(const ir::Graph& graph, const Target& target, boo
                                const std::map<std::string, size_t>& blocks = {}) {
   Stages st = build_stages(graph, {});
   Schedule out;
-  order_loops(graph, target, st, out, tiles, untiled, blocks);
+  const std::optional<BlockPlan> block =
+      tiles && target.cores > 1 ? block_plan(graph, st, target) : std::nullopt;
+  order_loops(graph, target, st, out, tiles, untiled, blocks, block ? &*block : nullptr);
+  if (block) fuse_block(graph, st, out, *block);
   fuse_producers(graph, st, out);
   if (target.cores > 1) parallelize_roots(graph, st, out);
   return out;

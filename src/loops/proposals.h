@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -68,6 +69,31 @@ inline constexpr std::pair<int64_t, int64_t> kRegisterTiles[] = {
 // own loops. The default schedule splits it by 4 in all of them, gives the contractions
 // tiles spanning the 4 rows, and computes the stages at the outer loop.
 std::map<std::string, size_t> row_blocks(const ir::Graph& graph, const Target& target);
+
+// The loops of `s` that index its biggest operand, when one operand is at least twice as
+// big (in bytes at the bound dims) as every other (block_fusion.cpp); empty otherwise.
+std::set<std::string> big_operand_loops(const ir::Graph& g, const Stages& st, const Stage& s);
+// The rows of a contraction's full tile: the last pure loop but `last_pure` that runs at
+// least twice and indexes no element of the big operand (loops `big`); else the last pure
+// loop but `last_pure`.
+std::string tile_row_of(const ir::Graph& g, const Stage& s, const std::string& last_pure,
+                        const std::set<std::string>& big);
+
+// Block fusion (block_fusion.cpp): the contraction `host` whose register tile leaves
+// `loop` (a pure loop indexing its big operand, at least 2 per core) outside it, the loops
+// `prefix` down to `loop` that every member carries, and the members: the stages that feed
+// the host through such stages, or read one of them. The default schedule puts the prefix
+// outermost in every member (block_major), then computes the members at the host's loop
+// (fuse_block): flash's blocks, each read from memory once for all its stages.
+struct BlockPlan {
+  std::string host, loop;
+  std::vector<std::string> prefix;
+  std::set<std::string> members;
+};
+std::optional<BlockPlan> block_plan(const ir::Graph& g, const Stages& st, const Target& target);
+void block_major(const ir::Graph& g, Stages& st, Schedule& out, const BlockPlan& plan,
+                 const std::string& stage);
+void fuse_block(const ir::Graph& g, Stages& st, Schedule& out, const BlockPlan& plan);
 
 // The directives that give reduction stage `s` a register tile of `rows` x `vectors`
 // vectors of accumulators: its last two pure loops (rows, then the columns) split by

@@ -144,6 +144,30 @@ TEST(LoopsDefault, TilesOverSunkRowsWhenTheSweptSliceFitsInL2) {
       << flash_text;
 }
 
+// Block fusion: in mla_decode's flash graph every stage of a key block (scores, max,
+// exponentials, sum) is computed under the partial output's block loop, which runs in
+// parallel; with one core there is no plan (nothing to share out), and the plain graph
+// (no loop of blocks outside a tile) gets none.
+TEST(LoopsDefault, FlashBlocksAreComputedUnderTheirPartialOutputsBlockLoop) {
+  const std::string dir = std::string(OLLIE_SOURCE_DIR) + "/examples/";
+  const auto mla = ollie::spec::load_spec(dir + "mla_decode.py", {});
+  const auto flash =
+      ollie::rewrite::replay(mla, "exp2 %18\nnormalize-late %23 lhs\nflash %25 256\n");
+  const auto plan = block_plan(flash, build_stages(flash, {}), Target{64, 2});
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->host, "t33");
+  EXPECT_EQ(plan->loop, "i");
+  EXPECT_EQ(plan->prefix, (std::vector<std::string>{"b", "i"}));
+  const std::string text = to_text(default_schedule(flash, Target{64, 2}));
+  for (const char* line : {"reorder t18 b i h i1\n", "compute_at t32 t33 i\n",
+                           "compute_at t31 t33 i\n", "compute_at t18 t33 i\n",
+                           "compute_at t14 t33 i\n", "compute_at t11 t33 i\n", "parallel t33 i\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << " in\n" << text;
+  EXPECT_EQ(to_text(default_schedule(flash, Target{64, 1})).find("compute_at t31 t33 i"),
+            std::string::npos);
+  EXPECT_FALSE(block_plan(mla, build_stages(mla, {}), Target{64, 2}).has_value());
+}
+
 // swiglu_mlp's down projection (w_down: 2 MiB) gets a register tile although the gate
 // could be fused into its rows; attention's P . V keeps the fused softmax (its row max and
 // sum are reductions), so its tile spans a block of 4 rows, split alike in the stages fused.
