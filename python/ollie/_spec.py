@@ -102,6 +102,9 @@ class _Collector:
         for code in codes:
             for name in _global_names(code):
                 self.add(name, obj.__globals__ if inspect.isfunction(obj) else self.module_globals)
+        if inspect.isfunction(obj):  # closure variables become module-level ones in the file
+            for name, value in inspect.getclosurevars(obj).nonlocals.items():
+                self.add(name, {name: value})
         self.definitions.append(_source(obj))
 
     def add(self, name: str, scope: dict) -> None:

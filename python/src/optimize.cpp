@@ -49,7 +49,9 @@ class PythonObserver : public api::OptimizeObserver {
  public:
   explicit PythonObserver(nb::object target) : target_(std::move(target)) {}
 
-  void note(const std::string& line) override { call("note", nb::str(line.c_str())); }
+  void note(const std::string& line) override {
+    call_with([&] { return nb::object(nb::str(line.c_str())); }, "note");
+  }
   void started(const api::StartedEvent& e) override {
     call_with(
         [&] {
@@ -79,9 +81,11 @@ class PythonObserver : public api::OptimizeObserver {
         "new_best");
   }
   void stopped(search::StopReason reason) override {
-    call("stopped", nb::str(search::stop_reason_name(reason)));
+    call_with([&] { return nb::object(nb::str(search::stop_reason_name(reason))); }, "stopped");
   }
-  void verifying(int64_t candidate) override { call("verifying", nb::int_(candidate)); }
+  void verifying(int64_t candidate) override {
+    call_with([&] { return nb::object(nb::int_(candidate)); }, "verifying");
+  }
   void verified(const api::VerifiedEvent& e) override {
     call_with(
         [&] {
@@ -114,6 +118,7 @@ class PythonObserver : public api::OptimizeObserver {
   bool interrupted = false;
 
  private:
+  // Python objects are made and released only with the GIL held: `make_arg` runs inside.
   template <typename MakeArg>
   void call_with(MakeArg make_arg, const char* method) {
     nb::gil_scoped_acquire locked;
@@ -129,10 +134,6 @@ class PythonObserver : public api::OptimizeObserver {
         error_.emplace(std::move(e));
     }
   }
-  void call(const char* method, nb::object arg) {
-    call_with([&] { return arg; }, method);
-  }
-
   nb::object target_;
   std::optional<nb::python_error> error_;
 };
