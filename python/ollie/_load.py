@@ -143,33 +143,41 @@ class Kernel:
         if len(inputs) != len(self.params):
             names = ", ".join(p["name"] for p in self.params)
             raise TypeError(f"{self.entry} takes {len(self.params)} inputs ({names}), got {len(inputs)}")
-        arrays = [self._input(i, a) for i, a in enumerate(inputs)]
-        dims, out_shapes = self._bind(tuple(a.shape for a in arrays))
-        outputs = self._outputs(out, out_shapes, arrays)
-        self._native.call([a.ctypes.data for a in arrays] + [o.ctypes.data for o in outputs], dims)
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+        arrays = [a if type(a) is np.ndarray else self._from_dlpack(i, a)
+                  for i, a in enumerate(inputs)]
+        dims, out_shapes = self._bind(tuple([a.shape for a in arrays]))
+        outs = None if out is None else self._check_out(out, out_shapes, arrays)
+        while True:  # the native side passes the arrays it can and names the first it cannot
+            result = self._native.run(arrays, dims, out_shapes, outs)
+            if type(result) is not int:
+                break
+            arrays[result] = self._fix(result, arrays[result])
+        if outs is not None:
+            result = outs
+        return result[0] if len(result) == 1 else tuple(result)
 
-    def _input(self, i: int, value) -> np.ndarray:
+    def _from_dlpack(self, i: int, value) -> np.ndarray:
         name = self.params[i]["name"]
-        if not isinstance(value, np.ndarray):
-            if not hasattr(value, "__dlpack__"):
-                raise TypeError(f"input '{name}': a numpy array or an array that speaks DLPack "
-                                f"(PyTorch, jax), not {type(value).__name__}")
-            try:
-                value = np.from_dlpack(value)
-            except (BufferError, RuntimeError, TypeError, ValueError) as e:
-                raise OllieError(f"input '{name}': numpy cannot view it through DLPack ({e}); "
-                                 "ollie kernels run on the CPU: pass a CPU array (e.g. .cpu() or "
-                                 ".detach())") from None
+        if not hasattr(value, "__dlpack__"):
+            raise TypeError(f"input '{name}': a numpy array or an array that speaks DLPack "
+                            f"(PyTorch, jax), not {type(value).__name__}")
+        try:
+            return np.from_dlpack(value)
+        except (BufferError, RuntimeError, TypeError, ValueError) as e:
+            raise OllieError(f"input '{name}': numpy cannot view it through DLPack ({e}); "
+                             "ollie kernels run on the CPU: pass a CPU array (e.g. .cpu() or "
+                             ".detach())") from None
+
+    def _fix(self, i: int, value: np.ndarray) -> np.ndarray:
+        """Input `i`, which the native side refused: a dtype error, or an aligned copy."""
+        if i >= len(self.params):
+            raise ValueError(f"out[{i - len(self.params)}] must be C-contiguous and 64-byte "
+                             "aligned (ollie.empty allocates such arrays)")
+        name = self.params[i]["name"]
         if value.dtype != self._in_dtypes[i]:
             want = self._in_dtypes[i].name
             raise TypeError(f"input '{name}' is {value.dtype.name} but {self.entry} takes "
                             f"{self.params[i]['dtype']} ({want}); convert with .astype(np.{want})")
-        if value.flags.c_contiguous and value.ctypes.data % ALIGNMENT == 0:
-            return value
-        return self._copy(name, value)
-
-    def _copy(self, name: str, value: np.ndarray) -> np.ndarray:
         self.copies += 1
         if not self._warned:
             self._warned = True
@@ -177,7 +185,7 @@ class Kernel:
             warnings.warn(
                 f"{self.entry}: input '{name}' is {why} (the kernel ABI needs both), so it was "
                 "copied; allocate with ollie.empty or ollie.aligned to avoid copies (warned once; "
-                "kernel.copies counts them)", OllieCopyWarning, stacklevel=4)
+                "kernel.copies counts them)", OllieCopyWarning, stacklevel=3)
         return aligned(value)
 
     def _bind(self, shapes: tuple) -> tuple:
@@ -213,9 +221,7 @@ class Kernel:
                                  f"takes {p['shape']} = ({_fmt(want)}) at {_dims(values)}")
         return [values[d] for d in self.dims_order], expected[len(self.params):]
 
-    def _outputs(self, out, shapes, inputs) -> list:
-        if out is None:
-            return [empty(s, t) for s, t in zip(shapes, self._out_dtypes)]
+    def _check_out(self, out, shapes, inputs) -> list:
         outs = [out] if isinstance(out, np.ndarray) else list(out)
         if len(outs) != len(self.results):
             raise TypeError(f"out: {self.entry} has {len(self.results)} outputs, got {len(outs)}")
@@ -223,9 +229,8 @@ class Kernel:
             if not isinstance(o, np.ndarray) or o.dtype != dtype or o.shape != tuple(shape):
                 raise ValueError(f"out[{i}]: a numpy {dtype.name} array of shape ({_fmt(shape)}) "
                                  "is needed")
-            if not (o.flags.c_contiguous and o.flags.writeable and o.ctypes.data % ALIGNMENT == 0):
-                raise ValueError(f"out[{i}] must be writeable, C-contiguous and 64-byte aligned "
-                                 "(ollie.empty allocates such arrays)")
+            if not o.flags.writeable:
+                raise ValueError(f"out[{i}] is read-only")
             if any(np.may_share_memory(o, a) for a in inputs):
                 raise ValueError(f"out[{i}] overlaps an input; kernels need outputs of their own")
         return outs
