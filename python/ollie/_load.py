@@ -33,7 +33,7 @@ def empty(shape, dtype) -> np.ndarray:
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     nbytes = math.prod(shape) * dtype.itemsize
     raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
-    start = -raw.ctypes.data % ALIGNMENT
+    start = _ollie.aligned_offset(raw)
     return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
@@ -146,15 +146,19 @@ class Kernel:
         arrays = [a if type(a) is np.ndarray else self._from_dlpack(i, a)
                   for i, a in enumerate(inputs)]
         dims, out_shapes = self._bind(tuple([a.shape for a in arrays]))
-        outs = None if out is None else self._check_out(out, out_shapes, arrays)
+        if out is None:
+            outs = [empty(s, t) for s, t in zip(out_shapes, self._out_dtypes)]
+        else:
+            outs = self._check_out(out, out_shapes, arrays)
         while True:  # the native side passes the arrays it can and names the first it cannot
-            result = self._native.run(arrays, dims, out_shapes, outs)
-            if type(result) is not int:
+            refused = self._native.run(arrays, dims, outs)
+            if refused < 0:
                 break
-            arrays[result] = self._fix(result, arrays[result])
-        if outs is not None:
-            result = outs
-        return result[0] if len(result) == 1 else tuple(result)
+            if refused >= len(arrays):
+                raise ValueError(f"out[{refused - len(arrays)}] must be C-contiguous and 64-byte "
+                                 "aligned (ollie.empty allocates such arrays)")
+            arrays[refused] = self._fix(refused, arrays[refused])
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _from_dlpack(self, i: int, value) -> np.ndarray:
         name = self.params[i]["name"]
@@ -170,9 +174,6 @@ class Kernel:
 
     def _fix(self, i: int, value: np.ndarray) -> np.ndarray:
         """Input `i`, which the native side refused: a dtype error, or an aligned copy."""
-        if i >= len(self.params):
-            raise ValueError(f"out[{i - len(self.params)}] must be C-contiguous and 64-byte "
-                             "aligned (ollie.empty allocates such arrays)")
         name = self.params[i]["name"]
         if value.dtype != self._in_dtypes[i]:
             want = self._in_dtypes[i].name

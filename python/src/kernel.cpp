@@ -1,18 +1,17 @@
 // ollie._ollie.Kernel: a verified kernel loaded into this process (ollie.load). The api
 // compiles it with its adapter (api::build_callable); this file dlopens the shared object,
 // checks that its signature text is the spec's, and runs its entry point with the GIL
-// released. `run` takes the arrays themselves (numpy, or anything nanobind views without a
-// copy) and passes their data pointers when dtype, C-contiguity and 64-byte alignment are
-// what the kernel ABI needs; otherwise it returns the index of the first array that is not,
-// and the Python layer (python/ollie/_load.py) raises or copies. Shapes are checked there.
+// released. `run` views the arrays through the buffer protocol (no copy, well under a
+// microsecond each) and passes their data pointers when dtype, C-contiguity and 64-byte
+// alignment are what the kernel ABI needs; otherwise it returns the index of the first
+// array that is not, and the Python layer (python/ollie/_load.py) raises or copies. Shapes
+// are checked there, and outputs allocated there (aligned_offset places them).
 #include <dlfcn.h>
-#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstdlib>
-#include <optional>
-#include <utility>
+#include <memory>
 
 #include "bindings.h"
 #include "support/error.h"
@@ -21,47 +20,58 @@ namespace ollie::python {
 namespace {
 
 using Entry = void (*)(void* const* buffers, const int64_t* dims);
-using Input = nb::ndarray<nb::ro, nb::device::cpu>;
-using Output = nb::ndarray<nb::device::cpu>;
 constexpr uintptr_t kAlignment = 64;  // docs/design.md section 3
 
-nb::dlpack::dtype dlpack_dtype(ir::DType t) {
-  switch (t) {
-    case ir::DType::F32: return nb::dtype<float>();
-    case ir::DType::F64: return nb::dtype<double>();
-    case ir::DType::I32: return nb::dtype<int32_t>();
-    case ir::DType::I64: return nb::dtype<int64_t>();
-    case ir::DType::Bool: return nb::dtype<bool>();
+// A buffer-protocol view of one array, released with it.
+class View {
+ public:
+  View(PyObject* object, bool writable)
+      : ok_(PyObject_GetBuffer(object, &view_, writable ? PyBUF_RECORDS : PyBUF_RECORDS_RO) == 0) {
+    if (!ok_) PyErr_Clear();
   }
-  return nb::dtype<double>();
-}
-
-// Row-major without gaps (axes of size 1 may have any stride), on a 64-byte boundary.
-template <typename Array>
-bool abi_layout(const Array& a) {
-  int64_t expected = 1;
-  for (size_t i = a.ndim(); i-- > 0;) {
-    if (a.shape(i) != 1 && a.stride(i) != expected) return false;
-    expected *= static_cast<int64_t>(a.shape(i));
+  View(const View&) = delete;
+  View& operator=(const View&) = delete;
+  ~View() {
+    if (ok_) PyBuffer_Release(&view_);
   }
-  return reinterpret_cast<uintptr_t>(a.data()) % kAlignment == 0;
-}
+  // Viewed, of `dtype`, row-major without gaps (axes of size 1 may have any stride) and on
+  // a 64-byte boundary.
+  bool fits(ir::DType dtype) const {
+    if (!ok_ || view_.itemsize != ir::dtype_bytes(dtype) || !format_is(dtype)) return false;
+    Py_ssize_t expected = view_.itemsize;
+    for (int i = view_.ndim; i-- > 0;) {
+      if (view_.shape[i] != 1 && view_.strides[i] != expected) return false;
+      expected *= view_.shape[i];
+    }
+    return reinterpret_cast<uintptr_t>(view_.buf) % kAlignment == 0;
+  }
+  void* data() const { return view_.buf; }
 
-// A new 64-byte aligned numpy array (uninitialized; the kernel writes every element) and
-// its data.
-std::pair<nb::object, void*> aligned_output(const std::vector<int64_t>& shape, ir::DType dtype) {
-  size_t count = 1;
-  for (int64_t d : shape) count *= static_cast<size_t>(d);
-  const size_t bytes = count * static_cast<size_t>(ir::dtype_bytes(dtype));
-  void* data = std::aligned_alloc(kAlignment,
-                                  (bytes + kAlignment - 1) / kAlignment * kAlignment + kAlignment);
-  if (data == nullptr) throw std::bad_alloc();
-  nb::capsule owner(data, [](void* p) noexcept { std::free(p); });
-  std::vector<size_t> sizes(shape.begin(), shape.end());
-  nb::object array = nb::cast(
-      nb::ndarray<nb::numpy>(data, sizes.size(), sizes.data(), owner, nullptr, dlpack_dtype(dtype)),
-      nb::rv_policy::reference);
-  return {std::move(array), data};
+ private:
+  bool format_is(ir::DType dtype) const {
+    const char* f = view_.format != nullptr ? view_.format : "B";
+    if (*f == '<' || *f == '=' || *f == '@') ++f;
+    if (f[0] == '\0' || f[1] != '\0') return false;
+    switch (dtype) {
+      case ir::DType::F32: return *f == 'f';
+      case ir::DType::F64: return *f == 'd';
+      case ir::DType::I32: return *f == 'i' || *f == 'l';  // itemsize checked: 4 bytes
+      case ir::DType::I64: return *f == 'l' || *f == 'q';  // 8 bytes
+      case ir::DType::Bool: return *f == '?';
+    }
+    return false;
+  }
+
+  Py_buffer view_{};
+  bool ok_ = false;
+};
+
+// How many bytes into `array` (a writable byte buffer) the first 64-byte boundary is.
+int64_t aligned_offset(nb::handle array) {
+  View v(array.ptr(), true);
+  if (v.data() == nullptr) throw UserError("aligned_offset: not a writable buffer");
+  return static_cast<int64_t>((kAlignment - reinterpret_cast<uintptr_t>(v.data()) % kAlignment) %
+                              kAlignment);
 }
 
 class Kernel {
@@ -91,40 +101,27 @@ class Kernel {
     dims_count_ = graph.dims.size();
   }
 
-  // One call on `inputs` (shapes already checked) with `dims` in the graph's order: the
-  // outputs (new arrays shaped `out_shapes`, or `outs`), or the index of the first input
-  // (then output, counted after the inputs) whose dtype or layout the ABI does not take.
-  nb::object run(const std::vector<Input>& inputs, const std::vector<int64_t>& dims,
-                 const std::vector<std::vector<int64_t>>& out_shapes,
-                 const std::optional<std::vector<Output>>& outs) const {
-    if (inputs.size() != in_dtypes_.size() || dims.size() != dims_count_ ||
-        out_shapes.size() != out_dtypes_.size() || (outs && outs->size() != out_dtypes_.size()))
+  // One call on `inputs` and `outputs` (shapes already checked) with `dims` in the graph's
+  // order: -1, or the index of the first input (then output, counted after the inputs)
+  // whose dtype or layout the ABI does not take (then nothing ran).
+  int64_t run(const nb::list& inputs, const std::vector<int64_t>& dims,
+              const nb::list& outputs) const {
+    const size_t n_in = in_dtypes_.size(), n_out = out_dtypes_.size();
+    if (inputs.size() != n_in || outputs.size() != n_out || dims.size() != dims_count_)
       throw InternalError("ollie._ollie.Kernel.run: wrong argument counts");
+    std::vector<std::unique_ptr<View>> views;
     std::vector<void*> buffers;
-    buffers.reserve(inputs.size() + out_dtypes_.size());
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (inputs[i].dtype() != dlpack_dtype(in_dtypes_[i]) || !abi_layout(inputs[i]))
-        return nb::int_(i);
-      buffers.push_back(const_cast<void*>(inputs[i].data()));
+    for (size_t i = 0; i < n_in + n_out; ++i) {
+      const bool is_input = i < n_in;
+      views.push_back(
+          std::make_unique<View>(is_input ? inputs[i].ptr() : outputs[i - n_in].ptr(), !is_input));
+      if (!views.back()->fits(is_input ? in_dtypes_[i] : out_dtypes_[i - n_in]))
+        return static_cast<int64_t>(i);
+      buffers.push_back(views.back()->data());
     }
-    nb::list results;
-    for (size_t o = 0; o < out_dtypes_.size(); ++o) {
-      if (outs) {
-        const Output& a = (*outs)[o];
-        if (a.dtype() != dlpack_dtype(out_dtypes_[o]) || !abi_layout(a))
-          return nb::int_(inputs.size() + o);
-        buffers.push_back(a.data());
-      } else {
-        auto [array, data] = aligned_output(out_shapes[o], out_dtypes_[o]);
-        buffers.push_back(data);
-        results.append(array);
-      }
-    }
-    {
-      nb::gil_scoped_release unlocked;
-      entry_(buffers.data(), dims.data());
-    }
-    return results;
+    nb::gil_scoped_release unlocked;
+    entry_(buffers.data(), dims.data());
+    return -1;
   }
 
   const std::string& so_path() const { return so_path_; }
@@ -144,9 +141,9 @@ void bind_kernel(nb::module_& m) {
                     const std::string&, const std::string&>(),
            nb::arg("spec"), nb::arg("entry"), nb::arg("dims"), nb::arg("kernel_source"),
            nb::arg("symbol"), nb::arg("compiler"))
-      .def("run", &Kernel::run, nb::arg("inputs"), nb::arg("dims"), nb::arg("out_shapes"),
-           nb::arg("outs").none())
+      .def("run", &Kernel::run, nb::arg("inputs"), nb::arg("dims"), nb::arg("outputs"))
       .def_prop_ro("so_path", &Kernel::so_path);
+  m.def("aligned_offset", &aligned_offset, nb::arg("array"));
 }
 
 }  // namespace ollie::python

@@ -109,8 +109,14 @@ def test_wrong_dtype_shape_and_arity_are_refused(verified):
         fast()
     with pytest.raises(TypeError, match="a numpy array or an array that speaks DLPack"):
         fast([[1.0]])
-    with pytest.raises(ValueError, match="out\\[0\\]"):
-        fast(ollie.empty((8, 16), np.float32), out=np.empty((8, 15), np.float32))
+    x32 = ollie.empty((8, 16), np.float32)
+    with pytest.raises(ValueError, match="out\\[0\\]: a numpy float32 array of shape"):
+        fast(x32, out=np.empty((8, 15), np.float32))
+    raw = ollie.empty(8 * 16 + 1, np.float32)
+    with pytest.raises(ValueError, match="out\\[0\\] must be C-contiguous and 64-byte aligned"):
+        fast(x32, out=raw[1:].reshape(8, 16))
+    with pytest.raises(ValueError, match="overlaps an input"):
+        fast(x32, out=x32)
 
 
 def test_unaligned_and_strided_inputs_are_copied_with_one_warning(verified):
