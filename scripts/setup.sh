@@ -18,6 +18,7 @@ APT_PACKAGES=(
   libcpp-httplib-dev                # the tests' loopback model server
   libgtest-dev libgmock-dev
   python3 python3-venv
+  python3-dev                       # headers for the Python package's extension module
 )
 
 missing=()

@@ -75,6 +75,20 @@ verify::Report verify(const ir::Graph& graph, const std::string& kernel_source,
 measure::BenchReport bench(const ir::Graph& graph, const std::vector<measure::BenchKernel>& kernels,
                            const measure::BenchOptions& options);
 
+// A verified kernel compiled (with its adapter, by the build driver, in its sandbox and
+// cache: the verifier's own build) for a caller that loads it into its own process, as the
+// Python package's ollie.load does. Only for a kernel whose certificate the caller checked
+// against the spec; search candidates never come here. UserError when it does not compile.
+struct CallableKernel {
+  std::string so_path;           // the shared object, in the build cache
+  std::string entry_symbol;      // extern "C" void entry(void* const* buffers, const int64_t* dims)
+  std::string signature_symbol;  // extern "C" const char[]: the graph it was built for
+  std::string signature;         // what that text must say for `graph`
+};
+CallableKernel build_callable(const ir::Graph& graph, const std::string& kernel_source,
+                              const std::string& symbol = "ollie_kernel",
+                              const std::string& compiler = "");
+
 // ---------------------------------------------------------------- optimize
 
 // What `ollie optimize` takes: a new run (spec), a resumed one (resume) or a replay.

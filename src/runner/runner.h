@@ -26,8 +26,8 @@ enum class Placement { Start, End, Random };
 
 struct Options {
   double timeout_seconds = 60;  // wall-clock limit of one run; the child is killed after it
-  std::string
-      runner_path;  // default: "ollie-runner" next to the running executable (/proc/self/exe)
+  std::string runner_path;      // default: $OLLIE_RUNNER, else "ollie-runner" next to the running
+                                // executable (/proc/self/exe)
   int threads = 0;  // OMP_NUM_THREADS for the child; 0 = ours if a plain count, else unset
   std::string entry_symbol =
       "ollie_entry";  // the adapter entry to call (build::AdapterNames::entry)
