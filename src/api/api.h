@@ -41,6 +41,10 @@ std::string read_text(const std::string& path, const char* what);
 void write_text(const std::filesystem::path& path, const std::string& text);
 // "1,234,567"
 std::string grouped(int64_t n);
+// `ollie check --json`: entry, dims, the params' and results' shapes ("shape" as text,
+// "axes" one text per axis, "bound_shape"), dtypes, FLOPs, compulsory bytes and intensity,
+// and with `with_ir` the IR text; JSON indented by `indent` (-1: one line).
+std::string check_facts_json(const ir::Graph& graph, int indent = -1, bool with_ir = false);
 // Refuses dims whose reference evaluation would not fit in this machine's memory.
 void check_reference_fits(const ir::Graph& graph);
 // The graph of the spec `spec` names at other dims (the verifier's shape sweep).

@@ -3,48 +3,15 @@
 #include <fmt/format.h>
 
 #include <iostream>
-#include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
 
 namespace ollie::cli {
 
-namespace {
-
-// The facts a benchmark script needs, without the IR text.
-void print_json(const ir::Graph& graph) {
-  nlohmann::json j;
-  j["entry"] = graph.entry;
-  j["dims_order"] = graph.dims;
-  nlohmann::json dims = nlohmann::json::object();
-  for (const auto& [name, value] : graph.bound_dims) dims[name] = value;
-  j["dims"] = dims;
-  auto tensors = [&](const std::vector<ir::Param>& ps) {
-    nlohmann::json a = nlohmann::json::array();
-    for (const auto& p : ps)
-      a.push_back({{"name", p.name},
-                   {"dtype", ir::dtype_name(p.dtype)},
-                   {"shape", ir::shape_str(p.shape)},
-                   {"bound_shape", ir::evaluate_shape(p.shape, graph.bound_dims)}});
-    return a;
-  };
-  j["params"] = tensors(graph.params);
-  j["results"] = tensors(graph.results);
-  ir::Cost c = ir::cost(graph);
-  j["flops"] = c.flops;
-  j["compulsory_bytes"] = c.compulsory_bytes;
-  j["intensity"] = c.compulsory_bytes > 0
-                       ? static_cast<double>(c.flops) / static_cast<double>(c.compulsory_bytes)
-                       : 0.0;
-  std::cout << j.dump(2) << "\n";
-}
-
-}  // namespace
-
 int run_check(const SpecFlags& flags, bool json, const std::string& rewrites) {
   const ir::Graph graph = with_rewrites(load(flags), rewrites);
   if (json) {
-    print_json(graph);
+    std::cout << api::check_facts_json(graph, 2) << "\n";
     return 0;
   }
   std::cout << ir::to_text(graph) << "\n";
