@@ -29,18 +29,10 @@ class LocalEvaluator : public Evaluator {
 
   Evaluation evaluate_paced(const Candidate& candidate, const GiveUp& give_up) override {
     const auto start = std::chrono::steady_clock::now();
-    const measure::BenchOptions pace = pace_of(give_up);
     if (give_up.ratio > 0) {
-      // Two calls of each side by side, no output checks: its times can only reject.
-      measure::BenchOptions probe = pace;
-      probe.warmup_rounds = 2;
-      probe.min_rounds = probe.max_rounds = 1;
-      probe.budget_seconds = 0;
-      probe.check_outputs = false;
-      const measure::BenchReport bench =
-          side_by_side({"candidate", candidate.source}, {"baseline", baseline_}, probe);
-      if (bench.status == measure::BenchStatus::Abandoned)
-        return too_slow(bench, give_up, "before verification", {}, start);
+      const measure::BenchReport probe =
+          side_by_side({"candidate", candidate.source}, {"baseline", baseline_}, probe_of(give_up));
+      if (probe.status == measure::BenchStatus::Abandoned) return too_slow(probe, give_up, start);
       // Anything else (a crash, a compile error, ...): the verifier says what it is.
     }
     Evaluation e;
@@ -56,15 +48,13 @@ class LocalEvaluator : public Evaluator {
     e.penalty = report.penalty;
     e.certificate_json = verify::certificate_json(graph_, "", report, vo);
     if (report.verdict == verify::Verdict::Pass) {
-      measure::BenchOptions timing = pace;
+      // Verified: timed in full (never given up on now), its rounds bounded by time.
+      measure::BenchOptions timing = timing_options();
       timing.budget_seconds = options_.bench_seconds;
       timing.min_rounds = 5;
       timing.cap_seconds = options_.timing_cap * options_.bench_seconds;
       const measure::BenchReport bench =
           side_by_side({"candidate", candidate.source}, {"baseline", baseline_}, timing);
-      if (bench.status == measure::BenchStatus::Abandoned)
-        return too_slow(bench, give_up, "after it passed quick verification, while timed",
-                        e.certificate_json, start);
       if (bench.status != measure::BenchStatus::Ok) {
         // Right when verified, wrong or crashing when timed: as wrong as any.
         e.verdict = verdict_of(bench.status);
@@ -127,17 +117,26 @@ class LocalEvaluator : public Evaluator {
     return bo;
   }
 
-  // timing_options() that give up at `give_up` (nothing when its ratio is 0): the
-  // candidate's fastest call over the baseline's beyond the ratio, or one call longer
-  // than three times the ratio's time plus 50 ms (first calls pay for page faults and
-  // starting threads), stopped by the runner.
-  measure::BenchOptions pace_of(const GiveUp& give_up) const {
+  // The speed probe before verification: two warm-up rounds (A B, B A) and one timed
+  // round, no output checks (its times can only reject), given up on by the runner when
+  // the candidate's fastest call is more than give_up.ratio times the baseline's, or when
+  // one call runs longer than kCallLimit times the ratio's time plus 0.1 s (room for the
+  // noise of a busy machine and a first call's page faults and thread start).
+  static constexpr double kCallLimit = 10;
+  measure::BenchOptions probe_of(const GiveUp& give_up) const {
     measure::BenchOptions bo = timing_options();
-    if (give_up.ratio <= 0) return bo;
+    bo.warmup_rounds = 2;
+    bo.min_rounds = bo.max_rounds = 1;
+    bo.budget_seconds = 0;
+    bo.check_outputs = false;
     bo.abandon_ratio = give_up.ratio;
     if (give_up.baseline_seconds > 0)
-      bo.call_limit_seconds = 3 * give_up.ratio * give_up.baseline_seconds + 0.05;
+      bo.call_limit_seconds = call_limit(give_up) * give_up.baseline_seconds;
     return bo;
+  }
+  // The call limit as a ratio to the baseline's time.
+  static double call_limit(const GiveUp& give_up) {
+    return kCallLimit * give_up.ratio + 0.1 / give_up.baseline_seconds;
   }
 
   // `a` and `b` in one runner session, rounds A B B A.
@@ -146,22 +145,20 @@ class LocalEvaluator : public Evaluator {
     return measure::bench(graph_, {a, b}, bo);
   }
 
-  // The evaluation of a candidate given up on `when`: its ratio to the baseline (the
+  // The evaluation of a candidate the probe gave up on: its ratio to the baseline (the
   // fastest calls', or at least the call limit's when a call was stopped), never a pass.
   static Evaluation too_slow(const measure::BenchReport& bench, const GiveUp& give_up,
-                             const std::string& when, std::string certificate,
                              std::chrono::steady_clock::time_point start) {
     Evaluation e;
     e.verdict = verify::Verdict::TooSlow;
     e.penalty = 1;
-    e.certificate_json = std::move(certificate);
     const bool stopped = bench.over_call_limit && give_up.baseline_seconds > 0;
-    e.ratio_vs_baseline =
-        stopped ? 3 * give_up.ratio + 0.05 / give_up.baseline_seconds : bench.fastest_ratio;
+    e.ratio_vs_baseline = stopped ? call_limit(give_up) : bench.fastest_ratio;
     e.min_seconds = bench.fastest.empty() ? 0 : bench.fastest[0];
     char text[200];
-    std::snprintf(text, sizeof text, "given up %s: %sx%.3g of the baseline, over the x%.3g",
-                  when.c_str(), stopped ? "at least " : "", e.ratio_vs_baseline, give_up.ratio);
+    std::snprintf(text, sizeof text,
+                  "given up before verification: %sx%.3g of the baseline, over the x%.3g",
+                  stopped ? "at least " : "", e.ratio_vs_baseline, give_up.ratio);
     e.message = std::string(text) + " its chain could accept (" + bench.message + ")";
     e.eval_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -126,8 +126,8 @@ class Evaluator {
   virtual ~Evaluator() = default;
   virtual Evaluation evaluate(const Candidate& candidate) = 0;
   // The same, but an evaluator that can may stop early with the verdict TooSlow once the
-  // candidate's first timed calls are slower than `give_up.ratio` times the baseline's
-  // (never for a candidate it reports as passing). By default: evaluate().
+  // candidate's first timed calls are slower than `give_up.ratio` times the baseline's,
+  // before verifying it (a verified candidate is timed in full). By default: evaluate().
   virtual Evaluation evaluate_paced(const Candidate& candidate, const GiveUp& give_up) {
     return evaluate(candidate);
   }
@@ -157,7 +157,7 @@ struct EvaluatorOptions {
 // compare() times two candidates the same way, for confirm_seconds. evaluate_paced() with
 // a ratio first probes the candidate's speed against the baseline (two calls each, a
 // call limit in the runner) and gives up (TooSlow) before verifying it when it is slower
-// than the ratio; the timing after verification gives up the same way.
+// than the ratio.
 std::unique_ptr<Evaluator> make_local_evaluator(const ir::Graph& graph, verify::GraphAt graph_at,
                                                 const std::string& baseline_source,
                                                 EvaluatorOptions options);
