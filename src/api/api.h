@@ -109,6 +109,10 @@ struct OptimizeOptions {
   std::string proposers = "mutate:3,rewrite:1";
   int threads = 0;
   double bench_seconds = 0.3;
+  // A proposal whose first timed calls are this many times slower than its chain's
+  // current state (or than the chain's acceptance could take) is given up as too slow
+  // (search::SearchOptions::give_up); 0: never. A resumed run keeps its setting.
+  double give_up = 2.0;
   // The llm proposer's model (docs/llm.md). Unset values (empty, negative, 0 where noted)
   // fall back to the run's stored options or the defaults. The key is never stored.
   std::string llm_protocol, llm_base_url, llm_model, llm_key;

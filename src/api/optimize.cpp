@@ -192,6 +192,11 @@ OptimizeRun OptimizeRun::open(const OptimizeOptions& options, OptimizeObserver& 
     for (const auto& d : graph.dims) dims[d] = graph.bound_dims.at(d);
     info.dims_json = dims.dump();
     info.machine_json = run_machine_json();
+    if (f.give_up > 0 && f.give_up < 1)
+      throw UserError(fmt::format(
+          "--give-up {}: a factor below 1 would give up on candidates faster than the chain's "
+          "own kernel; give 0 (never give up) or a factor of at least 1 (default 2)",
+          f.give_up));
     std::string proposers = f.proposers;
     const nlohmann::json llm_options = llm_options_for_new_run(f, proposers);  // never the key
     options_json = {{"seed", f.seed},
@@ -199,6 +204,7 @@ OptimizeRun OptimizeRun::open(const OptimizeOptions& options, OptimizeObserver& 
                     {"proposers", proposers},
                     {"threads", f.threads},
                     {"bench_seconds", f.bench_seconds},
+                    {"give_up", f.give_up},
                     {"accept_weak", f.accept_weak}};
     if (!llm_options.is_null()) options_json["llm"] = llm_options;
     options_json["cost_model"] = f.cost_model.empty() ? "off" : f.cost_model;
@@ -232,6 +238,8 @@ OptimizeRun OptimizeRun::open(const OptimizeOptions& options, OptimizeObserver& 
         "steps stay comparable; leave out --cost-model, or start a new run",
         f.cost_model, cost_model));
   so.cost_model.on = cost_model == "on";
+  // Giving up on slow candidates as the run was started (runs made before it: never).
+  so.give_up = options_json.value("give_up", 0.0);
   so.time_budget_seconds = f.time.empty() ? 0 : parse_duration(f.time, "--time");
   so.max_evals = f.evals;
   // The written kernel's name: this session's --symbol, else the run's (the search's

@@ -40,6 +40,7 @@ std::string cost_model_summary(const store::Store& db, const search::CostModelOp
   if (o.on)
     text += fmt::format(", {} proposal{} screened out (up to {} asked per step)", p.screened_out,
                         p.screened_out == 1 ? "" : "s", o.candidates);
+  if (p.given_up > 0) text += fmt::format(", {} given up as too slow", p.given_up);
   const search::CostModelAccuracy a = search::cost_model_accuracy(db);
   if (a.candidates >= 2 && std::isfinite(a.spearman))
     text += fmt::format(

@@ -220,6 +220,14 @@ int main(int argc, char** argv) {
                    "side-by-side timing budget per candidate (default 0.3)")
       ->check(CLI::PositiveNumber);
   opt_cmd
+      ->add_option("--give-up", opt.give_up,
+                   "give up on a proposal whose first timed calls are this many times slower "
+                   "than its chain's current kernel (or than the chain could accept at its "
+                   "temperature) before verifying or fully timing it: verdict too-slow, never "
+                   "accepted (default 2; 0: never; a resumed run keeps its setting; "
+                   "docs/search.md)")
+      ->check(CLI::NonNegativeNumber);
+  opt_cmd
       ->add_option("--cost-model", opt.cost_model,
                    "on: a model learned during the run from its own evaluations ranks 8 "
                    "proposals per step and only the most promising is evaluated; off: every "

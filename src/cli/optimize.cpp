@@ -46,6 +46,7 @@ std::string progress_line(const api::ProgressEvent& e) {
       p.best_seconds > 0 ? p.baseline_seconds / p.best_seconds : 0.0, ms(p.baseline_seconds),
       e.roofline_fraction * 100, measure::regime_name(e.cold), fmt::join(p.temperatures, ","));
   if (e.cost_model_on) line += fmt::format(", {} screened out", p.screened_out);
+  if (p.given_up > 0) line += fmt::format(", {} given up as too slow", p.given_up);
   return e.llm_usage.empty() ? line : line + ", llm: " + e.llm_usage;
 }
 

@@ -110,6 +110,28 @@ std::vector<std::string> check_calls(const ir::Graph& graph, const runner::Timed
   return problems;
 }
 
+// A run the runner stopped for pace (BenchOptions::abandon_ratio, call_limit_seconds):
+// how much slower the first kernel was.
+BenchReport& abandoned(BenchReport& report, const std::vector<BenchKernel>& kernels,
+                       const runner::TimedOutcome& timed) {
+  report.status = BenchStatus::Abandoned;
+  report.fastest = timed.fastest_seconds;
+  report.over_call_limit = timed.over_call_limit;
+  char text[256];
+  if (timed.over_call_limit) {
+    report.message = timed.message;
+    return report;
+  }
+  const double a = report.fastest.size() > 0 ? report.fastest[0] : 0;
+  const double b = report.fastest.size() > 1 ? report.fastest[1] : 0;
+  report.fastest_ratio = b > 0 ? a / b : 0;
+  std::snprintf(text, sizeof text, "%s's fastest call took %.4g ms, x%.3g of %s's %.4g ms",
+                kernels[0].name.c_str(), a * 1e3, report.fastest_ratio,
+                kernels.size() > 1 ? kernels[1].name.c_str() : "?", b * 1e3);
+  report.message = text;
+  return report;
+}
+
 }  // namespace
 
 Stats summarize(std::vector<double> samples) {
@@ -134,6 +156,7 @@ const char* bench_status_name(BenchStatus s) {
     case BenchStatus::RunFailed: return "run-failed";
     case BenchStatus::Wrong: return "wrong";
     case BenchStatus::Refused: return "refused";
+    case BenchStatus::Abandoned: return "abandoned";
   }
   return "unknown";
 }
@@ -219,6 +242,9 @@ BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernel
   timing.fresh_inputs = true;
   timing.check_calls = options.check_calls;
   timing.fresh_points = options.fresh_points;
+  timing.call_limit_seconds = options.call_limit_seconds;
+  timing.abandon_ratio = options.abandon_ratio;
+  timing.cap_seconds = options.cap_seconds;
 
   const MachineCpu cpu_before = machine_cpu();
   const double own_before = own_cpu();
@@ -230,6 +256,7 @@ BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernel
   if (cpu_before.ok && cpu_after.ok && wall > 0)
     report.others_cpus =
         std::max(0.0, (cpu_after.busy - cpu_before.busy - (own_cpu() - own_before)) / wall);
+  if (timed.over_call_limit) return abandoned(report, kernels, timed);
   if (timed.status != runner::Status::Ok) {
     report.status = BenchStatus::RunFailed;
     report.message = std::string(runner::status_name(timed.status)) + ": " + timed.message;
@@ -237,8 +264,12 @@ BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernel
   }
   report.rounds = timed.rep_seconds.empty() ? 0 : static_cast<int>(timed.rep_seconds[0].size());
   report.warmup_seconds = timed.warmup_seconds;
+  if (timed.abandoned) return abandoned(report, kernels, timed);
+  report.fastest = timed.fastest_seconds;
 
-  const std::vector<std::string> problems = check_calls(graph, timed, report);
+  const std::vector<std::string> problems = options.check_outputs
+                                                ? check_calls(graph, timed, report)
+                                                : std::vector<std::string>(report.kernels.size());
   for (size_t k = 0; k < report.kernels.size(); ++k) {
     KernelTiming& kt = report.kernels[k];
     kt.stats = summarize(timed.rep_seconds[k]);

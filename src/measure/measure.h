@@ -251,6 +251,18 @@ struct BenchOptions {
   int fresh_points = 64;
   // The name every kernel exports (`--symbol`, emit::check_symbol): the adapter calls it.
   std::string kernel_symbol = "ollie_kernel";
+  // Pace (runner::TimingOptions; the search's giving up on hopeless candidates, two
+  // kernels with the reference second). 0: off. A call of the first kernel longer than
+  // call_limit_seconds, or its fastest call over abandon_ratio times the second's once
+  // each was clocked twice, ends the timing: BenchStatus::Abandoned. The timed rounds
+  // stop after cap_seconds once two were made, even before min_rounds.
+  double call_limit_seconds = 0;
+  double abandon_ratio = 0;
+  double cap_seconds = 0;
+  // false: the timed calls' outputs are not compared with the reference (saves the
+  // reference's work). Only for a probe whose times can do nothing but reject a kernel
+  // (the search's speed probe before verification); never for a time that is reported.
+  bool check_outputs = true;
 };
 
 struct KernelTiming {
@@ -263,8 +275,10 @@ struct KernelTiming {
 };
 
 // Refused: a kernel's source or build failed the screens (build/screen.h) and never ran.
-enum class BenchStatus { Ok, CompileError, RunFailed, Wrong, Refused };
-// "ok", "compile-error", "run-failed", "wrong", "refused"
+// Abandoned: the first kernel was slower than BenchOptions' pace allows (its times are
+// not a measurement: BenchReport::fastest_ratio says how much slower it was).
+enum class BenchStatus { Ok, CompileError, RunFailed, Wrong, Refused, Abandoned };
+// "ok", "compile-error", "run-failed", "wrong", "refused", "abandoned"
 const char* bench_status_name(BenchStatus s);
 
 struct BenchReport {
@@ -284,6 +298,12 @@ struct BenchReport {
   // of wall clock; -1 when unknown. The figure to read first on a shared machine.
   double others_cpus = -1;
   std::vector<std::string> noise;  // why the timings may not be trustworthy (empty when clean)
+  // Pace (BenchOptions::abandon_ratio, call_limit_seconds): each kernel's fastest clocked
+  // call (warm-up rounds included; 0: none), and their ratio, first over second (0:
+  // unknown; with over_call_limit at least call_limit_seconds over the second's fastest).
+  std::vector<double> fastest;
+  double fastest_ratio = 0;
+  bool over_call_limit = false;
 };
 
 // others_cpus at or above this is reported as noise.

@@ -157,6 +157,18 @@ struct TimingOptions {
   bool fresh_inputs = false;
   int check_calls = 8;
   int fresh_points = 64;
+  // Pace (the search's giving up on hopeless candidates; protocol.h, RequestHeader). 0: off.
+  // A call of the first kernel that runs longer than call_limit_seconds ends the run at
+  // once (TimedOutcome::over_call_limit, status Timeout).
+  double call_limit_seconds = 0;
+  // Two kernels: the rounds stop (TimedOutcome::abandoned) after any round, warm-up ones
+  // included, in which each kernel has made two clocked calls (the first ten, unless its
+  // calls took 10 ms together) and the first one's fastest is more than abandon_ratio
+  // times the second one's.
+  double abandon_ratio = 0;
+  // The timed rounds stop once cap_seconds have passed and at least min(min_rounds, 2)
+  // were made, even before min_rounds (bounds a slow kernel's rounds by time).
+  double cap_seconds = 0;
 };
 
 // A timed call of fresh mode kept for checking: the inputs it saw (rebuilt from the
@@ -181,6 +193,11 @@ struct TimedOutcome : Outcome {
   // Fresh: the checked calls of every kernel (min(check_calls, rounds) each), by round.
   std::vector<CheckedCall> checked;
   double warmup_seconds = 0;
+  // Pace (TimingOptions): the run stopped because the first kernel was too slow, by the
+  // ratio of the fastest calls, or by a call over the limit (the child was then killed).
+  bool abandoned = false;
+  bool over_call_limit = false;
+  std::vector<double> fastest_seconds;  // per kernel: its fastest clocked call (0: none)
 };
 
 // Times `kernels` (one, or two side by side) in ONE child process, on ONE set of buffers

@@ -112,6 +112,9 @@ TimedOutcome time_kernels(const std::vector<Kernel>& kernels, const ir::Graph& g
   if (timing.max_rounds < 1 || timing.min_rounds < 1 || timing.min_rounds > timing.max_rounds ||
       timing.warmup_rounds < 0)
     throw UserError("runner: timing needs 1 <= min rounds <= max rounds and warm-up rounds >= 0");
+  if (!(timing.call_limit_seconds >= 0) || !(timing.abandon_ratio >= 0) ||
+      !(timing.cap_seconds >= 0))
+    throw UserError("runner: the call limit, the abandon ratio and the cap must be >= 0");
   if (timing.fresh_inputs && (timing.check_calls < 1 || timing.check_calls > 1000 ||
                               timing.fresh_points < 0 || timing.fresh_points > 100000))
     throw UserError(
@@ -158,6 +161,9 @@ TimedOutcome time_kernels(const std::vector<Kernel>& kernels, const ir::Graph& g
   header.budget_seconds = timing.budget_seconds;
   header.flush_bytes = timing.cold ? timing.flush_bytes : 0;
   header.warm_call = timing.warm_call ? 1 : 0;
+  header.call_limit_seconds = timing.call_limit_seconds;
+  header.abandon_ratio = kernels.size() == 2 ? timing.abandon_ratio : 0;
+  header.cap_seconds = timing.cap_seconds;
   header.nonce = run_nonce();
   Options child = options;
   child.steady_openmp = options.steady_openmp || timing.steady_openmp;
@@ -181,6 +187,15 @@ TimedOutcome time_kernels(const std::vector<Kernel>& kernels, const ir::Graph& g
   }
   TimedOutcome timed;
   static_cast<Outcome&>(timed) = execute(runner, so_paths, memfd.get(), header.nonce, what, child);
+  if (timing.call_limit_seconds > 0 && timed.status == Status::Crash && timed.signal == SIGALRM) {
+    // The child's alarm around a call of the first kernel (run_timed's call limit).
+    timed.status = Status::Timeout;
+    timed.over_call_limit = true;
+    char limit[64];
+    std::snprintf(limit, sizeof limit, "%.3g s", timing.call_limit_seconds);
+    timed.message = "a call of '" + kernels[0].so_path + "' ran longer than its limit of " + limit +
+                    " and was stopped";
+  }
   if (timed.status != Status::Ok) return timed;
   Mapping map(memfd.get(), layout.total_size);
   // The staged sets the child refilled the live inputs from (and compared them with after
@@ -215,6 +230,8 @@ TimedOutcome time_kernels(const std::vector<Kernel>& kernels, const ir::Graph& g
     return timed;
   }
   timed.warmup_seconds = results.warmup_seconds;
+  timed.abandoned = results.abandoned != 0;
+  for (size_t k = 0; k < kernels.size(); ++k) timed.fastest_seconds.push_back(results.fastest[k]);
   const char* times = map.base() + layout.results_offset + sizeof results;
   for (size_t k = 0; k < kernels.size(); ++k) {
     std::vector<double> seconds(results.rounds);

@@ -81,6 +81,7 @@ class Chains {
       p.temperatures = temperatures_;
       p.last = last_;
       p.screened_out = model_ ? model_->screened_out() : 0;
+      p.given_up = given_up_;
       if (progress) progress(p);
     }
   }
@@ -93,6 +94,9 @@ class Chains {
 
   double cost_of(const Evaluation& e, double parent_seconds) const {
     if (e.verdict == Verdict::Pass && e.median_seconds > 0) return std::log(seconds_of(e));
+    // Given up on as too slow: what its first calls showed (the step is rejected anyway).
+    if (e.verdict == Verdict::TooSlow && e.ratio_vs_baseline > 0 && baseline_seconds_ > 0)
+      return std::log(baseline_seconds_ * e.ratio_vs_baseline);
     return std::log(std::max(parent_seconds, 1e-9)) +
            options_.penalty_weight * std::max(e.penalty, 1e-3);
   }
@@ -109,7 +113,8 @@ class Chains {
   // was ever evaluated, else evaluated now (and, with `may_confirm`, confirmed when it
   // would be the new best) and stored before returning.
   std::pair<int64_t, Evaluation> evaluated(const Candidate& c, int64_t parent, bool may_confirm,
-                                           std::optional<double> predicted = std::nullopt) {
+                                           std::optional<double> predicted = std::nullopt,
+                                           const GiveUp& give_up = {}) {
     const std::string hash = sha256_hex(c.source);
     if (auto existing = store_.candidate_by_hash(hash))
       if (auto row = store_.evaluation_of(existing->id))
@@ -123,8 +128,9 @@ class Chains {
     row.proposer = c.proposer;
     row.predicted = predicted;
     const int64_t id = store_.add_candidate(row);
-    const Evaluation e = evaluator_.evaluate(c);
+    const Evaluation e = evaluator_.evaluate_paced(c, give_up);
     ++evaluations_;
+    given_up_ += e.verdict == Verdict::TooSlow ? 1 : 0;
     // A stored evaluation never needs confirming: one that made its candidate the best
     // was confirmed in the same transaction, and any other was slower than the best of
     // its time, which only gets faster.
@@ -321,12 +327,14 @@ class Chains {
       proposal = choice.candidate;
     }
     const int64_t evaluated_before = evaluations_;
-    auto [id, e] = evaluated(*proposal, cur.id, true, choice.predicted);
+    const double t = temperatures_[static_cast<size_t>(chain)];
+    auto [id, e] = evaluated(*proposal, cur.id, true, choice.predicted, give_up_for(cur, t));
     if (model_ && choice.inputs && evaluations_ > evaluated_before) learn(*choice.inputs, e);
     const State next = state_of(id, *proposal, e, cur.seconds);
-    const double t = temperatures_[static_cast<size_t>(chain)];
     const double u = std::uniform_real_distribution<double>(0, 1)(rng);
-    const bool accept = next.cost <= cur.cost || u < std::exp(-(next.cost - cur.cost) / t);
+    // A candidate given up on as too slow was never verified: never accepted.
+    const bool accept = e.verdict != Verdict::TooSlow &&
+                        (next.cost <= cur.cost || u < std::exp(-(next.cost - cur.cost) / t));
     store::Step row;
     row.step = step;
     row.chain = chain;
@@ -378,10 +386,25 @@ class Chains {
                           mix(~options_.seed, static_cast<uint64_t>(step)));
   }
 
-  // A fresh evaluation that measured a time teaches the cost model.
+  // A fresh evaluation that measured a time teaches the cost model; one given up on as
+  // too slow teaches the ratio its first calls showed (at least that slow).
   void learn(const std::vector<double>& inputs, const Evaluation& e) {
     if (e.verdict == Verdict::Pass && e.median_seconds > 0 && baseline_seconds_ > 0)
       model_->observe(inputs, std::log(seconds_of(e) / baseline_seconds_));
+    else if (e.verdict == Verdict::TooSlow && e.ratio_vs_baseline > 0)
+      model_->observe(inputs, std::log(e.ratio_vs_baseline));
+  }
+
+  // How slow a proposal from `cur` on a chain at temperature `t` may be before its
+  // evaluation gives up on it (SearchOptions::give_up): slower than max(give_up, the
+  // ratio whose acceptance probability is kAcceptedAtMost) times the chain's current
+  // cost, it could neither be accepted (but with a smaller probability) nor be the best
+  // (the best is at most the current state's time).
+  GiveUp give_up_for(const State& cur, double t) const {
+    if (options_.give_up <= 0 || baseline_seconds_ <= 0 || !std::isfinite(cur.cost)) return {};
+    constexpr double kAcceptedAtMost = 1e-6;
+    const double factor = std::max(options_.give_up, std::exp(-t * std::log(kAcceptedAtMost)));
+    return {std::exp(cur.cost) * factor / baseline_seconds_, baseline_seconds_};
   }
 
   // From a random one of the best few verified candidates.
@@ -429,6 +452,7 @@ class Chains {
     double seconds = 0;
   } best_;
   int64_t evaluations_ = 0, steps_ = 0, accepted_ = 0;
+  int64_t given_up_ = 0;  // evaluations this session that gave up (TooSlow)
   std::string last_;
   std::optional<CostModel> model_;  // SearchOptions::cost_model
 };

@@ -446,12 +446,12 @@ std::unique_ptr<llm::Model> make_replay_model(std::vector<store::ModelCall> call
   return std::make_unique<ReplayModel>(std::move(calls), protocol, std::move(recorded_path));
 }
 
-Evaluation ReplayEvaluator::evaluate(const Candidate& candidate) {
+Evaluation ReplayEvaluator::evaluate_paced(const Candidate& candidate, const GiveUp& give_up) {
   const auto c = recorded_.candidate_by_hash(sha256_hex(candidate.source));
   const auto row = c ? recorded_.evaluation_of(c->id) : std::nullopt;
   if (!row) {
     ++evaluated_;
-    return fallback_.evaluate(candidate);
+    return fallback_.evaluate_paced(candidate, give_up);
   }
   ++reused_;
   return evaluation_from_row(*row);

@@ -112,12 +112,25 @@ struct Comparison {
   double seconds = 0;  // wall time of the comparison
 };
 
+// When an evaluation may give up on a candidate as too slow (docs/search.md, "Giving up
+// on slow candidates"): the chain's limit, as a ratio to the baseline's time.
+struct GiveUp {
+  double ratio = 0;             // candidate / baseline time beyond which it is hopeless; 0: never
+  double baseline_seconds = 0;  // the baseline's time (sizes the runner's call limit)
+};
+
 // Turns a candidate into an Evaluation. Implementations must be pure in the sense of
 // docs/design.md section 9 (the same candidate gives an equivalent result; safe to repeat).
 class Evaluator {
  public:
   virtual ~Evaluator() = default;
   virtual Evaluation evaluate(const Candidate& candidate) = 0;
+  // The same, but an evaluator that can may stop early with the verdict TooSlow once the
+  // candidate's first timed calls are slower than `give_up.ratio` times the baseline's,
+  // before verifying it (a verified candidate is timed in full). By default: evaluate().
+  virtual Evaluation evaluate_paced(const Candidate& candidate, const GiveUp& give_up) {
+    return evaluate(candidate);
+  }
   // Times `a` side by side with `b` (both passed `evaluate`), longer than `evaluate`
   // does. nullopt when this evaluator cannot; the chain then trusts evaluate's times.
   virtual std::optional<Comparison> compare(const Candidate& a, const Candidate& b) {
@@ -135,10 +148,16 @@ struct EvaluatorOptions {
   bool cold = false;             // flush the caches before every timed call
   std::string runner_path;
   std::string cache_dir;
+  // The side-by-side timing's rounds stop after timing_cap x bench_seconds once two were
+  // made, even before its 5 (a slow kernel's timing is bounded by time); 0: no cap.
+  double timing_cap = 4;
 };
 // Verifies at `quick`; a passing candidate is then timed side by side with the baseline
 // (one runner session, rounds A B B A), and its time is the ratio times the baseline's.
-// compare() times two candidates the same way, for confirm_seconds.
+// compare() times two candidates the same way, for confirm_seconds. evaluate_paced() with
+// a ratio first probes the candidate's speed against the baseline (two calls each, a
+// call limit in the runner) and gives up (TooSlow) before verifying it when it is slower
+// than the ratio.
 std::unique_ptr<Evaluator> make_local_evaluator(const ir::Graph& graph, verify::GraphAt graph_at,
                                                 const std::string& baseline_source,
                                                 EvaluatorOptions options);
@@ -175,6 +194,11 @@ struct SearchOptions {
   // A candidate whose first timing makes it the run's new best is timed again side by
   // side with the current best (Evaluator::compare) before it is recorded as the best.
   bool confirm_new_best = true;
+  // A proposal whose first timed calls are more than max(give_up, the ratio the chain's
+  // acceptance takes with probability 1e-6 at its temperature) times slower than the
+  // chain's current state is given up (verdict TooSlow, never accepted); 0: every
+  // proposal is verified and timed in full.
+  double give_up = 2.0;
   std::vector<std::pair<std::string, double>> proposer_weights = {{"mutate", 1.0}};
   // Evaluated after the baseline, before the chains start from the best of the run; each
   // result is a "warm-start" event and a line to `on_warm_start` (warm_start_line).
@@ -194,6 +218,7 @@ struct Progress {
   std::vector<double> temperatures;
   std::string last;          // the last step, for a person
   int64_t screened_out = 0;  // proposals the cost model kept from being evaluated, this session
+  int64_t given_up = 0;      // evaluations that gave up on a too slow candidate, this session
 };
 
 // Why the search stopped.
@@ -306,7 +331,10 @@ class ReplayEvaluator : public Evaluator {
  public:
   ReplayEvaluator(const store::Store& recorded, Evaluator& fallback)
       : recorded_(recorded), fallback_(fallback) {}
-  Evaluation evaluate(const Candidate& candidate) override;
+  Evaluation evaluate(const Candidate& candidate) override {
+    return evaluate_paced(candidate, GiveUp{});
+  }
+  Evaluation evaluate_paced(const Candidate& candidate, const GiveUp& give_up) override;
   int64_t reused() const { return reused_; }
   int64_t evaluated() const { return evaluated_; }
 

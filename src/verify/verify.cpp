@@ -33,6 +33,7 @@ const char* verdict_name(Verdict v) {
     case Verdict::Tampered: return "tampered";
     case Verdict::Refused: return "refused";
     case Verdict::Weak: return "weak";
+    case Verdict::TooSlow: return "too-slow";
   }
   return "?";
 }
@@ -41,7 +42,7 @@ std::optional<Verdict> verdict_from_name(std::string_view name) {
   for (Verdict v :
        {Verdict::Pass, Verdict::Wrong, Verdict::Crash, Verdict::Timeout, Verdict::OutOfMemory,
         Verdict::Forbidden, Verdict::CompileError, Verdict::LoadError, Verdict::Sanitizer,
-        Verdict::Tampered, Verdict::Refused, Verdict::Weak})
+        Verdict::Tampered, Verdict::Refused, Verdict::Weak, Verdict::TooSlow})
     if (name == verdict_name(v)) return v;
   return std::nullopt;
 }

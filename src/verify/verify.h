@@ -34,7 +34,8 @@ enum class Verdict {
   Sanitizer,
   Tampered,
   Refused,
-  Weak
+  Weak,
+  TooSlow
 };
 // "pass", "wrong", "crash", "timeout", "out-of-memory", "forbidden-syscall", "compile-error",
 // "load-error", "sanitizer" (the full level's AddressSanitizer/UndefinedBehaviorSanitizer build
@@ -44,7 +45,9 @@ enum class Verdict {
 // constructors, inline assembly, the environment, ...), "weak" (every element agreed, but
 // for some output most elements had no finite bound from either criterion: only the
 // relative floor checked them, a pass that means little; Options::accept_weak makes it
-// a pass)
+// a pass), "too-slow" (never the verifier's: the search gave up on a candidate whose first
+// timed calls were far slower than its chain could accept, before or instead of verifying
+// or fully timing it; docs/search.md, "Giving up on slow candidates")
 const char* verdict_name(Verdict v);
 // The verdict named `name` (verdict_name's text, as the run database stores it); nullopt
 // for any other text.

@@ -2,10 +2,12 @@
 // output) and of its timed mode: known sleeps measured, two copies side by side near
 // 1x, a kernel twice as slow by construction near 2x, and the outputs of timed calls
 // coming back so that a kernel replaying an earlier result for the same buffers shows;
-// the untimed call before each timed one and the fixed OpenMP environment of timing.
+// the untimed call before each timed one and the fixed OpenMP environment of timing; the
+// pace limits (a far slower first kernel abandoned, a call over the limit stopped, the cap).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -372,6 +374,69 @@ TEST(Timing, TheOpenMpWaitPolicyIsFixedWhateverTheParentsEnvironment) {
   EXPECT_EQ(st[0], 1.0);
   EXPECT_EQ(st[1], 0.0);
   EXPECT_EQ(st[2], 0.0);
+}
+
+// Pace (TimingOptions::abandon_ratio, call_limit_seconds, cap_seconds): the search's way
+// of giving up on hopeless candidates early.
+TEST(Timing, AFirstKernelFarSlowerThanTheSecondIsAbandonedAfterTwoCallsEach) {
+  const auto graph = vector_spec(64);
+  TimingOptions timing;
+  timing.min_rounds = 20;
+  timing.budget_seconds = 0;
+  timing.abandon_ratio = 3;
+  const auto slow = ollie::runner::time_kernels({{sleeper(20000)}, {sleeper(1000)}}, graph,
+                                                two_sets(64), options(), timing);
+  ASSERT_EQ(slow.status, Status::Ok) << slow.message;
+  EXPECT_TRUE(slow.abandoned);
+  EXPECT_EQ(slow.rep_seconds[0].size(), 0u) << "abandoned in the warm-up rounds (A B, B A)";
+  ASSERT_EQ(slow.fastest_seconds.size(), 2u);
+  EXPECT_GE(slow.fastest_seconds[0], 0.02);
+  EXPECT_GT(slow.fastest_seconds[0], 3 * slow.fastest_seconds[1]);
+  // Within the ratio: timed as always.
+  timing.min_rounds = 3;
+  const auto fair = ollie::runner::time_kernels({{sleeper(2000)}, {sleeper(1000)}}, graph,
+                                                two_sets(64), options(), timing);
+  ASSERT_EQ(fair.status, Status::Ok) << fair.message;
+  EXPECT_FALSE(fair.abandoned);
+  EXPECT_EQ(fair.rep_seconds[0].size(), 3u);
+}
+
+// Sleeps a minute per call (no CPU burnt).
+const char* kSleepsAMinute = R"(
+extern "C" void ollie_entry(void* const* b, const int64_t* dims) {
+  timespec t{60, 0};
+  while (nanosleep(&t, &t) != 0) {}
+}
+)";
+
+TEST(Timing, ACallOverTheCallLimitIsStoppedAtOnce) {
+  const auto graph = vector_spec(16);
+  TimingOptions timing;
+  timing.call_limit_seconds = 0.05;
+  const std::vector<Kernel> kernels = {{build_so("sleeps_a_minute", kSleepsAMinute)},
+                                       {sleeper(100)}};  // compiled before the clock starts
+  const auto start = std::chrono::steady_clock::now();
+  const auto timed = ollie::runner::time_kernels(kernels, graph, two_sets(16), options(), timing);
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(timed.status, Status::Timeout) << timed.message;
+  EXPECT_TRUE(timed.over_call_limit);
+  EXPECT_NE(timed.message.find("ran longer than its limit of 0.05 s"), std::string::npos)
+      << timed.message;
+  EXPECT_LT(wall, 10) << "stopped, not waited for (the run's timeout is 30 s)";
+}
+
+TEST(Timing, TheCapEndsASlowKernelsTimedRoundsAfterTwo) {
+  const auto graph = vector_spec(16);
+  TimingOptions timing;
+  timing.warmup_rounds = 0;
+  timing.min_rounds = 10;
+  timing.budget_seconds = 0;
+  timing.cap_seconds = 0.03;
+  const auto timed =
+      ollie::runner::time_kernels({{sleeper(20000)}}, graph, two_sets(16), options(), timing);
+  ASSERT_EQ(timed.status, Status::Ok) << timed.message;
+  EXPECT_EQ(timed.rep_seconds[0].size(), 2u) << "two rounds, then over the cap";
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ constexpr int kReportFd = 4;  // write end of the report pipe
 
 constexpr char kRequestMagic[8] = {'O', 'L', 'L', 'I', 'E', 'R', 'Q', '1'};
 constexpr uint32_t kReportMagic = 0x4f4c5231;  // "OLR1"
-constexpr uint32_t kVersion = 8;
+constexpr uint32_t kVersion = 9;
 
 // At offset 0 of the memfd. Followed directly by
 //   Buffer buffers[n_buffers];              see below
@@ -87,6 +87,21 @@ struct RequestHeader {
   uint32_t fresh_reserved;
   uint64_t fresh_offset;
 
+  // ---- Pace (timed mode; the search gives up on hopeless candidates early) ----
+  // call_limit_seconds > 0: every call of the first kernel (warm-up, warm and timed) runs
+  // under a one-shot ITIMER_REAL of that many seconds; a call that runs longer ends the
+  // child by SIGALRM (the parent reports it as over the limit). abandon_ratio > 0 (two
+  // kernels): after every round (warm-up rounds included) in which each kernel has made
+  // at least two calls on the clock (the first kernel ten, unless its calls took 10 ms
+  // together), the rounds stop when the first kernel's fastest call so far is more than
+  // abandon_ratio times the second's (TimedResults::abandoned).
+  // cap_seconds > 0: the timed rounds stop once this much time has passed since the
+  // first timed round began and at least min(min_rounds, 2) rounds were made, even
+  // before min_rounds (a slow kernel's rounds are bounded by time).
+  double call_limit_seconds;
+  double abandon_ratio;
+  double cap_seconds;
+
   // Random per run; every report carries it back. The child zeroes the header region
   // (this, the magic, the paths) before the kernel is loaded, so a report the kernel
   // forges lacks it.
@@ -101,6 +116,10 @@ struct TimedResults {
   // ---- Fresh inputs (see RequestHeader::fresh) ----
   uint32_t fresh_errno;  // getrandom failed with this errno (the rounds stopped); 0: fine
   uint32_t fresh_reserved;
+  // ---- Pace (see RequestHeader::abandon_ratio) ----
+  uint32_t abandoned;  // 1: the rounds stopped because the first kernel was too slow
+  uint32_t pace_reserved;
+  double fastest[2];  // each kernel's fastest call on the clock (warm-up rounds included); 0: none
 };
 
 // One checked call of fresh mode, followed by uint64_t rotation[n_inputs] (the live input

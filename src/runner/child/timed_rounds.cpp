@@ -4,7 +4,9 @@
 // fact.
 #include "runner/child/timed_rounds.h"
 
+#include <signal.h>
 #include <sys/random.h>
+#include <sys/time.h>
 #include <time.h>
 
 #include <algorithm>
@@ -55,7 +57,9 @@ class Rounds {
         rotation_(n_in_),
         points_(n_in_ * h_.fresh_points),
         element_bytes_(n_in_, 1),
-        seen_(request.entries.size()) {
+        seen_(request.entries.size()),
+        fastest_(request.entries.size(), 0.0),
+        clocked_(request.entries.size(), 0) {
     if (h_.fresh) std::memcpy(element_bytes_.data(), view_ + h_.fresh_offset, n_in_ * 4);
     for (uint32_t& e : element_bytes_) e = e == 0 ? 1 : e;
     copies_.resize(n_sets_ * n_in_);
@@ -68,6 +72,12 @@ class Rounds {
   // inputs could not be drawn (results.fresh_errno says why).
   bool round(uint32_t r, bool timed);
   uint32_t fresh_errno() const { return errno_; }
+  // Kernel k's fastest call on the clock so far (0: none yet).
+  double fastest(size_t k) const { return k < fastest_.size() ? fastest_[k] : 0; }
+  // Two kernels, each clocked at least twice (the first ten times unless its calls took
+  // 10 ms together), and the first's fastest call more than `ratio` times the second's
+  // (RequestHeader::abandon_ratio).
+  bool first_slower_than(double ratio) const;
 
  private:
   uint64_t elem(size_t i) const { return element_bytes_[i]; }
@@ -79,6 +89,7 @@ class Rounds {
   bool freshen();
   void poison();
   void call(size_t k);
+  void run_kernel(size_t k);
   void after_call();
   bool fresh_input_intact(size_t i, char* message, size_t size) const;
   bool keep(size_t k, uint32_t r);
@@ -94,6 +105,9 @@ class Rounds {
   std::vector<uint64_t> rotation_, points_;  // fresh: the call's draws
   std::vector<uint32_t> element_bytes_;      // fresh: per input (from the fresh region)
   std::vector<uint64_t> seen_;               // fresh: timed calls per kernel so far
+  std::vector<double> fastest_;              // per kernel: its fastest call on the clock
+  std::vector<uint32_t> clocked_;            // per kernel: its calls on the clock
+  double clocked_seconds_ = 0;               // the first kernel's calls on the clock, in all
   std::vector<InputCopy> copies_;            // not fresh: what the live inputs of set s hold
   uint64_t calls_ = 0;                       // kernel calls so far (the checks name them)
   size_t loaded_set_ = SIZE_MAX;             // not fresh: the set the live inputs hold
@@ -167,8 +181,37 @@ void Rounds::poison() {
 }
 
 void Rounds::call(size_t k) {
-  rq_.entries[k](rq_.live, rq_.dims);
+  run_kernel(k);
   after_call();
+}
+
+// Kernel k's call itself; the first kernel's under the call limit (RequestHeader::
+// call_limit_seconds): an alarm armed right before, disarmed right after, whose default
+// action ends the child.
+void Rounds::run_kernel(size_t k) {
+  const bool limited = k == 0 && h_.call_limit_seconds > 0;
+  if (limited) {
+    itimerval limit{};
+    const double s = h_.call_limit_seconds;
+    limit.it_value.tv_sec = static_cast<time_t>(s);
+    limit.it_value.tv_usec =
+        static_cast<suseconds_t>((s - static_cast<double>(limit.it_value.tv_sec)) * 1e6);
+    if (limit.it_value.tv_sec == 0 && limit.it_value.tv_usec == 0) limit.it_value.tv_usec = 1;
+    setitimer(ITIMER_REAL, &limit, nullptr);
+  }
+  rq_.entries[k](rq_.live, rq_.dims);
+  if (limited) {
+    const itimerval off{};
+    setitimer(ITIMER_REAL, &off, nullptr);
+  }
+}
+
+bool Rounds::first_slower_than(double ratio) const {
+  if (fastest_.size() != 2 || clocked_[0] < 2 || clocked_[1] < 2 || fastest_[1] <= 0) return false;
+  // A fastest call to trust: of two calls that took 10 ms or more together (a slow
+  // kernel, the case worth stopping), else of ten (microseconds are noisy).
+  if (clocked_[0] < 10 && clocked_seconds_ < 0.01) return false;
+  return fastest_[0] > ratio * fastest_[1];
 }
 
 // Fresh: input i holds what refill and freshen wrote (the set rotated by rotation_[i],
@@ -274,9 +317,11 @@ bool Rounds::round(uint32_t r, bool timed) {
     if (rq_.flush) flush_caches(rq_.flush, h_.flush_bytes);
     if (fresh && !freshen()) return false;  // the last writes before the clock
     const double t0 = now();
-    rq_.entries[k](rq_.live, rq_.dims);
+    run_kernel(k);
     const double t1 = now();
     if (timed) times_[k * h_.max_rounds + r] = t1 - t0;
+    fastest_[k] = clocked_[k]++ == 0 ? t1 - t0 : std::min(fastest_[k], t1 - t0);
+    if (k == 0) clocked_seconds_ += t1 - t0;
     after_call();
     if (fresh) {
       if (timed && !keep(k, r)) return false;
@@ -289,25 +334,53 @@ bool Rounds::round(uint32_t r, bool timed) {
   return true;
 }
 
+// The call limit's alarm must end the child: SIGALRM at its default action and not
+// blocked, whatever the child inherited.
+void default_alarm() {
+  signal(SIGALRM, SIG_DFL);
+  sigset_t alarm;
+  sigemptyset(&alarm);
+  sigaddset(&alarm, SIGALRM);
+  sigprocmask(SIG_UNBLOCK, &alarm, nullptr);
+}
+
+// Whether the timed rounds go on after `rounds` of them, `elapsed` seconds in.
+bool more_rounds(const proto::RequestHeader& h, uint32_t rounds, double elapsed) {
+  if (rounds >= h.max_rounds) return false;
+  if (h.cap_seconds > 0 && elapsed >= h.cap_seconds &&
+      rounds >= std::min<uint32_t>(h.min_rounds, 2))
+    return false;
+  return rounds < h.min_rounds || elapsed < h.budget_seconds;
+}
+
 }  // namespace
 
 void run_timed(const TimedRequest& request) {
   const proto::RequestHeader& h = *request.header;
+  if (h.call_limit_seconds > 0) default_alarm();
   Rounds rounds_of(request);
+  const bool pace = h.abandon_ratio > 0;
+  bool abandoned = false;
   const double warm_start = now();
   bool ok = true;
-  for (uint32_t r = 0; r < h.warmup && ok; ++r) ok = rounds_of.round(r, false);
+  for (uint32_t r = 0; r < h.warmup && ok && !abandoned; ++r) {
+    ok = rounds_of.round(r, false);
+    abandoned = ok && pace && rounds_of.first_slower_than(h.abandon_ratio);
+  }
   const double start = now();
   uint32_t rounds = 0;
-  while (ok && rounds < h.max_rounds &&
-         (rounds < h.min_rounds || now() - start < h.budget_seconds)) {
+  while (ok && !abandoned && more_rounds(h, rounds, now() - start)) {
     ok = rounds_of.round(rounds, true);
     if (ok) ++rounds;
+    abandoned = ok && pace && rounds_of.first_slower_than(h.abandon_ratio);
   }
   proto::TimedResults results{};
   results.rounds = rounds;
   results.warmup_seconds = start - warm_start;
   results.fresh_errno = rounds_of.fresh_errno();
+  results.abandoned = abandoned ? 1 : 0;
+  results.fastest[0] = rounds_of.fastest(0);
+  results.fastest[1] = rounds_of.fastest(1);
   // The times were kept in the child's private mapping until now (the kernel's calls are over).
   std::memcpy(request.view + h.results_offset, &results, sizeof results);
   std::memcpy(request.view + h.results_offset + sizeof results, request.times,
