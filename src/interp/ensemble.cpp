@@ -19,9 +19,7 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-double largest_finite(ir::DType t) {
-  return t == ir::DType::F32 ? static_cast<double>(FLT_MAX) : std::numeric_limits<double>::max();
-}
+double largest_finite(ir::DType t) { return ir::largest_finite(t); }
 
 // Per output element, the sum of the squares of the terms a Reduce sum or a Contract
 // adds up (the same op on squared operands, evaluated without rounding or bound work).
