@@ -268,9 +268,17 @@ Dtype decode_descr(const std::string& descr, const std::string& what) {
   if (code == "i8") return {ElementType::I64, 8, swap};
   if (code == "b1" || code == "?") return {ElementType::Bool, 1, false};
   if (code == "f2" || code == "e") return {ElementType::F16, 2, swap};
-  // ml_dtypes.bfloat16 is a 2-byte void with a byte order ('<V2'); numpy's own void
-  // (structured data, raw bytes) has none ('|V2') and is no number.
-  if (code == "V2" && (descr[0] == '<' || descr[0] == '>')) return {ElementType::BF16, 2, swap};
+  // ml_dtypes.bfloat16 is a 2-byte void with a little-endian byte order ('<V2'); numpy's own
+  // void (structured data, raw bytes) has none ('|V2') and is no number. ml_dtypes' '>V2'
+  // is ambiguous: its arrays of that dtype hold swapped bytes or not depending on how they
+  // were made (np.array(..., dtype) keeps little-endian bytes, astype swaps).
+  if (descr == "<V2") return {ElementType::BF16, 2, false};
+  if (descr == ">V2") {
+    fail(what,
+         "dtype '>V2' (a big-endian bfloat16) is ambiguous: ml_dtypes writes such files "
+         "with bytes in either order; save it little-endian, as "
+         "np.save(path, x.astype(ml_dtypes.bfloat16)) does ('<V2')");
+  }
   if (!code.empty() && code[0] == 'V') {
     fail(what, "dtype '" + descr +
                    "' is raw bytes (numpy void), not numbers; ollie reads a 2-byte void only "

@@ -24,7 +24,7 @@ struct Array {
 using ArrayList = std::vector<std::pair<std::string, Array>>;
 
 // Parses / serializes one .npy (version 1.0-3.0; little- or big-endian f2, f4, f8, i4, i8,
-// b1 and V2 (bfloat16; any other void type is refused);
+// b1 and '<V2' (bfloat16; any other void type is refused);
 // C or Fortran order on input, C order on output). Throws UserError naming `what`
 // (the file or entry) on malformed data or an unsupported dtype.
 Array parse_npy(const std::string& bytes, const std::string& what);

@@ -35,6 +35,7 @@ def write_fixtures():
     bf16 = np.dtype(ml_dtypes.bfloat16)
     np.save(DATA / "bf16.npy", np.array(halves[:3] + [2.0**-133, 3e38] + halves[4:],
                                          dtype=bf16).reshape(3, 3))
+    # '>V2' with little-endian bytes (ml_dtypes does not swap here, astype would): refused.
     np.save(DATA / "big_bf16.npy", np.array([1.5, -2.0, 0.1], dtype=bf16.newbyteorder(">")))
     np.save(DATA / "void2.npy", np.zeros(2, dtype="V2"))
     np.save(DATA / "u1.npy", np.array([1, 2], dtype="u1"))
