@@ -73,8 +73,9 @@ namespace detail {
     const uint64_t payload = (a & 0xfffffffffffffULL) >> 42;
     return static_cast<uint16_t>(sign | 0x7c00u | (payload ? payload : 1u));
   }
-  if (a >= 0x40f0000000000000ULL) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 2^16
-  if (a >= 0x3f10000000000000ULL) {  // >= 2^-14
+  // >= 2^16: inf; >= 2^-14: normal (or rounds up to inf past 65520).
+  if (a >= 0x40f0000000000000ULL) return static_cast<uint16_t>(sign | 0x7c00u);
+  if (a >= 0x3f10000000000000ULL) {
     const uint64_t rebased = a - (1008ULL << 52);
     const uint64_t bias = (uint64_t{1} << 41) - 1 + ((rebased >> 42) & 1u);
     return static_cast<uint16_t>(sign | ((rebased + bias) >> 42));
@@ -89,7 +90,8 @@ namespace detail {
 // kept); every NaN becomes the quiet NaN 0x7fc0 with its sign.
 [[gnu::always_inline]] inline uint16_t float_to_bf16(float f) {
   const uint32_t x = std::bit_cast<uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>(((x >> 16) & 0x8000u) | 0x7fc0u);
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>(((x >> 16) & 0x8000u) | 0x7fc0u);
   return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 

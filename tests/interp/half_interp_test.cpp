@@ -39,10 +39,9 @@ void expect_values(const Result& r, const std::vector<double>& want) {
 }
 
 TEST(HalfReference, F32ToF16RoundsToNearestEvenOverflowsAndKeepsSubnormals) {
-  const Result r = convert(
-      DType::F32, DType::F16,
-      {1 + 0x1p-11, 1 + 3 * 0x1p-11, 65519.0, 65520.0, -70000.0, 1.5 * 0x1p-24, 0x1p-26, 0x1p-25,
-       std::nan("")});
+  const Result r = convert(DType::F32, DType::F16,
+                           {1 + 0x1p-11, 1 + 3 * 0x1p-11, 65519.0, 65520.0, -70000.0, 1.5 * 0x1p-24,
+                            0x1p-26, 0x1p-25, std::nan("")});
   expect_values(r, {1.0, 1 + 0x1p-9, 65504.0, kInf, -kInf, 0x1p-23, 0.0, 0.0, std::nan("")});
   // An exact operand rounds exactly as numpy does: no bound.
   for (size_t i = 0; i < 9; ++i) EXPECT_EQ(r.bounds[0].data[i], 0.0) << i;
@@ -97,8 +96,8 @@ TEST(HalfReference, ArithmeticInF16AndBf16IsBoundedByTheirUnitRoundoff) {
 TEST(HalfReference, F16OverflowAtAnOutputIsInfWithBoundZero) {
   TestGraph tg;
   tg.out(tg.b.binary(OpKind::Mul, tg.in("a", DType::F16, S({3})), tg.in("b", DType::F16, S({3}))));
-  const Result r =
-      tg.run({T(DType::F16, {3}, {300.0, -300.0, 255.875}), T(DType::F16, {3}, {300.0, 300.0, 256.0})});
+  const Result r = tg.run(
+      {T(DType::F16, {3}, {300.0, -300.0, 255.875}), T(DType::F16, {3}, {300.0, 300.0, 256.0})});
   EXPECT_EQ(r.values[0].data[0], kInf);
   EXPECT_EQ(r.bounds[0].data[0], 0.0);
   EXPECT_EQ(r.values[0].data[1], -kInf);

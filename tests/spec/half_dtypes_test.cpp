@@ -36,12 +36,12 @@ TEST(HalfDtypes, AnnotationsNameBothTypes) {
 // The deployed form: low-precision in, float32 arithmetic after an explicit astype,
 // low-precision out; every spelling of the two dtypes numpy and ml_dtypes accept.
 TEST(HalfDtypes, AstypeToAndFromEverySpelling) {
-  auto g = compile(spec(
-      "def f(x: \"bf16[M, N]\", y: \"f16[M, N]\") -> (\"bf16[M, N]\", \"f16[M, N]\", "
-      "\"bf16[M, N]\", \"f16[M, N]\"):\n"
-      "    s = x.astype(np.float32) + y.astype(np.float32)\n"
-      "    return (s.astype(ml_dtypes.bfloat16), s.astype(np.float16), s.astype('bfloat16'),\n"
-      "            s.astype(np.half))\n"));
+  auto g = compile(
+      spec("def f(x: \"bf16[M, N]\", y: \"f16[M, N]\") -> (\"bf16[M, N]\", \"f16[M, N]\", "
+           "\"bf16[M, N]\", \"f16[M, N]\"):\n"
+           "    s = x.astype(np.float32) + y.astype(np.float32)\n"
+           "    return (s.astype(ml_dtypes.bfloat16), s.astype(np.float16), s.astype('bfloat16'),\n"
+           "            s.astype(np.half))\n"));
   for (size_t i = 0; i < 4; ++i) {
     const ir::Node& out = g.node(g.outputs[i]);
     EXPECT_EQ(out.kind, OpKind::Convert) << i;
@@ -65,13 +65,13 @@ TEST(HalfDtypes, FromImportsWork) {
 // numpy 2 with ml_dtypes: f16/bf16 with f32 -> f32, with each other -> f32, with f64 ->
 // f64, with an int32 array -> f64, with a bool array or a Python scalar -> itself.
 TEST(HalfDtypes, PromotionFollowsNumpyAndMlDtypes) {
-  auto g = compile(spec(
-      "def f(h: \"f16[M]\", b: \"bf16[M]\", s: \"f32[M]\", d: \"f64[M]\", i: \"i32[M]\",\n"
-      "      m: \"bool[M]\") -> (\"f32[M]\", \"f32[M]\", \"f32[M]\", \"f64[M]\", \"f64[M]\",\n"
-      "      \"f64[M]\", \"bf16[M]\", \"f16[M]\", \"bf16[M]\", \"f16[M]\", \"bf16[M]\"):\n"
-      "    return (h + s, b * s, h + b, b + d, h + i, b - i, b + 1.5, h * 2, b + m,\n"
-      "            h - h, b / b)\n"));
-  const char* want[] = {"f32[M]", "f32[M]", "f32[M]",  "f64[M]", "f64[M]", "f64[M]",
+  auto g = compile(
+      spec("def f(h: \"f16[M]\", b: \"bf16[M]\", s: \"f32[M]\", d: \"f64[M]\", i: \"i32[M]\",\n"
+           "      m: \"bool[M]\") -> (\"f32[M]\", \"f32[M]\", \"f32[M]\", \"f64[M]\", \"f64[M]\",\n"
+           "      \"f64[M]\", \"bf16[M]\", \"f16[M]\", \"bf16[M]\", \"f16[M]\", \"bf16[M]\"):\n"
+           "    return (h + s, b * s, h + b, b + d, h + i, b - i, b + 1.5, h * 2, b + m,\n"
+           "            h - h, b / b)\n"));
+  const char* want[] = {"f32[M]",  "f32[M]", "f32[M]",  "f64[M]", "f64[M]", "f64[M]",
                         "bf16[M]", "f16[M]", "bf16[M]", "f16[M]", "bf16[M]"};
   for (size_t i = 0; i < std::size(want); ++i) EXPECT_EQ(out_type(g, i), want[i]) << i;
   // bf16 + 1.5: the Python float is weak and takes bf16 (exact value kept in the reference).
@@ -80,9 +80,9 @@ TEST(HalfDtypes, PromotionFollowsNumpyAndMlDtypes) {
 }
 
 TEST(HalfDtypes, ScalarCastsRoundTheLiteral) {
-  auto g = compile(spec(
-      "def f(x: \"f16[M]\", y: \"bf16[M]\") -> (\"f16[M]\", \"bf16[M]\"):\n"
-      "    return x * np.float16(0.1), y * ml_dtypes.bfloat16(0.1)\n"));
+  auto g =
+      compile(spec("def f(x: \"f16[M]\", y: \"bf16[M]\") -> (\"f16[M]\", \"bf16[M]\"):\n"
+                   "    return x * np.float16(0.1), y * ml_dtypes.bfloat16(0.1)\n"));
   std::vector<double> consts;
   for (const auto& n : g.nodes)
     if (n.kind == OpKind::Const) consts.push_back(n.const_value);
@@ -94,15 +94,17 @@ TEST(HalfDtypes, ErrorsSayWhatToDo) {
   Err e = error_of(spec("def f(x: \"f8[M]\") -> \"f8[M]\":\n    return x\n"));
   EXPECT_HAS(e.message, "unknown dtype 'f8'");
   EXPECT_HAS(e.hint, "f16, bf16");
-  e = error_of(spec("def f(x: \"f32[M]\") -> \"f32[M]\":\n"
+  e =
+      error_of(spec("def f(x: \"f32[M]\") -> \"f32[M]\":\n"
                     "    return x.astype(ml_dtypes.float8_e4m3fn).astype(np.float32)\n"));
   EXPECT_HAS(e.message, "ml_dtypes.float8_e4m3fn is not supported");
   EXPECT_HAS(e.hint, "bfloat16");
   e = error_of(spec("def f(x: \"bf16[M]\") -> \"bf16[M]\":\n    return x.astype(np.float32)\n"));
   EXPECT_HAS(e.message, "returns f32[M] but the annotation says bf16[M]");
   EXPECT_HAS(e.hint, "astype(ml_dtypes.bfloat16)");
-  e = error_of("import numpy as np\nimport jax\nDIMS = dict(M=4)\n"
-               "def f(x: \"f32[M]\") -> \"f32[M]\":\n    return x\n");
+  e = error_of(
+      "import numpy as np\nimport jax\nDIMS = dict(M=4)\n"
+      "def f(x: \"f32[M]\") -> \"f32[M]\":\n    return x\n");
   EXPECT_HAS(e.hint, "ml_dtypes");
 }
 
