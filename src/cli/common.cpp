@@ -35,6 +35,8 @@ npy::ElementType element_type(ir::DType t) {
     case ir::DType::I32: return npy::ElementType::I32;
     case ir::DType::I64: return npy::ElementType::I64;
     case ir::DType::Bool: return npy::ElementType::Bool;
+    case ir::DType::F16: return npy::ElementType::F16;
+    case ir::DType::BF16: return npy::ElementType::BF16;
   }
   return npy::ElementType::F64;
 }
@@ -46,6 +48,8 @@ const char* element_type_name(npy::ElementType t) {
     case npy::ElementType::I32: return "int32";
     case npy::ElementType::I64: return "int64";
     case npy::ElementType::Bool: return "bool";
+    case npy::ElementType::F16: return "float16";
+    case npy::ElementType::BF16: return "bfloat16";
   }
   return "?";
 }

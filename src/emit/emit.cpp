@@ -77,6 +77,40 @@ const char* kKernelMath =
 #include "emit/kernel_math_text.inc"
     ;
 
+// ollie_half: float16 and bfloat16 conversions and storage types (src/support/half.h,
+// pasted as text into kernels that use them).
+const char* kHalf =
+#include "emit/half_text.inc"
+    ;
+
+bool is_half(DType t) { return t == DType::F16 || t == DType::BF16; }
+
+// The C++ type a value of dtype `t` is computed in: float for the 16-bit floats (they
+// are rounded only where the spec converts to them and where they are stored).
+const char* value_type(DType t) { return is_half(t) ? "float" : c_type(t); }
+
+// The element type a kernel reads and writes a buffer through: for the 16-bit floats,
+// ollie_half's types that convert to float on a load and round on a store.
+const char* storage_type(DType t) {
+  if (t == DType::F16) return "ollie_half::f16";
+  if (t == DType::BF16) return "ollie_half::bf16";
+  return c_type(t);
+}
+
+// A conversion to a 16-bit float: round to nearest even as numpy (f16, from a double
+// directly) and ml_dtypes (bf16, through float) do.
+std::string round_to_half(DType to, DType from, const std::string& x) {
+  const std::string via = from == DType::F64 && to == DType::F16 ? "double" : "float";
+  return std::string(to == DType::F16 ? "ollie_half::round_f16" : "ollie_half::round_bf16") +
+         "(static_cast<" + via + ">(" + x + "))";
+}
+
+bool uses_half(const ir::Graph& g) {
+  for (const auto& n : g.nodes)
+    if (is_half(n.dtype)) return true;
+  return false;
+}
+
 // The function computing a call: ollie_math's where it has one for the type.
 std::string call_function(const std::string& fn, DType t) {
   const bool has = fn == "exp" || fn == "exp2" || fn == "tanh" || fn == "log" ||
@@ -96,7 +130,11 @@ class Printer {
       case ExprKind::FloatImm: return float_text(e->float_value, e->dtype);
       case ExprKind::Var: return e->name;
       case ExprKind::Dim: return dim_text(e->dim);
-      case ExprKind::Load: return e->name + "[" + expr(e->args[0]) + "]";
+      case ExprKind::Load:
+        // A 16-bit float reads as float (explicitly, so templates see float).
+        if (is_half(e->dtype))
+          return "static_cast<float>(" + e->name + "[" + expr(e->args[0]) + "])";
+        return e->name + "[" + expr(e->args[0]) + "]";
       case ExprKind::Unary:
         switch (e->op) {
           case OpKind::Neg: return "(-" + expr(e->args[0]) + ")";
@@ -116,7 +154,7 @@ class Printer {
       case ExprKind::Binary: {
         const std::string a = expr(e->args[0]), b = expr(e->args[1]);
         // Explicit template arguments: an i64 index may meet a plain int literal.
-        const std::string t = c_type(e->args[0]->dtype);
+        const std::string t = value_type(e->args[0]->dtype);
         switch (e->op) {
           case OpKind::Add: return "(" + a + " + " + b + ")";
           case OpKind::Sub: return "(" + a + " - " + b + ")";
@@ -140,7 +178,8 @@ class Printer {
       case ExprKind::Select:
         return "(" + expr(e->args[0]) + " ? " + expr(e->args[1]) + " : " + expr(e->args[2]) + ")";
       case ExprKind::Cast:
-        return std::string("static_cast<") + c_type(e->dtype) + ">(" + expr(e->args[0]) + ")";
+        if (is_half(e->dtype)) return round_to_half(e->dtype, e->args[0]->dtype, expr(e->args[0]));
+        return std::string("static_cast<") + value_type(e->dtype) + ">(" + expr(e->args[0]) + ")";
       case ExprKind::Call: {
         std::string s = call_function(e->name, e->args[0]->dtype) + "(";
         for (size_t i = 0; i < e->args.size(); ++i) s += (i ? ", " : "") + expr(e->args[i]);
@@ -195,9 +234,12 @@ class Printer {
         break;
       case StmtKind::Allocate: {
         if (s->register_tile && emit_vector_tile(s, vector_bytes_, depth, plain(), out)) break;
-        const char* t = c_type(s->dtype);
+        // A local buffer of 16-bit floats holds floats (values already rounded where the
+        // spec converts).
+        const char* t = value_type(s->dtype);
+        const int64_t bytes = is_half(s->dtype) ? 4 : ir::dtype_bytes(s->dtype);
         const auto n = s->size->kind == ExprKind::IntImm ? s->size->int_value : -1;
-        if (n >= 0 && n * static_cast<int64_t>(ir::dtype_bytes(s->dtype)) <= kStackBytes) {
+        if (n >= 0 && n * bytes <= kStackBytes) {
           // Small tiles of constant size live on the stack (private to the thread).
           out << pad << "alignas(64) " << t << " " << s->name << "[" << std::max<int64_t>(n, 1)
               << "];\n";
@@ -262,7 +304,7 @@ class Printer {
         whole.push_back(expr(e) + " == " + std::to_string(e->args[0]->int_value));
       }
     }
-    const std::string type = c_type(st->value->dtype);
+    const std::string type = value_type(st->value->dtype);
     // One accumulator per (index, update) pair, each summed in a vector of lanes.
     auto sums = [&](const std::vector<std::pair<Expr, Expr>>& updates, const std::string& p) {
       out << p << "{\n";
@@ -382,7 +424,7 @@ class Printer {
   }
 
   static std::string float_text(double v, DType t) {
-    const std::string ty = c_type(t);
+    const std::string ty = value_type(t);
     if (std::isnan(v)) return "std::numeric_limits<" + ty + ">::quiet_NaN()";
     if (std::isinf(v))
       return std::string(v < 0 ? "-" : "") + "std::numeric_limits<" + ty + ">::infinity()";
@@ -390,7 +432,7 @@ class Printer {
     std::snprintf(buf, sizeof buf, "%.17g", v);
     std::string s = buf;
     if (s.find_first_of(".e") == std::string::npos) s += ".0";
-    if (t == DType::F32) s += "f";
+    if (t == DType::F32 || is_half(t)) s += "f";
     return v < 0 ? "(" + s + ")" : s;
   }
 
@@ -454,6 +496,8 @@ const char* c_type(DType t) {
     case DType::I32: return "int32_t";
     case DType::I64: return "int64_t";
     case DType::Bool: return "bool";
+    case DType::F16:
+    case DType::BF16: return "uint16_t";  // the bit pattern (support/half.h)
   }
   throw InternalError("emit: unknown dtype");
 }
@@ -470,11 +514,12 @@ std::string kernel_declaration(const ir::Graph& graph, const std::string& symbol
   return out.str();
 }
 
-std::string kernel_prelude() {
+std::string kernel_prelude(bool half) {
   return std::string(
              "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <limits>\n"
              "#include <memory>\n#include <type_traits>\n\n") +
-         kHelpers + "\n" + kVectorHelpers + "\n" + kKernelMath + "\n";
+         kHelpers + "\n" + kVectorHelpers + "\n" + kKernelMath + "\n" +
+         (half ? std::string(kHalf) + "\n" : std::string());
 }
 
 std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph,
@@ -491,17 +536,29 @@ std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph,
       std::istringstream lines(options.schedule_text);
       for (std::string line; std::getline(lines, line);) out << "//   " << line << "\n";
     }
-    out << kernel_prelude();
+    out << kernel_prelude(uses_half(graph));
   }
   // The ABI's declaration, with the buffers' promise not to alias spelled __restrict
   // (a top-level qualifier of a parameter: the function type is unchanged).
   const std::vector<std::string> names = loops::abi_param_names(graph);
+  // A 16-bit float buffer comes as uint16_t (the ABI) under a raw name, and is read and
+  // written through ollie_half's type under its own.
+  std::vector<std::pair<std::string, std::string>> halves;  // raw name, typed declaration
+  auto param = [&](DType t, const std::string& name, bool input) {
+    const std::string c = input ? "const " : "";
+    if (!is_half(t)) return c + c_type(t) + "* __restrict " + name;
+    const std::string raw = "ollie_raw_" + name, typed = c + storage_type(t) + "*";
+    halves.emplace_back(
+        raw, typed + " __restrict " + name + " = reinterpret_cast<" + typed + ">(" + raw + ");");
+    return c + "uint16_t* __restrict " + raw;
+  };
   out << "extern \"C\" void " << options.symbol << "(";
   for (size_t i = 0; i < graph.params.size(); ++i)
-    out << "const " << c_type(graph.params[i].dtype) << "* __restrict " << names[i] << ", ";
+    out << param(graph.params[i].dtype, names[i], true) << ", ";
   for (size_t i = 0; i < graph.results.size(); ++i)
-    out << c_type(graph.results[i].dtype) << "* __restrict out" << i << ", ";
+    out << param(graph.results[i].dtype, "out" + std::to_string(i), false) << ", ";
   out << "const int64_t* dims) {\n";
+  for (const auto& h : halves) out << "  " << h.second << "\n";
   for (size_t i = 0; i < kernel.dims.size(); ++i)
     out << "  [[maybe_unused]] const int64_t " << kernel.dim_names[i] << " = dims[" << i << "];\n";
   Printer p(kernel, options.vector_bytes > 0 ? options.vector_bytes : tile_vector_bytes());

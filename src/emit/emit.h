@@ -27,10 +27,13 @@ struct EmitOptions {
 // of ollie_kernel.
 std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph,
                         const EmitOptions& options = {});
-// The includes and helpers every kernel needs, once per translation unit.
-std::string kernel_prelude();
+// The includes and helpers every kernel needs, once per translation unit; with `half`,
+// also the float16/bfloat16 conversions and storage types (support/half.h) a kernel
+// with a 16-bit float value needs.
+std::string kernel_prelude(bool half = false);
 
-// The C++ type of a dtype in the ABI: float, double, int32_t, int64_t, bool.
+// The C++ type of a dtype in the ABI: float, double, int32_t, int64_t, bool, and uint16_t
+// (the bit pattern) for f16 and bf16. A kernel computes f16 and bf16 values in float.
 const char* c_type(ir::DType t);
 
 // `extern "C" void ollie_kernel(...)` exactly as the ABI (docs/design.md section 3)

@@ -288,6 +288,8 @@ class VectorTile {
     const bool varies = loops::mentions(e, lane);
     switch (e->kind) {
       case ExprKind::Load: {
+        // A 16-bit float buffer is not a vector of the tile's type: left to the plain form.
+        if (e->dtype == ir::DType::F16 || e->dtype == ir::DType::BF16) break;
         if (!varies) return temp("ollie_splat<" + type_ + ">(" + plain_.expr(e) + ")", st);
         if (stride_of(e->args[0], lane) == 1) {
           const Expr at = loops::substitute(e->args[0], {{lane, loops::make_int(base)}});

@@ -177,6 +177,27 @@ Value eval_convert(const ir::Node& n, const Value& a) {
         },
         keep_saturated(1.0 - u));
   }
+  if (to == ir::DType::F16 || to == ir::DType::BF16) {
+    // Rounding is monotone: an implementation's operand lies in [x - e, x + e], so its
+    // rounded value lies between the roundings of the two ends. The bound is the larger
+    // distance from r to them: 0 unless that interval holds a rounding boundary (then the
+    // neighbour), so a kernel that rounds toward zero is off by a whole spacing where the
+    // bound is 0. (e + u|r| would miss a neighbour one spacing away when the operand's
+    // uncertainty straddles a tie, common with f32 arithmetic and a 16-bit result.) Plus
+    // the flush allowance where the result may be subnormal.
+    const double u = ir::unit_roundoff(to), eta = underflow_unit(to);
+    return map1(
+        a, to, false, value,
+        [to, eta](double x, double e, double r) {
+          if (e > 0) {
+            const double lo = round_to(to, x - e), hi = round_to(to, x + e);
+            const double d = std::max(std::fabs(lo - r), std::fabs(hi - r));
+            return std::min(std::fabs(lo), std::fabs(hi)) < eta ? d + eta : d;
+          }
+          return std::fabs(r) < eta ? std::fabs(r) : 0.0;
+        },
+        keep_saturated(1.0 - u));
+  }
   if (ir::is_float(to)) {
     const double u = ir::unit_roundoff(to), eta = underflow_unit(to);
     // An exact input rounds exactly as the reference did (unless the result is subnormal

@@ -19,10 +19,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-double largest_finite(ir::DType t) {
-  return t == ir::DType::F32 ? static_cast<double>(FLT_MAX) : std::numeric_limits<double>::max();
-}
-
 // Per output element, the sum of the squares of the terms a Reduce sum or a Contract
 // adds up (the same op on squared operands, evaluated without rounding or bound work).
 std::vector<double> squared_terms(const ir::Node& n, const Value& a, const Value* b,
@@ -137,7 +133,7 @@ void perturb(const ir::Node& n, Value& v, const std::vector<const Value*>& args,
       y[i] = std::isfinite(y[i]) ? moved : y[i];
     }
   }
-  const double top = largest_finite(n.dtype);
+  const double top = ir::largest_finite(n.dtype);
   for (double& y : x)
     if (std::fabs(y) > top) y = std::copysign(kInf, y);  // an honest f32 result overflows
 }

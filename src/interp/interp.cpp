@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "interp/kernels.h"
+#include "support/half.h"
 #include "support/random.h"
 
 namespace ollie::interp {
@@ -22,6 +23,8 @@ double round_to(ir::DType t, double x) {
     case ir::DType::I32:
     case ir::DType::I64: return std::trunc(x);
     case ir::DType::Bool: return x != 0.0 ? 1.0 : 0.0;
+    case ir::DType::F16: return ollie_half::round_f16(x);
+    case ir::DType::BF16: return ollie_half::round_bf16(x);
   }
   return x;
 }
@@ -50,8 +53,7 @@ int64_t clean_bounds(const double* __restrict r, double* __restrict e, int64_t n
 void finalize(Value& v) {
   if (v.exact()) return;
   constexpr double inf = std::numeric_limits<double>::infinity();
-  const double max_finite = v.t.dtype == ir::DType::F32 ? static_cast<double>(FLT_MAX)
-                                                        : std::numeric_limits<double>::max();
+  const double max_finite = ir::largest_finite(v.t.dtype);
   const bool is_float = ir::is_float(v.t.dtype);
   const double* r = v.t.data.data();
   double* e = v.e.data();
@@ -455,6 +457,12 @@ Value round_input(const ir::Param& p, const Tensor& in, const std::vector<int64_
     case ir::DType::I32:
     case ir::DType::I64: round_all([](double a) { return std::trunc(a); }); break;
     case ir::DType::Bool: round_all([](double a) { return a != 0.0 ? 1.0 : 0.0; }); break;
+    case ir::DType::F16:
+      round_all([](double a) { return static_cast<double>(ollie_half::round_f16(a)); });
+      break;
+    case ir::DType::BF16:
+      round_all([](double a) { return static_cast<double>(ollie_half::round_bf16(a)); });
+      break;
   }
   if (any_subnormal) {
     v.e.assign(n, 0.0);
@@ -537,6 +545,25 @@ Value reduce(const ir::Node& node, const Value& x, const std::vector<int64_t>& o
 namespace {
 
 using detail::Value;
+
+// An output is stored in its dtype: where a saturated element's magnitude is certainly at
+// least the dtype's overflow threshold (its largest finite value plus half a spacing, 65520
+// for f16), every implementation stores an infinity of the element's sign. It becomes that
+// special value, with bound 0, instead of an unbounded element.
+void settle_overflow(detail::Value& v) {
+  // f16 and bf16 only for now: f32 outputs keep the saturated (unbounded) state that the
+  // tests and docs of the f32 rules pin; the same reasoning would hold for them.
+  if (v.lo.empty() || (v.t.dtype != ir::DType::F16 && v.t.dtype != ir::DType::BF16)) return;
+  const double largest = ir::largest_finite(v.t.dtype);
+  // Halfway from the largest finite value to the next power of two (a tie rounds to it).
+  const double threshold = (largest + std::ldexp(1.0, std::ilogb(largest) + 1)) / 2;
+  for (size_t k = 0; k < v.lo.size(); ++k) {
+    if (!(v.lo[k] >= threshold) || std::isnan(v.t.data[k])) continue;
+    v.t.data[k] = std::copysign(std::numeric_limits<double>::infinity(), v.t.data[k]);
+    v.e[k] = 0.0;
+    v.lo[k] = 0.0;
+  }
+}
 
 // The reference (member == nullptr), or an honest ensemble member.
 Result evaluate_graph(const ir::Graph& graph, const std::vector<Tensor>& inputs,
@@ -621,6 +648,7 @@ Result evaluate_graph(const ir::Graph& graph, const std::vector<Tensor>& inputs,
     bool later = std::find(graph.outputs.begin() + static_cast<long>(k) + 1, graph.outputs.end(),
                            graph.outputs[k]) != graph.outputs.end();
     Value v = later ? values[id] : std::move(values[id]);
+    settle_overflow(v);
     Tensor bound;
     bound.dtype = ir::DType::F64;  // a bound is a real magnitude whatever the value's dtype
     bound.shape = v.t.shape;

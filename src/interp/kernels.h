@@ -89,14 +89,9 @@ inline double rounding_unit(ir::DType t) {
 // Absolute error one rounding may add near zero: an implementation may flush subnormal
 // results and operands to zero (FTZ/DAZ, as GPU and fast-math code does), so each
 // rounding op may be off by the smallest normal number, FLT_MIN for f32 (2^-126) and
-// DBL_MIN for f64; relative terms (u·|r|) cannot cover results that small.
-inline double underflow_unit(ir::DType t) {
-  switch (t) {
-    case ir::DType::F32: return 0x1p-126;
-    case ir::DType::F64: return 0x1p-1022;
-    default: return 0.0;
-  }
-}
+// DBL_MIN for f64, 2^-14 for f16, 2^-126 for bf16; relative terms (u·|r|) cannot cover
+// results that small.
+inline double underflow_unit(ir::DType t) { return ir::smallest_normal(t); }
 
 // Growth factor of m rounded additions: deterministic m for short sums, λ·sqrt(m)
 // (probabilistic, order independent) once that is smaller.

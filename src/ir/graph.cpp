@@ -1,6 +1,7 @@
 // Graph construction (Builder) and the invariant checker shared by Builder and verify().
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "ir/ir.h"
@@ -14,12 +15,15 @@ const char* dtype_name(DType t) {
     case DType::I32: return "i32";
     case DType::I64: return "i64";
     case DType::Bool: return "bool";
+    case DType::F16: return "f16";
+    case DType::BF16: return "bf16";
   }
   return "?";
 }
 
 std::optional<DType> dtype_from_name(const std::string& name) {
-  for (DType t : {DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool})
+  for (DType t :
+       {DType::F32, DType::F64, DType::I32, DType::I64, DType::Bool, DType::F16, DType::BF16})
     if (name == dtype_name(t)) return t;
   return std::nullopt;
 }
@@ -31,16 +35,41 @@ int dtype_bytes(DType t) {
     case DType::F64:
     case DType::I64: return 8;
     case DType::Bool: return 1;
+    case DType::F16:
+    case DType::BF16: return 2;
   }
   return 0;
 }
 
-bool is_float(DType t) { return t == DType::F32 || t == DType::F64; }
+bool is_float(DType t) {
+  return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16;
+}
 
 double unit_roundoff(DType t) {
   switch (t) {
-    case DType::F32: return std::ldexp(1.0, -24);
-    case DType::F64: return std::ldexp(1.0, -53);
+    case DType::F32: return 0x1p-24;
+    case DType::F64: return 0x1p-53;
+    case DType::F16: return 0x1p-11;
+    case DType::BF16: return 0x1p-8;
+    default: return 0.0;
+  }
+}
+
+double largest_finite(DType t) {
+  switch (t) {
+    case DType::F32: return static_cast<double>(std::numeric_limits<float>::max());
+    case DType::F16: return 65504.0;
+    case DType::BF16: return 0x1.fep127;
+    default: return std::numeric_limits<double>::max();
+  }
+}
+
+double smallest_normal(DType t) {
+  switch (t) {
+    case DType::F32:
+    case DType::BF16: return 0x1p-126;
+    case DType::F64: return 0x1p-1022;
+    case DType::F16: return 0x1p-14;
     default: return 0.0;
   }
 }
@@ -164,7 +193,7 @@ void check_node(const Graph& g, ValueId id, const Node& n, std::vector<std::stri
     case OpKind::Const:
       if (!expect_operands(0)) return;
       if (rank != 0) fail("a const is a scalar");
-      if (!std::isfinite(n.const_value) && n.dtype != DType::F32 && n.dtype != DType::F64)
+      if (!std::isfinite(n.const_value) && !is_float(n.dtype))
         fail("non-finite constant of an exact dtype");
       break;
     case OpKind::Iota:

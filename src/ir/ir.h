@@ -8,7 +8,8 @@
 //   of `Graph::nodes`; every operand precedes its user (SSA, no cycles).
 // - Floating point: the *meaning* of a graph is exact real arithmetic on the input
 //   values, except at an explicit Convert (numpy `astype`, `dtype=`), which rounds
-//   to the target dtype (round to nearest even) exactly as numpy does. Every other
+//   to the target dtype (round to nearest even) exactly as numpy does (and ml_dtypes
+//   for bf16, which rounds an f64 or integer through f32 first). Every other
 //   op's result dtype says in which precision an implementation may compute it; the
 //   reference interpreter (interp/) computes in double and derives per element how
 //   far a correct implementation in that precision may be from the exact result.
@@ -43,14 +44,23 @@ namespace ollie::ir {
 // ----------------------------------------------------------------------------
 // Dtypes
 
-enum class DType { F32, F64, I32, I64, Bool };
+// F16: IEEE binary16 (numpy float16); BF16: bfloat16 (ml_dtypes.bfloat16, the top half
+// of an f32). Both are stored as 16-bit patterns (support/half.h converts them).
+enum class DType { F32, F64, I32, I64, Bool, F16, BF16 };
 
-const char* dtype_name(DType t);  // "f32", "f64", "i32", "i64", "bool"
+const char* dtype_name(DType t);  // "f32", "f64", "i32", "i64", "bool", "f16", "bf16"
 std::optional<DType> dtype_from_name(const std::string& name);
-int dtype_bytes(DType t);  // 4, 8, 4, 8, 1
+int dtype_bytes(DType t);  // 4, 8, 4, 8, 1, 2, 2
 bool is_float(DType t);
-// Unit roundoff: 2^-24 for f32, 2^-53 for f64, 0 for exact dtypes.
+// Unit roundoff: 2^-24 for f32, 2^-53 for f64, 2^-11 for f16, 2^-8 for bf16, 0 for exact
+// dtypes.
 double unit_roundoff(DType t);
+// The largest finite value of a float dtype (65504 for f16, FLT_MAX for f32, about
+// 3.39e38 for bf16); DBL_MAX for the exact dtypes (the reference's own range).
+double largest_finite(DType t);
+// The smallest positive normal value of a float dtype (2^-14 for f16, 2^-126 for f32 and
+// bf16, 2^-1022 for f64); 0 for the exact dtypes.
+double smallest_normal(DType t);
 
 // ----------------------------------------------------------------------------
 // Symbolic sizes

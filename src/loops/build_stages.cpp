@@ -438,7 +438,9 @@ class Lowerer {
     const double inf = std::numeric_limits<double>::infinity();
     switch (t) {
       case DType::F32:
-      case DType::F64: return make_float(is_max ? -inf : inf, t);
+      case DType::F64:
+      case DType::F16:
+      case DType::BF16: return make_float(is_max ? -inf : inf, t);
       case DType::I32:
         return make_int(
             is_max ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max(), t);

@@ -58,7 +58,7 @@ const char* binary_symbol(OpKind op) {
 }  // namespace
 
 Expr make_int(int64_t value, DType dtype) {
-  require(dtype != DType::F32 && dtype != DType::F64, "IntImm needs an integer or bool dtype");
+  require(!ir::is_float(dtype), "IntImm needs an integer or bool dtype");
   auto n = node(ExprKind::IntImm, dtype);
   n->int_value = value;
   return n;

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "support/error.h"
+#include "support/half.h"
 
 namespace ollie::npy {
 namespace {
@@ -229,6 +230,8 @@ const char* type_code(ElementType t) {
     case ElementType::I32: return "i4";
     case ElementType::I64: return "i8";
     case ElementType::Bool: return "b1";
+    case ElementType::F16: return "f2";
+    case ElementType::BF16: return "V2";
   }
   return "?";
 }
@@ -240,14 +243,17 @@ size_t type_size(ElementType t) {
     case ElementType::I32: return 4;
     case ElementType::I64: return 8;
     case ElementType::Bool: return 1;
+    case ElementType::F16:
+    case ElementType::BF16: return 2;
   }
   return 0;
 }
 
 Dtype decode_descr(const std::string& descr, const std::string& what) {
   const std::string supported =
-      "ollie reads float32 ('<f4'), float64 ('<f8'), int32 ('<i4'), int64 ('<i8') and bool "
-      "('|b1'); convert with .astype(np.float32) (or another of these) before saving";
+      "ollie reads float16 ('<f2'), float32 ('<f4'), float64 ('<f8'), int32 ('<i4'), int64 "
+      "('<i8'), bool ('|b1') and ml_dtypes.bfloat16 ('<V2'); convert with "
+      ".astype(np.float32) (or another of these) before saving";
   std::string code = descr;
   bool big = std::endian::native == std::endian::big;
   if (!code.empty() && (code[0] == '<' || code[0] == '>' || code[0] == '|' || code[0] == '=')) {
@@ -261,10 +267,24 @@ Dtype decode_descr(const std::string& descr, const std::string& what) {
   if (code == "i4") return {ElementType::I32, 4, swap};
   if (code == "i8") return {ElementType::I64, 8, swap};
   if (code == "b1" || code == "?") return {ElementType::Bool, 1, false};
-  if (code == "f2" || code == "e") {
+  if (code == "f2" || code == "e") return {ElementType::F16, 2, swap};
+  // ml_dtypes.bfloat16 is a 2-byte void with a little-endian byte order ('<V2'); numpy's own
+  // void (structured data, raw bytes) has none ('|V2') and is no number. ml_dtypes' '>V2'
+  // is ambiguous: its arrays of that dtype hold swapped bytes or not depending on how they
+  // were made (np.array(..., dtype) keeps little-endian bytes, astype swaps).
+  if (descr == "<V2") return {ElementType::BF16, 2, false};
+  if (descr == ">V2") {
+    fail(what,
+         "dtype '>V2' (a big-endian bfloat16) is ambiguous: ml_dtypes writes such files "
+         "with bytes in either order; save it little-endian, as "
+         "np.save(path, x.astype(ml_dtypes.bfloat16)) does ('<V2')");
+  }
+  if (!code.empty() && code[0] == 'V') {
     fail(what, "dtype '" + descr +
-                   "': float16 is not supported yet; save the array with "
-                   ".astype(np.float32)");
+                   "' is raw bytes (numpy void), not numbers; ollie reads a 2-byte void only "
+                   "as ml_dtypes.bfloat16 saves it ('<V2'). Save a bfloat16 array as "
+                   "np.save(path, x.astype(ml_dtypes.bfloat16)), or another dtype (" +
+                   supported + ")");
   }
   if (!code.empty() && code[0] == 'O') {
     fail(what, "dtype '" + descr +
@@ -280,7 +300,9 @@ U load(const char* p, bool swap) {
   U u;
   std::memcpy(&u, p, sizeof u);
   if (swap) {
-    if constexpr (sizeof(U) == 4)
+    if constexpr (sizeof(U) == 2)
+      u = __builtin_bswap16(u);
+    else if constexpr (sizeof(U) == 4)
       u = __builtin_bswap32(u);
     else
       u = __builtin_bswap64(u);
@@ -308,6 +330,8 @@ std::vector<double> decode_values(const char* p, size_t count, const Dtype& dt,
         break;
       }
       case ElementType::Bool: out[i] = *p != 0 ? 1.0 : 0.0; break;
+      case ElementType::F16: out[i] = ollie_half::f16_to_float(load<uint16_t>(p, dt.swap)); break;
+      case ElementType::BF16: out[i] = ollie_half::bf16_to_float(load<uint16_t>(p, dt.swap)); break;
     }
   }
   return out;
@@ -343,7 +367,9 @@ std::string type_descr(ElementType t) {
 template <typename U>
 void store_le(std::string& out, U u) {
   if constexpr (std::endian::native == std::endian::big) {
-    if constexpr (sizeof(U) == 4)
+    if constexpr (sizeof(U) == 2)
+      u = __builtin_bswap16(u);
+    else if constexpr (sizeof(U) == 4)
       u = __builtin_bswap32(u);
     else
       u = __builtin_bswap64(u);
@@ -497,6 +523,8 @@ std::string serialize_npy(const Array& array) {
         // numpy's astype(bool): any nonzero value (NaN included) is True.
         out += static_cast<char>(v != 0.0 ? 1 : 0);
         break;
+      case ElementType::F16: store_le(out, ollie_half::double_to_f16(v)); break;
+      case ElementType::BF16: store_le(out, ollie_half::double_to_bf16(v)); break;
     }
   }
   return out;

@@ -9,7 +9,9 @@
 
 namespace ollie::npy {
 
-enum class ElementType { F32, F64, I32, I64, Bool };
+// F16: numpy float16 ('<f2'); BF16: ml_dtypes.bfloat16, which numpy saves as the 2-byte
+// void '<V2' (np.load gives it back as '|V2': `.view(ml_dtypes.bfloat16)` restores it).
+enum class ElementType { F32, F64, I32, I64, Bool, F16, BF16 };
 
 // A dense C-order array as stored in a file; values widened to double.
 struct Array {
@@ -21,7 +23,8 @@ struct Array {
 // A named collection, in file order.
 using ArrayList = std::vector<std::pair<std::string, Array>>;
 
-// Parses / serializes one .npy (version 1.0-3.0; little- or big-endian f4, f8, i4, i8, b1;
+// Parses / serializes one .npy (version 1.0-3.0; little- or big-endian f2, f4, f8, i4, i8,
+// b1 and '<V2' (bfloat16; any other void type is refused);
 // C or Fortran order on input, C order on output). Throws UserError naming `what`
 // (the file or entry) on malformed data or an unsupported dtype.
 Array parse_npy(const std::string& bytes, const std::string& what);

@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "support/error.h"
+#include "support/half.h"
 #include "support/random.h"
 
 namespace ollie::runner::detail {
@@ -56,12 +57,32 @@ void load_as(const char* src, std::vector<double>& values) {
   }
 }
 
+// 16-bit floats as their bit patterns, converted as numpy (f16) and ml_dtypes (bf16) do.
+template <uint16_t (*ToBits)(double)>
+void store_half(char* dst, const std::vector<double>& values) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint16_t bits = ToBits(values[i]);
+    std::memcpy(dst + 2 * i, &bits, 2);
+  }
+}
+
+template <float (*FromBits)(uint16_t)>
+void load_half(const char* src, std::vector<double>& values) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, src + 2 * i, 2);
+    values[i] = static_cast<double>(FromBits(bits));
+  }
+}
+
 void load(const char* src, ir::DType dtype, std::vector<double>& values) {
   switch (dtype) {
     case ir::DType::F32: return load_as<float>(src, values);
     case ir::DType::F64: return load_as<double>(src, values);
     case ir::DType::I32: return load_as<int32_t>(src, values);
     case ir::DType::I64: return load_as<int64_t>(src, values);
+    case ir::DType::F16: return load_half<ollie_half::f16_to_float>(src, values);
+    case ir::DType::BF16: return load_half<ollie_half::bf16_to_float>(src, values);
     case ir::DType::Bool:
       // Anything but 0 or 1 (the poison, or garbage) must not pass as a truth value.
       for (size_t i = 0; i < values.size(); ++i) {
@@ -168,6 +189,8 @@ void store(char* dst, ir::DType dtype, const std::vector<double>& values) {
     case ir::DType::F64: return store_as<double>(dst, values);
     case ir::DType::I32: return store_as<int32_t>(dst, values);
     case ir::DType::I64: return store_as<int64_t>(dst, values);
+    case ir::DType::F16: return store_half<ollie_half::double_to_f16>(dst, values);
+    case ir::DType::BF16: return store_half<ollie_half::double_to_bf16>(dst, values);
     case ir::DType::Bool:
       for (size_t i = 0; i < values.size(); ++i) dst[i] = values[i] != 0 ? 1 : 0;
       return;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "support/half.h"
 #include "spec/elab_internal.h"
 
 namespace ollie::spec::elab {
@@ -231,6 +232,10 @@ ValuePtr Elab::dtype_cast(const BuiltinCall& c) {
   const Value& v = *a[0];
   if (v.kind == Kind::Float && t == DType::F32)
     return make_tensor(builder_.constant(static_cast<double>(static_cast<float>(v.f)), t, loc));
+  if (v.kind == Kind::Float && t == DType::F16)
+    return make_tensor(builder_.constant(ollie_half::round_f16(v.f), t, loc));
+  if (v.kind == Kind::Float && t == DType::BF16)
+    return make_tensor(builder_.constant(ollie_half::round_bf16(v.f), t, loc));
   if (v.kind == Kind::Tensor && !v.weak) return make_tensor(convert(v.t, t, loc));
   if (is_scalar(v)) return make_tensor(as_tensor(a[0], loc, t));
   fail(loc, std::string(ir::dtype_name(t)) + "() of " + kind_name(v));

@@ -130,14 +130,16 @@ ParsedAnn parse_annotation(const Elab& el, const Expr& e) {
   size_t start = r.pos;
   std::string dt = r.name();
   static const std::map<std::string, DType> kNames = {
-      {"f32", DType::F32},     {"float32", DType::F32}, {"f64", DType::F64},
-      {"float64", DType::F64}, {"i32", DType::I32},     {"int32", DType::I32},
-      {"i64", DType::I64},     {"int64", DType::I64},   {"bool", DType::Bool}};
+      {"f32", DType::F32},      {"float32", DType::F32}, {"f64", DType::F64},
+      {"float64", DType::F64},  {"i32", DType::I32},     {"int32", DType::I32},
+      {"i64", DType::I64},      {"int64", DType::I64},   {"bool", DType::Bool},
+      {"f16", DType::F16},      {"float16", DType::F16}, {"bf16", DType::BF16},
+      {"bfloat16", DType::BF16}};
   auto it = kNames.find(dt);
   if (dt.empty()) r.fail(start, "annotation \"" + s + "\" has no dtype");
   if (it == kNames.end())
     r.fail(start, "unknown dtype '" + dt + "' in annotation \"" + s + "\"",
-           "use one of f32, f64, i32, i64, bool");
+           "use one of f32, f64, f16, bf16, i32, i64, bool");
   ParsedAnn ann{it->second, {}, &e, {}};
   r.ws();
   if (r.peek() != '[') r.fail(r.pos, "expected '[' after the dtype in annotation \"" + s + "\"");

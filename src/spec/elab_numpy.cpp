@@ -50,11 +50,13 @@ std::optional<DType> Elab::to_dtype(const ValuePtr& v, SourceLoc loc) {
     static const std::map<std::string, DType> names = {
         {"float32", DType::F32}, {"f4", DType::F32},    {"float64", DType::F64},
         {"f8", DType::F64},      {"int32", DType::I32}, {"i4", DType::I32},
-        {"int64", DType::I64},   {"i8", DType::I64},    {"bool", DType::Bool}};
+        {"int64", DType::I64},   {"i8", DType::I64},    {"bool", DType::Bool},
+        {"float16", DType::F16}, {"f2", DType::F16},    {"bfloat16", DType::BF16}};
     if (auto it = names.find(v->s); it != names.end()) return it->second;
   }
   fail(loc, "unsupported dtype " + (v->kind == Kind::Str ? "'" + v->s + "'" : kind_name(*v)),
-       "use np.float32, np.float64, np.int32, np.int64 or np.bool_");
+       "use np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int32, np.int64 or "
+       "np.bool_");
 }
 
 ValuePtr Elab::attribute(const ValuePtr& base, const std::string& name, SourceLoc loc,
@@ -69,6 +71,7 @@ ValuePtr Elab::attribute(const ValuePtr& base, const std::string& name, SourceLo
       if (name == "newaxis") return make_none();
       if (name == "float32") return make_dtype(DType::F32);
       if (name == "float64" || name == "double") return make_dtype(DType::F64);
+      if (name == "float16" || name == "half") return make_dtype(DType::F16);
       if (name == "int32") return make_dtype(DType::I32);
       if (name == "int64") return make_dtype(DType::I64);
       if (name == "bool_" || name == "bool") return make_dtype(DType::Bool);
@@ -96,6 +99,11 @@ ValuePtr Elab::attribute(const ValuePtr& base, const std::string& name, SourceLo
       if (kMathFuncs.count(name)) return make_named(Kind::Builtin, "math." + name);
       fail(loc, "math." + name + " is not supported in a spec",
            "supported: math.pi, e, inf, sqrt, log, exp, tanh, sin, cos, erf");
+    }
+    if (m == "ml_dtypes") {
+      if (name == "bfloat16") return make_dtype(DType::BF16);
+      fail(loc, "ml_dtypes." + name + " is not supported in a spec",
+           "of ml_dtypes a spec may use bfloat16 only (and np.float16 for float16)");
     }
     fail(loc, m + "." + name + " is not supported in a spec", kSupportedHint);
   }

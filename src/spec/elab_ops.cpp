@@ -30,9 +30,13 @@ DType promote_types(DType a, DType b) {
   if (a == DType::Bool) return b;
   if (b == DType::Bool) return a;
   bool fa = ir::is_float(a), fb = ir::is_float(b);
-  if (fa && fb) return DType::F64;
+  if (fa && fb) {
+    // f16 and bf16 below f32 below f64; f16 with bf16 gives f32 (ml_dtypes' rule).
+    if (a == DType::F64 || b == DType::F64) return DType::F64;
+    return DType::F32;
+  }
   if (!fa && !fb) return DType::I64;
-  return DType::F64;  // f32 with any integer, f64 with anything: numpy gives f64
+  return DType::F64;  // any float with an i32 or i64 array: numpy gives f64
 }
 
 double py_floordiv(double a, double b) { return std::floor(a / b); }

@@ -207,25 +207,28 @@ void Elab::run_module() {
             globals_[bind] = make_named(Kind::Module, "np");
           else if (mod == "math")
             globals_[bind] = make_named(Kind::Module, "math");
+          else if (mod == "ml_dtypes")
+            globals_[bind] = make_named(Kind::Module, "ml_dtypes");
           else if (mod == "numpy.linalg" && !alias.empty())
             globals_[bind] = make_named(Kind::Module, "np.linalg");
           else
             fail(s.loc, "import of '" + mod + "' is not supported in a spec",
-                 "a spec may import only numpy (as np) and math");
+                 "a spec may import only numpy (as np), math and ml_dtypes");
         }
         break;
       case StmtKind::ImportFrom: {
         if (s.module == "__future__") break;
-        if (s.module != "numpy" && s.module != "math")
+        if (s.module != "numpy" && s.module != "math" && s.module != "ml_dtypes")
           fail(s.loc, "import from '" + s.module + "' is not supported in a spec",
-               "a spec may import only numpy (as np) and math");
-        auto mod = make_named(Kind::Module, s.module == "numpy" ? "np" : "math");
+               "a spec may import only numpy (as np), math and ml_dtypes");
+        const std::string short_name = s.module == "numpy" ? "np" : s.module;
+        auto mod = make_named(Kind::Module, short_name);
         for (auto& [name, alias] : s.names) {
           if (name == "*")
             fail(s.loc, "`from " + s.module + " import *` is not supported",
                  "use `import numpy as np`");
           globals_[alias.empty() ? name : alias] =
-              attribute(mod, name, s.loc, (s.module == "numpy" ? "np." : "math.") + name);
+              attribute(mod, name, s.loc, short_name + "." + name);
         }
         break;
       }
@@ -395,12 +398,14 @@ ir::Graph Elab::run() {
     }
     if (node(id).dtype != want_dtype)
       fail(ret_loc, "returns " + got + " but the annotation says " + want_str,
-           std::string("add .astype(np.") +
-               (want_dtype == DType::F32   ? "float32"
-                : want_dtype == DType::F64 ? "float64"
-                : want_dtype == DType::I32 ? "int32"
-                : want_dtype == DType::I64 ? "int64"
-                                           : "bool_") +
+           std::string("add .astype(") +
+               (want_dtype == DType::F32    ? "np.float32"
+                : want_dtype == DType::F64  ? "np.float64"
+                : want_dtype == DType::F16  ? "np.float16"
+                : want_dtype == DType::BF16 ? "ml_dtypes.bfloat16"
+                : want_dtype == DType::I32  ? "np.int32"
+                : want_dtype == DType::I64  ? "np.int64"
+                                            : "np.bool_") +
                ")");
     graph_.results.push_back({"out" + std::to_string(i), want_dtype, want});
     graph_.outputs.push_back(id);

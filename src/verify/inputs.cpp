@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "support/error.h"
+#include "support/half.h"
 #include "support/random.h"
 #include "verify/input_draw.h"
 #include "verify/polynomial.h"
@@ -95,9 +96,17 @@ void fill_chunk(double* out, size_t n, random::Xoshiro256& g, ir::DType dtype, D
   using random::normal;
   switch (dtype) {
     case ir::DType::F32:
-    case ir::DType::F64: {
-      const bool f32 = dtype == ir::DType::F32;
-      auto keep = [f32](double x) { return f32 ? static_cast<double>(static_cast<float>(x)) : x; };
+    case ir::DType::F64:
+    case ir::DType::F16:
+    case ir::DType::BF16: {
+      auto keep = [dtype](double x) {
+        switch (dtype) {
+          case ir::DType::F32: return static_cast<double>(static_cast<float>(x));
+          case ir::DType::F16: return static_cast<double>(ollie_half::round_f16(x));
+          case ir::DType::BF16: return static_cast<double>(ollie_half::round_bf16(x));
+          default: return x;
+        }
+      };
       switch (d) {
         case Distribution::Integer: {
           const auto width = static_cast<uint32_t>(2 * k + 1);  // k <= kMaxIntegerRange

@@ -85,6 +85,8 @@ std::vector<bool> live_values(const ir::Graph& g) {
 double exact_limit(ir::DType t) {
   switch (t) {
     case ir::DType::F32: return 0x1p24;
+    case ir::DType::F16: return 0x1p11;
+    case ir::DType::BF16: return 0x1p8;
     case ir::DType::I32: return 2147483647.0;
     default: return 0x1p53;
   }
@@ -93,6 +95,8 @@ double exact_limit(ir::DType t) {
 const char* limit_name(ir::DType t) {
   switch (t) {
     case ir::DType::F32: return "2^24 (f32)";
+    case ir::DType::F16: return "2^11 (f16)";
+    case ir::DType::BF16: return "2^8 (bf16)";
     case ir::DType::I32: return "2^31 - 1 (i32)";
     case ir::DType::I64: return "2^53 (i64, the reference's double)";
     default: return "2^53 (f64)";

@@ -910,6 +910,7 @@ TEST(Cli, EmittedBaselineOfEveryExampleAgreesWithTheReference) {
       {"matmul_bias_relu", "M=8,K=16,N=8"},
       {"softmax", "M=4,N=16"},
       {"layernorm", "T=4,D=16"},
+      {"layernorm_f16", "T=4,D=16"},
       {"rmsnorm", "T=4,D=16"},
       {"gelu", "M=4,N=16"},
       {"swiglu_mlp", "T=4,D=16,F=32"},

@@ -6,6 +6,7 @@
 import sys
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -26,6 +27,17 @@ def write_fixtures():
     np.save(DATA / "big_f4.npy", np.array([1.5, -2.0, 0.1], dtype=">f4"))
     np.save(DATA / "big_i8.npy", np.array([[1, -2], [3, 2**40]], dtype=">i8"))
     np.save(DATA / "f2.npy", np.array([1.0], dtype="<f2"))
+    # float16 and bfloat16 (ml_dtypes saves it as '<V2'): normal, subnormal, largest
+    # finite, signed zero, inf and NaN.
+    halves = [1.0, -2.5, 65504.0, 2.0**-24, -0.0, np.inf, np.nan, 0.1]
+    np.save(DATA / "f2_values.npy", np.array(halves, dtype="<f2").reshape(2, 4))
+    np.save(DATA / "big_f2.npy", np.array([1.5, -2.0, 0.1], dtype=">f2"))
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    np.save(DATA / "bf16.npy", np.array(halves[:3] + [2.0**-133, 3e38] + halves[4:],
+                                         dtype=bf16).reshape(3, 3))
+    # '>V2' with little-endian bytes (ml_dtypes does not swap here, astype would): refused.
+    np.save(DATA / "big_bf16.npy", np.array([1.5, -2.0, 0.1], dtype=bf16.newbyteorder(">")))
+    np.save(DATA / "void2.npy", np.zeros(2, dtype="V2"))
     np.save(DATA / "u1.npy", np.array([1, 2], dtype="u1"))
     np.save(DATA / "object.npy", np.array([1, "a"], dtype=object), allow_pickle=True)
     np.save(DATA / "i8_too_big.npy", np.array([2**53 + 1], dtype="<i8"))
@@ -51,6 +63,8 @@ def ollie_expected():
         "b1": np.array([True, False, True], dtype=bool),
         "scalar": np.array(2.25, dtype="<f8"),
         "empty": np.zeros((0,), dtype="<f4"),
+        "f2": np.array([[0.5, -65504.0], [2.0**-24, np.inf]], dtype="<f2"),
+        "bf16": np.array([0.5, -3e38, 2.0**-133, -np.inf], dtype=ml_dtypes.bfloat16),
         "cube": np.arange(24, dtype="<f4").reshape(2, 3, 4),
     }
 
@@ -59,6 +73,8 @@ def check_ollie_written():
     expected = ollie_expected()
     for key, want in expected.items():
         got = np.load(DATA / f"ollie_written_{key}.npy")
+        if want.dtype == ml_dtypes.bfloat16:
+            got = got.view(ml_dtypes.bfloat16)  # numpy loads ml_dtypes' '<V2' as raw bytes
         assert got.dtype == want.dtype and got.shape == want.shape, key
         assert np.array_equal(got, want), key
         # ollie's npy bytes must be exactly what numpy itself writes.
@@ -70,7 +86,8 @@ def check_ollie_written():
     with np.load(DATA / "ollie_written.npz") as z:
         assert list(z.keys()) == list(expected.keys())
         for key, want in expected.items():
-            assert z[key].dtype == want.dtype and np.array_equal(z[key], want), key
+            got = z[key].view(want.dtype) if want.dtype == ml_dtypes.bfloat16 else z[key]
+            assert got.dtype == want.dtype and np.array_equal(got, want), key
     print("numpy reads ollie's files: ok")
 
 

@@ -217,6 +217,19 @@ TEST(NumpyFixtures, ReadsEveryType) {
   expect_same(make(ElementType::Bool, {4}, {1, 0, 1, 1}), read_npy((kData / "b1.npy").string()));
 }
 
+// float16 and bfloat16 (ml_dtypes' '<V2'): each 16-bit value exactly, specials included.
+TEST(NumpyFixtures, ReadsFloat16AndBfloat16) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  expect_same(
+      make(ElementType::F16, {2, 4},
+           {1.0, -2.5, 65504.0, 0x1p-24, -0.0, inf, nan, 0x1.998p-4}),  // 0.1 rounded to float16
+      read_npy((kData / "f2_values.npy").string()));
+  expect_same(make(ElementType::BF16, {3, 3},
+                   {1.0, -2.5, 65536.0,  // 65504 rounded to bfloat16
+                    0x1p-133, 0x1.c4p127, -0.0, inf, nan, 0x1.9ap-4}),
+              read_npy((kData / "bf16.npy").string()));
+}
+
 TEST(NumpyFixtures, ScalarEmptyAndZeroSizedShapes) {
   expect_same(make(ElementType::F64, {}, {3.5}), read_npy((kData / "scalar.npy").string()));
   expect_same(make(ElementType::F32, {0}, {}), read_npy((kData / "empty.npy").string()));
@@ -235,6 +248,11 @@ TEST(NumpyFixtures, BigEndianIsByteSwapped) {
               read_npy((kData / "big_f4.npy").string()));
   expect_same(make(ElementType::I64, {2, 2}, {1, -2, 3, 1099511627776.0}),
               read_npy((kData / "big_i8.npy").string()));
+  expect_same(make(ElementType::F16, {3}, {1.5, -2.0, 0x1.998p-4}),
+              read_npy((kData / "big_f2.npy").string()));
+  // ml_dtypes writes '>V2' with bytes in either order: refused rather than guessed.
+  expect_user_error([] { read_npy((kData / "big_bf16.npy").string()); },
+                    {"big_bf16.npy", "'>V2'", "ambiguous", "'<V2'"});
 }
 
 TEST(NumpyFixtures, FormatVersions2And3) {
@@ -249,15 +267,15 @@ TEST(NumpyFixtures, FormatVersions2And3) {
 
 TEST(NumpyFixtures, SerializeMatchesNpSaveByteForByte) {
   for (const char* name : {"f4.npy", "f8.npy", "i4.npy", "i8.npy", "b1.npy", "scalar.npy",
-                           "empty.npy", "zeros_2x0x3.npy"}) {
+                           "empty.npy", "zeros_2x0x3.npy", "f2_values.npy", "bf16.npy"}) {
     std::string bytes = slurp(kData / name);
     EXPECT_EQ(serialize_npy(parse_npy(bytes, name)), bytes) << name;
   }
 }
 
 TEST(NumpyFixtures, UnsupportedDtypesAreRejectedClearly) {
-  expect_user_error([] { read_npy((kData / "f2.npy").string()); },
-                    {"f2.npy", "'<f2'", "float16 is not supported yet", "astype(np.float32)"});
+  expect_user_error([] { read_npy((kData / "void2.npy").string()); },
+                    {"void2.npy", "'|V2'", "raw bytes", "ml_dtypes.bfloat16"});
   expect_user_error([] { read_npy((kData / "u1.npy").string()); },
                     {"u1.npy", "unsupported dtype '|u1'", "'<f4'", "astype"});
   expect_user_error([] { read_npy((kData / "object.npy").string()); },
@@ -300,6 +318,8 @@ TEST(NumpyFixtures, GoldenFilesWrittenByOllie) {
       {"b1", make(ElementType::Bool, {3}, {1, 0, 1})},
       {"scalar", make(ElementType::F64, {}, {2.25})},
       {"empty", make(ElementType::F32, {0}, {})},
+      {"f2", make(ElementType::F16, {2, 2}, {0.5, -65504.0, 0x1p-24, INFINITY})},
+      {"bf16", make(ElementType::BF16, {4}, {0.5, -0x1.c4p127, 0x1p-133, -INFINITY})},
       {"cube", make(ElementType::F32, {2, 3, 4}, {})},
   };
   for (int i = 0; i < 24; ++i) arrays.back().second.data.push_back(i);
@@ -518,7 +538,8 @@ TEST(NpyMalformed, DataSizeMismatch) {
 
 TEST(NpyMalformed, RejectedDtypesByDescr) {
   for (auto [descr, expect] : std::initializer_list<std::pair<const char*, const char*>>{
-           {"<f2", "float16 is not supported yet"},
+           {"|V2", "raw bytes (numpy void)"},
+           {"<V4", "raw bytes (numpy void)"},
            {"|O", "object arrays are not supported"},
            {"<c8", "unsupported dtype '<c8'"},
            {"<U3", "unsupported dtype '<U3'"},

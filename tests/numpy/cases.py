@@ -11,6 +11,7 @@ SMALL_DIMS = {
     "matmul_bias_relu": dict(M=8, K=16, N=8),
     "softmax": dict(M=4, N=16),
     "layernorm": dict(T=4, D=16),
+    "layernorm_f16": dict(T=4, D=16),
     "rmsnorm": dict(T=4, D=16),
     "gelu": dict(M=4, N=16),
     "swiglu_mlp": dict(T=4, D=16, F=32),
@@ -31,6 +32,15 @@ SMALL_DIMS = {
 NO_REDUCTION = {"gelu", "rope"}
 
 LONG = 4096
+
+# The unit roundoff of a 16-bit float output (float16 2^-11, bfloat16 2^-8), None for the
+# others. Such an output is rounded in every run, numpy's "float64" one too: runs agree to
+# within its spacing, not to float64's.
+LOW_PRECISION_ROUNDOFF = {"f16": 2.0 ** -11, "bf16": 2.0 ** -8}
+
+
+def output_roundoff(spec, i=0):
+    return LOW_PRECISION_ROUNDOFF.get(spec.returns[i].dtype)
 
 # Weights that a real model scales by about 1/sqrt(fan_in); here by the nearest power of
 # two, so scaled values stay exactly representable in f32. Unscaled, positive or
@@ -84,6 +94,12 @@ def _drop_layernorm_mean(spec, x):
     var = (centred * centred).mean(axis=-1, keepdims=True)
     eps = spec.constant("EPS")
     return centred / np.sqrt(var + eps) * gamma + beta, None
+
+
+def _drop_layernorm_f16_mean(spec, x):
+    # What a kernel that dropped the term stores: the result rounded to float16.
+    out, mask = _drop_layernorm_mean(spec, x)
+    return out.astype(np.float16).astype(np.float64), mask
 
 
 def _drop_rmsnorm_mean_square(spec, x):
@@ -175,6 +191,7 @@ REDUCTION_CASES = {
     "matmul_bias_relu": (dict(M=4, K=LONG, N=4), _drop_matmul_k),
     "softmax": (dict(M=4, N=LONG), _drop_softmax_denominator),
     "layernorm": (dict(T=4, D=LONG), _drop_layernorm_mean),
+    "layernorm_f16": (dict(T=4, D=LONG), _drop_layernorm_f16_mean),
     "rmsnorm": (dict(T=4, D=LONG), _drop_rmsnorm_mean_square),
     "swiglu_mlp": (dict(T=2, D=8, F=LONG), _drop_swiglu_hidden),
     "attention_causal": (dict(S=LONG, D=4), _drop_attention_key),

@@ -58,6 +58,26 @@ def float64_mismatch(ref, want, f64_bound=None):
             f"worst at {idx}: " + describe(idx, ollie=ref, numpy=want))
 
 
+def rounded_mismatch(ref, want, roundoff):
+    """None if `ref` and numpy's `want` (an output rounded to a 16-bit float of unit roundoff
+    `roundoff`) are equal but for at most one spacing of that type (2 * roundoff * |value|)
+    on a few elements, else why not."""
+    ref = np.asarray(ref, np.float64)
+    want = np.asarray(want, np.float64)
+    special, why = _special_mismatch(ref, want, "numpy")
+    if why:
+        return why
+    with np.errstate(invalid="ignore"):
+        diff = np.where(special, 0.0, np.abs(ref - want))
+    spacing = 2 * roundoff * np.maximum(np.abs(ref), np.abs(want))
+    off = diff > 0
+    if np.all(diff <= spacing) and off.sum() <= max(1, off.size // 50):
+        return None
+    idx = np.unravel_index(np.argmax(diff / np.maximum(spacing, 1e-300)), diff.shape)
+    return (f"{off.sum()} of {off.size} elements differ from numpy (at most a few may, by one "
+            f"spacing); worst at {idx}: " + describe(idx, ollie=ref, numpy=want))
+
+
 def bound_violation(ref, bound, got):
     """None if `got` (a correct implementation, e.g. numpy in float32) lies within `bound`
     of `ref` on every element, else where it does not."""

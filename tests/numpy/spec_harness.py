@@ -9,6 +9,7 @@ import subprocess
 import types
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -19,8 +20,8 @@ EXAMPLES_DIR = REPO / "examples"
 EVAL_TIMEOUT_S = 120
 
 _ANNOTATION = re.compile(r"^\s*(f16|bf16|f32|f64|i32|bool)\s*(?:\[(.*)\])?\s*$")
-_NUMPY_DTYPE = {"f16": np.float16, "f32": np.float32, "f64": np.float64,
-                "i32": np.int32, "bool": np.bool_}
+_NUMPY_DTYPE = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32,
+                "f64": np.float64, "i32": np.int32, "bool": np.bool_}
 
 
 def example_paths() -> list[Path]:
@@ -86,7 +87,8 @@ class Spec:
         return t.shape(self.full_dims({k: v for k, v in dims.items() if k in self.default_dims}))
 
     def inputs(self, dims: dict[str, int], rng: np.random.Generator, dist: str) -> dict[str, np.ndarray]:
-        """Random inputs at `dims`, as float32 arrays (so exactly f32-representable)."""
+        """Random inputs at `dims`, as arrays of each parameter's dtype (float32, or
+        float16/bfloat16 rounded to nearest as numpy and ml_dtypes round)."""
         out = {}
         for pname, t in self.params:
             shape = self.shape(t, dims)

@@ -179,7 +179,7 @@ OUTSIDE_SUBSET = {
     "matmul_mismatch": ("x @ x[:2]", 14, "matmul shape mismatch"),
     "negate_bool": ("-(x > 0)", 12, "does not negate booleans"),
     "subtract_bools": ("(x > 0) - (x < 0)", 20, "does not subtract booleans"),
-    "float16": ("x.astype(np.float16)", 21, "np.float16 is not supported"),
+    "complex64": ("x.astype(np.complex64)", 21, "np.complex64 is not supported"),
     "axis_out_of_range": ("np.sum(x, axis=2)", 12, "axis 2 is out of bounds"),
     "stack_mismatch": ("np.stack([x, x[:1]])", 12, "equal shape: f32[M, N] and f32[1, N]"),
     "int_negative_power": ("(x > 0).astype(np.int32) ** -1", 37, "negative integer powers"),
