@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -170,24 +171,25 @@ void add_points(RunData& d, const std::vector<Candidate>& cands, const EvalIndex
 }
 
 // Each chain's best over the steps, from the baseline: a step's x is how many candidates
-// the run had evaluated by then, its time when it was written.
+// the run had evaluated by then, or the time of the latest first evaluation among them.
 void add_chain_bests(RunData& d, const std::vector<store::StepRow>& steps) {
   std::map<int64_t, const Point*> by_candidate;
   for (const Point& p : d.points) by_candidate[p.candidate] = &p;
   std::map<int, ChainBest> chains;
-  const double start = iso_seconds(d.run.created);
   int64_t evaluated = 1;
+  double wall = 0;
   for (const auto& s : steps) {
     if (s.step.accepted) ++d.accepted_steps;
     const auto it = by_candidate.find(s.step.proposed);
     if (it == by_candidate.end()) continue;
     evaluated = std::max(evaluated, it->second->ordinal);
+    wall = std::max(wall, it->second->wall_seconds);
     ChainBest& c = chains[s.step.chain];
     c.chain = s.step.chain;
     if (c.steps.empty() && d.baseline_seconds > 0) c.steps.push_back({1, 0, d.baseline_seconds});
     const double t = it->second->seconds;
     if (t > 0 && (c.steps.empty() || t < c.steps.back().seconds))
-      c.steps.push_back({evaluated, std::max(0.0, iso_seconds(s.created) - start), t});
+      c.steps.push_back({evaluated, wall, t});
   }
   for (auto& [chain, c] : chains) d.chains.push_back(std::move(c));
 }
@@ -199,7 +201,7 @@ void add_best(RunData& d, const store::RunView& view, const EvalIndex& ix) {
   for (const auto& e : d.events)
     if (e.kind == "final-verify" && e.text.size() > 6 &&
         e.text.compare(e.text.size() - 6, 6, ": pass") == 0)
-      best = std::stoll(e.text.substr(e.text.find(' ') + 1));
+      best = std::strtoll(e.text.c_str() + e.text.find(' ') + 1, nullptr, 10);
   d.best_fully_verified = best != 0;
   if (!best) {
     double fastest = 0;

@@ -84,8 +84,8 @@ std::string diff_section(const RunData& d) {
     return s + "<p class=\"note\">The best is the baseline itself.</p></section>\n";
   const Diff diff = diff_lines(d.baseline->source, d.best->source);
   s += fmt::format(
-      "<p>Candidate {} (baseline, left) and candidate {} (best, right): {} lines "
-      "removed, {} added.{}</p>\n",
+      "<p>Candidate {} (baseline, left) and candidate {} (best, right): lines "
+      "removed: {}, added: {}.{}</p>\n",
       d.baseline->id, d.best->id, diff.removed, diff.added,
       diff.coarse ? " (Too long to align line by line: the middle is shown replaced.)" : "");
   s += "<table class=\"diff\">\n";
@@ -139,8 +139,9 @@ std::string model_calls_section(const RunData& d) {
   std::string by_status;
   for (const auto& [status, n] : statuses)
     by_status += fmt::format("{}{} {}", by_status.empty() ? "" : ", ", n, escape(status));
-  s += fmt::format("<p id=\"model-totals\">{} calls ({}): {} tokens in, {} out, cost {:.4f}.</p>\n",
-                   d.calls.size(), by_status, in, out, cost);
+  s +=
+      fmt::format("<p id=\"model-totals\">{} call{} ({}): {} tokens in, {} out, cost {:.4f}.</p>\n",
+                  d.calls.size(), d.calls.size() == 1 ? "" : "s", by_status, in, out, cost);
   s += "<table class=\"grid\"><tr><th>call</th><th>proposer</th><th>status</th><th>tokens in</th>"
        "<th>tokens out</th><th>cost</th><th>seconds</th><th>outcome</th></tr>\n";
   for (const CallRow& c : d.calls)
