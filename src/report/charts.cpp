@@ -14,7 +14,7 @@ namespace {
 
 constexpr const char* kRoofColor = "#d62728";
 constexpr const char* kBaselineColor = "#555555";
-const char* const kChainColors[] = {"#1f77b4", "#2ca02c", "#9467bd", "#e377c2", "#17becf"};
+const char* const kChainColors[] = {"#d4a000", "#c2185b", "#00897b", "#5e35b1", "#6d4c41"};
 
 std::string chain_color(int chain) { return kChainColors[chain % 5]; }
 
@@ -25,8 +25,9 @@ std::string point_title(const Point& p) {
                      clock_text(p.wall_seconds));
 }
 
-// One progress chart: x is the wall-clock time or the evaluation count.
-std::string progress_chart(const RunData& d, bool wall) {
+// The axes of a progress chart: x from 0 to the last candidate (its wall-clock time or its
+// count), y (log) over every time drawn.
+std::pair<Axis, Axis> progress_axes(const RunData& d, bool wall) {
   std::vector<double> xs{0}, ys;
   for (const Point& p : d.points) {
     xs.push_back(wall ? p.wall_seconds : static_cast<double>(p.ordinal));
@@ -34,21 +35,35 @@ std::string progress_chart(const RunData& d, bool wall) {
   }
   if (d.baseline_seconds > 0) ys.push_back(d.baseline_seconds);
   if (d.roof.known) ys.push_back(d.roof.bound_seconds);
-  Axis x{wall ? "wall-clock time since the run started (m:ss)" : "candidates evaluated",
-         0,
-         1,
-         false,
-         {}};
+  Axis x;
+  x.label = wall ? "wall-clock time since the run started (m:ss)" : "candidates evaluated";
   std::tie(x.lo, x.hi) = range_of(xs, false);
-  x.lo = wall ? 0 : std::max(0.0, x.lo);
+  x.lo = 0;
   if (wall) x.format = [](double v) { return clock_text(v); };
-  Axis y{"kernel time (log scale)", 1, 10, true, [](double v) { return time_text(v); }};
+  Axis y;
+  y.label = "kernel time (log scale)";
+  y.log = true;
+  y.format = [](double v) { return time_text(v); };
   std::tie(y.lo, y.hi) = range_of(ys, true);
+  return {x, y};
+}
+
+// One progress chart: x is the wall-clock time or the evaluation count.
+std::string progress_chart(const RunData& d, bool wall) {
+  const auto [x, y] = progress_axes(d, wall);
   Chart chart(x, y);
   if (d.roof.known)
     chart.hline(d.roof.bound_seconds, kRoofColor, "roofline " + time_text(d.roof.bound_seconds));
   if (d.baseline_seconds > 0)
     chart.hline(d.baseline_seconds, kBaselineColor, "baseline " + time_text(d.baseline_seconds));
+  // The lines first: the points stay on top, where hovering finds them.
+  for (const ChainBest& c : d.chains) {
+    std::vector<std::pair<double, double>> line;
+    for (const BestStep& s : c.steps)
+      line.emplace_back(wall ? s.wall_seconds : static_cast<double>(s.ordinal), s.seconds);
+    chart.line(line, chain_color(c.chain), fmt::format("chain {}: best so far", c.chain), true,
+               x.hi);
+  }
   for (const Point& p : d.points) {
     const double px = wall ? p.wall_seconds : static_cast<double>(p.ordinal);
     if (p.seconds > 0)
@@ -56,13 +71,6 @@ std::string progress_chart(const RunData& d, bool wall) {
                   point_title(p));
     else
       chart.top_point(px, proposer_color(p.proposer), verdict_marker(p.verdict), point_title(p));
-  }
-  for (const ChainBest& c : d.chains) {
-    std::vector<std::pair<double, double>> line;
-    for (const BestStep& s : c.steps)
-      line.emplace_back(wall ? s.wall_seconds : static_cast<double>(s.ordinal), s.seconds);
-    chart.line(line, chain_color(c.chain), fmt::format("chain {}: best so far", c.chain), true,
-               x.hi);
   }
   return chart.svg(wall ? "best time over wall-clock time" : "best time over evaluations");
 }
