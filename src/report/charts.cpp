@@ -153,6 +153,10 @@ std::string roofline_chart(const RunData& d) {
                 fmt::format("memory roof: {} ({})", rate_text(r.bandwidth, "B"), r.ceiling));
   chart.segment(ridge, r.peak_flops / 1e9, x.hi, r.peak_flops / 1e9, kRoofColor,
                 "compute roof: " + rate_text(r.peak_flops, "FLOP"));
+  chart.label(ridge, r.peak_flops / 1e9, "compute roof " + rate_text(r.peak_flops, "FLOP"),
+              kRoofColor);
+  chart.label(x.lo * 1.2, x.lo * 1.2 * r.bandwidth / 1e9 * 2.5,  // above the roof
+              "memory roof " + rate_text(r.bandwidth, "B") + " (" + r.ceiling + ")", kRoofColor);
   chart.segment(r.intensity, y.lo, r.intensity, y.hi, "#999999",
                 fmt::format("this kernel's intensity: {:.3g} FLOP/byte", r.intensity), true);
   if (base_flops > 0) {

@@ -29,7 +29,7 @@ std::vector<double> tick_values(const Axis& a) {
   if (a.log) {
     const int d0 = static_cast<int>(std::floor(std::log10(a.lo)));
     const int d1 = static_cast<int>(std::ceil(std::log10(a.hi)));
-    const bool fine = d1 - d0 <= 2;
+    const bool fine = d1 - d0 <= 3;
     for (int d = d0; d <= d1; ++d)
       for (double m : {1.0, 2.0, 5.0}) {
         if (m != 1.0 && !fine) continue;
