@@ -156,15 +156,17 @@ std::string roofline_chart(const RunData& d) {
   chart.label(ridge, r.peak_flops / 1e9, "compute roof " + rate_text(r.peak_flops, "FLOP"),
               kRoofColor);
   chart.label(x.lo * 1.2, x.lo * 1.2 * r.bandwidth / 1e9 * 2.5,  // above the roof
-              "memory roof " + rate_text(r.bandwidth, "B") + " (" + r.ceiling + ")", kRoofColor);
+              "memory roof " + rate_text(r.bandwidth, "B") + " (" +
+                  r.ceiling.substr(0, r.ceiling.find(" (")) + ")",
+              kRoofColor);
   chart.segment(r.intensity, y.lo, r.intensity, y.hi, "#999999",
                 fmt::format("this kernel's intensity: {:.3g} FLOP/byte", r.intensity), true);
   if (base_flops > 0) {
     chart.point(r.intensity, base_flops / 1e9, proposer_color("baseline"), Marker::Square,
                 "baseline: " + rate_text(base_flops, "FLOP"), 6);
-    chart.label(r.intensity, base_flops / 1e9, "baseline", proposer_color("baseline"));
+    chart.label(r.intensity, base_flops / 1e9, "baseline", proposer_color("baseline"), true);
   }
-  if (best_flops > 0) {
+  if (best_flops > 0 && !(d.best && d.baseline && d.best->id == d.baseline->id)) {
     chart.point(r.intensity, best_flops / 1e9, kRoofColor, Marker::Circle,
                 "best: " + rate_text(best_flops, "FLOP"), 6);
     chart.label(r.intensity, best_flops / 1e9, "best", kRoofColor);

@@ -35,11 +35,11 @@ EvalIndex index_evaluations(const std::vector<Evaluation>& evals) {
   return ix;
 }
 
-// A candidate's time on the search's clock, as `optimize`'s final answer counts it: the
+// A candidate's time on the search's clock, as `optimize`'s summary counts it: the
 // side-by-side ratio to the baseline times the baseline's median, else its own median.
-double time_of(const Evaluation& e, bool is_baseline, double baseline_seconds) {
+double time_of(const Evaluation& e, double baseline_seconds) {
   if (e.verdict != "pass" || e.median_seconds <= 0) return 0;
-  if (is_baseline || baseline_seconds <= 0 || e.ratio_vs_baseline <= 0) return e.median_seconds;
+  if (baseline_seconds <= 0 || e.ratio_vs_baseline <= 0) return e.median_seconds;
   return baseline_seconds * e.ratio_vs_baseline;
 }
 
@@ -155,7 +155,7 @@ void add_points(RunData& d, const std::vector<Candidate>& cands, const EvalIndex
     Point p;
     p.candidate = c.id;
     p.wall_seconds = std::max(0.0, iso_seconds(ix.first.at(c.id).created) - start);
-    p.seconds = time_of(latest->second, c.proposer == "baseline", d.baseline_seconds);
+    p.seconds = time_of(latest->second, d.baseline_seconds);
     p.proposer = c.proposer;
     p.verdict = latest->second.verdict;
     const auto chain = chain_of.find(c.id);
@@ -214,7 +214,7 @@ void add_best(RunData& d, const store::RunView& view, const EvalIndex& ix) {
   const auto latest = ix.latest.find(best);
   if (!d.best || latest == ix.latest.end()) return;
   d.best_eval = view.evaluation(latest->second.id);
-  d.best_seconds = time_of(*d.best_eval, d.best->proposer == "baseline", d.baseline_seconds);
+  d.best_seconds = time_of(*d.best_eval, d.baseline_seconds);
 }
 
 void add_lineage(RunData& d, const std::vector<Candidate>& cands,
@@ -270,7 +270,7 @@ RunData read_run_data(const std::string& db_path) {
     if (c.proposer == "baseline") {
       d.baseline = view.candidate(c.id);
       const auto e = ix.latest.find(c.id);
-      if (e != ix.latest.end()) d.baseline_seconds = time_of(e->second, true, 0);
+      if (e != ix.latest.end()) d.baseline_seconds = time_of(e->second, 0);  // its median
       break;
     }
   add_points(d, cands, ix, steps);

@@ -14,7 +14,7 @@ namespace {
 
 // The plot area inside the SVG: room for the y ticks on the left, the x ticks and label
 // below, and the failure band and line labels above and right.
-constexpr double kLeft = 72, kRight = 96, kTop = 30, kBottom = 44;
+constexpr double kLeft = 72, kRight = 130, kTop = 30, kBottom = 44;
 
 double to_axis(const Axis& a, double v) { return a.log ? std::log10(std::max(v, 1e-300)) : v; }
 
@@ -166,9 +166,10 @@ void Chart::top_point(double x, const std::string& color, Marker marker, const s
            escape(title) + "</title></g>\n";
 }
 
-void Chart::label(double x, double y, const std::string& text, const std::string& color) {
+void Chart::label(double x, double y, const std::string& text, const std::string& color,
+                  bool below) {
   body_ += fmt::format("<text x=\"{}\" y=\"{}\" class=\"lbl\" fill=\"{}\">{}</text>\n",
-                       num(px(x) + 6), num(py(y) - 6), escape(color), escape(text));
+                       num(px(x) + 6), num(py(y) + (below ? 16 : -6)), escape(color), escape(text));
 }
 
 std::string Chart::ticks() const {

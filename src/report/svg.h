@@ -35,8 +35,9 @@ class Chart {
              double size = 4);
   // A point in the band above the plot (for candidates without a time).
   void top_point(double x, const std::string& color, Marker marker, const std::string& title);
-  // Text at a data position.
-  void label(double x, double y, const std::string& text, const std::string& color);
+  // Text at a data position: above and right of it, or below and right.
+  void label(double x, double y, const std::string& text, const std::string& color,
+             bool below = false);
   std::string svg(const std::string& aria_label) const;
 
  private:
