@@ -32,7 +32,7 @@ fs::path temp_dir(const std::string& name) {
   return d;
 }
 
-CommandResult ollie(const std::string& args) {
+CommandResult run_ollie(const std::string& args) {
   return shell(std::string(OLLIE_BINARY) + " " + args + " 2>&1");
 }
 
@@ -86,13 +86,13 @@ TEST(ReportCli, WritesOneSelfContainedFileAndNamesAMissingDatabase) {
   const fs::path dir = temp_dir("report");
   const std::string db = (dir / "run.db").string();
   ollie_report_test::write_sample_run(db);
-  const CommandResult r = ollie("report " + db + " -o " + (dir / "r.html").string());
+  const CommandResult r = run_ollie("report " + db + " -o " + (dir / "r.html").string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const std::string html = read_file(dir / "r.html");
   EXPECT_NE(html.find("<span id=\"best-time\">1 ms</span>"), std::string::npos);
   EXPECT_EQ(html.find("http://"), std::string::npos);
   EXPECT_EQ(html.find("https://"), std::string::npos);
-  const CommandResult missing = ollie("report " + (dir / "none.db").string());
+  const CommandResult missing = run_ollie("report " + (dir / "none.db").string());
   EXPECT_EQ(missing.exit_code, 1) << missing.out;
   EXPECT_NE(missing.out.find((dir / "none.db").string() + "' not found"), std::string::npos)
       << missing.out;
@@ -115,13 +115,13 @@ TEST(ServeCli, ServesThePageLiveRefusesATakenPortAndStopsOnCtrlC) {
   EXPECT_NE(state->body.find("\"candidates\":3"), std::string::npos) << state->body;
   // The port is taken: `serve` and `optimize --serve` say which, and what to do.
   const std::string taken = "127.0.0.1:" + std::to_string(serve.port);
-  const CommandResult again = ollie("serve " + db + " --port " + std::to_string(serve.port));
+  const CommandResult again = run_ollie("serve " + db + " --port " + std::to_string(serve.port));
   EXPECT_EQ(again.exit_code, 1) << again.out;
   EXPECT_NE(again.out.find(taken + ": the port is taken"), std::string::npos) << again.out;
   EXPECT_NE(again.out.find("--port N"), std::string::npos) << again.out;
   const CommandResult opt =
-      ollie("optimize " + std::string(OLLIE_SOURCE_DIR) + "/examples/softmax.py --evals 1 -o " +
-            (dir / "opt").string() + " --serve --port " + std::to_string(serve.port));
+      run_ollie("optimize " + std::string(OLLIE_SOURCE_DIR) + "/examples/softmax.py --evals 1 -o " +
+                (dir / "opt").string() + " --serve --port " + std::to_string(serve.port));
   EXPECT_EQ(opt.exit_code, 1) << opt.out;
   EXPECT_NE(opt.out.find(taken + ": the port is taken"), std::string::npos) << opt.out;
   EXPECT_FALSE(fs::exists(dir / "opt" / "run.db"));  // refused before the run started
