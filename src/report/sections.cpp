@@ -23,6 +23,11 @@ std::string pre_or(const std::string& text, const std::string& none) {
                       : "<pre>" + escape(text) + "</pre>\n";
 }
 
+// A JSON value as a person reads it: a string without its quotes.
+std::string text_of(const nlohmann::json& j) {
+  return j.is_string() ? j.get<std::string>() : j.dump();
+}
+
 }  // namespace
 
 std::string summary_section(const RunData& d) {
@@ -111,7 +116,7 @@ std::string certificate_section(const RunData& d) {
   for (const auto& suite : j.value("suites", nlohmann::json::array()))
     s += fmt::format(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3g}</td><td>{}</td></tr>\n",
-        escape(suite.value("name", "")), escape(suite.value("dims", nlohmann::json()).dump()),
+        escape(suite.value("name", "")), escape(text_of(suite.value("dims", nlohmann::json()))),
         escape(suite.value("seed", nlohmann::json()).dump()), suite.value("elements", int64_t{0}),
         suite.value("worst_fraction_of_bound", 0.0),
         suite.value("passed", false) ? "yes" : "<b>no</b>");
