@@ -465,7 +465,7 @@ TEST(Cli, OptimizeWritesAVerifiedKernelAndResumesAfterSigkill) {
   const std::string report = read_file(dir / "a" / "report.html");
   EXPECT_EQ(report.find("http://"), std::string::npos);
   EXPECT_EQ(report.find("https://"), std::string::npos);
-  EXPECT_NE(report.find("certificate.json (the final answer's full verification)"),
+  EXPECT_NE(report.find("certificate.json (the final answer&#39;s full verification)"),
             std::string::npos);
   EXPECT_NE(read_file(dir / "a" / "certificate.json").find("\"level\": \"full\""),
             std::string::npos);
