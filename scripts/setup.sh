@@ -15,7 +15,7 @@ APT_PACKAGES=(
   libssl-dev                        # SHA-256 for the build cache
   libsqlite3-dev                    # the run database
   libcurl4-openssl-dev              # language-model clients (HTTPS)
-  libcpp-httplib-dev                # the tests' loopback model server
+  libcpp-httplib-dev                # `ollie serve`'s live page; the tests' loopback model server
   libgtest-dev libgmock-dev
   python3 python3-venv
   python3-dev                       # headers for the Python package's extension module

@@ -214,7 +214,8 @@ class OptimizeRun {
   search::StopReason search(const std::function<bool()>& stop);
   // Verifies the best candidates at the full level, fastest first, and writes the first
   // that passes (kernel, header, schedule, rewrites, certificate, summary) into the run's
-  // directory, adding it to the tuning database.
+  // directory, adding it to the tuning database; then the run's report.html (src/report/),
+  // whatever the outcome.
   FinishedEvent finalize(search::StopReason reason);
 
   struct State;

@@ -288,6 +288,7 @@ OptimizeRun OptimizeRun::open(const OptimizeOptions& options, OptimizeObserver& 
                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   s.roof = measure::roofline(graph, peaks.peaks, threads, regime.cold);
   const measure::Roofline& roof = s.roof;
+  db->add_event("roofline", roofline_event_json(roof));  // the report's roofs; a session starts
 
   std::optional<SessionModel>& model = s.model;
   search::LlmProposer*& llm_proposer = s.llm_proposer;

@@ -16,10 +16,12 @@
 #include "api/optimize_warm.h"
 #include "emit/emit.h"
 #include "measure/measure.h"
+#include "report/report.h"
 #include "search/cost_model.h"
 #include "search/search.h"
 #include "store/store.h"
 #include "store/tuning_db.h"
+#include "support/error.h"
 #include "support/sha256.h"
 #include "support/strings.h"
 
@@ -48,6 +50,18 @@ std::string cost_model_summary(const store::Store& db, const search::CostModelOp
         "Spearman {:.2f}",
         a.candidates, a.candidates == 1 ? "" : "s", a.spearman);
   return text;
+}
+
+// report.html beside the run database, whatever the outcome (src/report/): a report that
+// cannot be written costs a note, not the run.
+void write_report_into(const std::string& db_path, const fs::path& out_dir, FinishedEvent& done,
+                       OptimizeObserver& observer) {
+  try {
+    report::write_report(db_path, (out_dir / "report.html").string());
+    done.files.push_back("report.html");
+  } catch (const UserError& e) {
+    observer.note(std::string("report.html not written: ") + e.what());
+  }
 }
 
 }  // namespace
@@ -231,6 +245,7 @@ FinishedEvent OptimizeRun::finalize(search::StopReason reason) {
     done.baseline_seconds = base_s;
     break;
   }
+  write_report_into(s.db_path, out_dir, done, *s.observer);
   s.observer->finished(done);
   return done;
 }

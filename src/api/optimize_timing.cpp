@@ -45,4 +45,17 @@ std::string regime_text(const measure::Regime& regime) {
   return regime.cold ? "cold caches (flushed before every timed call)" : "hot caches";
 }
 
+std::string roofline_event_json(const measure::Roofline& roof) {
+  return nlohmann::json{{"flops", roof.flops},
+                        {"bytes", roof.bytes},
+                        {"intensity", roof.intensity},
+                        {"peak_flops", roof.peak_flops},
+                        {"bandwidth", roof.bandwidth},
+                        {"bound_seconds", roof.bound_seconds},
+                        {"memory_bound", roof.memory_bound},
+                        {"threads", roof.threads},
+                        {"ceiling", roof.ceiling}}
+      .dump();
+}
+
 }  // namespace ollie::api

@@ -24,6 +24,11 @@ nlohmann::json regime_json(const measure::Regime& regime);
 // one regime.
 measure::Regime regime_of_run(const nlohmann::json& options_json, const OptimizeOptions& f);
 
+// The text of the `roofline` event each session writes when it starts (docs/run-database.md):
+// the graph's FLOPs and compulsory bytes, the peaks at the kernels' thread count and the
+// bound, for the report's roofline chart and lines (src/report/).
+std::string roofline_event_json(const measure::Roofline& roof);
+
 // "cold caches (flushed before every timed call)" or "hot caches".
 std::string regime_text(const measure::Regime& regime);
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -110,9 +111,27 @@ int run_bench(const SpecFlags& flags, const BenchFlags& b);
 // `ollie optimize`'s flags: the api's options, and how often to log progress.
 struct OptimizeFlags : api::OptimizeOptions {
   int log_every = 10;  // seconds between progress lines when not on a terminal
+  bool serve = false;  // --serve: the live page while the search runs
+  std::string bind = "127.0.0.1";
+  int port = 8765;
 };
 // Exit 0 when a best kernel was written, 4 when none passed the full verification.
 int run_optimize(const OptimizeFlags& f);
+
+// `ollie report` and `ollie serve` (report.cpp): their flags, and which one was given.
+struct ReportVerbs {
+  CLI::App* report = nullptr;
+  CLI::App* serve = nullptr;
+  std::string db;
+  std::string out = "report.html";
+  std::string bind = "127.0.0.1";
+  int port = 8765;
+  bool given() const { return *report || *serve; }
+  int run() const;
+};
+std::unique_ptr<ReportVerbs> add_report_verbs(CLI::App& app);
+// optimize's --serve, --bind and --port.
+void add_serve_flags(CLI::App* optimize, OptimizeFlags& f);
 
 // Secrets on the command line (secrets.cpp). Overwrites the value of every `flag VALUE` and
 // `flag=VALUE` in argv's own memory, which /proc/PID/cmdline shows to every process of the

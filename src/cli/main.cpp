@@ -350,6 +350,9 @@ int main(int argc, char** argv) {
                  "evaluations")
       ->group("Language model");
 
+  add_serve_flags(opt_cmd, opt);
+  const std::unique_ptr<ReportVerbs> report_verbs = add_report_verbs(app);  // report, serve
+
   CalibrateFlags cal;
   CLI::App* calibrate_cmd = app.add_subcommand("calibrate",
                                                "measure this machine's peak float32 FLOP/s and "
@@ -395,6 +398,7 @@ int main(int argc, char** argv) {
       return run_optimize(opt);
     }
     if (*calibrate_cmd) return run_calibrate(cal);
+    if (report_verbs->given()) return report_verbs->run();
   } catch (const UserError& e) {
     std::cerr << e.what() << "\n";
     return 1;

@@ -2,7 +2,7 @@
 // `ollie optimize --resume DIR/run.db` and `ollie optimize --replay RUN.db -o DIR`: the
 // main job, run by the api (api::optimize); this file prints its events (a live line on a
 // terminal, periodic log lines otherwise, the summary and the files written) and turns
-// Ctrl-C into a clean stop.
+// Ctrl-C into a clean stop; with --serve it serves the live page (src/report/) meanwhile.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -10,10 +10,12 @@
 #include <chrono>
 #include <csignal>
 #include <iostream>
+#include <optional>
 
 #include "api/api.h"
 #include "cli/cli.h"
 #include "measure/measure.h"
+#include "report/report.h"
 
 namespace ollie::cli {
 namespace {
@@ -54,7 +56,7 @@ std::string progress_line(const api::ProgressEvent& e) {
 // summary and the files written on stdout.
 class PrintingObserver : public api::OptimizeObserver {
  public:
-  explicit PrintingObserver(int log_every) : log_every_(log_every) {}
+  PrintingObserver(int log_every, report::LiveServer* live) : log_every_(log_every), live_(live) {}
 
   void note(const std::string& line) override { std::cerr << line << "\n"; }
   void started(const api::StartedEvent& e) override {
@@ -63,6 +65,10 @@ class PrintingObserver : public api::OptimizeObserver {
     std::cerr << fmt::format("ollie optimize {} ({}): run database {}{}\n", e.entry, e.spec_path,
                              e.db_path, e.resumed ? " (resumed)" : "");
     std::cerr << fmt::format("timing: {}: {}\n", e.regime_text, e.regime_why);
+    if (live_) {
+      live_->set_database(e.db_path);
+      std::cerr << fmt::format("live page: {} (while the search runs)\n", live_->url());
+    }
   }
   void evaluated(const api::ProgressEvent& e) override {
     const std::string line = progress_line(e);
@@ -87,7 +93,9 @@ class PrintingObserver : public api::OptimizeObserver {
   }
   void finished(const api::FinishedEvent& e) override {
     if (!e.written) {
-      std::cerr << "no candidate passed the full verification; nothing written\n";
+      std::cerr << "no candidate passed the full verification; no kernel written\n";
+      for (const std::string& file : e.files)
+        std::cout << fmt::format("wrote {}/{}\n", e.out_dir.string(), file);
       return;
     }
     std::cerr << e.tuning_note;
@@ -99,6 +107,7 @@ class PrintingObserver : public api::OptimizeObserver {
 
  private:
   int log_every_;
+  report::LiveServer* live_;  // --serve; null without
   bool tty_ = isatty(STDERR_FILENO);
   std::chrono::steady_clock::time_point last_log_ =
       std::chrono::steady_clock::now() - std::chrono::hours(1);
@@ -107,8 +116,14 @@ class PrintingObserver : public api::OptimizeObserver {
 }  // namespace
 
 int run_optimize(const OptimizeFlags& f) {
-  PrintingObserver printer(f.log_every);
+  // --serve binds before the run starts: a port that is taken stops nothing half-done.
+  std::optional<report::LiveServer> live;
+  if (f.serve) live.emplace(report::ServeOptions{f.bind, f.port, 2});
+  PrintingObserver printer(f.log_every, live ? &*live : nullptr);
   const api::FinishedEvent done = api::optimize(f, printer, [] { return g_interrupts.load() > 0; });
+  if (live)
+    std::cerr << fmt::format("the live page stops with the run; `ollie serve {}` shows it again\n",
+                             done.db_path);
   return done.written ? 0 : 4;
 }
 

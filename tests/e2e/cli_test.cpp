@@ -459,8 +459,14 @@ TEST(Cli, OptimizeWritesAVerifiedKernelAndResumesAfterSigkill) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("stopped: evaluation budget spent"), std::string::npos) << r.out;
   for (const char* file : {"run.db", "softmax.cpp", "softmax.ollie.h", "softmax.schedule",
-                           "certificate.json", "summary.md"})
+                           "certificate.json", "summary.md", "report.html"})
     EXPECT_TRUE(fs::exists(dir / "a" / file)) << file;
+  // The report beside them needs no network (src/report/), and shows the full certificate.
+  const std::string report = read_file(dir / "a" / "report.html");
+  EXPECT_EQ(report.find("http://"), std::string::npos);
+  EXPECT_EQ(report.find("https://"), std::string::npos);
+  EXPECT_NE(report.find("certificate.json (the final answer&#39;s full verification)"),
+            std::string::npos);
   EXPECT_NE(read_file(dir / "a" / "certificate.json").find("\"level\": \"full\""),
             std::string::npos);
   CommandResult v =
