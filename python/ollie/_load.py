@@ -19,7 +19,15 @@ from ._api import check, kernel_symbol
 from ._spec import OllieError, Spec, dims_text, resolve
 
 ALIGNMENT = 64
-DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64, "bool": np.bool_}
+DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64, "bool": np.bool_,
+          "f16": np.float16}
+
+
+def _numpy_dtype(dtype: str) -> np.dtype:
+    if dtype not in DTYPES:
+        raise TypeError(f"ollie.load does not call kernels with {dtype} tensors yet "
+                        f"(supported: {', '.join(DTYPES)}); use the C ABI (docs/design.md)")
+    return np.dtype(DTYPES[dtype])
 
 
 class OllieCopyWarning(UserWarning):
@@ -129,8 +137,8 @@ class Kernel:
         self.dims = dict(info["dims"])
         self.copies = 0  # inputs copied into aligned buffers, over all calls
         self._warned = False
-        self._in_dtypes = [np.dtype(DTYPES[p["dtype"]]) for p in self.params]
-        self._out_dtypes = [np.dtype(DTYPES[r["dtype"]]) for r in self.results]
+        self._in_dtypes = [_numpy_dtype(p["dtype"]) for p in self.params]
+        self._out_dtypes = [_numpy_dtype(r["dtype"]) for r in self.results]
         self._axes = [[_axis_code(a) for a in p["axes"]] for p in self.params + self.results]
         self._bindings: dict[tuple, tuple] = {}
 

@@ -58,6 +58,8 @@ class View {
       case ir::DType::I32: return *f == 'i' || *f == 'l';  // itemsize checked: 4 bytes
       case ir::DType::I64: return *f == 'l' || *f == 'q';  // 8 bytes
       case ir::DType::Bool: return *f == '?';
+      case ir::DType::F16: return *f == 'e';
+      case ir::DType::BF16: return false;  // refused before a call (python/ollie/_load.py)
     }
     return false;
   }

@@ -13,6 +13,10 @@
 #include "ir/ir.h"
 #include "npy/npy.h"
 
+namespace CLI {
+class App;  // CLI11's; only main.cpp and report.cpp, which define flags, include CLI11
+}
+
 namespace ollie::cli {
 
 using SpecFlags = api::SpecRef;
@@ -126,7 +130,7 @@ struct ReportVerbs {
   std::string out = "report.html";
   std::string bind = "127.0.0.1";
   int port = 8765;
-  bool given() const { return *report || *serve; }
+  bool given() const;
   int run() const;
 };
 std::unique_ptr<ReportVerbs> add_report_verbs(CLI::App& app);

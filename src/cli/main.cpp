@@ -19,8 +19,8 @@ const char* const kSymbolHelp =
 const char* const kExportedSymbolHelp =
     "the name the kernel exports (its --symbol when emitted; default ollie_kernel)";
 
-// The flags every verb that reads a spec takes. Only this file includes CLI11: its
-// header-only build costs seconds of compile time in each file that includes it.
+// The flags every verb that reads a spec takes. Only this file and report.cpp include
+// CLI11: its header-only build costs seconds of compile time in each file that includes it.
 void add_spec_flags(CLI::App* cmd, SpecFlags& flags) {
   cmd->add_option("spec", flags.spec_path, "the numpy spec file (.py)")->required();
   cmd->add_option(

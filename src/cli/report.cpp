@@ -1,6 +1,7 @@
 // `ollie report RUN.db -o report.html` (the run's page as one self-contained HTML file) and
 // `ollie serve RUN.db [--bind ADDR] [--port N]` (the same page, live, until Ctrl-C); and
 // the --serve flags of `ollie optimize`. The page itself is src/report/.
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <atomic>
@@ -52,6 +53,8 @@ int run_serve(const ReportVerbs& v) {
 }
 
 }  // namespace
+
+bool ReportVerbs::given() const { return *report || *serve; }
 
 std::unique_ptr<ReportVerbs> add_report_verbs(CLI::App& app) {
   auto v = std::make_unique<ReportVerbs>();

@@ -138,8 +138,7 @@ std::optional<BlockPlan> plan_for(const ir::Graph& g, const Stages& st, size_t h
   bool block_max = false;
   for (const auto& p : st.stages)
     if (plan.members.count(p.name) && p.reduce && p.combine == ir::OpKind::Max)
-      for (const auto& l : p.loops)
-        block_max |= l.reduction && l.name == red.name;
+      for (const auto& l : p.loops) block_max |= l.reduction && l.name == red.name;
   if (plan.members.size() < 2 || !block_max) return std::nullopt;
   return plan;
 }
@@ -168,8 +167,7 @@ void fuse_block(const ir::Graph& g, Stages& st, Schedule& out, const BlockPlan& 
   for (size_t j = st.stages.size(); j-- > 0;) {
     const Stage& p = st.stages[j];
     if (!plan.members.count(p.name) || p.host >= 0) continue;
-    try_apply(g, st, out,
-              make_directive(DirectiveKind::ComputeAt, p.name, {plan.host, plan.loop}));
+    try_apply(g, st, out, make_directive(DirectiveKind::ComputeAt, p.name, {plan.host, plan.loop}));
   }
 }
 

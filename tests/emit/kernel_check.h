@@ -18,6 +18,7 @@
 #include "interp/interp.h"
 #include "loops/loops.h"
 #include "runner/runner.h"
+#include "support/half.h"
 
 namespace ollie_test {
 
@@ -59,6 +60,8 @@ inline std::vector<Tensor> random_inputs(const ollie::ir::Graph& g, unsigned see
       switch (p.dtype) {
         case DType::F32: x = static_cast<float>(normal(rng)); break;
         case DType::F64: x = normal(rng); break;
+        case DType::F16: x = ollie_half::round_f16(normal(rng)); break;
+        case DType::BF16: x = ollie_half::round_bf16(normal(rng)); break;
         case DType::I32:
         case DType::I64: x = small(rng); break;
         case DType::Bool: x = small(rng) > 0 ? 1 : 0; break;
