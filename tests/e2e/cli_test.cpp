@@ -532,7 +532,7 @@ TEST(Cli, OptimizeWithTheRewriteProposerRecordsRewrittenCandidates) {
   const std::string env = "OLLIE_CACHE_DIR=" + (dir / "cache").string();
   CommandResult r = ollie_with_env(env, "optimize " + spec +
                                             " --dims M=16,N=64 --evals 3 --bench-seconds 0.05 "
-                                            "--proposers rewrite:1 -o " +
+                                            "--give-up 0 --proposers rewrite:1 -o " +
                                             (dir / "a").string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
   ollie::store::Store db = ollie::store::Store::open((dir / "a" / "run.db").string());
@@ -645,7 +645,7 @@ TEST(Cli, OptimizeWithAModelKeepsTheKeyOffTheDiskAndReplaysToTheSameBest) {
     CommandResult r =
         ollie_with_env(model_env(dir / "cache", kTestKey),
                        "optimize " + spec +
-                           " --dims M=16,N=64 --evals 5 --bench-seconds 0.05 "
+                           " --dims M=16,N=64 --evals 5 --bench-seconds 0.05 --give-up 0 "
                            "--proposers mutate:1,llm:3 --llm-base-url " +
                            server.openai_base() +
                            " --llm-model test-model --llm-price-in 3 --llm-price-out 15 -o " +
@@ -775,7 +775,7 @@ TEST(Cli, OptimizeWithAProposerCommandAndWithoutAModel) {
   std::ofstream(dir / "kernel.cpp") << marker << kernel_text("softmax_rows.cpp");
   CommandResult r =
       ollie_with_env(env, "optimize " + spec +
-                              " --dims M=16,N=64 --evals 2 --bench-seconds 0.05 "
+                              " --dims M=16,N=64 --evals 2 --bench-seconds 0.05 --give-up 0 "
                               "--proposers llm:1 --proposer-cmd 'cat " +
                               (dir / "kernel.cpp").string() + "' -o " + (dir / "a").string());
   ASSERT_EQ(r.exit_code, 0) << r.out;

@@ -58,15 +58,17 @@ TEST(LlmScheduleE2e, OptimizeTakesTheModelsSchedulesRefusesAnIllegalOneAndReplay
   const std::string other = "parallel out0 m\nparallel t1 m\n";
   {
     FakeModelServer server(kKey);
+    // --give-up 0: every schedule the model gives is verified, whatever a busy machine's
+    // speed probe would say (the test checks that they pass).
     server.script({Scripted::answer(schedule_answer("vectorize t1 n\n")),  // t1: a row max
                    Scripted::answer(schedule_answer(legal)),
                    Scripted::answer(schedule_answer(other))});
     const CommandResult r =
-        ollie(dir / "cache", "optimize " + spec +
-                                 " --dims M=16,N=64 --evals 3 --bench-seconds 0.05 --proposers "
-                                 "llm:1 --llm-base-url " +
-                                 server.openai_base() + " --llm-model test-model -o " +
-                                 (dir / "a").string());
+        ollie(dir / "cache",
+              "optimize " + spec +
+                  " --dims M=16,N=64 --evals 3 --bench-seconds 0.05 --give-up 0 --proposers "
+                  "llm:1 --llm-base-url " +
+                  server.openai_base() + " --llm-model test-model -o " + (dir / "a").string());
     ASSERT_EQ(r.exit_code, 0) << r.out;
     const auto seen = server.requests();
     ASSERT_EQ(seen.size(), 3u);
