@@ -253,9 +253,13 @@ BenchReport bench(const ir::Graph& graph, const std::vector<BenchKernel>& kernel
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_before).count();
   const MachineCpu cpu_after = machine_cpu();
+  // The runner child is not ours to reap (bwrap): its CPU time comes from its report, at
+  // most every core for the whole run.
+  const double child_cpu =
+      std::clamp(timed.cpu_seconds, 0.0, wall * std::max(1u, std::thread::hardware_concurrency()));
   if (cpu_before.ok && cpu_after.ok && wall > 0)
-    report.others_cpus =
-        std::max(0.0, (cpu_after.busy - cpu_before.busy - (own_cpu() - own_before)) / wall);
+    report.others_cpus = std::max(
+        0.0, (cpu_after.busy - cpu_before.busy - (own_cpu() - own_before) - child_cpu) / wall);
   if (timed.over_call_limit) return abandoned(report, kernels, timed);
   if (timed.status != runner::Status::Ok) {
     report.status = BenchStatus::RunFailed;

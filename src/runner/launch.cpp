@@ -355,6 +355,7 @@ Outcome run_in_jail(const std::string& runner, const std::vector<std::string>& s
   }
   outcome.status = Status::Ok;
   outcome.seconds = header.seconds;
+  outcome.cpu_seconds = header.cpu_seconds;
   outcome.message = "ok";
   return outcome;
 }

@@ -88,7 +88,8 @@ struct Outcome {
   int signal = 0;       // for Crash
   std::vector<interp::Tensor> outputs;  // for Ok: one per graph result, values widened to double
   std::vector<std::vector<interp::Tensor>> call_outputs;  // run_calls: the outputs of each call
-  double seconds = 0;  // wall time of the kernel call itself, measured in the child
+  double seconds = 0;      // wall time of the kernel call itself, measured in the child
+  double cpu_seconds = 0;  // the child's CPU time, all threads, as it reported (0: none)
 };
 
 // Calls options.entry_symbol of `so_path` once per element of `calls`, in order, in ONE

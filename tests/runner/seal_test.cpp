@@ -218,12 +218,12 @@ extern "C" void ollie_entry(void* const* b, const int64_t*) {
 std::string fake_report(const std::string& then) {
   return plus_one("", R"(
 #include <sys/stat.h>
-struct FakeReport { uint32_t magic, status; double seconds; uint32_t len, reserved; uint64_t nonce; };
+struct FakeReport { uint32_t magic, status; double seconds; uint32_t len, reserved; uint64_t nonce; double cpu; };
 static void forge() {
   for (int fd = 3; fd < 65536; ++fd) {
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) continue;
-    FakeReport r{0x4f4c5231, 0, 1e-9, 0, 0, 0};
+    FakeReport r{0x4f4c5231, 0, 1e-9, 0, 0, 0, 0};
     (void)!write(fd, &r, sizeof r);
   }
 }

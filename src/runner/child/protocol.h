@@ -14,7 +14,7 @@ constexpr int kReportFd = 4;  // write end of the report pipe
 
 constexpr char kRequestMagic[8] = {'O', 'L', 'L', 'I', 'E', 'R', 'Q', '1'};
 constexpr uint32_t kReportMagic = 0x4f4c5231;  // "OLR1"
-constexpr uint32_t kVersion = 9;
+constexpr uint32_t kVersion = 10;
 
 // At offset 0 of the memfd. Followed directly by
 //   Buffer buffers[n_buffers];              see below
@@ -195,6 +195,10 @@ struct Report {
   uint32_t message_len;  // bytes following this struct
   uint32_t reserved;
   uint64_t nonce;  // RequestHeader::nonce
+  // The child's own CPU time, all its threads (getrusage RUSAGE_SELF) when it reports: the
+  // parent cannot reap it (it runs under bwrap), so bench counts it as the kernel's, not
+  // as other processes' (measure::BenchReport::others_cpus).
+  double cpu_seconds;
 };
 
 constexpr uint32_t kMaxMessage = 3000;

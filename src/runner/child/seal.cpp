@@ -122,6 +122,10 @@ void write_report(proto::ReportStatus status, double seconds, const char* messag
   report.seconds = seconds;
   report.message_len = static_cast<uint32_t>(len);
   report.nonce = report_nonce;
+  rusage self{};
+  if (getrusage(RUSAGE_SELF, &self) == 0)
+    report.cpu_seconds = static_cast<double>(self.ru_utime.tv_sec + self.ru_stime.tv_sec) +
+                         static_cast<double>(self.ru_utime.tv_usec + self.ru_stime.tv_usec) * 1e-6;
   std::memcpy(buf, &report, sizeof report);
   if (len) std::memcpy(buf + sizeof report, message, len);
   // One write of <= PIPE_BUF bytes is atomic; retry only on EINTR.
