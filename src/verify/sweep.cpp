@@ -82,8 +82,29 @@ bool shrink(int64_t& v, Pin pin) {
   return true;
 }
 
+// Whether the draw pins a dim large.
+bool has_large(const Draw& draw) {
+  return std::find(draw.pins.begin(), draw.pins.end(), Pin::Large) != draw.pins.end();
+}
+
+// Shrinks unpinned size i, unless that leaves a large draw fewer than `floor` result
+// elements (the error of a kernel wrong only at a large size must show on more than one or
+// two elements, which may be near zero by chance). False when it did not shrink.
+bool shrink_unpinned(const ir::Graph& g, Draw& draw, size_t i, double floor) {
+  int64_t& v = draw.dims[g.dims[i]];
+  const int64_t before = v;
+  if (draw.pins[i] != Pin::None || !shrink(v, Pin::None)) return false;
+  if (floor > 0 && sweep_result_elements(g, draw.dims) < floor) {
+    v = before;
+    return false;
+  }
+  return true;
+}
+
 // Shrinks the draw's largest unpinned sizes until it costs at most `cap` or none can shrink.
 void fit_others(const ir::Graph& g, Draw& draw, double cap) {
+  const double floor =
+      has_large(draw) ? std::min(kSweepLargeElements, sweep_result_elements(g, g.bound_dims)) : 0;
   for (int guard = 0; guard < 256 && sweep_cost(g, draw.dims) > cap; ++guard) {
     std::vector<size_t> order(g.dims.size());
     std::iota(order.begin(), order.end(), size_t{0});
@@ -91,13 +112,13 @@ void fit_others(const ir::Graph& g, Draw& draw, double cap) {
               [&](size_t a, size_t b) { return draw.dims[g.dims[a]] > draw.dims[g.dims[b]]; });
     bool shrunk = false;
     for (size_t i : order)
-      if (draw.pins[i] == Pin::None && shrink(draw.dims[g.dims[i]], Pin::None)) {
+      if (shrink_unpinned(g, draw, i, floor)) {
         shrunk = true;
         break;
       }
     if (!shrunk)
       for (size_t i : order)
-        if (shrink(draw.dims[g.dims[i]], draw.pins[i])) {
+        if (draw.pins[i] != Pin::None && shrink(draw.dims[g.dims[i]], draw.pins[i])) {
           shrunk = true;
           break;
         }
@@ -131,19 +152,31 @@ std::vector<int> permutation(random::Xoshiro256& rng, int n) {
 
 // One dim's remainder per draw (the first 16 draws): a random permutation of 0..15 with
 // 0 at draw zj (its multiple of 256) and at least 4 at draw lj (its large size, which
-// must not take the remainders that fix 1, 2, 3 or the multiple of 256).
-std::vector<int> remainders(random::Xoshiro256& rng, int lj, int zj) {
+// must not take the remainders that fix 1, 2, 3 or the multiple of 256), and at the other
+// dims' large draws (`others_large`) none of the sizes 1, 2, 3: a large draw with the
+// others at size 1 has a single result element, too few to see a kernel wrong by a small
+// factor only at that large size.
+std::vector<int> remainders(random::Xoshiro256& rng, int lj, int zj,
+                            const std::vector<int>& others_large) {
   std::vector<int> r = permutation(rng, 16);
   auto at = [&](int j) -> int& { return r[static_cast<size_t>(j)]; };
   if (zj < 16)
     for (int k = 0; k < 16; ++k)
       if (at(k) == 0) std::swap(at(k), at(zj));
-  if (lj < 16 && lj != zj && at(lj) < 4)
+  auto is_other_large = [&](int j) {
+    return std::find(others_large.begin(), others_large.end(), j) != others_large.end();
+  };
+  // Draw j's remainder swapped for one of at least 4 from a draw that may take 1, 2, 3.
+  auto at_least_4 = [&](int j) {
     for (int k = 0; k < 16; ++k)
-      if (k != zj && at(k) >= 4) {
-        std::swap(at(k), at(lj));
-        break;
+      if (k != zj && k != lj && k != j && !is_other_large(k) && at(k) >= 4) {
+        std::swap(at(k), at(j));
+        return;
       }
+  };
+  if (lj < 16 && lj != zj && at(lj) < 4) at_least_4(lj);
+  for (int j : others_large)
+    if (j < 16 && j != zj && j != lj && at(j) >= 1 && at(j) <= 3) at_least_4(j);
   return r;
 }
 
@@ -198,6 +231,18 @@ double sweep_cost(const ir::Graph& g, const ir::DimBindings& dims) {
   }
 }
 
+double sweep_result_elements(const ir::Graph& g, const ir::DimBindings& dims) {
+  double elements = 0;
+  try {
+    for (ir::ValueId v : g.outputs)
+      elements += static_cast<double>(
+          ir::element_count(ir::evaluate_shape(g.nodes[static_cast<size_t>(v)].shape, dims)));
+  } catch (const std::exception&) {
+    return 0;
+  }
+  return elements;
+}
+
 std::vector<ir::DimBindings> sweep_dims(const ir::Graph& g, uint64_t seed, int draws) {
   random::Xoshiro256 rng(seed, 0x5eeb);
   const int n = std::max(1, draws);
@@ -211,7 +256,10 @@ std::vector<ir::DimBindings> sweep_dims(const ir::Graph& g, uint64_t seed, int d
     const int64_t b = bound_of(g, name);
     const int lj = special[(2 * di) % static_cast<size_t>(n)];
     const int zj = special[(2 * di + 1) % static_cast<size_t>(n)];
-    const std::vector<int> remainder = remainders(rng, lj, zj);
+    std::vector<int> others_large;
+    for (size_t dk = 0; dk < g.dims.size(); ++dk)
+      if (dk != di) others_large.push_back(special[(2 * dk) % static_cast<size_t>(n)]);
+    const std::vector<int> remainder = remainders(rng, lj, zj, others_large);
     for (int j = 0; j < n; ++j) {
       const int64_t r = j < 16 ? remainder[static_cast<size_t>(j)] : uniform_in(rng, 0, 15);
       const Pin pin = lj == j ? Pin::Large : r == 0 ? Pin::Multiple256 : Pin::None;

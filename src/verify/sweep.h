@@ -20,6 +20,9 @@ constexpr double kSweepDrawShare = 0.05;
 // A draw with a large size costs at most this share of the bound dims' cost, as far as
 // bringing that size down toward twice its bound allows.
 constexpr double kSweepLargeShare = 0.3;
+// A draw with a large size keeps at least this many result elements (or the bound dims'
+// count, when smaller) while its other sizes shrink toward the cost share.
+constexpr double kSweepLargeElements = 16;
 
 // The sweep's dims for the base seed `seed`, before the spec is asked whether it accepts
 // them: `draws` bindings of every dim of `g` (at least kSweepDraws for the guarantees).
@@ -37,6 +40,9 @@ std::vector<ir::DimBindings> sweep_dims(const ir::Graph& g, uint64_t seed, int d
 // FLOPs plus 4 per element of every value of `g` at `dims` (0 when the graph's shapes
 // cannot be evaluated there).
 double sweep_cost(const ir::Graph& g, const ir::DimBindings& dims);
+
+// The elements of the results of `g` at `dims` (0 when the shapes cannot be evaluated).
+double sweep_result_elements(const ir::Graph& g, const ir::DimBindings& dims);
 
 // The sweep's graphs: each of sweep_dims through `graph_at`. A draw the spec rejects
 // (graph_at throws UserError) is tried with one dim one larger (a spec that needs an even

@@ -238,6 +238,7 @@ class Verification {
   void plan_shape_sweep();
   void plan_tight_calls();
   bool beyond_twice_the_bound(const ir::Graph& g) const;
+  std::vector<std::string> dims_beyond_twice_the_bound(const ir::Graph& g) const;
   void plan_call_suites();
   std::vector<Suite> sanitizer_replays() const;
   bool replay_with_sanitizers();

@@ -69,6 +69,29 @@ TEST(Sweep, EveryDimOfEveryExampleGetsEveryRemainderAMultipleOf256ALargeAndTinyS
   }
 }
 
+// A kernel wrong by a small factor only where one dim is large shows its error on the
+// elements of the draws that take that dim beyond twice its bound, each of which may be
+// near zero by chance: for every dim, one such draw keeps at least 16 result elements (as
+// many as the bound dims have, when fewer). A matmul's only large-K draw at M = N = 1 had
+// one element: about one quick verification in 400 passed a gemm 1e-4 off past K = 256.
+TEST(Sweep, EveryDimHasALargeDrawWithEnoughResultElements) {
+  for (const char* name : kExamples) {
+    const Graph g = example(name);
+    const double floor =
+        std::min(v::kSweepLargeElements, v::sweep_result_elements(g, g.bound_dims));
+    for (uint64_t seed = 1; seed <= 40; ++seed) {
+      const auto draws = v::sweep_dims(g, seed * 104729);
+      for (const auto& d : g.dims) {
+        double most = -1;
+        for (const auto& draw : draws)
+          if (draw.at(d) > 2 * g.bound_dims.at(d))
+            most = std::max(most, v::sweep_result_elements(g, draw));
+        EXPECT_GE(most, floor) << name << " seed " << seed << " " << d;
+      }
+    }
+  }
+}
+
 TEST(Sweep, MatmulGraphsKeepTheCoverageAndTheCostStaysBounded) {
   const Graph g = example("matmul");
   const v::GraphAt at = [](const DimBindings& dims) { return example("matmul", dims); };
