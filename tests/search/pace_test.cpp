@@ -184,8 +184,19 @@ TEST(GiveUp, ADeliberatelySlowKernelIsGivenUpBeforeVerificationAndAFairOneIsTime
   EXPECT_NE(hung.message.find("ran longer than its limit"), std::string::npos) << hung.message;
   EXPECT_LT(hung.eval_seconds, 20) << "the compile, then 1.1 s of it";
   // 10 to 30 ms a call, thousands of times the baseline: given up after two calls each.
-  const search::Evaluation slow = evaluator->evaluate_paced(candidate(spinning(10000000)), twice);
-  EXPECT_EQ(slow.verdict, verify::Verdict::TooSlow) << slow.message;
+  // The probe's two calls are timing on a shared machine: under ctest -j2 one try in a few
+  // hundred was not given up (it was then verified and timed, never accepted as fast), so
+  // of three tries one must give up; the others' messages are kept for the report.
+  search::Evaluation slow;
+  std::string tries;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    slow = evaluator->evaluate_paced(candidate(spinning(10000000)), twice);
+    if (slow.verdict == verify::Verdict::TooSlow) break;
+    EXPECT_GT(slow.ratio_vs_baseline, 100) << slow.message;
+    tries += "try " + std::to_string(attempt + 1) + ": " + verify::verdict_name(slow.verdict) +
+             " " + slow.message + "\n";
+  }
+  EXPECT_EQ(slow.verdict, verify::Verdict::TooSlow) << tries;
   EXPECT_GT(slow.ratio_vs_baseline, 100) << slow.message;
   EXPECT_NE(slow.message.find("fastest call took"), std::string::npos) << slow.message;
   EXPECT_EQ(slow.median_seconds, 0);
