@@ -11,6 +11,9 @@ namespace {
 
 using ir::OpKind;
 
+// Rows of the source a transposed copy gathers per block: one 64-byte line of float32.
+constexpr int64_t kTransposeBlock = 16;
+
 class Realizer {
  public:
   explicit Realizer(const Stages& st) : st_(st) {
@@ -544,27 +547,48 @@ class Realizer {
   }
 
   // Copies the tile of p.source into p.local (zeros past the source's edges), in the
-  // copy's layout: its loops walk the copy's dims in order, the last one vectorized (a
-  // transposed copy gathers along the source's rows). A root copy runs its outer loop in
-  // parallel: it is outside every parallel region.
+  // copy's layout: its loops walk the copy's dims in order, the last one vectorized. A
+  // transposed copy gathers along the source's rows, in blocks of kTransposeBlock rows
+  // with the source's last dim inside the block loop: each block reads its rows' cache
+  // lines once, one after the other (without blocks every column would gather from every
+  // row of the tile, reading each line 16 times, from DRAM when the tile is big). A root
+  // copy runs its outer loop in parallel: it is outside every parallel region.
   Stmt pack_copy(const PackedTile& p, const std::map<std::string, Expr>& names,
                  std::set<std::string> scope) const {
     const Buffer* src = st_.buffer(p.source);
     const std::vector<size_t> order = packed_order(p);
     std::vector<Expr> at(p.extent.size());
     std::vector<std::string> loop_names(p.extent.size());
-    Expr inside;
+    // The transposed copy's vectorized dim, walked in blocks (SIZE_MAX: none).
+    const size_t blocked = order.size() >= 2 && order.back() != p.extent.size() - 1 &&
+                                   !(p.extent[order.back()].as_constant() &&
+                                     *p.extent[order.back()].as_constant() <= kTransposeBlock)
+                               ? order.back()
+                               : SIZE_MAX;
+    std::string block_outer;
+    std::vector<Expr> position(p.extent.size());
     for (size_t d = 0; d < p.extent.size(); ++d) {
       const std::string name = fresh("p" + std::to_string(d), scope);
       scope.insert(name);
       loop_names[d] = name;
-      at[d] = make_binary(OpKind::Add, substitute(p.start[d], names), make_var(name));
+      position[d] = make_var(name);
+      if (d == blocked) {
+        block_outer = fresh(name + "_o", scope);
+        scope.insert(block_outer);
+        position[d] = make_binary(
+            OpKind::Add, make_binary(OpKind::Mul, make_var(block_outer), make_int(kTransposeBlock)),
+            make_var(name));
+      }
+    }
+    Expr inside;
+    for (size_t d = 0; d < p.extent.size(); ++d) {
+      at[d] = make_binary(OpKind::Add, substitute(p.start[d], names), position[d]);
       if (p.root && !p.loads_rewritten) continue;  // the whole buffer: always inside
       const Expr ok = make_binary(OpKind::Lt, at[d], make_dim(src->shape[d]));
       inside = inside ? make_binary(OpKind::And, inside, ok) : ok;
     }
     std::vector<Expr> idx;
-    for (size_t d : order) idx.push_back(make_var(loop_names[d]));
+    for (size_t d : order) idx.push_back(position[d]);
     const Expr zero =
         ir::is_float(src->dtype) ? make_float(0, src->dtype) : make_int(0, src->dtype);
     Expr value = make_load(p.source, src->dtype, flatten(at, src->shape), at);
@@ -572,12 +596,34 @@ class Realizer {
     Stmt body = make_store(p.local, flatten(idx, packed_shape(p)), value);
     for (size_t k = order.size(); k-- > 0;) {
       const size_t d = order[k];
-      const ForKind kind = k + 1 == order.size()                  ? ForKind::Vectorized
-                           : p.root && k == 0 && order.size() > 1 ? ForKind::Parallel
-                                                                  : ForKind::Serial;
-      body = make_for(loop_names[d], make_int(0), make_dim(p.extent[d]), kind, body);
+      const bool outermost = k == 0 && blocked == SIZE_MAX;
+      const ForKind kind = k + 1 == order.size()                     ? ForKind::Vectorized
+                           : p.root && outermost && order.size() > 1 ? ForKind::Parallel
+                                                                     : ForKind::Serial;
+      if (d != blocked) {
+        body = make_for(loop_names[d], make_int(0), make_dim(p.extent[d]), kind, body);
+        continue;
+      }
+      // The block's rows: kTransposeBlock, fewer in the last block.
+      const Expr extent = make_dim(p.extent[d]);
+      const Expr rest =
+          make_binary(OpKind::Sub, extent,
+                      make_binary(OpKind::Mul, make_var(block_outer), make_int(kTransposeBlock)));
+      const auto whole = p.extent[d].as_constant();
+      const bool divides = whole && *whole % kTransposeBlock == 0;
+      body = make_for(loop_names[d], make_int(0),
+                      divides ? make_int(kTransposeBlock)
+                              : make_binary(OpKind::Min, make_int(kTransposeBlock), rest),
+                      kind, body);
     }
-    return body;
+    if (blocked == SIZE_MAX) return body;
+    // The block loop, outside the copy's other dims (at the root, in parallel).
+    const Expr blocks = make_binary(
+        OpKind::Div,
+        make_binary(OpKind::Add, make_dim(p.extent[blocked]), make_int(kTransposeBlock - 1)),
+        make_int(kTransposeBlock));
+    return make_for(block_outer, make_int(0), blocks, p.root ? ForKind::Parallel : ForKind::Serial,
+                    body);
   }
 
   const Stages& st_;

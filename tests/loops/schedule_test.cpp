@@ -514,14 +514,18 @@ TEST(ScheduleDirectives, PackCopiesTheTileIntoALocalBuffer) {
 }
 
 // `pack S B root`: all of B copied once before the nest (its outer copy loop parallel),
-// `transposed`: the copy's last two dims swapped, so the reader walks it along n.
+// `transposed`: the copy's last two dims swapped, so the reader walks it along n. The
+// copy gathers 16 source rows at a time, the source's columns inside the block loop, so
+// each row's cache lines are read once.
 TEST(ScheduleDirectives, PackRootTransposedCopiesTheWholeBufferOnceBeforeTheNest) {
   const std::string text = lowered(scores(), "pack out0 c root transposed; reorder out0 h l s");
   EXPECT_TRUE(contains(text,
                        "  allocate c_out0_pack: f32[L*S]\n"
-                       "  parallel for p1 in [0, L):\n"
-                       "    vectorized for p0 in [0, S):\n"
-                       "      c_out0_pack[((p1 * S) + p0)] = c[((p0 * L) + p1)]\n"
+                       "  parallel for p0_o in [0, ((S + 15) / 16)):\n"
+                       "    for p1 in [0, L):\n"
+                       "      vectorized for p0 in [0, min(16, (S - (p0_o * 16)))):\n"
+                       "        c_out0_pack[((p1 * S) + ((p0_o * 16) + p0))] = "
+                       "c[((((p0_o * 16) + p0) * L) + p1)]\n"
                        "  for h in [0, H):\n"))
       << text;
   EXPECT_TRUE(contains(text, "(q[((h * L) + l)] * c_out0_pack[((l * S) + s)])")) << text;
@@ -530,7 +534,7 @@ TEST(ScheduleDirectives, PackRootTransposedCopiesTheWholeBufferOnceBeforeTheNest
   // A tile at a loop can be transposed too: rows of b read along n.
   EXPECT_TRUE(
       contains(lowered(matmul(), "split out0 n 2; reorder out0 n_o m; pack out0 b m transposed"),
-               "b_out0_pack[((p1 * K) + p0)] = select("));
+               "b_out0_pack[((p1 * K) + ((p0_o * 16) + p0))] = select("));
 }
 
 TEST(ScheduleDirectives, InlineRecomputesAValueReadTwice) {
