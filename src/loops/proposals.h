@@ -114,10 +114,12 @@ std::optional<std::vector<Directive>> register_tile(const ir::Graph& g, Stages& 
 // (attention scores: q[h, l] . c_kv[s, l], both contiguous only along l): kDotTile
 // iterations of the innermost pure loop that some operand does not depend on run inside
 // the reduction loop, each its own accumulator, so that operand's vector is loaded once
-// for all of them and the sums do not wait on each other. (mla_decode's scores, 512 long, one
-// thread: 0.9 of the whole kernel's time with a 4-row tile, `ollie bench --vs`; no gain on
-// attention_causal's 64-long ones.)
-// Applied to `st` and recorded in `out` when legal and worthwhile; false otherwise.
+// for all of them and the sums do not wait on each other; with 32 vector registers, also
+// kDotTile iterations of a second such loop that the other operand does not depend on
+// (a kDotTile x kDotTile tile: each operand's vectors loaded once for the whole tile).
+// (mla_decode's scores, 512 long, one thread: 0.9 of the whole kernel's time with a 4-row tile,
+// `ollie bench --vs`; no gain on attention_causal's 64-long ones.) Applied to `st` and recorded in
+// `out` when legal and worthwhile; false otherwise.
 bool dot_tile(const ir::Graph& g, Stages& st, Schedule& out, const std::string& name,
               const Target& target);
 // A dot-product-shaped contraction (attention scores q[s, d] . k[s1, d]: the output's last

@@ -4,6 +4,7 @@
 // reduction beside a small output (split_k). The default schedule and the random
 // schedules propose them whole.
 #include <algorithm>
+#include <set>
 
 #include "loops/proposals.h"
 
@@ -73,6 +74,43 @@ std::optional<std::vector<Directive>> register_tile(const ir::Graph& g, Stages& 
 constexpr int64_t kDotTile = 4;
 constexpr int64_t kDotTileMinVectors = 8;
 
+namespace {
+
+// The innermost pure loop of `s` (at least 2 at the bound dims, not in `taken`) that some
+// operand load does not depend on: unrolled, that operand's vector is loaded once for all
+// its iterations. "" when none; also "" when the innermost such candidate indexes every
+// operand (a loop further out would not be the tile's).
+std::string dot_loop(const ir::Graph& g, const Stage& s, const std::vector<Expr>& loads,
+                     const std::set<std::string>& taken) {
+  for (size_t k = s.loops.size(); k-- > 0;) {
+    const StageLoop& l = s.loops[k];
+    if (l.reduction || taken.count(l.name) || bound_size(g, l.nominal) < 2) continue;
+    for (const auto& ld : loads)
+      if (!mentions(ld, l.name)) return l.name;
+    return "";
+  }
+  return "";
+}
+
+// Splits loop `pick` of stage `name` by kDotTile, moves the inner part innermost and
+// unrolls it; the inner part's name, or "" when the split is illegal.
+std::string unrolled_dot_rows(const ir::Graph& g, Stages& work, Schedule& done,
+                              const std::string& name, const std::string& pick) {
+  const Stage& s = work.stages[static_cast<size_t>(work.find(name))];
+  size_t x = 0;
+  while (s.loops[x].name != pick) ++x;
+  if (!try_apply(g, work, done, make_directive(DirectiveKind::Split, name, {pick}, kDotTile)))
+    return "";
+  const Stage& split = work.stages[static_cast<size_t>(work.find(name))];
+  const std::string inner =
+      split.loops[x + 1].name;  // split puts the inner part right after the outer
+  move_innermost(g, work, done, name, inner);
+  try_apply(g, work, done, make_directive(DirectiveKind::Unroll, name, {inner}));
+  return inner;
+}
+
+}  // namespace
+
 bool dot_tile(const ir::Graph& g, Stages& st, Schedule& out, const std::string& name,
               const Target& target) {
   Stages work = st;
@@ -86,26 +124,22 @@ bool dot_tile(const ir::Graph& g, Stages& st, Schedule& out, const std::string& 
     return false;
   std::vector<Expr> loads;
   for (const Expr& load : operand_loads(s)) loads.push_back(substitute(load->args[0], s.subst));
-  std::string pick;
-  for (size_t k = s.loops.size(); k-- > 0 && pick.empty();) {
-    const StageLoop& l = s.loops[k];
-    if (l.reduction) continue;
-    if (bound_size(g, l.nominal) < 2) continue;
-    for (const auto& ld : loads)
-      if (!mentions(ld, l.name)) pick = l.name;
-    if (pick.empty()) return false;  // the innermost pure loop indexes every operand
-  }
-  if (pick.empty()) return false;
   const std::string red = s.loops.back().name;
-  size_t x = 0;
-  while (s.loops[x].name != pick) ++x;
-  if (!try_apply(g, work, done, make_directive(DirectiveKind::Split, name, {pick}, kDotTile)))
-    return false;
-  const Stage& split = work.stages[static_cast<size_t>(work.find(name))];
-  const std::string inner =
-      split.loops[x + 1].name;  // split puts the inner part right after the outer
-  move_innermost(g, work, done, name, inner);
-  try_apply(g, work, done, make_directive(DirectiveKind::Unroll, name, {inner}));
+  const std::string pick = dot_loop(g, s, loads, {});
+  if (pick.empty()) return false;
+  // With 32 vector registers, a second loop that reuses the other operand: a square tile
+  // (kDotTile x kDotTile sums, 2 kDotTile loads per kDotTile^2 multiply-adds).
+  const std::string second =
+      target.vector_bytes >= 64 ? dot_loop(g, s, loads, {pick}) : std::string();
+  if (unrolled_dot_rows(g, work, done, name, pick).empty()) return false;
+  if (!second.empty()) {
+    Stages two = work;
+    Schedule more = done;
+    if (!unrolled_dot_rows(g, two, more, name, second).empty()) {
+      work = std::move(two);
+      done = std::move(more);
+    }
+  }
   if (!try_apply(g, work, done, make_directive(DirectiveKind::Vectorize, name, {red})))
     return false;
   st = std::move(work);

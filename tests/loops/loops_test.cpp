@@ -61,16 +61,20 @@ TEST(LoopsIR, MakeTypesAndFoldsIndexArithmetic) {
 // in it outside that loop (the two products sharing the token loop, sibling fusion) run
 // their own outermost pure loop in parallel (before, the whole attention ran on one core); o_lat =
 // p . c_kv (16 x 512 outputs, 4096 keys) runs split-K: partial results over 64-key slices in
-// parallel with register tiles, then their sum; the 512-long score dots run 4 heads at a time.
+// parallel with register tiles, then their sum; the 512-long score dots run 4 heads x 4
+// tokens at a time (the tokens' split takes them out of the sibling fusion with the rope
+// scores: each product runs its own token loop in parallel).
 TEST(LoopsDefault, ARootNestThatRunsOnceSharesItsWorkInside) {
   const auto g =
       ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/mla_decode.py", {});
   ASSERT_EQ(g.bound_dims.at("B"), 1);
   const std::string text = to_text(default_schedule(g, Target{64, 2}));
   for (const char* line :
-       {"compute_at t8 t22 b\n", "compute_at t7 t8 s\n", "parallel t8 s\n", "parallel t22 h\n",
-        "split t23 s 64\n", "rfactor t23 s_o\n", "accumulate t23_rf l_o\n", "parallel t23_rf s_o\n",
-        "vectorize t23 l\n", "split t7 h 4\n", "reorder t7 b s h_o l h_i\n", "vectorize t7 l\n"})
+       {"compute_at t8 t22 b\n", "compute_at t7 t22 b\n", "parallel t8 s\n", "parallel t7 s_o\n",
+        "parallel t22 h\n", "split t23 s 64\n", "rfactor t23 s_o\n", "accumulate t23_rf l_o\n",
+        "parallel t23_rf s_o\n", "vectorize t23 l\n", "split t7 h 4\n", "split t7 s 4\n",
+        "reorder t7 b s_o h_o l h_i s_i\n", "unroll t7 h_i\n", "unroll t7 s_i\n",
+        "vectorize t7 l\n"})
     EXPECT_NE(text.find(line), std::string::npos) << line << " in\n" << text;
   EXPECT_EQ(text.find("parallel t23_rf s_o\nparallel t23_rf s_o\n"), std::string::npos) << text;
   // Within one core nothing runs in parallel.
