@@ -194,6 +194,7 @@ class Elab {
                              std::optional<DType> dtype = std::nullopt);
   // Two sizes that differ symbolically only through floor division but agree at the bound dims.
   bool same_at_bounds(const DimExpr& a, const DimExpr& b) const;
+  std::string mismatch_hint(const DimExpr& a, const DimExpr& b) const;
   Shape broadcast_shapes(const std::vector<ValueId>& ids, SourceLoc loc);
   ValueId to_shape(ValueId id, const Shape& shape, SourceLoc loc);
   ValueId convert(ValueId id, DType t, SourceLoc loc);

@@ -108,6 +108,31 @@ DType Elab::result_dtype(const std::vector<ValuePtr>& vs, SourceLoc loc) {
   return *strong;
 }
 
+// What to do about dims `a` and `b` that do not unify: when one is a literal that the
+// other equals at the bound dims (model code that writes a head size 32 where the
+// annotations say HD), the two ways to say what is meant.
+std::string Elab::mismatch_hint(const DimExpr& a, const DimExpr& b) const {
+  const std::string general =
+      "numpy broadcasting aligns shapes from the right; a dim must be equal or 1 (reshape or add "
+      "None axes)";
+  const DimExpr* literal = a.is_constant() ? &a : b.is_constant() ? &b : nullptr;
+  const DimExpr* symbolic = literal == &a ? &b : &a;
+  if (!literal || symbolic->is_constant()) return general;
+  try {
+    if (symbolic->evaluate(graph_.bound_dims) != *literal->as_constant()) return general;
+  } catch (const UserError&) {
+    return general;
+  }
+  const std::string n = literal->str(), d = symbolic->str();
+  return "the literal " + n + " equals " + d +
+         " at the bound dims, but ollie checks the spec at "
+         "other sizes too: if it holds only where " +
+         d + " is " + n + ", say so in the spec (RELATIONS = [\"" + d + " = " + n +
+         "\"], for a dim name), else compute the size from an array's shape (x.shape[-1]) "
+         "instead of writing " +
+         n;
+}
+
 bool Elab::same_at_bounds(const DimExpr& a, const DimExpr& b) const {
   // Only sizes built with floor division (HD//2, 2*(HD//2)) qualify: they equal their
   // counterpart wherever the spec is valid under numpy, whereas plain dims that merely
@@ -148,8 +173,7 @@ Shape Elab::broadcast_shapes(const std::vector<ValueId>& ids, SourceLoc loc) {
         fail(loc,
              "cannot broadcast " + lhs + " and " + type_str(ids[k]) + ": dims " + a->str() +
                  " and " + c->str() + " differ",
-             "numpy broadcasting aligns shapes from the right; a dim must be equal or 1 (reshape "
-             "or add None axes)");
+             mismatch_hint(*a, *c));
       }
     }
     out = r;
@@ -540,7 +564,10 @@ ValuePtr Elab::matmul(const ValuePtr& a, const ValuePtr& b, SourceLoc loc) {
   const DimExpr& ky = ys.size() == 1 ? ys[0] : ys[ys.size() - 2];
   if (kx != ky)
     fail(loc, "matmul shape mismatch: " + shown + ": " + kx.str() + " != " + ky.str(),
-         "the last dim of the left operand must equal the second-to-last dim of the right one");
+         kx.is_constant() != ky.is_constant()
+             ? mismatch_hint(kx, ky)
+             : "the last dim of the left operand must equal the second-to-last dim of the right "
+               "one");
   // Batch dims broadcast; an operand whose batch dims are not a suffix of the result's is
   // broadcast explicitly, otherwise it keeps its shape and shares the trailing batch labels.
   Shape bx(xs.begin(), xs.end() - std::min<size_t>(xs.size(), 2)),

@@ -226,8 +226,11 @@ ValuePtr Elab::einsum(const std::string& spec, const std::vector<ValuePtr>& ops,
              "formulations");
       auto [it, fresh] = size.emplace(l, sh[k]);
       if (!fresh && it->second != sh[k])
-        fail(loc, std::string("np.einsum label '") + ins[i][k] + "' has sizes " + it->second.str() +
-                      " and " + sh[k].str());
+        fail(loc,
+             std::string("np.einsum label '") + ins[i][k] + "' has sizes " + it->second.str() +
+                 " and " + sh[k].str(),
+             it->second.is_constant() != sh[k].is_constant() ? mismatch_hint(it->second, sh[k])
+                                                             : "");
       ls.push_back(l);
     }
     labels.push_back(ls);
