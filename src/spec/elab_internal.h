@@ -184,6 +184,8 @@ class Elab {
   ValuePtr compare(const std::string& op, const ValuePtr& a, const ValuePtr& b, SourceLoc loc);
   ValuePtr matmul(const ValuePtr& a, const ValuePtr& b, SourceLoc loc);
   ValuePtr einsum(const std::string& spec, const std::vector<ValuePtr>& ops, SourceLoc loc);
+  void expand_ellipsis(const std::string& spec, const std::vector<ValueId>& ids,
+                       std::vector<std::string>& ins, std::string& out, SourceLoc loc);
   ValuePtr subscript(const ValuePtr& base, const std::vector<ValuePtr>& idx, SourceLoc loc);
   // Makes a (strong or weak) tensor out of a scalar or tensor value.
   ValueId as_tensor(const ValuePtr& v, SourceLoc loc, std::optional<DType> dtype = std::nullopt);

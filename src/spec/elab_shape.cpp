@@ -170,6 +170,42 @@ ValueId Elab::reshape_to(ValueId x, const std::vector<ValuePtr>& dims, SourceLoc
 
 // ---------------------------------------------------------------------------- einsum
 
+// '...' in np.einsum's operands and output replaced by letters the spec does not use, as
+// many as each operand's rank leaves unnamed (right-aligned across operands, as numpy
+// broadcasts them); the output's '...' takes them all.
+void Elab::expand_ellipsis(const std::string& spec, const std::vector<ValueId>& ids,
+                           std::vector<std::string>& ins, std::string& out, SourceLoc loc) {
+  std::string unused;
+  for (char c = 'z'; c >= 'a'; --c)
+    if (spec.find(c) == std::string::npos) unused += c;
+  for (char c = 'Z'; c >= 'A'; --c)
+    if (spec.find(c) == std::string::npos) unused += c;
+  std::vector<size_t> unnamed(ins.size(), 0);
+  size_t most = 0;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (ins[i].find("...") == std::string::npos) continue;
+    const size_t named = ins[i].size() - 3, rank = node(ids[i]).shape.size();
+    if (named > rank)
+      fail(loc, "np.einsum operand " + std::to_string(i) + " is " + type_str(ids[i]) + " but '" +
+                    ins[i] + "' names " + std::to_string(named) + " axes besides '...'");
+    unnamed[i] = rank - named;
+    most = std::max(most, unnamed[i]);
+  }
+  if (most > unused.size()) fail(loc, "np.einsum '" + spec + "': too many axes for '...'");
+  // The ellipsis axes' letters, outermost first; operand i takes the last unnamed[i].
+  const std::string letters = unused.substr(0, most);
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const size_t at = ins[i].find("...");
+    if (at != std::string::npos) ins[i].replace(at, 3, letters.substr(most - unnamed[i]));
+  }
+  const size_t at = out.find("...");
+  if (at != std::string::npos)
+    out.replace(at, 3, letters);
+  else if (most > 0)
+    fail(loc, "np.einsum '" + spec + "': the operands' '...' axes are missing from the output",
+         "numpy refuses this too: write '...' in the output (e.g. \"...i,ij->...j\")");
+}
+
 ValuePtr Elab::einsum(const std::string& spec, const std::vector<ValuePtr>& ops, SourceLoc loc) {
   std::string s;
   for (char c : spec)
@@ -178,8 +214,6 @@ ValuePtr Elab::einsum(const std::string& spec, const std::vector<ValuePtr>& ops,
   if (arrow == std::string::npos)
     fail(loc, "np.einsum needs an explicit output: '" + spec + "' has no '->'",
          "write the output labels, e.g. np.einsum(\"ij,jk->ik\", a, b)");
-  if (s.find("...") != std::string::npos)
-    fail(loc, "'...' in np.einsum is not supported in a spec", "name every axis with a letter");
   std::vector<std::string> ins;
   std::string lhs = s.substr(0, arrow), out = s.substr(arrow + 2);
   size_t p = 0;
@@ -209,8 +243,10 @@ ValuePtr Elab::einsum(const std::string& spec, const std::vector<ValuePtr>& ops,
   DType t = result_dtype(tens, loc);
   if (t == DType::Bool) fail(loc, "np.einsum of boolean arrays is not supported");
   std::vector<ValueId> ids;
+  for (size_t i = 0; i < ops.size(); ++i) ids.push_back(as_tensor(ops[i], loc, t));
+  if (s.find("...") != std::string::npos) expand_ellipsis(spec, ids, ins, out, loc);
   for (size_t i = 0; i < ops.size(); ++i) {
-    ValueId id = as_tensor(ops[i], loc, t);
+    const ValueId id = ids[i];
     const Shape& sh = node(id).shape;
     if (ins[i].size() != sh.size())
       fail(loc, "np.einsum operand " + std::to_string(i) + " is " + type_str(id) + " but '" +
@@ -234,7 +270,6 @@ ValuePtr Elab::einsum(const std::string& spec, const std::vector<ValuePtr>& ops,
       ls.push_back(l);
     }
     labels.push_back(ls);
-    ids.push_back(id);
   }
   std::vector<int> out_l;
   for (char c : out) {

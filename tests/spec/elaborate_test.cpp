@@ -436,15 +436,16 @@ TEST(ElaborateErrors, FailedBroadcast) {
 // Model code that writes a size as a literal where the annotations name a dim (a head size
 // of 8 for HD): the hint names the literal, the dim, and the two ways to say what is meant.
 TEST(ElaborateErrors, ALiteralThatEqualsADimOnlyAtTheBoundDims) {
-  auto e = error_of(spec(
-      "def f(a: \"f32[M, 2*HD]\", b: \"f32[HD]\") -> \"f32[M, 2, HD]\":\n"
-      "    return a.reshape(4, 2, 8) + b\n"));
+  auto e =
+      error_of(spec("def f(a: \"f32[M, 2*HD]\", b: \"f32[HD]\") -> \"f32[M, 2, HD]\":\n"
+                    "    return a.reshape(4, 2, 8) + b\n"));
   EXPECT_HAS(e.message, "cannot broadcast f32[4, 2, 8] and f32[HD]: dims 8 and HD differ");
   EXPECT_HAS(e.hint, "the literal 8 equals HD at the bound dims");
   EXPECT_HAS(e.hint, "RELATIONS = [\"HD = 8\"]");
   EXPECT_HAS(e.hint, "x.shape[-1]");
-  auto m = error_of(spec("def f(a: \"f32[M, K]\", b: \"f32[6, N]\") -> \"f32[M, N]\":\n"
-                         "    return a @ b\n"));
+  auto m =
+      error_of(spec("def f(a: \"f32[M, K]\", b: \"f32[6, N]\") -> \"f32[M, N]\":\n"
+                    "    return a @ b\n"));
   EXPECT_HAS(m.message, "K != 6");
   EXPECT_HAS(m.hint, "the literal 6 equals K at the bound dims");
 }
@@ -644,6 +645,17 @@ TEST(ElaborateErrors, EinsumRepeatedLabel) {
   EXPECT_EQ(e.line, 4);
   EXPECT_HAS(e.message, "label 'i' repeats within operand 'ii'");
   EXPECT_HAS(e.hint, "repeated labels");
+}
+
+// '...' must reach the output, as numpy requires; too many named axes is an error too.
+TEST(ElaborateErrors, EinsumEllipsisMissingFromTheOutput) {
+  auto e = error_of(spec("def f(a: \"f32[B, M, K]\", b: \"f32[K, N]\") -> \"f32[N]\":\n"
+                         "    return np.einsum(\"...k,kn->n\", a, b)\n"));
+  EXPECT_HAS(e.message, "the operands' '...' axes are missing from the output");
+  EXPECT_HAS(e.hint, "...i,ij->...j");
+  auto r = error_of(spec("def f(a: \"f32[K]\") -> \"f32[K]\":\n"
+                         "    return np.einsum(\"...ij->...i\", a)\n"));
+  EXPECT_HAS(r.message, "names 2 axes besides '...'");
 }
 
 TEST(ElaborateErrors, PrintIsNotAllowed) {
