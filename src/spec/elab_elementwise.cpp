@@ -12,6 +12,7 @@ void Elab::add_elementwise_builtins(BuiltinTable& t) {
                 "np.absolute", "np.negative"},
                &Elab::np_unary);
   add_builtins(t, {"np.square"}, &Elab::np_square);
+  add_builtins(t, {"np.log1p", "np.expm1"}, &Elab::np_log1p_expm1);
   add_builtins(t, {"np.reciprocal"}, &Elab::np_reciprocal);
   add_builtins(t,
                {"np.add", "np.subtract", "np.multiply", "np.divide", "np.true_divide", "np.power"},
@@ -31,6 +32,7 @@ void Elab::add_reduction_builtins(BuiltinTable& t) {
       {"np.sum", "np.max", "np.min", "np.amax", "np.amin", "np.mean", "np.var", "np.std",
        "method.sum", "method.max", "method.min", "method.mean", "method.var", "method.std"},
       &Elab::np_reduce);
+  add_builtins(t, {"np.linalg.norm"}, &Elab::np_norm);
 }
 
 void Elab::add_contraction_builtins(BuiltinTable& t) {
@@ -60,6 +62,23 @@ ValuePtr Elab::np_square(const BuiltinCall& c) {
   ValuePtr x = c.tensor_arg(a[0], "x");
   if (dtype_of(*x) == DType::Bool) fail(c.loc, "np.square of a boolean array is not supported");
   return make_tensor(builder_.powi(x->t, 2, c.loc));
+}
+
+// np.log1p(x) as log(1 + x) and np.expm1(x) as exp(x) - 1: the reference and its bound
+// are those of the composed form (exact to the bound; numpy's extra accuracy for x near 0,
+// where 1 + x rounds, is not promised: the bound there is absolute, about the unit roundoff).
+ValuePtr Elab::np_log1p_expm1(const BuiltinCall& c) {
+  auto a = c.sig({"x"}, 1);
+  ValuePtr x = c.tensor_arg(a[0], "x");
+  if (dtype_of(*x) == DType::Bool)
+    fail(c.loc, "np." + c.base + " of a boolean array is not supported");
+  if (c.base == "log1p") {
+    ValuePtr sum = binary("+", make_float(1.0), x, c.loc);
+    return make_tensor(checked(apply_unary(OpKind::Log, sum, c.loc), c.loc));
+  }
+  ValuePtr e = make_tensor(checked(apply_unary(OpKind::Exp, x, c.loc), c.loc));
+  ValuePtr r = binary("-", e, make_float(1.0), c.loc);
+  return r->kind == Kind::Tensor ? make_tensor(r->t) : make_tensor(as_tensor(r, c.loc));
 }
 
 ValuePtr Elab::np_reciprocal(const BuiltinCall& c) {
@@ -181,6 +200,27 @@ ValuePtr Elab::np_reduce(const BuiltinCall& c) {
   int64_t ddof = has_ddof && get("ddof") ? to_const_int(get("ddof"), loc, "ddof") : 0;
   std::optional<DType> dt = has_dtype ? to_dtype(get("dtype"), loc) : std::nullopt;
   return reduce(what, c.tensor_arg(a[0], "a"), get("axis"), c.flag(get("keepdims")), ddof, dt, loc);
+}
+
+// np.linalg.norm(x, ord=None, axis=None, keepdims=False): the 2-norm of the vectors along
+// `axis` (of all elements when None, numpy's Frobenius norm for a matrix), computed as numpy
+// computes it: sqrt(sum(x * x)).
+ValuePtr Elab::np_norm(const BuiltinCall& c) {
+  auto a = c.fsig({"x", "ord", "axis", "keepdims"}, 1);
+  if (!is_none(a[1]) && !(a[1]->kind == Kind::Int && to_const_int(a[1], c.loc, "ord") == 2) &&
+      !(a[1]->kind == Kind::Str && a[1]->s == "fro"))
+    fail(c.loc, "np.linalg.norm with this ord is not supported in a spec",
+         "ord=None, 2 or 'fro' (the 2-norm); write other norms out, e.g. np.abs(x).sum(axis)");
+  ValuePtr x = c.tensor_arg(a[0], "x");
+  if (!ir::is_float(dtype_of(*x)))
+    x = make_tensor(convert(x->t, DType::F64, c.loc));  // numpy's norm of integers is float64
+  if (a[2] && a[2]->kind == Kind::Tuple && a[2]->items.size() > 1 && a[1] &&
+      a[1]->kind == Kind::Int)
+    fail(c.loc, "np.linalg.norm with ord=2 over two axes is a matrix's spectral norm",
+         "a spec supports the Frobenius norm: ord=None or 'fro'");
+  ValuePtr squares = binary("*", x, x, c.loc);
+  ValuePtr sum = reduce("sum", squares, a[2], c.flag(a[3]), 0, std::nullopt, c.loc);
+  return make_tensor(checked(apply_unary(OpKind::Sqrt, sum, c.loc), c.loc));
 }
 
 // ---------------------------------------------------------------------------- contractions

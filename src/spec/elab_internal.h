@@ -340,6 +340,7 @@ class Elab {
   ValuePtr np_unary(const BuiltinCall& c);
   ValuePtr np_square(const BuiltinCall& c);
   ValuePtr np_reciprocal(const BuiltinCall& c);
+  ValuePtr np_log1p_expm1(const BuiltinCall& c);
   ValuePtr np_arith(const BuiltinCall& c);
   ValuePtr np_compare(const BuiltinCall& c);
   ValuePtr np_logical(const BuiltinCall& c);
@@ -347,6 +348,7 @@ class Elab {
   ValuePtr np_where(const BuiltinCall& c);
   ValuePtr np_clip(const BuiltinCall& c);
   ValuePtr np_reduce(const BuiltinCall& c);
+  ValuePtr np_norm(const BuiltinCall& c);
   ValuePtr np_matmul(const BuiltinCall& c);
   ValuePtr np_dot(const BuiltinCall& c);
   ValuePtr np_einsum(const BuiltinCall& c);

@@ -22,7 +22,7 @@ const std::set<std::string> kNumpyFuncs = {
     "asarray",     "array",       "add",         "subtract",    "multiply",      "divide",
     "true_divide", "power",       "logical_and", "logical_or",  "logical_not",   "equal",
     "not_equal",   "less",        "less_equal",  "greater",     "greater_equal", "hstack",
-    "vstack",      "array_split"};
+    "vstack",      "array_split", "log1p",       "expm1"};
 const std::set<std::string> kDataDependent = {"nonzero",     "unique",  "argwhere",
                                               "flatnonzero", "extract", "compress"};
 const std::set<std::string> kMethods = {"reshape", "transpose", "swapaxes", "sum",     "max",
@@ -32,8 +32,8 @@ const std::set<std::string> kMathFuncs = {"sqrt", "log", "exp",  "tanh", "sin",
                                           "cos",  "erf", "fabs", "log2", "log10"};
 
 const char* kSupportedHint =
-    "supported numpy: exp log sqrt tanh abs sin cos square maximum minimum where clip sum max min "
-    "mean var std "
+    "supported numpy: exp log sqrt tanh abs sin cos square log1p expm1 maximum minimum where clip "
+    "sum max min mean var std linalg.norm "
     "matmul einsum dot outer reshape transpose swapaxes expand_dims squeeze concatenate stack "
     "hstack vstack split array_split repeat tile "
     "full zeros ones *_like tri triu tril arange astype (see docs/spec-language.md)";
@@ -105,6 +105,7 @@ ValuePtr Elab::attribute(const ValuePtr& base, const std::string& name, SourceLo
       fail(loc, "ml_dtypes." + name + " is not supported in a spec",
            "of ml_dtypes a spec may use bfloat16 only (and np.float16 for float16)");
     }
+    if (m == "np.linalg" && name == "norm") return make_named(Kind::Builtin, "np.linalg.norm");
     fail(loc, m + "." + name + " is not supported in a spec", kSupportedHint);
   }
   if (base->kind == Kind::Tensor && !base->weak) {
