@@ -7,8 +7,8 @@
 # evaluated; the best time shown is the database's (computed here with sqlite3); the
 # screenshot is not blank and shows the chart. Chromium missing fails the test with what
 # to run (scripts/setup.sh). The fixture stops the search, the server and every browser
-# process, also when a check fails. Cost: about 5 s of CPU with a warm build cache, 8 s
-# cold (two kernel compiles; Chromium takes 1.5 s of it).
+# process, also when a check fails. Cost: about 6.5 s of CPU with a warm build cache, 9 s
+# with cold kernel builds (Chromium takes 1.5 s of it).
 import json
 import os
 import signal
