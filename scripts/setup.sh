@@ -32,6 +32,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
 fi
 
+# Headless Chromium for the report's real-browser test (tests/python/test_report_browser.py;
+# as root it runs with --no-sandbox). Without its recommends (udev, avahi, printing, ...):
+# its dependencies hold all it needs to render headless, fonts included.
+if ! dpkg -s chromium >/dev/null 2>&1; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  [ ${#missing[@]} -gt 0 ] || $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium
+fi
+
 # Python is only for tests and benchmarks (numpy as the second oracle).
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv

@@ -12,90 +12,72 @@
 namespace ollie::python {
 namespace {
 
+// A dict of alternating keys and values: dict_of("a", 1, "b", x) is {"a": 1, "b": x}.
+inline void put_items(nb::dict&) {}
+template <typename Value, typename... Rest>
+void put_items(nb::dict& d, const char* key, const Value& value, const Rest&... rest) {
+  d[key] = value;
+  put_items(d, rest...);
+}
+template <typename... KeysAndValues>
+nb::dict dict_of(const KeysAndValues&... items) {
+  nb::dict d;
+  put_items(d, items...);
+  return d;
+}
+
 nb::dict progress_dict(const api::ProgressEvent& e) {
   const search::Progress& p = e.progress;
-  nb::dict d;
-  d["elapsed_seconds"] = p.elapsed_seconds;
-  d["evaluations"] = p.evaluations;
-  d["run_evaluations"] = p.run_evaluations;
-  d["evals_per_minute"] = p.evals_per_minute;
-  d["acceptance"] = p.acceptance;
-  d["best_seconds"] = p.best_seconds;
-  d["baseline_seconds"] = p.baseline_seconds;
-  d["roofline_fraction"] = e.roofline_fraction;
-  d["last"] = p.last;
-  d["llm_usage"] = e.llm_usage;
-  return d;
+  return dict_of("elapsed_seconds", p.elapsed_seconds, "evaluations", p.evaluations,
+                 "run_evaluations", p.run_evaluations, "evals_per_minute", p.evals_per_minute,
+                 "acceptance", p.acceptance, "best_seconds", p.best_seconds, "baseline_seconds",
+                 p.baseline_seconds, "roofline_fraction", e.roofline_fraction, "last", p.last,
+                 "llm_usage", e.llm_usage);
 }
 
 nb::dict finished_dict(const api::FinishedEvent& e) {
-  nb::dict d;
-  d["reason"] = search::stop_reason_name(e.reason);
-  d["written"] = e.written;
-  d["out_dir"] = e.out_dir.string();
-  d["db_path"] = e.db_path;
-  d["files"] = e.files;
-  d["summary"] = e.summary;
-  d["best_candidate"] = e.best_candidate;
-  d["best_seconds"] = e.best_seconds;
-  d["baseline_seconds"] = e.baseline_seconds;
-  d["tuning_note"] = e.tuning_note;
-  return d;
+  return dict_of("reason", search::stop_reason_name(e.reason), "written", e.written, "out_dir",
+                 e.out_dir.string(), "db_path", e.db_path, "files", e.files, "summary", e.summary,
+                 "best_candidate", e.best_candidate, "best_seconds", e.best_seconds,
+                 "baseline_seconds", e.baseline_seconds, "tuning_note", e.tuning_note);
 }
 
-// Calls `target.<event>(dict)` for each event. A callback that raises stops the search;
-// its exception is raised again when optimize returns (KeyboardInterrupt: a clean stop).
+// Calls `target.<event>(arg)` for each event, the argument made (a dict, mostly) only
+// with the GIL held. A callback that raises stops the search; its exception is raised
+// again when optimize returns (KeyboardInterrupt: a clean stop).
 class PythonObserver : public api::OptimizeObserver {
  public:
   explicit PythonObserver(nb::object target) : target_(std::move(target)) {}
 
   void note(const std::string& line) override {
-    call_with([&] { return nb::object(nb::str(line.c_str())); }, "note");
+    call("note", [&] { return nb::str(line.c_str()); });
   }
   void started(const api::StartedEvent& e) override {
-    call_with(
-        [&] {
-          nb::dict d;
-          d["entry"] = e.entry;
-          d["spec_path"] = e.spec_path;
-          d["db_path"] = e.db_path;
-          d["resumed"] = e.resumed;
-          d["regime"] = e.regime_text;
-          d["regime_why"] = e.regime_why;
-          return nb::object(d);
-        },
-        "started");
+    call("started", [&] {
+      return dict_of("entry", e.entry, "spec_path", e.spec_path, "db_path", e.db_path, "resumed",
+                     e.resumed, "regime", e.regime_text, "regime_why", e.regime_why);
+    });
   }
   void evaluated(const api::ProgressEvent& e) override {
-    call_with([&] { return nb::object(progress_dict(e)); }, "evaluated");
+    call("evaluated", [&] { return progress_dict(e); });
   }
   void new_best(const api::NewBestEvent& e) override {
-    call_with(
-        [&] {
-          nb::dict d;
-          d["best_seconds"] = e.best_seconds;
-          d["baseline_seconds"] = e.baseline_seconds;
-          d["evaluations"] = e.evaluations;
-          return nb::object(d);
-        },
-        "new_best");
+    call("new_best", [&] {
+      return dict_of("best_seconds", e.best_seconds, "baseline_seconds", e.baseline_seconds,
+                     "evaluations", e.evaluations);
+    });
   }
   void stopped(search::StopReason reason) override {
-    call_with([&] { return nb::object(nb::str(search::stop_reason_name(reason))); }, "stopped");
+    call("stopped", [&] { return nb::str(search::stop_reason_name(reason)); });
   }
   void verifying(int64_t candidate) override {
-    call_with([&] { return nb::object(nb::int_(candidate)); }, "verifying");
+    call("verifying", [&] { return nb::int_(candidate); });
   }
   void verified(const api::VerifiedEvent& e) override {
-    call_with(
-        [&] {
-          nb::dict d;
-          d["candidate"] = e.candidate;
-          d["verdict"] = verify::verdict_name(e.verdict);
-          d["message"] = e.message;
-          return nb::object(d);
-        },
-        "verified");
+    call("verified", [&] {
+      return dict_of("candidate", e.candidate, "verdict", verify::verdict_name(e.verdict),
+                     "message", e.message);
+    });
   }
 
   // The stop check: a failed callback, or Ctrl-C (Python's handler raised KeyboardInterrupt).
@@ -120,7 +102,7 @@ class PythonObserver : public api::OptimizeObserver {
  private:
   // Python objects are made and released only with the GIL held: `make_arg` runs inside.
   template <typename MakeArg>
-  void call_with(MakeArg make_arg, const char* method) {
+  void call(const char* method, MakeArg make_arg) {
     nb::gil_scoped_acquire locked;
     if (error_) return;
     try {
