@@ -649,12 +649,14 @@ TEST(ElaborateErrors, EinsumRepeatedLabel) {
 
 // '...' must reach the output, as numpy requires; too many named axes is an error too.
 TEST(ElaborateErrors, EinsumEllipsisMissingFromTheOutput) {
-  auto e = error_of(spec("def f(a: \"f32[B, M, K]\", b: \"f32[K, N]\") -> \"f32[N]\":\n"
-                         "    return np.einsum(\"...k,kn->n\", a, b)\n"));
+  auto e =
+      error_of(spec("def f(a: \"f32[B, M, K]\", b: \"f32[K, N]\") -> \"f32[N]\":\n"
+                    "    return np.einsum(\"...k,kn->n\", a, b)\n"));
   EXPECT_HAS(e.message, "the operands' '...' axes are missing from the output");
   EXPECT_HAS(e.hint, "...i,ij->...j");
-  auto r = error_of(spec("def f(a: \"f32[K]\") -> \"f32[K]\":\n"
-                         "    return np.einsum(\"...ij->...i\", a)\n"));
+  auto r =
+      error_of(spec("def f(a: \"f32[K]\") -> \"f32[K]\":\n"
+                    "    return np.einsum(\"...ij->...i\", a)\n"));
   EXPECT_HAS(r.message, "names 2 axes besides '...'");
 }
 
