@@ -98,6 +98,25 @@ TEST(ReportCli, WritesOneSelfContainedFileAndNamesAMissingDatabase) {
       << missing.out;
 }
 
+// A run whose best is the baseline (one evaluation: nothing else was tried) says so, at 1x:
+// its own side-by-side ratio is noise (on a busy machine 2.85 once read "0.35x faster").
+TEST(ReportCli, ABaselineBestIsTheBaselineItselfAtItsOwnTime) {
+  const fs::path dir = temp_dir("baseline_best");
+  const CommandResult run = run_ollie(std::string("optimize ") + OLLIE_SOURCE_DIR +
+                                      "/examples/softmax.py --dims M=8,N=32 --evals 1 "
+                                      "--no-tuning-db -o " +
+                                      dir.string());
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const std::string summary = read_file(dir / "summary.md");
+  EXPECT_NE(summary.find("- best: the baseline itself, "), std::string::npos) << summary;
+  EXPECT_EQ(summary.find("x faster"), std::string::npos) << summary;
+  const std::string page = read_file(dir / "report.html");
+  const std::regex best("id=\"best-time\">([^<]+)<");
+  std::smatch b;
+  ASSERT_TRUE(std::regex_search(page, b, best)) << page.substr(0, 2000);
+  EXPECT_NE(page.find("(1.00x faster)"), std::string::npos) << b[1];
+}
+
 TEST(ServeCli, ServesThePageLiveRefusesATakenPortAndStopsOnCtrlC) {
   const fs::path dir = temp_dir("serve");
   const std::string db = (dir / "run.db").string();
