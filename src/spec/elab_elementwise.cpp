@@ -33,6 +33,7 @@ void Elab::add_reduction_builtins(BuiltinTable& t) {
        "method.sum", "method.max", "method.min", "method.mean", "method.var", "method.std"},
       &Elab::np_reduce);
   add_builtins(t, {"np.linalg.norm"}, &Elab::np_norm);
+  add_builtins(t, {"np.argmax", "np.argmin", "method.argmax", "method.argmin"}, &Elab::np_argmax);
 }
 
 void Elab::add_contraction_builtins(BuiltinTable& t) {
@@ -221,6 +222,38 @@ ValuePtr Elab::np_norm(const BuiltinCall& c) {
   ValuePtr squares = binary("*", x, x, c.loc);
   ValuePtr sum = reduce("sum", squares, a[2], c.flag(a[3]), 0, std::nullopt, c.loc);
   return make_tensor(checked(apply_unary(OpKind::Sqrt, sum, c.loc), c.loc));
+}
+
+// np.argmax / argmin (and the methods) with axis (None: the flattened index) and keepdims:
+// the first index where x equals its max (min), or where x is NaN (numpy's max is then NaN,
+// and argmax names the first NaN), written as min(where(hit, index, n)) over the axis, an
+// int64 array as numpy's intp.
+ValuePtr Elab::np_argmax(const BuiltinCall& c) {
+  auto a = c.fsig({"a", "axis", "out", "keepdims"}, 1);
+  if (!is_none(a[2])) fail(c.loc, "out= is not supported in a spec");
+  ValuePtr x = c.tensor_arg(a[0], "a");
+  if (dtype_of(*x) == DType::Bool) x = make_tensor(convert(x->t, DType::I64, c.loc));
+  ValuePtr axis = a[1];
+  if (is_none(axis)) {  // the index into the flattened array
+    DimExpr n = DimExpr::constant(1);
+    for (const DimExpr& d : node(x->t).shape) n = n * d;
+    x = make_tensor(builder_.reshape(x->t, {n}, c.loc));
+    axis = make_int(0);
+  }
+  const bool keepdims = c.flag(a[3]);
+  const std::string extreme = c.base == "argmax" ? "max" : "min";
+  ValuePtr m = reduce(extreme, x, axis, true, 0, std::nullopt, c.loc);
+  ValuePtr hit = compare("==", x, m, c.loc);
+  if (ir::is_float(dtype_of(*x)))
+    hit = make_tensor(builder_.binary(OpKind::Or, hit->t, compare("!=", x, x, c.loc)->t, c.loc));
+  const Shape shape = node(x->t).shape;  // a copy: the builder's nodes grow below
+  const std::vector<int> axes = axes_arg(axis, static_cast<int>(shape.size()), c.loc);
+  if (axes.size() != 1) fail(c.loc, "np." + c.base + " takes one axis (an int) or None");
+  const size_t ax = static_cast<size_t>(axes[0]);
+  ValueId index = builder_.iota(shape, axes[0], DType::I64, c.loc);
+  ValueId past = to_shape(builder_.dim_constant(shape[ax], DType::I64, c.loc), shape, c.loc);
+  ValuePtr picked = make_tensor(builder_.select(hit->t, index, past, c.loc));
+  return reduce("min", picked, axis, keepdims, 0, std::nullopt, c.loc);
 }
 
 // ---------------------------------------------------------------------------- contractions

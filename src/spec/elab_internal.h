@@ -349,6 +349,7 @@ class Elab {
   ValuePtr np_clip(const BuiltinCall& c);
   ValuePtr np_reduce(const BuiltinCall& c);
   ValuePtr np_norm(const BuiltinCall& c);
+  ValuePtr np_argmax(const BuiltinCall& c);
   ValuePtr np_matmul(const BuiltinCall& c);
   ValuePtr np_dot(const BuiltinCall& c);
   ValuePtr np_einsum(const BuiltinCall& c);

@@ -22,18 +22,18 @@ const std::set<std::string> kNumpyFuncs = {
     "asarray",     "array",       "add",         "subtract",    "multiply",      "divide",
     "true_divide", "power",       "logical_and", "logical_or",  "logical_not",   "equal",
     "not_equal",   "less",        "less_equal",  "greater",     "greater_equal", "hstack",
-    "vstack",      "array_split", "log1p",       "expm1"};
+    "vstack",      "array_split", "log1p",       "expm1",       "argmax",        "argmin"};
 const std::set<std::string> kDataDependent = {"nonzero",     "unique",  "argwhere",
                                               "flatnonzero", "extract", "compress"};
-const std::set<std::string> kMethods = {"reshape", "transpose", "swapaxes", "sum",     "max",
-                                        "min",     "mean",      "var",      "std",     "squeeze",
-                                        "astype",  "copy",      "clip",     "flatten", "ravel"};
+const std::set<std::string> kMethods = {
+    "reshape", "transpose", "swapaxes", "sum",  "max",     "min",   "mean",   "var",   "std",
+    "squeeze", "astype",    "copy",     "clip", "flatten", "ravel", "argmax", "argmin"};
 const std::set<std::string> kMathFuncs = {"sqrt", "log", "exp",  "tanh", "sin",
                                           "cos",  "erf", "fabs", "log2", "log10"};
 
 const char* kSupportedHint =
     "supported numpy: exp log sqrt tanh abs sin cos square log1p expm1 maximum minimum where clip "
-    "sum max min mean var std linalg.norm "
+    "sum max min mean var std argmax argmin linalg.norm "
     "matmul einsum dot outer reshape transpose swapaxes expand_dims squeeze concatenate stack "
     "hstack vstack split array_split repeat tile "
     "full zeros ones *_like tri triu tril arange astype (see docs/spec-language.md)";

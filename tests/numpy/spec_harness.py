@@ -19,9 +19,9 @@ EXAMPLES_DIR = REPO / "examples"
 # How long one `ollie eval` may take before the test calls it hung.
 EVAL_TIMEOUT_S = 120
 
-_ANNOTATION = re.compile(r"^\s*(f16|bf16|f32|f64|i32|bool)\s*(?:\[(.*)\])?\s*$")
+_ANNOTATION = re.compile(r"^\s*(f16|bf16|f32|f64|i32|i64|bool)\s*(?:\[(.*)\])?\s*$")
 _NUMPY_DTYPE = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32,
-                "f64": np.float64, "i32": np.int32, "bool": np.bool_}
+                "f64": np.float64, "i32": np.int32, "i64": np.int64, "bool": np.bool_}
 
 
 def example_paths() -> list[Path]:

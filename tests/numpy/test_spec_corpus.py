@@ -39,6 +39,7 @@ CORPUS = {
     "einsum_basic": ([dict(B=1, I=3, J=7, K=1), dict(B=3, I=1, J=2, K=7)], ("normal", "uniform")),
     "einsum_ellipsis": ([dict(B=1, T=3, C=4, N=1), dict(B=3, T=1, C=4, N=7)], ("normal", "uniform")),
     "norm_log1p_expm1": ([dict(M=1, N=7), dict(M=3, N=2)], ("normal", "uniform")),
+    "argmax_argmin": ([dict(T=1, V=7), dict(T=3, V=2)], ("normal", "uniform")),
     "einsum_three": ([dict(B=1, I=3, J=7, K=1, L=3), dict(B=3, I=1, J=2, K=7, L=1)], ("normal", "uniform")),
     "outer_inner": ([dict(M=1, N=7), dict(M=3, N=1)], ("normal", "uniform")),
     "reshape_ops": ([dict(A=1, B=3, C=2), dict(A=3, B=7, C=6)], ("normal", "uniform")),
