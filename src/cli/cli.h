@@ -118,6 +118,7 @@ struct OptimizeFlags : api::OptimizeOptions {
   bool serve = false;  // --serve: the live page while the search runs
   std::string bind = "127.0.0.1";
   int port = 8765;
+  std::string storage_timeout_text, claim_lease_text;  // parsed into the options' seconds
 };
 // Exit 0 when a best kernel was written, 4 when none passed the full verification.
 int run_optimize(const OptimizeFlags& f);

@@ -1,0 +1,355 @@
+// The storage test suite, run against both backends of the run database (an SQLite file
+// and a run in a real PostgreSQL server, tests/store/pg_server.h): the same rows written
+// and read back the same way, ids, NULLs, 64-bit integers and doubles kept exactly,
+// candidates idempotent on their hash, transactions all or nothing, reopening, the errors
+// of create and open, a newer schema refused, threads sharing one store, and
+// Location::parse's messages.
+#include <libpq-fe.h>
+#include <sqlite3.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "pg_server.h"
+#include "store/store.h"
+#include "support/error.h"
+#include "support/sha256.h"
+
+namespace fs = std::filesystem;
+using namespace ollie;
+using namespace ollie::store;
+
+namespace {
+
+template <class Fn>
+void expect_user_error(Fn fn, std::initializer_list<std::string> parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "no UserError";
+  } catch (const UserError& e) {
+    for (const auto& p : parts)
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
+          << "message: " << e.what() << "\nmissing: " << p;
+  }
+}
+
+RunInfo sample_run() {
+  RunInfo r;
+  r.spec_path = "examples/matmul.py";
+  r.spec_source = "def matmul(a: f32[M, K], b: f32[K, N]):\n    return a @ b  # 'quoted' \"x\" é\n";
+  r.spec_sha256 = sha256_hex(r.spec_source);
+  r.entry = "matmul";
+  r.dims_json = R"({"M": 512, "K": 256, "N": 128})";
+  r.machine_json = R"({"cpu": "test", "cores": 2})";
+  r.options_json = R"({"chains": 2})";
+  r.seed = 0xFEDCBA9876543210ull;  // high bit set: survives signed 64-bit integers
+  return r;
+}
+
+Candidate candidate_of(const std::string& source, int64_t parent = 0) {
+  Candidate c;
+  c.source = source;
+  c.schedule = "tile i 32";
+  c.parent = parent;
+  c.proposer = "mutate";
+  return c;
+}
+
+Evaluation evaluation_of(int64_t candidate, const std::string& verdict, double median) {
+  Evaluation e;
+  e.candidate = candidate;
+  e.verdict = verdict;
+  e.message = "m";
+  e.certificate_json = "{}";
+  e.median_seconds = median;
+  e.min_seconds = median / 3;  // not exact in decimal: must round-trip bit for bit
+  e.ratio_vs_baseline = 1.0 / 7.0;
+  e.rounds = 9;
+  e.cost = -1e-300;
+  e.eval_seconds = 2.5;
+  return e;
+}
+
+std::string kernel(int i) { return "// kernel " + std::to_string(i) + "\n"; }
+
+// A fresh place for one test's run: an SQLite file in a temporary directory, or a run of
+// its own in the test server's database.
+class StorageTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    static int counter = 0;
+    if (GetParam() == "sqlite") {
+      std::string pattern = (fs::temp_directory_path() / "ollie-storage-test.XXXXXX").string();
+      ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+      dir_ = pattern;
+      where_ = Location::parse("sqlite:" + dir_ + "/run.db", "");
+    } else {
+      OLLIE_REQUIRE_POSTGRES(server);
+      const std::string run = "t" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+      where_ = Location::parse(server->url(), run);
+      where_.timeout_seconds = 20;
+    }
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  Location where_;
+  std::string dir_;
+};
+
+TEST_P(StorageTest, RunInfoRoundTripsExactly) {
+  const RunInfo in = sample_run();
+  Store s = Store::create(where_, in);
+  const RunInfo out = s.run();
+  EXPECT_EQ(out.spec_source, in.spec_source);
+  EXPECT_EQ(out.spec_sha256, in.spec_sha256);
+  EXPECT_EQ(out.dims_json, in.dims_json);
+  EXPECT_EQ(out.options_json, in.options_json);
+  EXPECT_EQ(out.seed, in.seed);
+  EXPECT_FALSE(out.created.empty());
+  EXPECT_EQ(s.shared(), GetParam() == "postgresql");
+}
+
+TEST_P(StorageTest, CandidatesAreIdempotentOnTheirHashAndKeepNullParents) {
+  Store s = Store::create(where_, sample_run());
+  const int64_t a = s.add_candidate(candidate_of(kernel(1)));
+  Candidate child = candidate_of(kernel(2), a);
+  child.predicted = -0.25;
+  const int64_t b = s.add_candidate(child);
+  EXPECT_GT(a, 0);
+  EXPECT_GT(b, a);
+  Candidate again = candidate_of(kernel(1), b);
+  again.proposer = "llm";
+  EXPECT_EQ(s.add_candidate(again), a);
+  const auto ca = s.candidate(a);
+  ASSERT_TRUE(ca);
+  EXPECT_EQ(ca->parent, 0);  // NULL in the database, 0 in the API
+  EXPECT_EQ(ca->proposer, "mutate");
+  EXPECT_EQ(ca->hash, sha256_hex(kernel(1)));
+  const auto cb = s.candidate_by_hash(sha256_hex(kernel(2)));
+  ASSERT_TRUE(cb);
+  EXPECT_EQ(cb->id, b);
+  EXPECT_EQ(cb->parent, a);
+  EXPECT_FALSE(s.candidate(b + 100));
+  EXPECT_FALSE(s.candidate_by_hash("00"));
+  EXPECT_EQ(s.counts().candidates, 2);
+}
+
+TEST_P(StorageTest, EvaluationsRoundTripBitForBitAndTheLatestCounts) {
+  Store s = Store::create(where_, sample_run());
+  const int64_t c = s.add_candidate(candidate_of(kernel(1)));
+  EXPECT_FALSE(s.evaluation_of(c));
+  const Evaluation first = evaluation_of(c, "wrong", 0);
+  const Evaluation second = evaluation_of(c, "pass", 1.0 / 3.0 * 1e-3);
+  const int64_t e1 = s.add_evaluation(first);
+  const int64_t e2 = s.add_evaluation(second);
+  EXPECT_GT(e2, e1);
+  const auto got = s.evaluation_of(c);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->id, e2);
+  EXPECT_EQ(got->verdict, "pass");
+  EXPECT_EQ(got->median_seconds, second.median_seconds);
+  EXPECT_EQ(got->min_seconds, second.min_seconds);
+  EXPECT_EQ(got->ratio_vs_baseline, second.ratio_vs_baseline);
+  EXPECT_EQ(got->cost, second.cost);
+  EXPECT_EQ(got->rounds, 9);
+  // A constraint broken by the caller is a bug: an evaluation of no candidate.
+  EXPECT_THROW(s.add_evaluation(evaluation_of(c + 100, "pass", 1)), InternalError);
+}
+
+TEST_P(StorageTest, StepsPerChainAndUniqueStepNumbers) {
+  Store s = Store::create(where_, sample_run());
+  EXPECT_EQ(s.next_step(), 0);
+  const int64_t c = s.add_candidate(candidate_of(kernel(1)));
+  Step st;
+  st.chain = 1;
+  st.current = c;
+  st.temperature = 0.04;
+  st.cost_current = std::log(2.0);
+  for (int64_t i : {0, 2, 5}) {
+    st.step = i;
+    st.accepted = i == 2;
+    s.add_step(st);
+  }
+  st.chain = 0;
+  st.step = 1;
+  s.add_step(st);
+  const auto last = s.last_step(1);
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->step, 5);
+  EXPECT_EQ(last->proposed, 0);
+  EXPECT_EQ(last->current, c);
+  EXPECT_EQ(last->cost_current, std::log(2.0));
+  EXPECT_FALSE(s.last_step(7));
+  EXPECT_EQ(s.next_step(), 6);
+  st.chain = 1;
+  st.step = 5;
+  EXPECT_THROW(s.add_step(st), InternalError);
+  const Counts n = s.counts();
+  EXPECT_EQ(n.steps, 4);
+  EXPECT_EQ(n.accepted_steps, 1);
+}
+
+TEST_P(StorageTest, ModelCallsPageInOrderPerProposer) {
+  Store s = Store::create(where_, sample_run());
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 5; ++i) {
+    ModelCall m;
+    m.proposer = i % 2 ? "llm:b" : "llm";
+    m.request = "request " + std::to_string(i);
+    m.answer = "answer";
+    m.status = "ok";
+    m.tokens_in = int64_t{1} << 40;
+    ids.push_back(s.add_model_call(m));
+  }
+  const auto all = s.model_calls("llm");
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].request, "request 0");
+  EXPECT_EQ(all[2].request, "request 4");
+  EXPECT_EQ(all[1].tokens_in, int64_t{1} << 40);
+  const auto page = s.model_calls("llm", all[0].id, 1);
+  ASSERT_EQ(page.size(), 1u);
+  EXPECT_EQ(page[0].id, all[1].id);
+  EXPECT_EQ(s.counts().model_calls, 5);
+}
+
+TEST_P(StorageTest, BestPredictionsAndEvents) {
+  Store s = Store::create(where_, sample_run());
+  const double times[] = {3e-3, 1e-3, 2e-3, 0.5e-3};
+  for (int i = 0; i < 4; ++i) {
+    Candidate c = candidate_of(kernel(i));
+    c.predicted = -0.1 * i;
+    const int64_t id = s.add_candidate(c);
+    s.add_evaluation(evaluation_of(id, "pass", times[i]));
+    if (i == 3) s.add_evaluation(evaluation_of(id, "wrong", 0));  // no longer passes
+  }
+  const auto best = s.best(2);
+  ASSERT_EQ(best.size(), 2u);
+  EXPECT_EQ(best[0].second.median_seconds, 1e-3);
+  EXPECT_EQ(best[1].second.median_seconds, 2e-3);
+  EXPECT_EQ(best[0].first.source, kernel(1));
+  EXPECT_EQ(s.predictions().size(), 3u);
+  s.add_event("start", "hello");
+  const Counts n = s.counts();
+  EXPECT_EQ(n.events, 1);
+  EXPECT_EQ(n.passes, 4);
+  EXPECT_EQ(n.evaluations, 5);
+}
+
+TEST_P(StorageTest, TransactionsAreAllOrNothing) {
+  Store s = Store::create(where_, sample_run());
+  {
+    auto tx = s.transaction();
+    const int64_t c = s.add_candidate(candidate_of(kernel(1)));
+    s.add_evaluation(evaluation_of(c, "pass", 1e-3));
+    // destroyed without commit: rolled back
+  }
+  EXPECT_FALSE(s.candidate_by_hash(sha256_hex(kernel(1))));
+  EXPECT_EQ(s.counts().evaluations, 0);
+  {
+    auto tx = s.transaction();
+    const int64_t c = s.add_candidate(candidate_of(kernel(2)));
+    s.add_evaluation(evaluation_of(c, "pass", 1e-3));
+    tx.commit();
+  }
+  EXPECT_TRUE(s.candidate_by_hash(sha256_hex(kernel(2))));
+  EXPECT_EQ(s.counts().evaluations, 1);
+}
+
+TEST_P(StorageTest, ReopenedRunHasEverythingAndCreatingItAgainFails) {
+  int64_t c = 0;
+  {
+    Store s = Store::create(where_, sample_run());
+    c = s.add_candidate(candidate_of(kernel(1)));
+    s.add_evaluation(evaluation_of(c, "pass", 1e-3));
+  }
+  Store s = Store::open(where_);
+  EXPECT_EQ(s.run().seed, sample_run().seed);
+  EXPECT_EQ(s.add_candidate(candidate_of(kernel(1))), c);
+  EXPECT_TRUE(s.evaluation_of(c));
+  EXPECT_EQ(s.integrity_check(), "ok");
+  expect_user_error([&] { Store::create(where_, sample_run()); }, {"exists"});
+  bool created = true;
+  Store joined = Store::create_or_open(where_, sample_run(), created);
+  EXPECT_FALSE(created);
+  EXPECT_EQ(joined.counts().candidates, 1);
+}
+
+TEST_P(StorageTest, ANewerSchemaIsRefusedSayingWhichOllieReadsIt) {
+  { Store s = Store::create(where_, sample_run()); }
+  if (where_.postgres()) {
+    PGconn* conn = PQconnectdb(where_.url.c_str());
+    ASSERT_EQ(PQstatus(conn), CONNECTION_OK) << PQerrorMessage(conn);
+    const std::string sql =
+        "UPDATE \"" + where_.run + "\".meta SET value = '99' WHERE key = 'schema_version'";
+    PGresult* r = PQexec(conn, sql.c_str());
+    EXPECT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQerrorMessage(conn);
+    PQclear(r);
+    PQfinish(conn);
+  } else {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(where_.path.c_str(), &db), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  expect_user_error([&] { Store::open(where_); }, {"newer ollie", "schema version 99"});
+}
+
+TEST_P(StorageTest, OpeningAMissingRunSaysHowToStartOne) {
+  Location missing = where_;
+  if (missing.postgres())
+    missing.run += "-missing";
+  else
+    missing.path += ".missing";
+  expect_user_error([&] { Store::open(missing); }, {"ollie optimize"});
+}
+
+TEST_P(StorageTest, ThreadsMayShareOneStore) {
+  Store s = Store::create(where_, sample_run());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&s, t] {
+      for (int i = 0; i < 10; ++i) {
+        const int64_t c = s.add_candidate(candidate_of(kernel(t * 100 + i)));
+        s.add_evaluation(evaluation_of(c, "pass", 1e-3));
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(s.counts().candidates, 40);
+  EXPECT_EQ(s.counts().evaluations, 40);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StorageTest, ::testing::Values("sqlite", "postgresql"),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+TEST(StorageLocation, ParseNamesTheFlagAndWhatToWrite) {
+  const Location l = Location::parse("sqlite:/tmp/x/run.db", "");
+  EXPECT_FALSE(l.postgres());
+  EXPECT_EQ(l.path, "/tmp/x/run.db");
+  const Location p = Location::parse("postgresql://u:secret@db.example/ollie", "mm-1");
+  EXPECT_TRUE(p.postgres());
+  EXPECT_EQ(p.run, "mm-1");
+  EXPECT_EQ(p.describe().find("secret"), std::string::npos) << p.describe();
+  expect_user_error([] { Location::parse("postgresql://h/db", ""); }, {"--run NAME"});
+  expect_user_error([] { Location::parse("postgresql://h/db", "Bad Name"); }, {"--run", "lowercase"});
+  expect_user_error([] { Location::parse("sqlite:/tmp/x.db", "r1"); }, {"--run r1"});
+  expect_user_error([] { Location::parse("mysql://h/db", ""); },
+                    {"--storage", "sqlite:PATH", "postgresql://"});
+  expect_user_error([] { Location::parse("postgresql://u:pw@h/db?password=pw2", ""); }, {"***"});
+}
+
+TEST(StorageLocation, AnUnreachableServerStopsAfterTheStorageTimeout) {
+  Location l = Location::parse("postgresql:///ollie?host=/nonexistent-ollie-socket-dir", "r1");
+  l.timeout_seconds = 1;
+  int lines = 0;
+  l.progress = [&](const std::string&) { ++lines; };
+  EXPECT_THROW(Store::open(l), StorageUnavailable);
+  EXPECT_GE(lines, 1);
+}
+
+}  // namespace
