@@ -6,6 +6,7 @@
 // removes the directory when the test process ends, however it ends (even SIGKILL).
 // Missing binaries fail the test with what to run (scripts/setup.sh), unless
 // OLLIE_SKIP_POSTGRES_TESTS=1 is set, which skips the PostgreSQL tests instead.
+// OLLIE_POSTGRES_BIN names the directory of initdb and pg_ctl when they are elsewhere.
 #pragma once
 
 #include <fcntl.h>
@@ -66,8 +67,10 @@ class PgServer {
  private:
   PgServer() = default;
 
-  // The newest /usr/lib/postgresql/VERSION/bin with an initdb.
+  // $OLLIE_POSTGRES_BIN, else the newest /usr/lib/postgresql/VERSION/bin with an initdb.
   static std::string bin_dir() {
+    if (const char* env = std::getenv("OLLIE_POSTGRES_BIN"))
+      return std::filesystem::exists(std::string(env) + "/initdb") ? env : "";
     std::string best;
     double best_version = 0;
     std::error_code ec;
@@ -100,7 +103,8 @@ class PgServer {
   std::string start_first() {
     bin_ = bin_dir();
     if (bin_.empty())
-      return "the PostgreSQL server binaries (/usr/lib/postgresql/*/bin/initdb) are "
+      return "the PostgreSQL server binaries (/usr/lib/postgresql/*/bin/initdb, or "
+             "$OLLIE_POSTGRES_BIN/initdb) are "
              "missing: run scripts/setup.sh (it installs Debian's postgresql), or set "
              "OLLIE_SKIP_POSTGRES_TESTS=1 to skip the PostgreSQL tests";
     if (::geteuid() == 0 && std::system("id -u postgres > /dev/null 2>&1") != 0)

@@ -76,35 +76,23 @@ Evaluation evaluation_of(int64_t candidate, const std::string& verdict, double m
 
 std::string kernel(int i) { return "// kernel " + std::to_string(i) + "\n"; }
 
-// A fresh place for one test's run: an SQLite file in a temporary directory, or a run of
-// its own in the test server's database.
-class StorageTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    static int counter = 0;
-    if (GetParam() == "sqlite") {
-      std::string pattern = (fs::temp_directory_path() / "ollie-storage-test.XXXXXX").string();
-      ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-      dir_ = pattern;
-      where_ = Location::parse("sqlite:" + dir_ + "/run.db", "");
-    } else {
-      OLLIE_REQUIRE_POSTGRES(server);
-      const std::string run = "t" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
-      where_ = Location::parse(server->url(), run);
-      where_.timeout_seconds = 20;
-    }
-  }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
+// A fresh place for one check's run: an SQLite file in `dir`, or a run of its own in the
+// test server's database.
+Location fresh_location(const std::string& backend, test::PgServer* server, const fs::path& dir) {
+  static int counter = 0;
+  ++counter;
+  if (backend == "sqlite")
+    return Location::parse("sqlite:" + (dir / ("run" + std::to_string(counter) + ".db")).string(),
+                           "");
+  Location where =
+      Location::parse(server->url(), "t" + std::to_string(::getpid()) + "-" + std::to_string(counter));
+  where.timeout_seconds = 20;
+  return where;
+}
 
-  Location where_;
-  std::string dir_;
-};
-
-TEST_P(StorageTest, RunInfoRoundTripsExactly) {
+void RunInfoRoundTripsExactly(const Location& where) {
   const RunInfo in = sample_run();
-  Store s = Store::create(where_, in);
+  Store s = Store::create(where, in);
   const RunInfo out = s.run();
   EXPECT_EQ(out.spec_source, in.spec_source);
   EXPECT_EQ(out.spec_sha256, in.spec_sha256);
@@ -112,11 +100,11 @@ TEST_P(StorageTest, RunInfoRoundTripsExactly) {
   EXPECT_EQ(out.options_json, in.options_json);
   EXPECT_EQ(out.seed, in.seed);
   EXPECT_FALSE(out.created.empty());
-  EXPECT_EQ(s.shared(), GetParam() == "postgresql");
+  EXPECT_EQ(s.shared(), where.postgres());
 }
 
-TEST_P(StorageTest, CandidatesAreIdempotentOnTheirHashAndKeepNullParents) {
-  Store s = Store::create(where_, sample_run());
+void CandidatesAreIdempotentOnTheirHashAndKeepNullParents(const Location& where) {
+  Store s = Store::create(where, sample_run());
   const int64_t a = s.add_candidate(candidate_of(kernel(1)));
   Candidate child = candidate_of(kernel(2), a);
   child.predicted = -0.25;
@@ -140,8 +128,8 @@ TEST_P(StorageTest, CandidatesAreIdempotentOnTheirHashAndKeepNullParents) {
   EXPECT_EQ(s.counts().candidates, 2);
 }
 
-TEST_P(StorageTest, EvaluationsRoundTripBitForBitAndTheLatestCounts) {
-  Store s = Store::create(where_, sample_run());
+void EvaluationsRoundTripBitForBitAndTheLatestCounts(const Location& where) {
+  Store s = Store::create(where, sample_run());
   const int64_t c = s.add_candidate(candidate_of(kernel(1)));
   EXPECT_FALSE(s.evaluation_of(c));
   const Evaluation first = evaluation_of(c, "wrong", 0);
@@ -162,8 +150,8 @@ TEST_P(StorageTest, EvaluationsRoundTripBitForBitAndTheLatestCounts) {
   EXPECT_THROW(s.add_evaluation(evaluation_of(c + 100, "pass", 1)), InternalError);
 }
 
-TEST_P(StorageTest, StepsPerChainAndUniqueStepNumbers) {
-  Store s = Store::create(where_, sample_run());
+void StepsPerChainAndUniqueStepNumbers(const Location& where) {
+  Store s = Store::create(where, sample_run());
   EXPECT_EQ(s.next_step(), 0);
   const int64_t c = s.add_candidate(candidate_of(kernel(1)));
   Step st;
@@ -195,8 +183,8 @@ TEST_P(StorageTest, StepsPerChainAndUniqueStepNumbers) {
   EXPECT_EQ(n.accepted_steps, 1);
 }
 
-TEST_P(StorageTest, ModelCallsPageInOrderPerProposer) {
-  Store s = Store::create(where_, sample_run());
+void ModelCallsPageInOrderPerProposer(const Location& where) {
+  Store s = Store::create(where, sample_run());
   std::vector<int64_t> ids;
   for (int i = 0; i < 5; ++i) {
     ModelCall m;
@@ -218,8 +206,8 @@ TEST_P(StorageTest, ModelCallsPageInOrderPerProposer) {
   EXPECT_EQ(s.counts().model_calls, 5);
 }
 
-TEST_P(StorageTest, BestPredictionsAndEvents) {
-  Store s = Store::create(where_, sample_run());
+void BestPredictionsAndEvents(const Location& where) {
+  Store s = Store::create(where, sample_run());
   const double times[] = {3e-3, 1e-3, 2e-3, 0.5e-3};
   for (int i = 0; i < 4; ++i) {
     Candidate c = candidate_of(kernel(i));
@@ -241,8 +229,8 @@ TEST_P(StorageTest, BestPredictionsAndEvents) {
   EXPECT_EQ(n.evaluations, 5);
 }
 
-TEST_P(StorageTest, TransactionsAreAllOrNothing) {
-  Store s = Store::create(where_, sample_run());
+void TransactionsAreAllOrNothing(const Location& where) {
+  Store s = Store::create(where, sample_run());
   {
     auto tx = s.transaction();
     const int64_t c = s.add_candidate(candidate_of(kernel(1)));
@@ -261,47 +249,47 @@ TEST_P(StorageTest, TransactionsAreAllOrNothing) {
   EXPECT_EQ(s.counts().evaluations, 1);
 }
 
-TEST_P(StorageTest, ReopenedRunHasEverythingAndCreatingItAgainFails) {
+void ReopenedRunHasEverythingAndCreatingItAgainFails(const Location& where) {
   int64_t c = 0;
   {
-    Store s = Store::create(where_, sample_run());
+    Store s = Store::create(where, sample_run());
     c = s.add_candidate(candidate_of(kernel(1)));
     s.add_evaluation(evaluation_of(c, "pass", 1e-3));
   }
-  Store s = Store::open(where_);
+  Store s = Store::open(where);
   EXPECT_EQ(s.run().seed, sample_run().seed);
   EXPECT_EQ(s.add_candidate(candidate_of(kernel(1))), c);
   EXPECT_TRUE(s.evaluation_of(c));
   EXPECT_EQ(s.integrity_check(), "ok");
-  expect_user_error([&] { Store::create(where_, sample_run()); }, {"exists"});
+  expect_user_error([&] { Store::create(where, sample_run()); }, {"exists"});
   bool created = true;
-  Store joined = Store::create_or_open(where_, sample_run(), created);
+  Store joined = Store::create_or_open(where, sample_run(), created);
   EXPECT_FALSE(created);
   EXPECT_EQ(joined.counts().candidates, 1);
 }
 
-TEST_P(StorageTest, ANewerSchemaIsRefusedSayingWhichOllieReadsIt) {
-  { Store s = Store::create(where_, sample_run()); }
-  if (where_.postgres()) {
-    PGconn* conn = PQconnectdb(where_.url.c_str());
+void ANewerSchemaIsRefusedSayingWhichOllieReadsIt(const Location& where) {
+  { Store s = Store::create(where, sample_run()); }
+  if (where.postgres()) {
+    PGconn* conn = PQconnectdb(where.url.c_str());
     ASSERT_EQ(PQstatus(conn), CONNECTION_OK) << PQerrorMessage(conn);
     const std::string sql =
-        "UPDATE \"" + where_.run + "\".meta SET value = '99' WHERE key = 'schema_version'";
+        "UPDATE \"" + where.run + "\".meta SET value = '99' WHERE key = 'schema_version'";
     PGresult* r = PQexec(conn, sql.c_str());
     EXPECT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQerrorMessage(conn);
     PQclear(r);
     PQfinish(conn);
   } else {
     sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(where_.path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_open(where.path.c_str(), &db), SQLITE_OK);
     EXPECT_EQ(sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr), SQLITE_OK);
     sqlite3_close(db);
   }
-  expect_user_error([&] { Store::open(where_); }, {"newer ollie", "schema version 99"});
+  expect_user_error([&] { Store::open(where); }, {"newer ollie", "schema version 99"});
 }
 
-TEST_P(StorageTest, OpeningAMissingRunSaysHowToStartOne) {
-  Location missing = where_;
+void OpeningAMissingRunSaysHowToStartOne(const Location& where) {
+  Location missing = where;
   if (missing.postgres())
     missing.run += "-missing";
   else
@@ -309,8 +297,8 @@ TEST_P(StorageTest, OpeningAMissingRunSaysHowToStartOne) {
   expect_user_error([&] { Store::open(missing); }, {"ollie optimize"});
 }
 
-TEST_P(StorageTest, ThreadsMayShareOneStore) {
-  Store s = Store::create(where_, sample_run());
+void ThreadsMayShareOneStore(const Location& where) {
+  Store s = Store::create(where, sample_run());
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&s, t] {
@@ -322,6 +310,40 @@ TEST_P(StorageTest, ThreadsMayShareOneStore) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(s.counts().candidates, 40);
   EXPECT_EQ(s.counts().evaluations, 40);
+}
+
+// Every check above on one backend, each on a run of its own. One test per backend (not per
+// check): ctest runs each test in a process of its own, and each process starts its own
+// PostgreSQL server (about a CPU second).
+class StorageTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(StorageTest, TheStorageSuite) {
+  test::PgServer* server = nullptr;
+  if (GetParam() == "postgresql") {
+    OLLIE_REQUIRE_POSTGRES(pg);
+    server = pg;
+  }
+  std::string pattern = (fs::temp_directory_path() / "ollie-storage-test.XXXXXX").string();
+  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+  const fs::path dir = pattern;
+  const std::pair<const char*, void (*)(const Location&)> checks[] = {
+    {"RunInfoRoundTripsExactly", RunInfoRoundTripsExactly},
+    {"CandidatesAreIdempotentOnTheirHashAndKeepNullParents", CandidatesAreIdempotentOnTheirHashAndKeepNullParents},
+    {"EvaluationsRoundTripBitForBitAndTheLatestCounts", EvaluationsRoundTripBitForBitAndTheLatestCounts},
+    {"StepsPerChainAndUniqueStepNumbers", StepsPerChainAndUniqueStepNumbers},
+    {"ModelCallsPageInOrderPerProposer", ModelCallsPageInOrderPerProposer},
+    {"BestPredictionsAndEvents", BestPredictionsAndEvents},
+    {"TransactionsAreAllOrNothing", TransactionsAreAllOrNothing},
+    {"ReopenedRunHasEverythingAndCreatingItAgainFails", ReopenedRunHasEverythingAndCreatingItAgainFails},
+    {"ANewerSchemaIsRefusedSayingWhichOllieReadsIt", ANewerSchemaIsRefusedSayingWhichOllieReadsIt},
+    {"OpeningAMissingRunSaysHowToStartOne", OpeningAMissingRunSaysHowToStartOne},
+    {"ThreadsMayShareOneStore", ThreadsMayShareOneStore},
+  };
+  for (const auto& [name, check] : checks) {
+    SCOPED_TRACE(name);
+    check(fresh_location(GetParam(), server, dir));
+  }
+  fs::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StorageTest, ::testing::Values("sqlite", "postgresql"),

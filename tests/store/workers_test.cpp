@@ -70,35 +70,22 @@ void record(Store& s, const std::string& source) {
   tx.commit();
 }
 
-class WorkersTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    static int counter = 0;
-    if (GetParam() == "sqlite") {
-      std::string pattern = (fs::temp_directory_path() / "ollie-workers-test.XXXXXX").string();
-      ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-      dir_ = pattern;
-      where_ = Location::parse("sqlite:" + dir_ + "/run.db", "");
-    } else {
-      OLLIE_REQUIRE_POSTGRES(server);
-      server_ = server;
-      where_ = Location::parse(server->url(), "w" + std::to_string(::getpid()) + "-" +
-                                                  std::to_string(++counter));
-      where_.timeout_seconds = 60;
-    }
-  }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
+// A fresh run's place: an SQLite file in `dir`, or a run of its own in the test server.
+Location fresh_location(test::PgServer* server, const fs::path& dir) {
+  static int counter = 0;
+  ++counter;
+  if (!server)
+    return Location::parse("sqlite:" + (dir / ("run" + std::to_string(counter) + ".db")).string(),
+                           "");
+  Location where = Location::parse(
+      server->url(), "w" + std::to_string(::getpid()) + "-" + std::to_string(counter));
+  where.timeout_seconds = 60;
+  return where;
+}
 
-  Location where_;
-  std::string dir_;
-  test::PgServer* server_ = nullptr;
-};
-
-TEST_P(WorkersTest, ClaimsAreExclusiveUntilTheHolderStopsOrFallsSilent) {
-  Store a = Store::create(where_, sample_run());
-  Store b = Store::open(where_);
+void ClaimsAreExclusiveUntilTheHolderStopsOrFallsSilent(const Location& where) {
+  Store a = Store::create(where, sample_run());
+  Store b = Store::open(where);
   // A Store without a worker (one process on a file) never waits for anyone.
   EXPECT_EQ(b.claim(sha256_hex(kernel(0)), 60), Claim::Ours);
   const Worker wa = a.add_worker(worker_named("a", 2));
@@ -122,7 +109,7 @@ TEST_P(WorkersTest, ClaimsAreExclusiveUntilTheHolderStopsOrFallsSilent) {
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
   b.heartbeat();
   EXPECT_EQ(b.claim(h2, 60), Claim::Evaluating);
-  if (!where_.postgres()) {
+  if (!where.postgres()) {
     // (In PostgreSQL a server younger than the lease protects every claim: the server
     // was started by this test process moments ago; the process test below covers it.)
     EXPECT_EQ(b.claim(h2, 0.5), Claim::Ours);
@@ -144,8 +131,8 @@ TEST_P(WorkersTest, ClaimsAreExclusiveUntilTheHolderStopsOrFallsSilent) {
   EXPECT_FALSE(b.set_once("finalized_by", "2"));
 }
 
-TEST_P(WorkersTest, ANewWorkersChainsComeAfterEveryStepsChain) {
-  Store s = Store::create(where_, sample_run());
+void ANewWorkersChainsComeAfterEveryStepsChain(const Location& where) {
+  Store s = Store::create(where, sample_run());
   const int64_t c = s.add_candidate([] {
     Candidate k;
     k.source = kernel(0);
@@ -157,6 +144,30 @@ TEST_P(WorkersTest, ANewWorkersChainsComeAfterEveryStepsChain) {
   st.current = c;
   s.add_step(st);
   EXPECT_EQ(s.add_worker(worker_named("late", 2)).first_chain, 5);
+}
+
+// The checks above on one backend (one test per backend: ctest runs each test in a process
+// of its own, which starts its own PostgreSQL server).
+class WorkersTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(WorkersTest, ClaimsLeasesAndChains) {
+  test::PgServer* server = nullptr;
+  if (GetParam() == "postgresql") {
+    OLLIE_REQUIRE_POSTGRES(pg);
+    server = pg;
+  }
+  std::string pattern = (fs::temp_directory_path() / "ollie-workers-test.XXXXXX").string();
+  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+  const fs::path dir = pattern;
+  {
+    SCOPED_TRACE("claims");
+    ClaimsAreExclusiveUntilTheHolderStopsOrFallsSilent(fresh_location(server, dir));
+  }
+  {
+    SCOPED_TRACE("chains");
+    ANewWorkersChainsComeAfterEveryStepsChain(fresh_location(server, dir));
+  }
+  fs::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, WorkersTest, ::testing::Values("sqlite", "postgresql"),
@@ -243,13 +254,11 @@ void expect_each_evaluated_once(const Location& where) {
   }
 }
 
-class WorkerProcesses : public WorkersTest {};
-
-TEST_P(WorkerProcesses, ThreeWorkersOneKilledAtRandomMomentsEvaluateNothingTwice) {
-  { Store::create(where_, sample_run()); }
-  const std::string log = (fs::temp_directory_path() / ("ollie-workers-" + where_.run)).string();
+void ThreeWorkersOneKilledAtRandomMomentsEvaluateNothingTwice(const Location& where) {
+  { Store::create(where, sample_run()); }
+  const std::string log = (fs::temp_directory_path() / ("ollie-workers-" + where.run)).string();
   std::vector<pid_t> pids;
-  for (uint64_t i = 0; i < 3; ++i) pids.push_back(start_worker(where_, log, i + 1));
+  for (uint64_t i = 0; i < 3; ++i) pids.push_back(start_worker(where, log, i + 1));
   std::mt19937_64 rng(7);
   int kills = 0;
   for (; kills < 20; ++kills) {
@@ -258,7 +267,7 @@ TEST_P(WorkerProcesses, ThreeWorkersOneKilledAtRandomMomentsEvaluateNothingTwice
     const size_t victim = std::uniform_int_distribution<size_t>(0, 2)(rng);
     ::kill(pids[victim], SIGKILL);
     ::waitpid(pids[victim], nullptr, 0);
-    pids[victim] = start_worker(where_, log, 100 + static_cast<uint64_t>(kills));
+    pids[victim] = start_worker(where, log, 100 + static_cast<uint64_t>(kills));
   }
   for (pid_t pid : pids) {
     int status = 0;
@@ -266,19 +275,20 @@ TEST_P(WorkerProcesses, ThreeWorkersOneKilledAtRandomMomentsEvaluateNothingTwice
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read_file(log);
   }
   EXPECT_EQ(kills, 20);
-  expect_each_evaluated_once(where_);
+  expect_each_evaluated_once(where);
   fs::remove(log);
 }
 
-TEST_P(WorkerProcesses, TheServerStoppedForTenSecondsMidRunLosesNothing) {
-  { Store::create(where_, sample_run()); }
-  const std::string log = (fs::temp_directory_path() / ("ollie-workers-" + where_.run)).string();
+void TheServerStoppedForTenSecondsMidRunLosesNothing(const Location& where,
+                                                     test::PgServer* server) {
+  { Store::create(where, sample_run()); }
+  const std::string log = (fs::temp_directory_path() / ("ollie-workers-" + where.run)).string();
   std::vector<pid_t> pids;
-  for (uint64_t i = 0; i < 2; ++i) pids.push_back(start_worker(where_, log, i + 1));
+  for (uint64_t i = 0; i < 2; ++i) pids.push_back(start_worker(where, log, i + 1));
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
-  ASSERT_EQ(server_->stop(), "");
+  ASSERT_EQ(server->stop(), "");
   std::this_thread::sleep_for(std::chrono::seconds(10));
-  ASSERT_EQ(server_->start(), "");
+  ASSERT_EQ(server->start(), "");
   for (pid_t pid : pids) {
     int status = 0;
     ::waitpid(pid, &status, 0);
@@ -287,21 +297,21 @@ TEST_P(WorkerProcesses, TheServerStoppedForTenSecondsMidRunLosesNothing) {
   const std::string lines = read_file(log);
   EXPECT_NE(lines.find("storage: the database server is unreachable"), std::string::npos)
       << lines;
-  expect_each_evaluated_once(where_);
+  expect_each_evaluated_once(where);
   fs::remove(log);
 }
 
-TEST_P(WorkerProcesses, AWorkerStopsCleanlyAfterTheStorageTimeout) {
-  { Store::create(where_, sample_run()); }
-  Location where = where_;
+void AWorkerStopsCleanlyAfterTheStorageTimeout(const Location& run, test::PgServer* server) {
+  { Store::create(run, sample_run()); }
+  Location where = run;
   where.timeout_seconds = 2;
   Store s = Store::open(where);
-  ASSERT_EQ(server_->stop(), "");
+  ASSERT_EQ(server->stop(), "");
   const auto start = std::chrono::steady_clock::now();
   EXPECT_THROW(s.add_event("x", "y"), StorageUnavailable);
   const double waited =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ASSERT_EQ(server_->start(), "");
+  ASSERT_EQ(server->start(), "");
   EXPECT_GE(waited, 1.0);
   EXPECT_LT(waited, 10.0);
   // The connection comes back on the next call.
@@ -309,7 +319,21 @@ TEST_P(WorkerProcesses, AWorkerStopsCleanlyAfterTheStorageTimeout) {
   EXPECT_EQ(s.counts().events, 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Postgres, WorkerProcesses, ::testing::Values("postgresql"),
-                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+// Worker processes against one server (one test: one server start).
+TEST(WorkerProcesses, KilledWorkersAStoppedServerAndTheStorageTimeout) {
+  OLLIE_REQUIRE_POSTGRES(server);
+  {
+    SCOPED_TRACE("SIGKILL");
+    ThreeWorkersOneKilledAtRandomMomentsEvaluateNothingTwice(fresh_location(server, ""));
+  }
+  {
+    SCOPED_TRACE("server stopped");
+    TheServerStoppedForTenSecondsMidRunLosesNothing(fresh_location(server, ""), server);
+  }
+  {
+    SCOPED_TRACE("storage timeout");
+    AWorkerStopsCleanlyAfterTheStorageTimeout(fresh_location(server, ""), server);
+  }
+}
 
 }  // namespace
