@@ -135,6 +135,15 @@ struct ReportVerbs {
   int run() const;
 };
 std::unique_ptr<ReportVerbs> add_report_verbs(CLI::App& app);
+// `ollie export` and `ollie import` (export.cpp): a run between a file and a shared database.
+struct MoveVerbs {
+  CLI::App* exp = nullptr;
+  CLI::App* imp = nullptr;
+  std::string run, storage, file;
+  bool given() const;
+  int run_verb() const;
+};
+std::unique_ptr<MoveVerbs> add_move_verbs(CLI::App& app);
 // optimize's --serve, --bind and --port.
 void add_serve_flags(CLI::App* optimize, OptimizeFlags& f);
 

@@ -390,6 +390,7 @@ int main(int argc, char** argv) {
 
   add_serve_flags(opt_cmd, opt);
   const std::unique_ptr<ReportVerbs> report_verbs = add_report_verbs(app);  // report, serve
+  const std::unique_ptr<MoveVerbs> move_verbs = add_move_verbs(app);        // export, import
 
   CalibrateFlags cal;
   CLI::App* calibrate_cmd = app.add_subcommand("calibrate",
@@ -441,6 +442,7 @@ int main(int argc, char** argv) {
     }
     if (*calibrate_cmd) return run_calibrate(cal);
     if (report_verbs->given()) return report_verbs->run();
+    if (move_verbs->given()) return move_verbs->run_verb();
   } catch (const UserError& e) {
     std::cerr << e.what() << "\n";
     return 1;

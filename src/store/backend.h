@@ -44,6 +44,8 @@ class Backend {
   // Fixed SQL text (one or more statements, no values).
   virtual void exec(const std::string& sql, const char* what) = 0;
   virtual void begin(const char* what) = 0;
+  // A transaction that only reads, from one snapshot of the database (ended by rollback).
+  virtual void begin_snapshot(const char* what) = 0;
   virtual void commit(const char* what) = 0;
   virtual void rollback() noexcept = 0;  // ends a transaction if one is open; never throws
   // Whether other processes write the same run (PostgreSQL): the store then keeps no

@@ -111,6 +111,7 @@ struct PostgresBackend::Impl {
   bool in_transaction = false;
   bool schema_set = false;
   std::string xid;            // the open transaction's id (txid_current)
+  bool snapshot = false;      // the open transaction reads one snapshot: not replayable
   std::vector<Recorded> log;  // the open transaction's statements, for a replay
 
   ~Impl() {
@@ -230,6 +231,10 @@ struct PostgresBackend::Impl {
   // earlier one returned cannot be replayed (the server may return another id):
   // StorageUnavailable.
   bool replay_log() {
+    if (snapshot)
+      throw StorageUnavailable("run database " + name +
+                               ": the connection was lost while reading a snapshot of the run; "
+                               "read it again");
     std::set<std::string> returned;
     for (const Recorded& rec : log) {
       for (const auto& p : rec.params)
@@ -421,6 +426,14 @@ void PostgresBackend::begin(const char* what) {
   impl_->in_transaction = true;
 }
 
+void PostgresBackend::begin_snapshot(const char* what) {
+  // Not replayed after a lost connection: a new snapshot could differ, so the reader fails.
+  PQclear(impl_->execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", {}, what));
+  impl_->in_transaction = true;
+  impl_->log.clear();
+  impl_->snapshot = true;
+}
+
 void PostgresBackend::commit(const char* what) {
   impl_->commit(what);
   impl_->in_transaction = false;
@@ -430,6 +443,7 @@ void PostgresBackend::commit(const char* what) {
 void PostgresBackend::rollback() noexcept {
   if (!impl_->in_transaction) return;
   impl_->in_transaction = false;
+  impl_->snapshot = false;
   impl_->log.clear();
   if (PQstatus(impl_->conn) == CONNECTION_OK) PQclear(PQexec(impl_->conn, "ROLLBACK"));
 }

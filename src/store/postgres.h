@@ -35,6 +35,7 @@ class PostgresBackend : public Backend {
   std::unique_ptr<Statement> prepare(const std::string& sql) override;
   void exec(const std::string& sql, const char* what) override;
   void begin(const char* what) override;
+  void begin_snapshot(const char* what) override;
   void commit(const char* what) override;
   void rollback() noexcept override;
   bool shared() const override { return true; }

@@ -71,6 +71,9 @@ void SqliteBackend::exec(const std::string& sql, const char* what) {
 
 void SqliteBackend::begin(const char* what) { conn_.exec("BEGIN IMMEDIATE", what); }
 
+// In WAL mode a read transaction sees one snapshot, and writers go on meanwhile.
+void SqliteBackend::begin_snapshot(const char* what) { conn_.exec("BEGIN DEFERRED", what); }
+
 void SqliteBackend::commit(const char* what) { conn_.exec("COMMIT", what); }
 
 void SqliteBackend::rollback() noexcept {

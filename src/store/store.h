@@ -276,6 +276,11 @@ class Store {
   // by candidate id.
   std::vector<std::pair<double, double>> predictions() const;
 
+  // Copies the run at `from` into a new run at `to` (`ollie export`, `ollie import`): every
+  // row of every table but the claims, ids kept, read from one snapshot (workers may go on
+  // writing `from`) and written in one transaction. UserError when `to` exists.
+  static void copy(const Location& from, const Location& to);
+
   // ---- Workers of a shared run (docs/distributed.md) ----
 
   // Registers this process as a worker of the run with w.chains chains, numbered from the

@@ -312,6 +312,77 @@ void ThreadsMayShareOneStore(const Location& where) {
   EXPECT_EQ(s.counts().evaluations, 40);
 }
 
+void CopiesKeepEveryRowAndIdAndIdsGoOnAfterThem(const Location& where) {
+  int64_t parent = 0, child = 0;
+  {
+    Store s = Store::create(where, sample_run());
+    Worker w;
+    w.name = "h:1";
+    w.fingerprint = "f";
+    w.machine_json = "{}";
+    w.chains = 2;
+    s.add_worker(w);
+    parent = s.add_candidate(candidate_of(kernel(1)));
+    Candidate c = candidate_of(kernel(2), parent);
+    c.predicted = 0.125;
+    child = s.add_candidate(c);
+    s.add_evaluation(evaluation_of(child, "pass", 1e-3 / 3));
+    Step st;
+    st.step = 3;
+    st.chain = 1;
+    st.proposed = child;
+    st.current = parent;
+    s.add_step(st);
+    s.add_event("start", "e");
+    ModelCall m;
+    m.proposer = "llm";
+    m.request = "q";
+    m.answer = "a";
+    m.status = "ok";
+    s.add_model_call(m);
+  }
+  const fs::path file =
+      where.postgres() ? fs::temp_directory_path() / ("ollie-copy-" + where.run + ".db")
+                       : fs::path(where.path + ".copy.db");
+  Location there = Location::parse("sqlite:" + file.string(), "");
+  Location back = where;
+  if (back.postgres())
+    back.run += "-back";
+  else
+    back.path += ".back.db";
+  Store::copy(where, there);
+  Store::copy(there, back);
+  for (const Location& l : {there, back}) {
+    SCOPED_TRACE(l.describe());
+    Store s = Store::open(l);
+    const Counts n = s.counts();
+    EXPECT_EQ(n.candidates, 2);
+    EXPECT_EQ(n.evaluations, 1);
+    EXPECT_EQ(n.steps, 1);
+    EXPECT_EQ(n.events, 1);
+    EXPECT_EQ(n.model_calls, 1);
+    EXPECT_EQ(s.run().seed, sample_run().seed);
+    ASSERT_EQ(s.workers().size(), 1u);
+    EXPECT_EQ(s.workers()[0].chains, 2);
+    const auto c = s.candidate(child);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->parent, parent);
+    const Evaluation e = *s.evaluation_of(child), original = evaluation_of(child, "pass", 1e-3 / 3);
+    EXPECT_EQ(e.min_seconds, original.min_seconds);
+    EXPECT_EQ(e.ratio_vs_baseline, original.ratio_vs_baseline);
+    EXPECT_EQ(e.message, original.message);
+    EXPECT_EQ(e.certificate_json, original.certificate_json);
+    EXPECT_EQ(e.rounds, original.rounds);
+    EXPECT_EQ(s.last_step(1)->current, parent);
+    EXPECT_EQ(s.model_calls("llm").size(), 1u);
+    EXPECT_EQ(s.predictions().size(), 1u);
+    // New rows get ids after the copied ones.
+    EXPECT_GT(s.add_candidate(candidate_of(kernel(3))), child);
+  }
+  expect_user_error([&] { Store::copy(where, there); }, {"exists"});
+  fs::remove(file);
+}
+
 // Every check above on one backend, each on a run of its own. One test per backend (not per
 // check): ctest runs each test in a process of its own, and each process starts its own
 // PostgreSQL server (about a CPU second).
@@ -338,6 +409,7 @@ TEST_P(StorageTest, TheStorageSuite) {
     {"ANewerSchemaIsRefusedSayingWhichOllieReadsIt", ANewerSchemaIsRefusedSayingWhichOllieReadsIt},
     {"OpeningAMissingRunSaysHowToStartOne", OpeningAMissingRunSaysHowToStartOne},
     {"ThreadsMayShareOneStore", ThreadsMayShareOneStore},
+    {"CopiesKeepEveryRowAndIdAndIdsGoOnAfterThem", CopiesKeepEveryRowAndIdAndIdsGoOnAfterThem},
   };
   for (const auto& [name, check] : checks) {
     SCOPED_TRACE(name);
