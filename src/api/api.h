@@ -146,8 +146,8 @@ struct OptimizeOptions {
   // --run NAME. With PostgreSQL, every process given the same SPEC, options and --run is a
   // worker of one run (the first creates it).
   std::string storage, run_name;
-  double storage_timeout = 300;  // --storage-timeout: seconds a lost connection is retried
-  double claim_lease = 60;  // --claim-lease: a silent worker's claims are free after this
+  double storage_timeout = 300;       // --storage-timeout: seconds a lost connection is retried
+  double claim_lease = 60;            // --claim-lease: a silent worker's claims are free after this
   bool allow_mixed_machines = false;  // --allow-mixed-machines
   bool finalize_only = false;         // --finalize: verify and write the run's best, no search
 };

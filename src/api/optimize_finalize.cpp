@@ -261,8 +261,9 @@ FinishedEvent OptimizeRun::finalize(search::StopReason reason) {
     break;
   }
   if (db->shared())
-    s.observer->note("report.html not written: the report reads a run database file; `ollie "
-                     "export` copies the shared run into one");
+    s.observer->note(
+        "report.html not written: the report reads a run database file; `ollie "
+        "export` copies the shared run into one");
   else
     write_report_into(s.db_path, out_dir, done, *s.observer);
   s.observer->finished(done);

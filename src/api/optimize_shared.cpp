@@ -63,8 +63,8 @@ std::vector<std::string> json_differences(const std::string& run_text, const std
   for (const auto& [k, v] : mine.items()) keys[k] = true;
   for (const auto& [k, v] : keys.items())
     if (!run.contains(k) || !mine.contains(k) || run.at(k) != mine.at(k))
-      out.push_back(fmt::format("{} {}: {} here, {} in the run", what, k, shown(mine, k),
-                                shown(run, k)));
+      out.push_back(
+          fmt::format("{} {}: {} here, {} in the run", what, k, shown(mine, k), shown(run, k)));
   return out;
 }
 
@@ -89,11 +89,11 @@ std::string run_differences(const store::RunInfo& run, const store::RunInfo& min
   const std::string theirs = fingerprint_of(run.machine_json);
   const std::string ours = fingerprint_of(mine.machine_json);
   if (!allow_mixed_machines && theirs != ours)
-    diffs.push_back(fmt::format(
-        "the machine differs ({} here, {} in the run; candidates are timed against the "
-        "baseline on each worker's own machine, so a run keeps one machine kind unless "
-        "--allow-mixed-machines)",
-        ours, theirs));
+    diffs.push_back(
+        fmt::format("the machine differs ({} here, {} in the run; candidates are timed against the "
+                    "baseline on each worker's own machine, so a run keeps one machine kind unless "
+                    "--allow-mixed-machines)",
+                    ours, theirs));
   std::string text;
   for (const auto& d : diffs) text += (text.empty() ? "" : "; ") + d;
   return text;
@@ -132,8 +132,9 @@ void check_storage_flags(const OptimizeOptions& f) {
       throw UserError("--run " + f.run_name +
                       " names a run in shared storage: give --storage postgresql://... with it");
     if (f.finalize_only)
-      throw UserError("--finalize writes the answer of a run in shared storage: give --storage "
-                      "URL --run NAME with it");
+      throw UserError(
+          "--finalize writes the answer of a run in shared storage: give --storage "
+          "URL --run NAME with it");
     return;
   }
   if (!f.resume.empty() || !f.replay.empty())
@@ -141,8 +142,9 @@ void check_storage_flags(const OptimizeOptions& f) {
         "--storage starts or joins a run from SPEC; --resume and --replay take a run database "
         "file (ollie export copies a shared run into one)");
   if (f.finalize_only && !f.spec.spec_path.empty())
-    throw UserError("--finalize writes the answer of the run named by --storage and --run; "
-                    "leave out SPEC");
+    throw UserError(
+        "--finalize writes the answer of the run named by --storage and --run; "
+        "leave out SPEC");
   if (!(f.claim_lease > 0)) throw UserError("--claim-lease: give a positive duration such as 60s");
 }
 

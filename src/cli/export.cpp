@@ -27,15 +27,17 @@ void add_storage_flags(CLI::App* cmd, MoveVerbs& v) {
 std::unique_ptr<MoveVerbs> add_move_verbs(CLI::App& app) {
   auto v = std::make_unique<MoveVerbs>();
   v->exp = app.add_subcommand(
-      "export", "copy a run of a shared database into a run database file (for ollie report, "
-                "ollie serve or --resume)");
+      "export",
+      "copy a run of a shared database into a run database file (for ollie report, "
+      "ollie serve or --resume)");
   v->exp->add_option("run", v->run, "the run's name (its --run)")->required();
   add_storage_flags(v->exp, *v);
   v->exp->add_option("-o,--out", v->file, "the run database file to write (must not exist)")
       ->required();
   v->imp = app.add_subcommand(
-      "import", "copy a run database file into a shared database as a new run, for workers "
-                "(ollie optimize SPEC --storage URL --run NAME) to go on with it");
+      "import",
+      "copy a run database file into a shared database as a new run, for workers "
+      "(ollie optimize SPEC --storage URL --run NAME) to go on with it");
   v->imp->add_option("file", v->file, "the run database file (RUN.db)")->required();
   add_storage_flags(v->imp, *v);
   v->imp->add_option("--run", v->run, "the new run's name in the database")->required();

@@ -120,8 +120,9 @@ int run_optimize(const OptimizeFlags& f) {
   // --serve binds before the run starts: a port that is taken stops nothing half-done.
   std::optional<report::LiveServer> live;
   if (f.serve && f.storage.rfind("postgres", 0) == 0)
-    throw UserError("--serve shows a run database file; a run in PostgreSQL has none (`ollie "
-                    "export` copies it into one for `ollie serve`)");
+    throw UserError(
+        "--serve shows a run database file; a run in PostgreSQL has none (`ollie "
+        "export` copies it into one for `ollie serve`)");
   if (f.serve) live.emplace(report::ServeOptions{f.bind, f.port, 2});
   PrintingObserver printer(f.log_every, live ? &*live : nullptr);
   const api::FinishedEvent done = api::optimize(f, printer, [] { return g_interrupts.load() > 0; });

@@ -380,8 +380,7 @@ class Chains {
     }
     const int64_t evaluated_before = evaluations_;
     const double t = temperatures_[static_cast<size_t>(chain)];
-    const auto result =
-        evaluated(*proposal, cur.id, true, choice.predicted, give_up_for(cur, t));
+    const auto result = evaluated(*proposal, cur.id, true, choice.predicted, give_up_for(cur, t));
     if (!result) return false;  // another worker is evaluating it
     const auto& [id, e] = *result;
     if (model_ && choice.inputs && evaluations_ > evaluated_before) learn(*choice.inputs, e);

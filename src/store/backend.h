@@ -25,8 +25,8 @@ class Statement {
   virtual void bind_null(int param) = 0;
   // Runs the statement on the first call, then moves to the next row: true with a row.
   virtual bool step(const char* what) = 0;
-  virtual int64_t col_int64(int col) const = 0;  // 0 for NULL
-  virtual double col_real(int col) const = 0;    // 0 for NULL
+  virtual int64_t col_int64(int col) const = 0;     // 0 for NULL
+  virtual double col_real(int col) const = 0;       // 0 for NULL
   virtual std::string col_text(int col) const = 0;  // "" for NULL
   virtual bool col_null(int col) const = 0;
   // Forgets the rows and the bound values, ready to run again.

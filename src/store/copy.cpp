@@ -21,21 +21,26 @@ struct Table {
 // In an order that keeps the foreign keys (workers before evaluations, candidates before
 // the rows that name them). Claims are not copied: they matter only while workers run.
 constexpr Table kTables[] = {
-    {"workers", "id, name, fingerprint, machine_json, seed, first_chain, chains, started, "
-                "heartbeat, stopped",
+    {"workers",
+     "id, name, fingerprint, machine_json, seed, first_chain, chains, started, "
+     "heartbeat, stopped",
      "itttiiitrt"},
     {"candidates", "id, hash, source, schedule, rewrites, parent, proposer, created, predicted",
-     "ittttitt" "r"},
-    {"evaluations", "id, candidate, verdict, message, penalty, certificate_json, median_seconds, "
-                    "min_seconds, mad_seconds, ratio_vs_baseline, rounds, cost, eval_seconds, "
-                    "created, worker",
+     "ittttitt"
+     "r"},
+    {"evaluations",
+     "id, candidate, verdict, message, penalty, certificate_json, median_seconds, "
+     "min_seconds, mad_seconds, ratio_vs_baseline, rounds, cost, eval_seconds, "
+     "created, worker",
      "itttrtrrrrirrti"},
-    {"steps", "id, step, chain, proposed, \"current\", accepted, temperature, cost_current, "
-              "cost_proposed, note, created",
+    {"steps",
+     "id, step, chain, proposed, \"current\", accepted, temperature, cost_current, "
+     "cost_proposed, note, created",
      "iiiiiirrrtt"},
     {"events", "id, kind, text, created", "ittt"},
-    {"model_calls", "id, proposer, request, answer, status, http_status, tokens_in, tokens_out, "
-                    "cost, seconds, created",
+    {"model_calls",
+     "id, proposer, request, answer, status, http_status, tokens_in, tokens_out, "
+     "cost, seconds, created",
      "ittttiiirrt"},
 };
 

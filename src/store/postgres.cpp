@@ -35,8 +35,8 @@ std::string translate(const std::string& sql) {
   auto word_at = [&](size_t i, const char* w) {
     const size_t n = std::char_traits<char>::length(w);
     if (sql.compare(i, n, w) != 0) return false;
-    const bool left = i == 0 || !(std::isalnum(static_cast<unsigned char>(sql[i - 1])) ||
-                                  sql[i - 1] == '_');
+    const bool left =
+        i == 0 || !(std::isalnum(static_cast<unsigned char>(sql[i - 1])) || sql[i - 1] == '_');
     const bool right = i + n >= sql.size() ||
                        !(std::isalnum(static_cast<unsigned char>(sql[i + n])) || sql[i + n] == '_');
     return left && right;
@@ -52,7 +52,8 @@ std::string translate(const std::string& sql) {
       const size_t stop = end == std::string::npos ? sql.size() : end + 1;
       out.append(sql, i, stop - i);
       i = stop;
-    } else if (c == '?' && i + 1 < sql.size() && std::isdigit(static_cast<unsigned char>(sql[i + 1]))) {
+    } else if (c == '?' && i + 1 < sql.size() &&
+               std::isdigit(static_cast<unsigned char>(sql[i + 1]))) {
       out += '$';
       ++i;
     } else if (word_at(i, "INTEGER PRIMARY KEY")) {
@@ -79,8 +80,8 @@ std::string sqlstate_of(const PGresult* r) {
 
 // A failure of the connection rather than of the statement: retried.
 bool connection_lost(PGconn* conn, const std::string& sqlstate) {
-  return PQstatus(conn) != CONNECTION_OK || sqlstate.rfind("08", 0) == 0 ||
-         sqlstate == "57P01" || sqlstate == "57P02" || sqlstate == "57P03";
+  return PQstatus(conn) != CONNECTION_OK || sqlstate.rfind("08", 0) == 0 || sqlstate == "57P01" ||
+         sqlstate == "57P02" || sqlstate == "57P03";
 }
 
 std::string trimmed(std::string s) {
@@ -124,12 +125,18 @@ struct PostgresBackend::Impl {
   bool connect_once() {
     if (conn) PQfinish(conn);
     // Defaults first: values in the URL override them (expand_dbname).
-    const char* keys[] = {"connect_timeout", "keepalives_idle", "keepalives_interval",
-                          "keepalives_count", "application_name", "dbname", nullptr};
+    const char* keys[] = {"connect_timeout",
+                          "keepalives_idle",
+                          "keepalives_interval",
+                          "keepalives_count",
+                          "application_name",
+                          "dbname",
+                          nullptr};
     const char* values[] = {"10", "10", "5", "3", "ollie", url.c_str(), nullptr};
     conn = PQconnectdbParams(keys, values, 1);
     if (PQstatus(conn) == CONNECTION_OK) {
-      PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
+      PQsetNoticeProcessor(
+          conn, [](void*, const char*) {}, nullptr);
       return true;
     }
     return false;
@@ -155,11 +162,10 @@ struct PostgresBackend::Impl {
                         "; check the URL given to --storage");
       const double spent = std::chrono::duration<double>(Clock::now() - start).count();
       if (spent + wait > options.timeout_seconds)
-        throw StorageUnavailable("run database " + name + ": the server was unreachable for " +
-                                 std::to_string(static_cast<int>(spent)) +
-                                 " s (--storage-timeout " +
-                                 std::to_string(static_cast<int>(options.timeout_seconds)) +
-                                 " s): " + why);
+        throw StorageUnavailable(
+            "run database " + name + ": the server was unreachable for " +
+            std::to_string(static_cast<int>(spent)) + " s (--storage-timeout " +
+            std::to_string(static_cast<int>(options.timeout_seconds)) + " s): " + why);
       if (options.progress) {
         char line[256];
         std::snprintf(line, sizeof line,
@@ -180,7 +186,8 @@ struct PostgresBackend::Impl {
     PGresult* r = PQexec(conn, sql.c_str());
     const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);
-    if (!ok) throw UserError("run database " + name + ": cannot use the run's schema: " + message());
+    if (!ok)
+      throw UserError("run database " + name + ": cannot use the run's schema: " + message());
   }
 
   // Sends one statement (translated SQL); retries on a lost connection. The caller owns
@@ -202,8 +209,8 @@ struct PostgresBackend::Impl {
     if (params.empty()) return PQexec(conn, sql.c_str());
     std::vector<const char*> values;
     for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
-    return PQexecParams(conn, sql.c_str(), static_cast<int>(values.size()), nullptr,
-                        values.data(), nullptr, nullptr, 0);
+    return PQexecParams(conn, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(),
+                        nullptr, nullptr, 0);
   }
 
   [[noreturn]] void fail(PGresult* r, const std::string& state, const char* what) {
@@ -360,8 +367,7 @@ class PostgresStatement : public Statement {
                        static_cast<size_t>(PQgetlength(result_, row_, col)));
   }
   bool col_null(int col) const override {
-    return !result_ || row_ < 0 || row_ >= PQntuples(result_) ||
-           PQgetisnull(result_, row_, col);
+    return !result_ || row_ < 0 || row_ >= PQntuples(result_) || PQgetisnull(result_, row_, col);
   }
   void reset() override {
     PQclear(result_);

@@ -25,12 +25,14 @@ inline constexpr Migration kMigrations[] = {
     {2, "ALTER TABLE candidates ADD COLUMN predicted REAL DEFAULT NULL"},
     // 3: workers of a shared run, their claims, and which worker made each evaluation
     // (docs/distributed.md).
-    {3, "CREATE TABLE workers(id INTEGER PRIMARY KEY, name TEXT NOT NULL, fingerprint TEXT NOT "
-        "NULL, machine_json TEXT NOT NULL, seed INTEGER NOT NULL, first_chain INTEGER NOT NULL, "
-        "chains INTEGER NOT NULL, started TEXT NOT NULL, heartbeat REAL NOT NULL, stopped TEXT DEFAULT NULL); "
-        "CREATE TABLE claims(hash TEXT PRIMARY KEY, worker INTEGER NOT NULL REFERENCES "
-        "workers(id), claimed REAL NOT NULL); "
-        "ALTER TABLE evaluations ADD COLUMN worker INTEGER REFERENCES workers(id) DEFAULT NULL"},
+    {3,
+     "CREATE TABLE workers(id INTEGER PRIMARY KEY, name TEXT NOT NULL, fingerprint TEXT NOT "
+     "NULL, machine_json TEXT NOT NULL, seed INTEGER NOT NULL, first_chain INTEGER NOT NULL, "
+     "chains INTEGER NOT NULL, started TEXT NOT NULL, heartbeat REAL NOT NULL, stopped TEXT "
+     "DEFAULT NULL); "
+     "CREATE TABLE claims(hash TEXT PRIMARY KEY, worker INTEGER NOT NULL REFERENCES "
+     "workers(id), claimed REAL NOT NULL); "
+     "ALTER TABLE evaluations ADD COLUMN worker INTEGER REFERENCES workers(id) DEFAULT NULL"},
 };
 
 // The whole schema. Every value a row needs is NOT NULL except the ids that mean "none"
@@ -137,6 +139,5 @@ CREATE TABLE IF NOT EXISTS model_calls(
   created TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS model_calls_proposer ON model_calls(proposer, id);
 )sql";
-
 
 }  // namespace ollie::store::schema

@@ -11,8 +11,8 @@ namespace {
 class SqliteStatement : public Statement {
  public:
   SqliteStatement(sql::Connection& conn, const std::string& sql) : conn_(conn) {
-    int rc = sqlite3_prepare_v3(conn.get(), sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &stmt_,
-                                nullptr);
+    int rc =
+        sqlite3_prepare_v3(conn.get(), sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr);
     if (rc != SQLITE_OK) conn.fail(rc, "preparing: " + sql);
   }
   ~SqliteStatement() override { sqlite3_finalize(stmt_); }

@@ -128,7 +128,8 @@ void Db::prepare() {
       "options_json, seed, created FROM run WHERE id = 1");
   insert_candidate = make(
       "INSERT INTO candidates(hash, source, schedule, rewrites, parent, proposer, created, "
-      "predicted) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(hash) DO NOTHING RETURNING id");
+      "predicted) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(hash) DO NOTHING RETURNING "
+      "id");
   candidate_id_by_hash = make("SELECT id FROM candidates WHERE hash = ?1");
   candidate_by_id = make(sql_candidate_by_id.c_str());
   candidate_by_hash = make(sql_candidate_by_hash.c_str());
@@ -469,8 +470,8 @@ void Store::checkpoint() {
   auto* sqlite = dynamic_cast<backend::SqliteBackend*>(db_->conn.get());
   if (!sqlite) return;  // a server's database has no log of ours to move
   sql::Connection& conn = sqlite->connection();
-  int rc = sqlite3_wal_checkpoint_v2(conn.get(), nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr,
-                                     nullptr);
+  int rc =
+      sqlite3_wal_checkpoint_v2(conn.get(), nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
   // BUSY: another process (a live report) is reading; what could be copied was, and the
   // rest is copied by a later checkpoint or when the last connection closes.
   if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY) conn.fail(rc, "checkpointing");

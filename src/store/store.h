@@ -153,10 +153,10 @@ struct Worker {
   std::string fingerprint;  // the machine kind: workers time candidates on their own machine
   std::string machine_json;
   uint64_t seed = 0;
-  int first_chain = 0;  // its chains are first_chain, ..., first_chain + chains - 1
-  int chains = 0;       // (steps.chain)
-  std::string started;  // ISO UTC; filled when empty
-  bool stopped = false;  // said it stopped (stop_worker)
+  int first_chain = 0;       // its chains are first_chain, ..., first_chain + chains - 1
+  int chains = 0;            // (steps.chain)
+  std::string started;       // ISO UTC; filled when empty
+  bool stopped = false;      // said it stopped (stop_worker)
   double heartbeat_age = 0;  // seconds since its last heartbeat, on the database's clock
 };
 

@@ -91,9 +91,9 @@ Store Store::create(const std::string& path, const RunInfo& info) {
     conn.exec(kSchema, "creating the schema");
     // The numbers are constants of this file, not values from outside.
     conn.exec(("PRAGMA application_id = " + std::to_string(kApplicationId) +
-                   "; PRAGMA user_version = " + std::to_string(kSchemaVersion))
-                      .c_str(),
-                  "writing the schema version");
+               "; PRAGMA user_version = " + std::to_string(kSchemaVersion))
+                  .c_str(),
+              "writing the schema version");
     write_run(*backend, info);
     conn.exec("COMMIT", "creating the run database");
     // The file's name in its directory survives a power cut too (SQLite syncs the

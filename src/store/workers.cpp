@@ -41,11 +41,10 @@ Worker Store::add_worker(Worker w) {
   // One registration at a time, so that two workers never get the same chains.
   if (db_->conn->dialect() == backend::Dialect::PostgreSQL)
     db_->conn->exec("LOCK TABLE workers IN SHARE ROW EXCLUSIVE MODE", "registering a worker");
-  w.first_chain = static_cast<int>(
-      std::max(query_int(*db_, "SELECT coalesce(max(first_chain + chains), 0) FROM workers",
-                         "registering a worker"),
-               query_int(*db_, "SELECT coalesce(max(chain) + 1, 0) FROM steps",
-                         "registering a worker")));
+  w.first_chain = static_cast<int>(std::max(
+      query_int(*db_, "SELECT coalesce(max(first_chain + chains), 0) FROM workers",
+                "registering a worker"),
+      query_int(*db_, "SELECT coalesce(max(chain) + 1, 0) FROM steps", "registering a worker")));
   if (w.started.empty()) w.started = strings::utc_now_iso8601_ms();
   {
     auto st = db_->conn->prepare(

@@ -117,8 +117,9 @@ class PgServer {
     if (::geteuid() == 0 && std::system(("chown postgres " + dir_).c_str()) != 0)
       return "cannot give " + dir_ + " to the postgres user";
     start_watchdog();
-    if (auto e = run(bin_ + "/initdb -D " + dir_ + "/data -U ollie --auth=trust --no-sync -E UTF8 "
-                            "--locale=C");
+    if (auto e = run(bin_ + "/initdb -D " + dir_ +
+                     "/data -U ollie --auth=trust --no-sync -E UTF8 "
+                     "--locale=C");
         !e.empty())
       return e;
     if (auto e = start(); !e.empty()) return e;
@@ -152,9 +153,9 @@ class PgServer {
 
 // The PostgreSQL server of this test process as `var`; returns from the test when there is
 // none (skipped with OLLIE_SKIP_POSTGRES_TESTS=1, else already failed with the reason).
-#define OLLIE_REQUIRE_POSTGRES(var)                                               \
-  ::ollie::test::PgServer* var = ::ollie::test::PgServer::get();                  \
-  if (!var) {                                                                     \
+#define OLLIE_REQUIRE_POSTGRES(var)                                                        \
+  ::ollie::test::PgServer* var = ::ollie::test::PgServer::get();                           \
+  if (!var) {                                                                              \
     if (::ollie::test::PgServer::skipped()) GTEST_SKIP() << "OLLIE_SKIP_POSTGRES_TESTS=1"; \
-    return;                                                                       \
+    return;                                                                                \
   }

@@ -84,8 +84,8 @@ Location fresh_location(const std::string& backend, test::PgServer* server, cons
   if (backend == "sqlite")
     return Location::parse("sqlite:" + (dir / ("run" + std::to_string(counter) + ".db")).string(),
                            "");
-  Location where =
-      Location::parse(server->url(), "t" + std::to_string(::getpid()) + "-" + std::to_string(counter));
+  Location where = Location::parse(
+      server->url(), "t" + std::to_string(::getpid()) + "-" + std::to_string(counter));
   where.timeout_seconds = 20;
   return where;
 }
@@ -341,9 +341,9 @@ void CopiesKeepEveryRowAndIdAndIdsGoOnAfterThem(const Location& where) {
     m.status = "ok";
     s.add_model_call(m);
   }
-  const fs::path file =
-      where.postgres() ? fs::temp_directory_path() / ("ollie-copy-" + where.run + ".db")
-                       : fs::path(where.path + ".copy.db");
+  const fs::path file = where.postgres()
+                            ? fs::temp_directory_path() / ("ollie-copy-" + where.run + ".db")
+                            : fs::path(where.path + ".copy.db");
   Location there = Location::parse("sqlite:" + file.string(), "");
   Location back = where;
   if (back.postgres())
@@ -398,18 +398,22 @@ TEST_P(StorageTest, TheStorageSuite) {
   ASSERT_NE(mkdtemp(pattern.data()), nullptr);
   const fs::path dir = pattern;
   const std::pair<const char*, void (*)(const Location&)> checks[] = {
-    {"RunInfoRoundTripsExactly", RunInfoRoundTripsExactly},
-    {"CandidatesAreIdempotentOnTheirHashAndKeepNullParents", CandidatesAreIdempotentOnTheirHashAndKeepNullParents},
-    {"EvaluationsRoundTripBitForBitAndTheLatestCounts", EvaluationsRoundTripBitForBitAndTheLatestCounts},
-    {"StepsPerChainAndUniqueStepNumbers", StepsPerChainAndUniqueStepNumbers},
-    {"ModelCallsPageInOrderPerProposer", ModelCallsPageInOrderPerProposer},
-    {"BestPredictionsAndEvents", BestPredictionsAndEvents},
-    {"TransactionsAreAllOrNothing", TransactionsAreAllOrNothing},
-    {"ReopenedRunHasEverythingAndCreatingItAgainFails", ReopenedRunHasEverythingAndCreatingItAgainFails},
-    {"ANewerSchemaIsRefusedSayingWhichOllieReadsIt", ANewerSchemaIsRefusedSayingWhichOllieReadsIt},
-    {"OpeningAMissingRunSaysHowToStartOne", OpeningAMissingRunSaysHowToStartOne},
-    {"ThreadsMayShareOneStore", ThreadsMayShareOneStore},
-    {"CopiesKeepEveryRowAndIdAndIdsGoOnAfterThem", CopiesKeepEveryRowAndIdAndIdsGoOnAfterThem},
+      {"RunInfoRoundTripsExactly", RunInfoRoundTripsExactly},
+      {"CandidatesAreIdempotentOnTheirHashAndKeepNullParents",
+       CandidatesAreIdempotentOnTheirHashAndKeepNullParents},
+      {"EvaluationsRoundTripBitForBitAndTheLatestCounts",
+       EvaluationsRoundTripBitForBitAndTheLatestCounts},
+      {"StepsPerChainAndUniqueStepNumbers", StepsPerChainAndUniqueStepNumbers},
+      {"ModelCallsPageInOrderPerProposer", ModelCallsPageInOrderPerProposer},
+      {"BestPredictionsAndEvents", BestPredictionsAndEvents},
+      {"TransactionsAreAllOrNothing", TransactionsAreAllOrNothing},
+      {"ReopenedRunHasEverythingAndCreatingItAgainFails",
+       ReopenedRunHasEverythingAndCreatingItAgainFails},
+      {"ANewerSchemaIsRefusedSayingWhichOllieReadsIt",
+       ANewerSchemaIsRefusedSayingWhichOllieReadsIt},
+      {"OpeningAMissingRunSaysHowToStartOne", OpeningAMissingRunSaysHowToStartOne},
+      {"ThreadsMayShareOneStore", ThreadsMayShareOneStore},
+      {"CopiesKeepEveryRowAndIdAndIdsGoOnAfterThem", CopiesKeepEveryRowAndIdAndIdsGoOnAfterThem},
   };
   for (const auto& [name, check] : checks) {
     SCOPED_TRACE(name);
@@ -430,7 +434,8 @@ TEST(StorageLocation, ParseNamesTheFlagAndWhatToWrite) {
   EXPECT_EQ(p.run, "mm-1");
   EXPECT_EQ(p.describe().find("secret"), std::string::npos) << p.describe();
   expect_user_error([] { Location::parse("postgresql://h/db", ""); }, {"--run NAME"});
-  expect_user_error([] { Location::parse("postgresql://h/db", "Bad Name"); }, {"--run", "lowercase"});
+  expect_user_error([] { Location::parse("postgresql://h/db", "Bad Name"); },
+                    {"--run", "lowercase"});
   expect_user_error([] { Location::parse("sqlite:/tmp/x.db", "r1"); }, {"--run r1"});
   expect_user_error([] { Location::parse("mysql://h/db", ""); },
                     {"--storage", "sqlite:PATH", "postgresql://"});

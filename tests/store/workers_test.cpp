@@ -295,8 +295,7 @@ void TheServerStoppedForTenSecondsMidRunLosesNothing(const Location& where,
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read_file(log);
   }
   const std::string lines = read_file(log);
-  EXPECT_NE(lines.find("storage: the database server is unreachable"), std::string::npos)
-      << lines;
+  EXPECT_NE(lines.find("storage: the database server is unreachable"), std::string::npos) << lines;
   expect_each_evaluated_once(where);
   fs::remove(log);
 }
