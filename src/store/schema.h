@@ -19,20 +19,24 @@ inline constexpr int64_t kSchemaVersion = 3;
 struct Migration {
   int64_t to;
   const char* sql;
+  // A column the migration adds: skipped when the table has it already (a file that a
+  // development build made in between).
+  const char* table = nullptr;
+  const char* column = nullptr;
 };
 inline constexpr Migration kMigrations[] = {
     // 2: the cost model's prediction of each candidate (docs/search.md, "The cost model").
-    {2, "ALTER TABLE candidates ADD COLUMN predicted REAL DEFAULT NULL"},
+    {2, "ALTER TABLE candidates ADD COLUMN predicted REAL DEFAULT NULL", "candidates", "predicted"},
     // 3: workers of a shared run, their claims, and which worker made each evaluation
     // (docs/distributed.md).
     {3,
-     "CREATE TABLE workers(id INTEGER PRIMARY KEY, name TEXT NOT NULL, fingerprint TEXT NOT "
-     "NULL, machine_json TEXT NOT NULL, seed INTEGER NOT NULL, first_chain INTEGER NOT NULL, "
-     "chains INTEGER NOT NULL, started TEXT NOT NULL, heartbeat REAL NOT NULL, stopped TEXT "
-     "DEFAULT NULL); "
-     "CREATE TABLE claims(hash TEXT PRIMARY KEY, worker INTEGER NOT NULL REFERENCES "
-     "workers(id), claimed REAL NOT NULL); "
-     "ALTER TABLE evaluations ADD COLUMN worker INTEGER REFERENCES workers(id) DEFAULT NULL"},
+     "CREATE TABLE IF NOT EXISTS workers(id INTEGER PRIMARY KEY, name TEXT NOT NULL, fingerprint "
+     "TEXT NOT NULL, machine_json TEXT NOT NULL, seed INTEGER NOT NULL, first_chain INTEGER NOT "
+     "NULL, chains INTEGER NOT NULL, started TEXT NOT NULL, heartbeat REAL NOT NULL, stopped TEXT "
+     "DEFAULT NULL); CREATE TABLE IF NOT EXISTS claims(hash TEXT PRIMARY KEY, worker INTEGER NOT "
+     "NULL REFERENCES workers(id), claimed REAL NOT NULL)"},
+    {3, "ALTER TABLE evaluations ADD COLUMN worker INTEGER REFERENCES workers(id) DEFAULT NULL",
+     "evaluations", "worker"},
 };
 
 // The whole schema. Every value a row needs is NOT NULL except the ids that mean "none"

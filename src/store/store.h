@@ -1,4 +1,5 @@
-// The run database (docs/design.md section 10): one SQLite file per `ollie optimize` run that
+// The run database (docs/design.md section 10): one SQLite file per `ollie optimize` run (or
+// a run in a PostgreSQL database that many workers share; backend.h, postgres.h) that
 // holds the spec, dims, machine and options of the run, every candidate (source, schedule
 // or rewrite chain, parent, proposer), every evaluation (verdict, certificate, timings),
 // every step of every chain, the language-model requests and answers, and events. Rows are
@@ -25,7 +26,10 @@
 // Threads: every call is serialized by a mutex, so evaluator threads may add rows to one
 // Store; a Transaction holds the store for its thread from creation until it ends (other
 // threads' calls wait), and must end on that thread, before the Store is destroyed.
-// Processes: one process writes a run; others (a live report) may open it and read.
+// Processes: one process writes an SQLite run; others (a live report) may open it and read.
+// A run in PostgreSQL (Location, docs/distributed.md) is written by many worker processes
+// at once: they claim candidates (claim()) so that none is evaluated twice, and the store
+// keeps no row counts of its own there.
 #pragma once
 
 #include <cstdint>

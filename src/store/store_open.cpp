@@ -113,13 +113,22 @@ Store Store::create(const std::string& path, const RunInfo& info) {
 
 namespace {
 
+// Whether the column migration `m` adds is there already.
+bool sqlite_has_column(sql::Connection& conn, const Migration& m) {
+  if (!m.table) return false;
+  sql::Statement st(conn, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2");
+  sql::Query q(st, "reading the schema");
+  q.text(1, m.table).text(2, m.column);
+  return q.next();
+}
+
 // Brings a file of schema `version` up to kSchemaVersion (kMigrations), in one transaction.
 void migrate(sql::Connection& conn, int64_t version) {
   if (version >= kSchemaVersion) return;
   conn.exec("BEGIN IMMEDIATE", "migrating the schema");
   try {
     for (const Migration& m : kMigrations)
-      if (m.to > version) conn.exec(m.sql, "migrating the schema");
+      if (m.to > version && !sqlite_has_column(conn, m)) conn.exec(m.sql, "migrating the schema");
     // The numbers are constants of this file, not values from outside.
     const std::string v = std::to_string(kSchemaVersion);
     conn.exec(("PRAGMA user_version = " + v + "; UPDATE meta SET value = '" + v +
@@ -201,6 +210,16 @@ std::string pg_version_text(backend::Backend& b) {
   return q.next() ? q.col_text(0) : std::string();
 }
 
+bool postgres_has_column(backend::Backend& b, const Migration& m) {
+  if (!m.table) return false;
+  auto st = b.prepare(
+      "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND "
+      "table_name = ?1 AND column_name = ?2");
+  backend::Query q(*st, "reading the schema");
+  q.text(1, m.table).text(2, m.column);
+  return q.next();
+}
+
 // Brings a PostgreSQL run of schema `version` up to kSchemaVersion, in one transaction
 // that holds the meta table's lock (two workers opening an old run migrate it once).
 void migrate_postgres(backend::Backend& b) {
@@ -210,7 +229,7 @@ void migrate_postgres(backend::Backend& b) {
     const int64_t version = std::stoll(pg_version_text(b));
     if (version < kSchemaVersion) {
       for (const Migration& m : kMigrations)
-        if (m.to > version) b.exec(m.sql, "migrating the schema");
+        if (m.to > version && !postgres_has_column(b, m)) b.exec(m.sql, "migrating the schema");
       b.exec("UPDATE meta SET value = '" + std::to_string(kSchemaVersion) +
                  "' WHERE key = 'schema_version'",
              "migrating the schema");

@@ -268,6 +268,50 @@ void ReopenedRunHasEverythingAndCreatingItAgainFails(const Location& where) {
   EXPECT_EQ(joined.counts().candidates, 1);
 }
 
+// Runs fixed SQL on the run's database directly (not through the store).
+void raw_exec(const Location& where, const std::string& sql) {
+  if (where.postgres()) {
+    PGconn* conn = PQconnectdb(where.url.c_str());
+    ASSERT_EQ(PQstatus(conn), CONNECTION_OK) << PQerrorMessage(conn);
+    const std::string full = "SET search_path TO \"" + where.run + "\"; " + sql;
+    PGresult* r = PQexec(conn, full.c_str());
+    EXPECT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << PQerrorMessage(conn);
+    PQclear(r);
+    PQfinish(conn);
+  } else {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(where.path.c_str(), &db), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+}
+
+// A run of schema 2 (before workers) gains the workers, the claims and evaluations.worker.
+void ARunOfSchemaTwoIsMigrated(const Location& where) {
+  {
+    Store s = Store::create(where, sample_run());
+    s.add_evaluation(evaluation_of(s.add_candidate(candidate_of(kernel(1))), "pass", 1e-3));
+  }
+  // (SQLite cannot drop a column with a foreign key: that file keeps evaluations.worker,
+  // which the migration then leaves as it is.)
+  raw_exec(where, std::string(where.postgres() ? "ALTER TABLE evaluations DROP COLUMN worker; "
+                                                 "DROP TABLE claims; DROP TABLE workers; "
+                                               : "DROP TABLE claims; PRAGMA user_version = 2; ") +
+                      "UPDATE meta SET value = '2' WHERE key = 'schema_version'");
+  Store s = Store::open(where);
+  Worker w;
+  w.name = "after";
+  w.fingerprint = "f";
+  w.machine_json = "{}";
+  w.chains = 1;
+  s.add_worker(w);
+  EXPECT_EQ(s.claim(sha256_hex(kernel(2)), 60), Claim::Ours);
+  s.add_evaluation(evaluation_of(s.add_candidate(candidate_of(kernel(2))), "pass", 1e-3));
+  EXPECT_EQ(s.counts().evaluations, 2);
+  EXPECT_EQ(s.counts().candidates, 2);
+}
+
 void ANewerSchemaIsRefusedSayingWhichOllieReadsIt(const Location& where) {
   { Store s = Store::create(where, sample_run()); }
   if (where.postgres()) {
@@ -413,6 +457,7 @@ TEST_P(StorageTest, TheStorageSuite) {
        ANewerSchemaIsRefusedSayingWhichOllieReadsIt},
       {"OpeningAMissingRunSaysHowToStartOne", OpeningAMissingRunSaysHowToStartOne},
       {"ThreadsMayShareOneStore", ThreadsMayShareOneStore},
+      {"ARunOfSchemaTwoIsMigrated", ARunOfSchemaTwoIsMigrated},
       {"CopiesKeepEveryRowAndIdAndIdsGoOnAfterThem", CopiesKeepEveryRowAndIdAndIdsGoOnAfterThem},
   };
   for (const auto& [name, check] : checks) {
