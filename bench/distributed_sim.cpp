@@ -99,8 +99,8 @@ Stats work(const store::Location& where, double seconds, int eval_ms, long pool,
 }
 
 void run(const std::string& url, int workers, double seconds, int eval_ms, long pool) {
-  store::Location where =
-      store::Location::parse(url, "sim-" + std::to_string(::getpid()) + "-" + std::to_string(workers));
+  store::Location where = store::Location::parse(
+      url, "sim-" + std::to_string(::getpid()) + "-" + std::to_string(workers));
   {
     store::RunInfo info;
     info.spec_path = "sim.py";
@@ -118,8 +118,8 @@ void run(const std::string& url, int workers, double seconds, int eval_ms, long 
       ::close(fds[0]);
       const Stats st = work(where, seconds, eval_ms, pool, static_cast<uint64_t>(i) + 1);
       const std::string line = std::to_string(st.ops) + " " + std::to_string(st.ours) + " " +
-                               std::to_string(st.busy) + " " + std::to_string(st.evaluated) +
-                               " " + std::to_string(st.db_seconds) + " " + std::to_string(st.wall);
+                               std::to_string(st.busy) + " " + std::to_string(st.evaluated) + " " +
+                               std::to_string(st.db_seconds) + " " + std::to_string(st.wall);
       if (::write(fds[1], line.data(), line.size()) < 0) ::_exit(1);
       ::_exit(0);
     }
@@ -170,10 +170,14 @@ int main(int argc, char** argv) {
   long pool = 20000;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--workers") workers = value;
-    else if (flag == "--seconds") seconds = std::atof(value.c_str());
-    else if (flag == "--eval-ms") eval_ms = std::atoi(value.c_str());
-    else if (flag == "--pool") pool = std::atol(value.c_str());
+    if (flag == "--workers")
+      workers = value;
+    else if (flag == "--seconds")
+      seconds = std::atof(value.c_str());
+    else if (flag == "--eval-ms")
+      eval_ms = std::atoi(value.c_str());
+    else if (flag == "--pool")
+      pool = std::atol(value.c_str());
   }
   try {
     std::istringstream list(workers);
