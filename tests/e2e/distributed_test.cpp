@@ -87,7 +87,11 @@ TEST(Distributed, TwoWorkersShareARunEvaluateNothingTwiceAndOneWritesTheAnswer) 
   const std::string q = "\"" + run + "\".";
   EXPECT_EQ(count(url, "SELECT count(*) FROM " + q + "workers"), 2);
   EXPECT_EQ(count(url, "SELECT count(*) FROM " + q + "workers WHERE stopped IS NULL"), 0);
-  EXPECT_EQ(count(url, "SELECT count(*) FROM " + q + "candidates"), 8);
+  // --evals counts the run's candidates; two workers checking it at the same moment may
+  // each add one more (docs/distributed.md, "Budgets").
+  const int64_t candidates = count(url, "SELECT count(*) FROM " + q + "candidates");
+  EXPECT_GE(candidates, 8);
+  EXPECT_LE(candidates, 9);
   // No candidate evaluated twice: the only second rows are confirmations of a new best.
   EXPECT_EQ(
       count(url, "SELECT count(*) FROM " + q + "evaluations") -
@@ -115,7 +119,7 @@ TEST(Distributed, TwoWorkersShareARunEvaluateNothingTwiceAndOneWritesTheAnswer) 
             " --finalize -o " + (dir / "f").string() + " 2>&1");
   EXPECT_EQ(fin.exit_code, 0) << fin.out;
   EXPECT_TRUE(fs::exists(dir / "f" / "softmax.cpp")) << fin.out;
-  EXPECT_EQ(count(url, "SELECT count(*) FROM " + q + "candidates"), 8);
+  EXPECT_EQ(count(url, "SELECT count(*) FROM " + q + "candidates"), candidates);
 
   // Export and import: the run as a file (for ollie report) and back as a new run.
   const std::string file = (dir / "exported.db").string();
@@ -124,7 +128,7 @@ TEST(Distributed, TwoWorkersShareARunEvaluateNothingTwiceAndOneWritesTheAnswer) 
   EXPECT_EQ(exported.exit_code, 0) << exported.out;
   {
     ollie::store::Store s = ollie::store::Store::open(file);
-    EXPECT_EQ(s.counts().candidates, 8);
+    EXPECT_EQ(s.counts().candidates, candidates);
   }
   const CommandResult report = shell(std::string(OLLIE_BINARY) + " report " + file + " -o " +
                                      (dir / "report.html").string() + " 2>&1");
@@ -132,7 +136,7 @@ TEST(Distributed, TwoWorkersShareARunEvaluateNothingTwiceAndOneWritesTheAnswer) 
   const CommandResult imported = shell(std::string(OLLIE_BINARY) + " import " + file +
                                        " --storage '" + url + "' --run " + run + "-back 2>&1");
   EXPECT_EQ(imported.exit_code, 0) << imported.out;
-  EXPECT_EQ(count(url, "SELECT count(*) FROM \"" + run + "-back\".candidates"), 8);
+  EXPECT_EQ(count(url, "SELECT count(*) FROM \"" + run + "-back\".candidates"), candidates);
 
   sqlite_storage_keeps_the_run_in_that_file(dir, spec, env);
   fs::remove_all(dir);
