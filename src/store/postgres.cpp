@@ -146,7 +146,7 @@ struct PostgresBackend::Impl {
   // (authentication, no such database) is a UserError at once.
   void connect() {
     const auto start = Clock::now();
-    double wait = 0.2;
+    double backoff = 0.2;
     for (int attempt = 1;; ++attempt) {
       if (connect_once()) {
         if (schema_set) set_search_path();
@@ -161,11 +161,15 @@ struct PostgresBackend::Impl {
         throw UserError("run database " + name + ": the server refused the connection: " + why +
                         "; check the URL given to --storage");
       const double spent = std::chrono::duration<double>(Clock::now() - start).count();
-      if (spent + wait > options.timeout_seconds)
-        throw StorageUnavailable(
-            "run database " + name + ": the server was unreachable for " +
-            std::to_string(static_cast<int>(spent)) + " s (--storage-timeout " +
-            std::to_string(static_cast<int>(options.timeout_seconds)) + " s): " + why);
+      if (spent >= options.timeout_seconds) {
+        char text[160];
+        std::snprintf(text, sizeof text,
+                      ": the server was unreachable for %.0f s (--storage-timeout); everything "
+                      "written before is kept: ",
+                      spent);
+        throw StorageUnavailable("run database " + name + text + why);
+      }
+      const double wait = std::min(backoff, options.timeout_seconds - spent);
       if (options.progress) {
         char line[256];
         std::snprintf(line, sizeof line,
@@ -175,7 +179,7 @@ struct PostgresBackend::Impl {
         options.progress(line);
       }
       std::this_thread::sleep_for(std::chrono::duration<double>(wait));
-      wait = std::min(wait * 2, 5.0);
+      backoff = std::min(backoff * 2, 5.0);
     }
   }
 
