@@ -14,6 +14,8 @@ APT_PACKAGES=(
   bubblewrap                        # the sandbox candidate code compiles and runs in (namespaces)
   libssl-dev                        # SHA-256 for the build cache
   libsqlite3-dev                    # the run database
+  libpq-dev                         # a run in PostgreSQL, shared by many workers (docs/distributed.md)
+  postgresql                        # the server the PostgreSQL tests start (as the postgres user)
   libcurl4-openssl-dev              # language-model clients (HTTPS)
   libcpp-httplib-dev                # `ollie serve`'s live page; the tests' loopback model server
   libgtest-dev libgmock-dev
@@ -29,6 +31,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
+  # (postgresql's own cluster, if the package makes one, is not used: the tests start a
+  # server of their own in a temporary directory, tests/store/pg_server.h.)
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
 fi
 

@@ -57,3 +57,6 @@ set_tests_properties("CausalDomains.FlashAttentionIsBitIdenticalAtEveryLength" P
 set_tests_properties("RewriteProposer.RecipesApplyRulesThatPayOnlyTogetherInOneStep" PROPERTIES COST 4)
 set_tests_properties("Cli.FlashRewrittenKernelsPassTheVerifier" PROPERTIES COST 3)
 set_tests_properties("Examples/Tolerance.DefaultKernelPassesFullyBoundedAndAScaleOf1e4IsWrong/\"gpt2_block\"" PROPERTIES COST 3)
+# PostgreSQL workers (docs/distributed.md): mostly waiting (the server stopped for 10 s), few CPU seconds.
+set_tests_properties("Distributed.TwoWorkersShareARunEvaluateNothingTwiceAndOneWritesTheAnswer" PROPERTIES COST 48)
+set_tests_properties("WorkerProcesses.KilledWorkersAStoppedServerAndTheStorageTimeout" PROPERTIES COST 25)

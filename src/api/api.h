@@ -142,6 +142,14 @@ struct OptimizeOptions {
   bool hot = false;   // --hot: time with warm caches
   // --symbol: the name the written kernel exports; empty: the run's own (ollie_kernel).
   std::string symbol;
+  // Shared storage (docs/distributed.md): --storage sqlite:PATH | postgresql://... and
+  // --run NAME. With PostgreSQL, every process given the same SPEC, options and --run is a
+  // worker of one run (the first creates it).
+  std::string storage, run_name;
+  double storage_timeout = 300;       // --storage-timeout: seconds a lost connection is retried
+  double claim_lease = 60;            // --claim-lease: a silent worker's claims are free after this
+  bool allow_mixed_machines = false;  // --allow-mixed-machines
+  bool finalize_only = false;         // --finalize: verify and write the run's best, no search
 };
 
 // "90s", "10m", "2h", "1d" (a bare number is seconds); UserError naming `flag` otherwise.
@@ -173,6 +181,8 @@ struct VerifiedEvent {  // one of the best candidates after its full verificatio
 struct FinishedEvent {
   search::StopReason reason = search::StopReason::EvalBudget;
   bool written = false;  // false: no candidate passed the full verification
+  // A worker of a shared run that stopped while others search: the last one writes.
+  bool left_to_another_worker = false;
   std::filesystem::path out_dir;
   std::string db_path;
   std::vector<std::string> files;  // written into out_dir, in order

@@ -16,6 +16,7 @@
 
 #include "api/api.h"
 #include "api/optimize_llm.h"
+#include "api/optimize_shared.h"
 #include "api/optimize_state.h"
 #include "api/optimize_timing.h"
 #include "api/optimize_warm.h"
@@ -133,7 +134,8 @@ OptimizeRun OptimizeRun::open(const OptimizeOptions& options, OptimizeObserver& 
   s.tuning_path = replaying ? std::string() : tuning_db_path(f);
   const std::string& tuning_path = s.tuning_path;
   search::GatheredWarmStarts& warm = s.warm;
-  if (!resuming && !replaying && f.spec.spec_path.empty())
+  check_storage_flags(f);
+  if (!resuming && !replaying && !f.finalize_only && f.spec.spec_path.empty())
     throw UserError(
         "no spec: ollie optimize SPEC -o DIR starts a run; ollie optimize --resume DIR/run.db "
         "continues one");
@@ -143,7 +145,20 @@ OptimizeRun OptimizeRun::open(const OptimizeOptions& options, OptimizeObserver& 
   fs::path& out_dir = s.out_dir;
   nlohmann::json& options_json = s.options_json;
   std::optional<RunLock>& lock = s.lock;
-  if (resuming) {
+  if (f.finalize_only) {
+    const store::Location where = storage_location(f, *s.observer);
+    db.emplace(store::Store::open(where));
+    s.db_path = where.postgres() ? where.describe() : where.path;
+    const store::RunInfo info = db->run();
+    graph = graph_of_run(info);
+    out_dir = f.out_dir.empty() ? fs::path("ollie-" + graph.entry) : fs::path(f.out_dir);
+    std::error_code ec;
+    fs::create_directories(out_dir, ec);
+    if (ec)
+      throw UserError(
+          fmt::format("-o {}: cannot create the directory: {}", out_dir.string(), ec.message()));
+    options_json = nlohmann::json::parse(info.options_json);
+  } else if (resuming) {
     s.db_path = f.resume;
     lock.emplace(f.resume);
     db.emplace(store::Store::open(f.resume));
@@ -215,8 +230,17 @@ OptimizeRun OptimizeRun::open(const OptimizeOptions& options, OptimizeObserver& 
     info.created = strings::utc_now_iso8601();
     // Before the run database exists: a file that cannot be read stops here.
     warm = gather_for_new_run(f, tuning_path, graph, info.spec_sha256, graph_of_run);
-    lock.emplace((out_dir / "run.db").string());
-    db.emplace(store::Store::create((out_dir / "run.db").string(), info));
+    if (!f.storage.empty()) {
+      const store::Location where = storage_location(f, *s.observer);
+      if (!where.postgres()) lock.emplace(where.path);
+      bool created = false;
+      db.emplace(create_or_join(where, info, f, *s.observer, created));
+      s.db_path = where.postgres() ? where.describe() : where.path;
+      s.resuming = !created;
+    } else {
+      lock.emplace((out_dir / "run.db").string());
+      db.emplace(store::Store::create((out_dir / "run.db").string(), info));
+    }
   }
   if (s.db_path.empty()) s.db_path = (out_dir / "run.db").string();
   check_reference_fits(graph);
@@ -253,8 +277,9 @@ OptimizeRun OptimizeRun::open(const OptimizeOptions& options, OptimizeObserver& 
   // A replay stops where the recorded run stopped, unless told otherwise (the budget
   // counts candidates: a confirmed new best has two evaluation rows).
   if (replaying && so.max_evals == 0) so.max_evals = recorded->counts().candidates;
-  if (so.time_budget_seconds == 0 && so.max_evals == 0)
+  if (so.time_budget_seconds == 0 && so.max_evals == 0 && !f.finalize_only)
     throw UserError("no budget: give --time (e.g. --time 10m) or --evals N, or both");
+  if (db->shared() && !f.finalize_only) start_worker(s);
 
   const std::string spec_path = db->run().spec_path;
   const std::string entry = graph.entry;

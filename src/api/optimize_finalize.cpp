@@ -11,6 +11,7 @@
 
 #include "api/api.h"
 #include "api/optimize_llm.h"
+#include "api/optimize_shared.h"
 #include "api/optimize_state.h"
 #include "api/optimize_timing.h"
 #include "api/optimize_warm.h"
@@ -90,6 +91,10 @@ search::StopReason OptimizeRun::search(const std::function<bool()>& stop) {
       progress);
   s.observer->stopped(reason);
   s.db->add_event("stop", search::stop_reason_name(reason));
+  if (s.heartbeat) {
+    s.heartbeat.reset();
+    s.db->stop_worker();
+  }
   return reason;
 }
 
@@ -113,6 +118,16 @@ FinishedEvent OptimizeRun::finalize(search::StopReason reason) {
   done.reason = reason;
   done.out_dir = out_dir;
   done.db_path = (out_dir / "run.db").string();
+  // A worker of a shared run: the last one to stop writes the answer, once.
+  if (s.so.worker.on && !claim_finalize(*db, s.so.worker.lease_seconds)) {
+    done.left_to_another_worker = true;
+    s.observer->note(fmt::format(
+        "other workers are still searching the run (or one wrote its answer): the last to stop "
+        "writes it; `ollie optimize --storage URL --run {} --finalize -o DIR` writes it now",
+        s.f.run_name));
+    s.observer->finished(done);
+    return done;
+  }
   const std::string cost_model_text = cost_model_summary(*db, s.so.cost_model, s.last_progress);
   db->add_event("cost-model", cost_model_text);
 
@@ -223,7 +238,7 @@ FinishedEvent OptimizeRun::finalize(search::StopReason reason) {
       extra += "\n" + llm_plan_summary(*db, llm_proposer, cand.id, entry);
     }
     extra += "- origin of the best: " +
-             search::origin_of(cand, cand.proposer == "warm-start"
+             search::origin_of(cand, cand.proposer == "warm-start" && !db->shared()
                                          ? store::read_run_events(db->path(), "warm-start")
                                          : std::vector<std::string>()) +
              "\n";
@@ -256,7 +271,12 @@ FinishedEvent OptimizeRun::finalize(search::StopReason reason) {
     done.baseline_seconds = base_s;
     break;
   }
-  write_report_into(s.db_path, out_dir, done, *s.observer);
+  if (db->shared())
+    s.observer->note(
+        "report.html not written: the report reads a run database file; `ollie "
+        "export` copies the shared run into one");
+  else
+    write_report_into(s.db_path, out_dir, done, *s.observer);
   s.observer->finished(done);
   return done;
 }
@@ -264,6 +284,7 @@ FinishedEvent OptimizeRun::finalize(search::StopReason reason) {
 FinishedEvent optimize(const OptimizeOptions& options, OptimizeObserver& observer,
                        const std::function<bool()>& stop) {
   OptimizeRun run = OptimizeRun::open(options, observer);
+  if (options.finalize_only) return run.finalize(search::StopReason::Finalize);
   const search::StopReason reason = run.search(stop);
   return run.finalize(reason);
 }

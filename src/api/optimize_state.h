@@ -13,6 +13,7 @@
 
 #include "api/api.h"
 #include "api/optimize_llm.h"
+#include "api/optimize_shared.h"
 #include "measure/measure.h"
 #include "search/search.h"
 #include "search/warm_start.h"
@@ -61,6 +62,7 @@ struct OptimizeRun::State {
   search::LlmProposer* llm_proposer = nullptr;
   std::vector<std::unique_ptr<search::Proposer>> proposers;
   search::Progress last_progress;
+  std::unique_ptr<Heartbeat> heartbeat;  // a worker of a shared run (optimize_shared.h)
 
   search::Evaluator& evaluator() {
     return replay_evaluator ? static_cast<search::Evaluator&>(*replay_evaluator) : *local_evaluator;

@@ -118,6 +118,7 @@ struct OptimizeFlags : api::OptimizeOptions {
   bool serve = false;  // --serve: the live page while the search runs
   std::string bind = "127.0.0.1";
   int port = 8765;
+  std::string storage_timeout_text, claim_lease_text;  // parsed into the options' seconds
 };
 // Exit 0 when a best kernel was written, 4 when none passed the full verification.
 int run_optimize(const OptimizeFlags& f);
@@ -134,6 +135,15 @@ struct ReportVerbs {
   int run() const;
 };
 std::unique_ptr<ReportVerbs> add_report_verbs(CLI::App& app);
+// `ollie export` and `ollie import` (export.cpp): a run between a file and a shared database.
+struct MoveVerbs {
+  CLI::App* exp = nullptr;
+  CLI::App* imp = nullptr;
+  std::string run, storage, file;
+  bool given() const;
+  int run_verb() const;
+};
+std::unique_ptr<MoveVerbs> add_move_verbs(CLI::App& app);
 // optimize's --serve, --bind and --port.
 void add_serve_flags(CLI::App* optimize, OptimizeFlags& f);
 

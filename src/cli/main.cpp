@@ -262,6 +262,44 @@ int main(int argc, char** argv) {
       ->add_option("--log-every", opt.log_every,
                    "seconds between progress lines when not on a terminal")
       ->check(CLI::PositiveNumber);
+  // Shared storage and workers (docs/distributed.md).
+  opt_cmd
+      ->add_option("--storage", opt.storage,
+                   "where the run is kept: sqlite:PATH (a run database file) or "
+                   "postgresql://USER@HOST/DB (a PostgreSQL database shared by workers on many "
+                   "machines; the password from PGPASSWORD or ~/.pgpass; env OLLIE_STORAGE). "
+                   "Default: DIR/run.db of -o")
+      ->envname("OLLIE_STORAGE")
+      ->group("Shared runs");
+  opt_cmd
+      ->add_option("--run", opt.run_name,
+                   "the run's name in a PostgreSQL --storage (env OLLIE_RUN): every `ollie "
+                   "optimize SPEC` given the same spec, options and --run is a worker of that "
+                   "run; the first creates it, one whose spec, dims, options or machine differ "
+                   "is refused")
+      ->envname("OLLIE_RUN")
+      ->group("Shared runs");
+  opt_cmd
+      ->add_option("--storage-timeout", opt.storage_timeout_text,
+                   "how long a worker retries a lost connection to the database (with backoff, "
+                   "a line per retry) before it stops cleanly: 90s, 5m (default 5m)")
+      ->group("Shared runs");
+  opt_cmd
+      ->add_option("--claim-lease", opt.claim_lease_text,
+                   "a worker whose heartbeat has been silent this long (killed, or cut off) "
+                   "loses its claims on the candidates it was evaluating (default 60s)")
+      ->group("Shared runs");
+  opt_cmd
+      ->add_flag("--allow-mixed-machines", opt.allow_mixed_machines,
+                 "let a worker on another kind of machine join the run (each times candidates "
+                 "on its own machine)")
+      ->group("Shared runs");
+  opt_cmd
+      ->add_flag("--finalize", opt.finalize_only,
+                 "no search: fully verify the best candidates of the --storage/--run run and "
+                 "write the fastest that passes into -o DIR (the last worker to stop does this "
+                 "itself)")
+      ->group("Shared runs");
   // The llm proposer (docs/llm.md). Each falls back to its environment variable.
   opt_cmd
       ->add_option("--llm-protocol", opt.llm_protocol,
@@ -352,6 +390,7 @@ int main(int argc, char** argv) {
 
   add_serve_flags(opt_cmd, opt);
   const std::unique_ptr<ReportVerbs> report_verbs = add_report_verbs(app);  // report, serve
+  const std::unique_ptr<MoveVerbs> move_verbs = add_move_verbs(app);        // export, import
 
   CalibrateFlags cal;
   CLI::App* calibrate_cmd = app.add_subcommand("calibrate",
@@ -395,10 +434,15 @@ int main(int argc, char** argv) {
     if (*bench_cmd) return run_bench(bench_flags, bench);
     if (*opt_cmd) {
       if (!opt.llm_key_file.empty()) opt.llm_key = read_key_file(opt.llm_key_file);
+      if (!opt.storage_timeout_text.empty())
+        opt.storage_timeout = api::parse_duration(opt.storage_timeout_text, "--storage-timeout");
+      if (!opt.claim_lease_text.empty())
+        opt.claim_lease = api::parse_duration(opt.claim_lease_text, "--claim-lease");
       return run_optimize(opt);
     }
     if (*calibrate_cmd) return run_calibrate(cal);
     if (report_verbs->given()) return report_verbs->run();
+    if (move_verbs->given()) return move_verbs->run_verb();
   } catch (const UserError& e) {
     std::cerr << e.what() << "\n";
     return 1;

@@ -92,6 +92,7 @@ class PrintingObserver : public api::OptimizeObserver {
       std::cerr << fmt::format("  {}: {}\n", verify::verdict_name(e.verdict), e.message);
   }
   void finished(const api::FinishedEvent& e) override {
+    if (e.left_to_another_worker) return;
     if (!e.written) {
       std::cerr << "no candidate passed the full verification; no kernel written\n";
       for (const std::string& file : e.files)
@@ -118,13 +119,17 @@ class PrintingObserver : public api::OptimizeObserver {
 int run_optimize(const OptimizeFlags& f) {
   // --serve binds before the run starts: a port that is taken stops nothing half-done.
   std::optional<report::LiveServer> live;
+  if (f.serve && f.storage.rfind("postgres", 0) == 0)
+    throw UserError(
+        "--serve shows a run database file; a run in PostgreSQL has none (`ollie "
+        "export` copies it into one for `ollie serve`)");
   if (f.serve) live.emplace(report::ServeOptions{f.bind, f.port, 2});
   PrintingObserver printer(f.log_every, live ? &*live : nullptr);
   const api::FinishedEvent done = api::optimize(f, printer, [] { return g_interrupts.load() > 0; });
   if (live)
     std::cerr << fmt::format("the live page stops with the run; `ollie serve {}` shows it again\n",
                              done.db_path);
-  return done.written ? 0 : 4;
+  return done.written || done.left_to_another_worker ? 0 : 4;
 }
 
 }  // namespace ollie::cli

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <thread>
 
 #include "build/build.h"
 #include "search/cost_model.h"
@@ -39,7 +40,8 @@ class Chains {
         proposers_(proposers),
         options_(options) {
     for (int c = 0; c < options.chains; ++c)
-      temperatures_.push_back(options.base_temperature * std::pow(2.0, c));
+      temperatures_.push_back(options.base_temperature *
+                              std::pow(2.0, c + options.worker.temperature_offset));
     weights_.assign(proposers_.size(), 0.0);
     for (size_t p = 0; p < proposers_.size(); ++p)
       for (const auto& [name, weight] : options.proposer_weights)
@@ -53,7 +55,12 @@ class Chains {
     auto elapsed = [&] {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     };
-    start_chains();
+    interrupted_ = interrupted;
+    try {
+      start_chains();
+    } catch (const Stopped&) {
+      return StopReason::Interrupted;
+    }
     int64_t step = store_.next_step();
     int64_t idle = 0;
     while (true) {
@@ -63,6 +70,7 @@ class Chains {
       if (options_.time_budget_seconds > 0 && elapsed() >= options_.time_budget_seconds)
         return StopReason::TimeBudget;
       const int chain = static_cast<int>(step % static_cast<int64_t>(current_.size()));
+      if (options_.worker.on && step % 8 == 0) refresh_best();
       // Idle: no proposal, or only candidates evaluated before (a proposer with few moves,
       // e.g. rewrite on a graph with one site, proposes the same candidates again and again).
       const int64_t evaluated_before = evaluations_;
@@ -82,6 +90,7 @@ class Chains {
       p.last = last_;
       p.screened_out = model_ ? model_->screened_out() : 0;
       p.given_up = given_up_;
+      p.claimed_elsewhere = claimed_elsewhere_;
       if (progress) progress(p);
     }
   }
@@ -109,16 +118,42 @@ class Chains {
                : e.median_seconds;
   }
 
-  // The candidate in the run database (added if new) and its evaluation: stored if it
-  // was ever evaluated, else evaluated now (and, with `may_confirm`, confirmed when it
-  // would be the new best) and stored before returning.
-  std::pair<int64_t, Evaluation> evaluated(const Candidate& c, int64_t parent, bool may_confirm,
-                                           std::optional<double> predicted = std::nullopt,
-                                           const GiveUp& give_up = {}) {
-    const std::string hash = sha256_hex(c.source);
+  // The candidate's stored evaluation, if it has one.
+  std::optional<std::pair<int64_t, Evaluation>> stored(const std::string& hash) const {
     if (auto existing = store_.candidate_by_hash(hash))
       if (auto row = store_.evaluation_of(existing->id))
-        return {existing->id, evaluation_from_row(*row)};
+        return std::make_pair(existing->id, evaluation_from_row(*row));
+    return std::nullopt;
+  }
+
+  // A worker of a shared run claims the candidate before evaluating it: true when it is
+  // this worker's to evaluate. One that another worker is evaluating is skipped (nullopt
+  // from evaluated()), or with `wait` (the baseline, a warm start) waited for.
+  bool claimed(const std::string& hash, bool wait) {
+    if (!options_.worker.on) return true;
+    while (true) {
+      const store::Claim claim = store_.claim(hash, options_.worker.lease_seconds);
+      if (claim == store::Claim::Ours) return true;
+      if (claim == store::Claim::Evaluated || !wait || interrupted_()) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+
+  // The candidate in the run database (added if new) and its evaluation: stored if it
+  // was ever evaluated, else evaluated now (and, with `may_confirm`, confirmed when it
+  // would be the new best) and stored before returning. nullopt: another worker of a
+  // shared run is evaluating it (claimed).
+  std::optional<std::pair<int64_t, Evaluation>> evaluated(
+      const Candidate& c, int64_t parent, bool may_confirm,
+      std::optional<double> predicted = std::nullopt, const GiveUp& give_up = {},
+      bool wait = false) {
+    const std::string hash = sha256_hex(c.source);
+    if (auto s = stored(hash)) return s;
+    if (!claimed(hash, wait)) {
+      if (auto s = stored(hash)) return s;
+      ++claimed_elsewhere_;
+      return std::nullopt;
+    }
     store::Candidate row;
     row.hash = hash;
     row.source = c.source;
@@ -136,9 +171,19 @@ class Chains {
     // its time, which only gets faster.
     if (may_confirm && options_.confirm_new_best && e.verdict == Verdict::Pass &&
         e.median_seconds > 0 && seconds_of(e) < best_.seconds)
-      if (auto confirmed = confirm(id, c, e)) return {id, *confirmed};
+      if (auto confirmed = confirm(id, c, e)) return std::make_pair(id, *confirmed);
     store_.add_evaluation(to_row(id, e, 0));
-    return {id, e};
+    return std::make_pair(id, e);
+  }
+
+  // Thrown when the run is interrupted while waiting for another worker's evaluation.
+  struct Stopped {};
+
+  // evaluated() for what must be evaluated before the chains start (the baseline, a warm
+  // start): waits for another worker's evaluation of it.
+  std::pair<int64_t, Evaluation> evaluated_now(const Candidate& c, bool may_confirm) {
+    if (auto r = evaluated(c, 0, may_confirm, std::nullopt, {}, true)) return *r;
+    throw Stopped();
   }
 
   // What the event says about a comparison other processes disturbed.
@@ -225,7 +270,7 @@ class Chains {
   // it took, or the baseline.
   void start_chains() {
     const Candidate baseline = baseline_candidate(graph_);
-    auto [base_id, base_eval] = evaluated(baseline, 0, false);
+    auto [base_id, base_eval] = evaluated_now(baseline, false);
     if (base_eval.verdict == Verdict::Weak)
       throw UserError(
           "the spec's own baseline kernel gets a weak verdict, so no kernel's pass would mean "
@@ -246,17 +291,16 @@ class Chains {
     // their own medians (as `ollie optimize` picks its result).
     best_ = {base_id, baseline, baseline_seconds_};
     evaluate_warm_starts();
-    for (const auto& [c, e] : store_.best(20))
-      if (const double s = seconds_of(evaluation_from_row(e)); s < best_.seconds)
-        best_ = {c.id, from_row(c), s};
+    refresh_best();
     // A chain without steps starts from the baseline, or from a warm start that beat it.
+    // A worker joining a shared run starts its chains from the run's best.
     State start = base;
-    if (best_.candidate.proposer == "warm-start")
+    if (best_.candidate.proposer == "warm-start" || options_.worker.on)
       if (auto e = store_.evaluation_of(best_.id))
         start = state_of(best_.id, best_.candidate, evaluation_from_row(*e), baseline_seconds_);
     for (int chain = 0; chain < options_.chains; ++chain) {
       State s = start;
-      if (auto last = store_.last_step(chain)) {
+      if (auto last = store_.last_step(options_.worker.first_chain + chain)) {
         const auto c = store_.candidate(last->current);
         const auto e = c ? store_.evaluation_of(c->id) : std::nullopt;
         if (c && e) {
@@ -275,11 +319,19 @@ class Chains {
     }
   }
 
+  // The run's best from the database: among the fastest by their own medians, the best
+  // on the chain's clock (other workers of a shared run find bests too).
+  void refresh_best() {
+    for (const auto& [c, e] : store_.best(20))
+      if (const double s = seconds_of(evaluation_from_row(e)); s < best_.seconds)
+        best_ = {c.id, from_row(c), s};
+  }
+
   // Each warm start evaluated like a proposal (confirmed when it would be the new best),
   // its result written as a "warm-start" event and told to on_warm_start.
   void evaluate_warm_starts() {
     for (const WarmStart& w : options_.warm_starts) {
-      auto [id, e] = evaluated(w.candidate, 0, true);
+      auto [id, e] = evaluated_now(w.candidate, true);
       const std::string line = warm_start_line(w, id, e);
       store_.add_event("warm-start", line);
       if (options_.on_warm_start) options_.on_warm_start(line);
@@ -328,7 +380,9 @@ class Chains {
     }
     const int64_t evaluated_before = evaluations_;
     const double t = temperatures_[static_cast<size_t>(chain)];
-    auto [id, e] = evaluated(*proposal, cur.id, true, choice.predicted, give_up_for(cur, t));
+    const auto result = evaluated(*proposal, cur.id, true, choice.predicted, give_up_for(cur, t));
+    if (!result) return false;  // another worker is evaluating it
+    const auto& [id, e] = *result;
     if (model_ && choice.inputs && evaluations_ > evaluated_before) learn(*choice.inputs, e);
     const State next = state_of(id, *proposal, e, cur.seconds);
     const double u = std::uniform_real_distribution<double>(0, 1)(rng);
@@ -337,7 +391,7 @@ class Chains {
                         (next.cost <= cur.cost || u < std::exp(-(next.cost - cur.cost) / t));
     store::Step row;
     row.step = step;
-    row.chain = chain;
+    row.chain = options_.worker.first_chain + chain;
     row.proposed = id;
     row.accepted = accept;
     row.temperature = t;
@@ -455,6 +509,8 @@ class Chains {
   int64_t given_up_ = 0;  // evaluations this session that gave up (TooSlow)
   std::string last_;
   std::optional<CostModel> model_;  // SearchOptions::cost_model
+  int64_t claimed_elsewhere_ = 0;   // proposals another worker was evaluating
+  std::function<bool()> interrupted_ = [] { return false; };
 };
 
 }  // namespace
@@ -465,6 +521,7 @@ const char* stop_reason_name(StopReason r) {
     case StopReason::EvalBudget: return "evaluation budget spent";
     case StopReason::Interrupted: return "interrupted";
     case StopReason::NoProposals: return "no proposer could propose anything";
+    case StopReason::Finalize: return "not searched: --finalize writes the run's best";
   }
   return "unknown";
 }

@@ -205,6 +205,16 @@ struct SearchOptions {
   std::vector<WarmStart> warm_starts;
   std::function<void(const std::string&)> on_warm_start;
   CostModelOptions cost_model;
+  // A worker of a run that several processes share (docs/distributed.md): its chains are
+  // numbered from first_chain in the run's steps, run at base x 2^(i + temperature_offset),
+  // start from the run's best, and claim each candidate (store::Store::claim, with this
+  // lease) before evaluating it; a proposal another worker is evaluating is skipped.
+  struct Worker {
+    bool on = false;
+    int first_chain = 0;
+    double temperature_offset = 0;
+    double lease_seconds = 60;
+  } worker;
 };
 
 // What the progress display shows, refreshed after every step.
@@ -219,10 +229,11 @@ struct Progress {
   std::string last;          // the last step, for a person
   int64_t screened_out = 0;  // proposals the cost model kept from being evaluated, this session
   int64_t given_up = 0;      // evaluations that gave up on a too slow candidate, this session
+  int64_t claimed_elsewhere = 0;  // proposals another worker was evaluating (a shared run)
 };
 
 // Why the search stopped.
-enum class StopReason { TimeBudget, EvalBudget, Interrupted, NoProposals };
+enum class StopReason { TimeBudget, EvalBudget, Interrupted, NoProposals, Finalize };
 const char* stop_reason_name(StopReason r);
 
 // Runs (or continues) the chains of the run in `store` until a budget is spent or

@@ -1,4 +1,5 @@
-// The run database (docs/design.md section 10): one SQLite file per `ollie optimize` run that
+// The run database (docs/design.md section 10): one SQLite file per `ollie optimize` run (or
+// a run in a PostgreSQL database that many workers share; backend.h, postgres.h) that
 // holds the spec, dims, machine and options of the run, every candidate (source, schedule
 // or rewrite chain, parent, proposer), every evaluation (verdict, certificate, timings),
 // every step of every chain, the language-model requests and answers, and events. Rows are
@@ -25,17 +26,49 @@
 // Threads: every call is serialized by a mutex, so evaluator threads may add rows to one
 // Store; a Transaction holds the store for its thread from creation until it ends (other
 // threads' calls wait), and must end on that thread, before the Store is destroyed.
-// Processes: one process writes a run; others (a live report) may open it and read.
+// Processes: one process writes an SQLite run; others (a live report) may open it and read.
+// A run in PostgreSQL (Location, docs/distributed.md) is written by many worker processes
+// at once: they claim candidates (claim()) so that none is evaluated twice, and the store
+// keeps no row counts of its own there.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "support/error.h"
+
 namespace ollie::store {
+
+// The run's database server could not be reached for the storage timeout (a PostgreSQL
+// run, docs/distributed.md): the worker stops; nothing it committed is lost.
+class StorageUnavailable : public UserError {
+ public:
+  using UserError::UserError;
+};
+
+// Where a run is kept (docs/run-database.md, "Storage"): an SQLite file, or a run (a
+// schema) in a PostgreSQL database that many processes may work on at once.
+struct Location {
+  std::string path;  // SQLite: the file
+  std::string url;   // PostgreSQL: postgresql://...; empty for SQLite
+  std::string run;   // PostgreSQL: the run's name
+  // PostgreSQL: how long a lost connection is retried (with backoff) before
+  // StorageUnavailable, and where a line per retry goes.
+  double timeout_seconds = 300;
+  std::function<void(const std::string& line)> progress;
+
+  bool postgres() const { return !url.empty(); }
+  // From --storage and --run: "sqlite:PATH" or a path (SQLite; --run must be empty), or
+  // "postgresql://..." / "postgres://..." (--run names the run). UserError naming the flag.
+  static Location parse(const std::string& storage, const std::string& run);
+  // The file, or the URL (password hidden) and the run, for messages.
+  std::string describe() const;
+};
 
 // The run itself: one row, written by create() and never changed.
 struct RunInfo {
@@ -116,6 +149,28 @@ struct ModelCall {
   std::string created;  // ISO UTC; filled when empty
 };
 
+// A process working on a shared run (docs/distributed.md): its chains, its seed and the
+// machine it times on. Registered by add_worker; its evaluations and claims name it.
+struct Worker {
+  int64_t id = 0;           // assigned by add_worker
+  std::string name;         // "host:pid"
+  std::string fingerprint;  // the machine kind: workers time candidates on their own machine
+  std::string machine_json;
+  uint64_t seed = 0;
+  int first_chain = 0;       // its chains are first_chain, ..., first_chain + chains - 1
+  int chains = 0;            // (steps.chain)
+  std::string started;       // ISO UTC; filled when empty
+  bool stopped = false;      // said it stopped (stop_worker)
+  double heartbeat_age = 0;  // seconds since its last heartbeat, on the database's clock
+};
+
+// What claim() found.
+enum class Claim {
+  Ours,        // this worker evaluates the candidate now
+  Evaluating,  // another live worker claimed it and has not recorded its evaluation yet
+  Evaluated,   // it has an evaluation
+};
+
 struct Counts {
   int64_t candidates = 0;
   int64_t evaluations = 0;
@@ -165,6 +220,13 @@ class Store {
   // it is missing, not an SQLite file, an SQLite file that is not an ollie run database,
   // or one written by a newer ollie (a higher schema version).
   static Store open(const std::string& path);
+  // The same for any Location. PostgreSQL: create() makes the run's schema and tables in
+  // one transaction (UserError when the run exists); open() checks the schema version.
+  static Store create(const Location& where, const RunInfo& run);
+  static Store open(const Location& where);
+  // Creates the run, or opens it when it exists (another worker created it first);
+  // `created` says which.
+  static Store create_or_open(const Location& where, const RunInfo& run, bool& created);
 
   Store(Store&&) noexcept;
   Store& operator=(Store&&) noexcept;
@@ -172,7 +234,10 @@ class Store {
   Store& operator=(const Store&) = delete;
   ~Store();
 
+  // The SQLite file's path, or the PostgreSQL URL (password hidden) and the run's name.
   const std::string& path() const;
+  // Whether other processes may write the run at the same time (PostgreSQL).
+  bool shared() const;
   // The schema version this ollie writes (PRAGMA user_version of every file it creates).
   static int schema_version();
 
@@ -214,6 +279,34 @@ class Store {
   // latest evaluation passed with a ratio to the baseline, (predicted, ratio_vs_baseline),
   // by candidate id.
   std::vector<std::pair<double, double>> predictions() const;
+
+  // Copies the run at `from` into a new run at `to` (`ollie export`, `ollie import`): every
+  // row of every table but the claims, ids kept, read from one snapshot (workers may go on
+  // writing `from`) and written in one transaction. UserError when `to` exists.
+  static void copy(const Location& from, const Location& to);
+
+  // ---- Workers of a shared run (docs/distributed.md) ----
+
+  // Registers this process as a worker of the run with w.chains chains, numbered from the
+  // first free chain number (after every chain of earlier workers and steps); returns the
+  // worker with its id and first_chain. From then on this Store's evaluations record the
+  // worker, and claim() claims for it.
+  Worker add_worker(Worker w);
+  std::vector<Worker> workers() const;
+  // This worker is alive (call it more often than the lease that claim() is given).
+  void heartbeat();
+  // This worker has stopped: its claims are free at once.
+  void stop_worker();
+  // Claims the candidate of source hash `hash` before evaluating it, so that no two
+  // workers evaluate one candidate: Ours when nobody holds it, or its holder's heartbeat
+  // is older than `lease_seconds` (a killed worker), and it has no evaluation yet. A Store
+  // without a worker (add_worker) always gets Ours.
+  Claim claim(const std::string& hash, double lease_seconds);
+  // This Store's worker id (0: none).
+  int64_t worker_id() const;
+  // Sets the run's fact `key` (a `meta` row) to `value` unless it is set: true for the one
+  // caller that set it (e.g. which worker writes the answer).
+  bool set_once(const std::string& key, const std::string& value);
 
   // Starts a transaction that groups the following add_* calls on this thread.
   Transaction transaction();
