@@ -57,3 +57,4 @@ set_tests_properties("CausalDomains.FlashAttentionIsBitIdenticalAtEveryLength" P
 set_tests_properties("RewriteProposer.RecipesApplyRulesThatPayOnlyTogetherInOneStep" PROPERTIES COST 4)
 set_tests_properties("Cli.FlashRewrittenKernelsPassTheVerifier" PROPERTIES COST 3)
 set_tests_properties("Examples/Tolerance.DefaultKernelPassesFullyBoundedAndAScaleOf1e4IsWrong/\"gpt2_block\"" PROPERTIES COST 3)
+set_tests_properties("VectorTile.SixteenBitOperandsConvertAsTheyLoad" PROPERTIES COST 20)
