@@ -1,6 +1,6 @@
-// `ollie calibrate`: this machine's peak float32 FLOP/s and triad bandwidth (DRAM and the
-// last-level cache), measured once and cached (measure/measure.h), and the roofline peaks
-// at a thread count.
+// `ollie calibrate`: this machine's peak float32 (bf16, f16) FLOP/s and triad bandwidth (DRAM and
+// the last-level cache), measured once and cached (measure/measure.h), and the roofline peaks at a
+// thread count.
 #include <fmt/format.h>
 
 #include <iostream>
