@@ -60,3 +60,4 @@ set_tests_properties("Examples/Tolerance.DefaultKernelPassesFullyBoundedAndAScal
 # PostgreSQL workers (docs/distributed.md): mostly waiting (the server stopped for 10 s), few CPU seconds.
 set_tests_properties("Distributed.TwoWorkersShareARunEvaluateNothingTwiceAndOneWritesTheAnswer" PROPERTIES COST 48)
 set_tests_properties("WorkerProcesses.KilledWorkersAStoppedServerAndTheStorageTimeout" PROPERTIES COST 25)
+set_tests_properties("VectorTile.SixteenBitOperandsConvertAsTheyLoad" PROPERTIES COST 20)

@@ -1,6 +1,6 @@
-// `ollie calibrate`: this machine's peak float32 FLOP/s and triad bandwidth (DRAM and the
-// last-level cache), measured once and cached (measure/measure.h), and the roofline peaks
-// at a thread count.
+// `ollie calibrate`: this machine's peak float32 (bf16, f16) FLOP/s and triad bandwidth (DRAM and
+// the last-level cache), measured once and cached (measure/measure.h), and the roofline peaks at a
+// thread count.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -53,6 +53,21 @@ int run_calibrate(const CalibrateFlags& flags) {
       p.fma_flops_1core / 1e9, per_cycle, p.vector_bits, lanes, p.fma_chains);
   std::cout << fmt::format("              all {} cores: {:.1f} GFLOP/s ({:.2f} x 1 core)\n",
                            p.cores, p.fma_flops_all / 1e9, p.fma_flops_all / p.fma_flops_1core);
+  auto low = [&](const char* label, double one, double all, const char* what) {
+    if (one > 0)
+      std::cout << fmt::format(
+          "{}1 core: {:.1f} GFLOP/s ({:.2f} x float32 FMA; {}); all {} "
+          "cores: {:.1f} GFLOP/s\n",
+          label, one / 1e9, one / p.fma_flops_1core, what, p.cores, all / 1e9);
+    else
+      std::cout << fmt::format(
+          "{}none: the calibration build has no such instruction (the "
+          "float32 FMA peak applies)\n",
+          label);
+  };
+  low("bf16 dot      ", p.bf16_dot_flops_1core, p.bf16_dot_flops_all,
+      "AVX512_BF16 vdpbf16ps, 4 FLOPs per float32 lane");
+  low("f16 FMA       ", p.f16_fma_flops_1core, p.f16_fma_flops_all, "AVX512_FP16, 32 lanes");
   std::cout << fmt::format(
       "triad         1 core: {:.1f} GB/s; all {} cores: {:.1f} GB/s (1 GB = 1e9 bytes)\n",
       p.triad_bytes_per_s_1core / 1e9, p.cores, p.triad_bytes_per_s_all / 1e9);

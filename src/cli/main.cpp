@@ -394,8 +394,9 @@ int main(int argc, char** argv) {
 
   CalibrateFlags cal;
   CLI::App* calibrate_cmd = app.add_subcommand("calibrate",
-                                               "measure this machine's peak float32 FLOP/s and "
-                                               "memory bandwidth once; print the cached figures");
+                                               "measure this machine's peak float32 (and bf16, "
+                                               "f16) FLOP/s and memory bandwidth once; print the "
+                                               "cached figures");
   calibrate_cmd->add_flag("--recalibrate", cal.recalibrate,
                           "measure again even if cached figures match this machine");
   calibrate_cmd->add_flag("--json", cal.json, "print the figures as JSON");

@@ -288,8 +288,10 @@ class VectorTile {
     const bool varies = loops::mentions(e, lane);
     switch (e->kind) {
       case ExprKind::Load: {
-        // A 16-bit float buffer is not a vector of the tile's type: left to the plain form.
-        if (e->dtype == ir::DType::F16 || e->dtype == ir::DType::BF16) break;
+        // A 16-bit float buffer converts as it loads (ollie_half's ollie_vload, found by
+        // argument-dependent lookup): only into float vectors.
+        const bool half = e->dtype == ir::DType::F16 || e->dtype == ir::DType::BF16;
+        if (half && type_.rfind("ollie_f32", 0) != 0) break;
         if (!varies) return temp("ollie_splat<" + type_ + ">(" + plain_.expr(e) + ")", st);
         if (stride_of(e->args[0], lane) == 1) {
           const Expr at = loops::substitute(e->args[0], {{lane, loops::make_int(base)}});
@@ -320,6 +322,13 @@ class VectorTile {
       case ExprKind::Unary:
         if (e->op == OpKind::Neg) return "(-" + vexpr(e->args[0], lane, base, st) + ")";
         break;
+      case ExprKind::Cast: {
+        // A 16-bit float widened to float is exact: the float vector its load gives.
+        const ir::DType from = e->args[0]->dtype;
+        if (e->dtype == ir::DType::F32 && (from == ir::DType::F16 || from == ir::DType::BF16))
+          return vexpr(e->args[0], lane, base, st);
+        break;
+      }
       default: break;
     }
     if (varies) {

@@ -2,10 +2,28 @@
 // What counts as one FLOP: one elementwise arithmetic op, comparison or select on one
 // element (a transcendental counts as one, as in most roofline work); a reduction of n
 // elements to one costs n - 1; a contraction costs 2 per multiply-add. Layout ops,
-// conversions, constants and inputs cost nothing.
+// conversions, constants and inputs cost nothing. A contraction of two bfloat16 values is
+// also counted apart (bf16_product_flops): the roofline gives it the bf16 peak.
 #include "ir/ir.h"
 
 namespace ollie::ir {
+
+namespace {
+// A bfloat16 value, or one widened exactly from bfloat16 (through layout ops too).
+bool bf16_value(const Graph& g, ValueId id) {
+  const Node& n = g.node(id);
+  if (n.dtype == DType::BF16) return true;
+  switch (n.kind) {
+    case OpKind::Convert:  // widening only (exact)
+      return (n.dtype == DType::F32 || n.dtype == DType::F64) && bf16_value(g, n.operands[0]);
+    case OpKind::Broadcast:
+    case OpKind::Reshape:
+    case OpKind::Transpose:
+    case OpKind::Slice: return bf16_value(g, n.operands[0]);
+    default: return false;
+  }
+}
+}  // namespace
 
 Cost cost(const Graph& g) {
   Cost c;
@@ -38,6 +56,9 @@ Cost cost(const Graph& g) {
         int64_t space = 1;
         for (auto& [l, s] : size) space *= s;
         c.flops += 2 * space;
+        if (n.kind == OpKind::Contract && n.operands.size() == 2 && bf16_value(g, n.operands[0]) &&
+            bf16_value(g, n.operands[1]))
+          c.bf16_product_flops += 2 * space;
         // The exp-weighted form: a max, a subtraction and an exp per score too.
         if (n.kind == OpKind::ExpContract) c.flops += 3 * count(a.shape);
         break;

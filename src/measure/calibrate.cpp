@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <tuple>
 #include <cmath>
 #include <ctime>
 #include <memory>
@@ -39,6 +40,8 @@ struct Kernels {
   AddChainFn add_chain;
   TriadInitFn triad_init;
   TriadFn triad;
+  LanesFn bf16_dot_flops_per_iter, f16_fma_flops_per_iter;
+  FmaRunFn bf16_dot_run, f16_fma_run;
 };
 
 double now_seconds() {
@@ -91,6 +94,10 @@ Kernels load_kernels(const std::string& so_path) {
   k.add_chain = reinterpret_cast<AddChainFn>(sym("ollie_add_chain"));
   k.triad_init = reinterpret_cast<TriadInitFn>(sym("ollie_triad_init"));
   k.triad = reinterpret_cast<TriadFn>(sym("ollie_triad"));
+  k.bf16_dot_flops_per_iter = reinterpret_cast<LanesFn>(sym("ollie_bf16_dot_flops_per_iter"));
+  k.f16_fma_flops_per_iter = reinterpret_cast<LanesFn>(sym("ollie_f16_fma_flops_per_iter"));
+  k.bf16_dot_run = reinterpret_cast<FmaRunFn>(sym("ollie_bf16_dot_run"));
+  k.f16_fma_run = reinterpret_cast<FmaRunFn>(sym("ollie_f16_fma_run"));
   return k;
 }
 
@@ -169,6 +176,24 @@ MachinePeaks calibrate(const CalibrateOptions& options) {
   p.fma_flops_1core = one;
   say("timing the FMA loop on " + std::to_string(p.cores) + " cores");
   p.fma_flops_all = p.cores > 1 ? fma_flops(p.cores, iters1 / 2).first : one;
+
+  // The low-precision chains this build has (bf16 dot products, f16 FMAs), the same way.
+  auto low_flops = [&](FmaRunFn run, int per_iter, int threads) {
+    int got = k.threads(threads);
+    int64_t iters = ramp(1 << 10, sample, [&](int64_t n) { run(n, threads); });
+    double t = best_of(reps, [&] { run(iters, threads); });
+    return static_cast<double>(per_iter) * static_cast<double>(iters) * got / t;
+  };
+  for (auto [run, per_iter, one_core, all, what] :
+       {std::tuple{k.bf16_dot_run, k.bf16_dot_flops_per_iter(), &p.bf16_dot_flops_1core,
+                   &p.bf16_dot_flops_all, "bf16 dot-product (vdpbf16ps)"},
+        std::tuple{k.f16_fma_run, k.f16_fma_flops_per_iter(), &p.f16_fma_flops_1core,
+                   &p.f16_fma_flops_all, "f16 FMA"}}) {
+    if (per_iter <= 0) continue;
+    say(std::string("timing the ") + what + " loop on 1 core and on " + std::to_string(p.cores));
+    *one_core = low_flops(run, per_iter, 1);
+    *all = p.cores > 1 ? low_flops(run, per_iter, p.cores) : *one_core;
+  }
 
   // Triad.
   p.llc_bytes = llc_bytes();

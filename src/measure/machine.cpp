@@ -261,6 +261,10 @@ void to_json(nlohmann::json& j, const MachinePeaks& p) {
       {"llc_bytes_per_s_1core", p.llc_bytes_per_s_1core},
       {"llc_bytes_per_s_all", p.llc_bytes_per_s_all},
       {"llc_triad_array_bytes", p.llc_triad_array_bytes},
+      {"bf16_dot_flops_1core", p.bf16_dot_flops_1core},
+      {"bf16_dot_flops_all", p.bf16_dot_flops_all},
+      {"f16_fma_flops_1core", p.f16_fma_flops_1core},
+      {"f16_fma_flops_all", p.f16_fma_flops_all},
       {"load_average", p.load_average},
       {"seconds", p.seconds},
   };
@@ -302,6 +306,10 @@ void from_json(const nlohmann::json& j, MachinePeaks& p) {
   optional("llc_bytes_per_s_1core", p.llc_bytes_per_s_1core);
   optional("llc_bytes_per_s_all", p.llc_bytes_per_s_all);
   optional("llc_triad_array_bytes", p.llc_triad_array_bytes);
+  optional("bf16_dot_flops_1core", p.bf16_dot_flops_1core);
+  optional("bf16_dot_flops_all", p.bf16_dot_flops_all);
+  optional("f16_fma_flops_1core", p.f16_fma_flops_1core);
+  optional("f16_fma_flops_all", p.f16_fma_flops_all);
   get("load_average", p.load_average);
   get("seconds", p.seconds);
 }
@@ -345,10 +353,13 @@ CachedPeaks machine_peaks(const std::string& cache_dir, bool recalibrate,
     out.why = "no cached figures yet";
   } else {
     try {
-      MachinePeaks cached = nlohmann::json::parse(read_file(out.path)).get<MachinePeaks>();
+      const nlohmann::json json = nlohmann::json::parse(read_file(out.path));
+      MachinePeaks cached = json.get<MachinePeaks>();
       if (cached.format != MachinePeaks{}.format) {
         out.why =
             "the cached figures are of an older format (" + std::to_string(cached.format) + ")";
+      } else if (!json.contains("bf16_dot_flops_1core")) {
+        out.why = "the cached figures predate the low-precision peaks";
       } else if (cached.cpu_model != here.cpu_model) {
         out.why = "the cached figures are for another CPU (" + cached.cpu_model + ")";
       } else if (cached.isa != here.isa) {

@@ -94,6 +94,14 @@ struct MachinePeaks {
   double llc_bytes_per_s_1core = 0;
   double llc_bytes_per_s_all = 0;
   int64_t llc_triad_array_bytes = 0;
+  // Low-precision peaks, 0 where the calibration build has no such instruction (a cache file
+  // without them is re-measured):
+  // bfloat16 products summed in float32 (AVX512_BF16's vdpbf16ps, 4 FLOPs per float32 lane)
+  // and float16 FMAs (AVX512_FP16). AMX's tdpbf16ps is not measured yet.
+  double bf16_dot_flops_1core = 0;
+  double bf16_dot_flops_all = 0;
+  double f16_fma_flops_1core = 0;
+  double f16_fma_flops_all = 0;
   double load_average = -1;  // 1-minute load average when the calibration started
   double seconds = 0;        // wall time of the calibration
 
@@ -144,8 +152,9 @@ CachedPeaks machine_peaks(const std::string& cache_dir, bool recalibrate,
 struct ThreadPeaks {
   int threads = 0;
   double flops_per_s = 0;
-  double bytes_per_s = 0;      // DRAM (the triad out of cache)
-  double llc_bytes_per_s = 0;  // the last-level cache (its triad); 0 when not measured
+  double bytes_per_s = 0;           // DRAM (the triad out of cache)
+  double llc_bytes_per_s = 0;       // the last-level cache (its triad); 0 when not measured
+  double bf16_dot_flops_per_s = 0;  // 0 when the machine has none (then flops_per_s applies)
 };
 ThreadPeaks peaks_at(const MachinePeaks& peaks, int threads);
 
@@ -164,12 +173,16 @@ struct Roofline {
   // min(peak_flops, intensity * bandwidth): the attainable FLOP/s.
   double attainable_flops() const;
 };
-Roofline roofline(double flops, double bytes, const ThreadPeaks& peaks);
+// `bf16_product_flops` (part of `flops`, ir::Cost): counted at the bf16 dot-product peak
+// where the machine has a faster one than its float32 FMAs.
+Roofline roofline(double flops, double bytes, const ThreadPeaks& peaks,
+                  double bf16_product_flops = 0);
 Roofline roofline(const ir::Graph& graph_at_bound_dims, const MachinePeaks& peaks, int threads);
 // The roofline under a timing regime: with cold caches the memory ceiling is DRAM's (the
 // triad); hot, it is the last-level cache's when the compulsory bytes fit that cache and
 // its bandwidth was measured, else DRAM's (`ceiling` says which and why).
-Roofline roofline(double flops, double bytes, const MachinePeaks& peaks, int threads, bool cold);
+Roofline roofline(double flops, double bytes, const MachinePeaks& peaks, int threads, bool cold,
+                  double bf16_product_flops = 0);
 Roofline roofline(const ir::Graph& graph_at_bound_dims, const MachinePeaks& peaks, int threads,
                   bool cold);
 

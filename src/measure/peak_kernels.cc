@@ -77,9 +77,88 @@ float fma_chains(int64_t iters) {
   return vsum(total);
 }
 
+// Low-precision chains, FLOPs per step and thread in *_flops_per_iter (0 where this build
+// has no such instruction). AVX512_BF16's vdpbf16ps adds two bfloat16 products to each
+// float32 lane: 4 FLOPs per lane. AVX512_FP16's vfmadd*ph: 32 float16 lanes, 2 FLOPs each.
+// The operands keep every accumulator small and finite (2^-30 added per step).
+constexpr int kLowChains = 16;
+#if defined(__AVX512BF16__)
+float bf16_dot_chains(int64_t iters) {
+  __m512 acc[kLowChains];
+#pragma GCC unroll 16
+  for (int j = 0; j < kLowChains; ++j) acc[j] = _mm512_set1_ps(0.001f * static_cast<float>(j));
+  const __m512bh half = (__m512bh)_mm512_set1_epi16(0x3f00);   // 0.5
+  const __m512bh tiny = (__m512bh)_mm512_set1_epi16(0x3080);   // 2^-30
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < kLowChains; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], half, tiny);
+  }
+  __m512 total = acc[0];
+#pragma GCC unroll 16
+  for (int j = 1; j < kLowChains; ++j) total = _mm512_add_ps(total, acc[j]);
+  return _mm512_reduce_add_ps(total);
+}
+#endif
+#if defined(__AVX512FP16__)
+float f16_fma_chains(int64_t iters) {
+  __m512h acc[kLowChains];
+#pragma GCC unroll 16
+  for (int j = 0; j < kLowChains; ++j) acc[j] = _mm512_set1_ph(static_cast<_Float16>(0.5f));
+  const __m512h mul = _mm512_set1_ph(static_cast<_Float16>(0.999f));
+  const __m512h add = _mm512_set1_ph(static_cast<_Float16>(0.001f));
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < kLowChains; ++j) acc[j] = _mm512_fmadd_ph(acc[j], mul, add);
+  }
+  float total = 0;
+  for (int j = 0; j < kLowChains; ++j) total += static_cast<float>(_mm512_reduce_add_ph(acc[j]));
+  return total;
+}
+#endif
+
 }  // namespace
 
 extern "C" {
+
+int ollie_bf16_dot_flops_per_iter() {
+#if defined(__AVX512BF16__)
+  return 16 * 4 * kLowChains;
+#else
+  return 0;
+#endif
+}
+
+double ollie_bf16_dot_run(int64_t iters, int threads) {
+  double sum = 0;
+#if defined(__AVX512BF16__)
+#pragma omp parallel num_threads(threads) reduction(+ : sum)
+  sum += bf16_dot_chains(iters);
+#else
+  (void)iters;
+  (void)threads;
+#endif
+  return sum;
+}
+
+int ollie_f16_fma_flops_per_iter() {
+#if defined(__AVX512FP16__)
+  return 32 * 2 * kLowChains;
+#else
+  return 0;
+#endif
+}
+
+double ollie_f16_fma_run(int64_t iters, int threads) {
+  double sum = 0;
+#if defined(__AVX512FP16__)
+#pragma omp parallel num_threads(threads) reduction(+ : sum)
+  sum += f16_fma_chains(iters);
+#else
+  (void)iters;
+  (void)threads;
+#endif
+  return sum;
+}
 
 // Vector width and chain count of this build: FLOPs of ollie_fma_run = 2 * lanes * chains
 // * iters * threads.

@@ -16,6 +16,9 @@ ThreadPeaks peaks_at(const MachinePeaks& peaks, int threads) {
   const double w =
       cores > 1 ? static_cast<double>(t.threads - 1) / static_cast<double>(cores - 1) : 1.0;
   t.flops_per_s = peaks.fma_flops_1core + w * (peaks.fma_flops_all - peaks.fma_flops_1core);
+  if (peaks.bf16_dot_flops_1core > 0 && peaks.bf16_dot_flops_all > 0)
+    t.bf16_dot_flops_per_s =
+        peaks.bf16_dot_flops_1core + w * (peaks.bf16_dot_flops_all - peaks.bf16_dot_flops_1core);
   t.bytes_per_s = peaks.triad_bytes_per_s_1core +
                   w * (peaks.triad_bytes_per_s_all - peaks.triad_bytes_per_s_1core);
   if (peaks.llc_bytes_per_s_1core > 0 && peaks.llc_bytes_per_s_all > 0)
@@ -28,12 +31,17 @@ double Roofline::attainable_flops() const {
   return bytes > 0 ? std::min(peak_flops, intensity * bandwidth) : peak_flops;
 }
 
-Roofline roofline(double flops, double bytes, const ThreadPeaks& peaks) {
+Roofline roofline(double flops, double bytes, const ThreadPeaks& peaks, double bf16_product_flops) {
   Roofline r;
   r.flops = flops;
   r.bytes = bytes;
   r.intensity = bytes > 0 ? flops / bytes : 0;
   r.peak_flops = peaks.flops_per_s;
+  // bf16 products at their own peak: the time of both parts, as one effective FLOP rate.
+  const double fast = peaks.bf16_dot_flops_per_s;
+  if (fast > peaks.flops_per_s && bf16_product_flops > 0 && flops > 0 && peaks.flops_per_s > 0)
+    r.peak_flops =
+        flops / ((flops - bf16_product_flops) / peaks.flops_per_s + bf16_product_flops / fast);
   r.bandwidth = peaks.bytes_per_s;
   r.threads = peaks.threads;
   const double compute_s = r.peak_flops > 0 ? flops / r.peak_flops : 0;
@@ -46,10 +54,11 @@ Roofline roofline(double flops, double bytes, const ThreadPeaks& peaks) {
 Roofline roofline(const ir::Graph& graph, const MachinePeaks& peaks, int threads) {
   ir::Cost c = ir::cost(graph);
   return roofline(static_cast<double>(c.flops), static_cast<double>(c.compulsory_bytes),
-                  peaks_at(peaks, threads));
+                  peaks_at(peaks, threads), static_cast<double>(c.bf16_product_flops));
 }
 
-Roofline roofline(double flops, double bytes, const MachinePeaks& peaks, int threads, bool cold) {
+Roofline roofline(double flops, double bytes, const MachinePeaks& peaks, int threads, bool cold,
+                  double bf16_product_flops) {
   ThreadPeaks at = peaks_at(peaks, threads);
   char text[200];
   const double mb = bytes / 1e6;
@@ -70,7 +79,7 @@ Roofline roofline(double flops, double bytes, const MachinePeaks& peaks, int thr
                   "last-level cache (hot caches: %.3g MB fits the %lld MiB cache)", mb, llc_mib);
     ceiling = text;
   }
-  Roofline r = roofline(flops, bytes, at);
+  Roofline r = roofline(flops, bytes, at, bf16_product_flops);
   r.ceiling = ceiling;
   return r;
 }
@@ -78,7 +87,7 @@ Roofline roofline(double flops, double bytes, const MachinePeaks& peaks, int thr
 Roofline roofline(const ir::Graph& graph, const MachinePeaks& peaks, int threads, bool cold) {
   ir::Cost c = ir::cost(graph);
   return roofline(static_cast<double>(c.flops), static_cast<double>(c.compulsory_bytes), peaks,
-                  threads, cold);
+                  threads, cold, static_cast<double>(c.bf16_product_flops));
 }
 
 Throughput throughput(const Roofline& roof, double seconds) {

@@ -310,6 +310,15 @@ Outcome run_in_jail(const std::string& runner, const std::vector<std::string>& s
     } else if (outcome.signal == SIGXCPU && options.sandbox) {
       outcome.status = Status::Timeout;
       outcome.message = "the kernel used up its CPU time and was killed by " + signal_text;
+    } else if (outcome.signal == SIGILL) {
+      // Linux raises SIGILL at the first AMX tile instruction of a process that did not ask
+      // for the tile state; a CPU without an instruction the kernel was built for does too.
+      outcome.status = Status::Crash;
+      outcome.message =
+          "the kernel was killed by " + signal_text +
+          ": an instruction this CPU lacks (built for another machine?), or AMX tiles used "
+          "without first asking Linux for them with arch_prctl(ARCH_REQ_XCOMP_PERM, "
+          "XFEATURE_XTILEDATA)";
     } else {
       outcome.status = Status::Crash;
       outcome.message = "the kernel was killed by " + signal_text;

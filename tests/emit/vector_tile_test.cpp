@@ -33,6 +33,20 @@ def mm(a: "f64[M, K]", b: "f64[K, N]") -> "f64[M, N]":
     return a @ b
 )";
 
+// 16-bit operands widened to float: b loads along the tile's vectors (ollie_half's
+// converting ollie_vload), a broadcasts.
+const char* kMatmulBf16 = R"(import numpy as np
+import ml_dtypes
+DIMS = dict(M=13, K=37, N=40)
+def mm(a: "bf16[M, K]", b: "bf16[K, N]") -> "f32[M, N]":
+    return a.astype(np.float32) @ b.astype(np.float32)
+)";
+const char* kMatmulF16 = R"(import numpy as np
+DIMS = dict(M=13, K=37, N=40)
+def mm(a: "f16[M, K]", b: "f16[K, N]") -> "f32[M, N]":
+    return a.astype(np.float32) @ b.astype(np.float32)
+)";
+
 const char* kRowTile = R"(split out0 m 6
 split out0 n 32
 reorder out0 m_o n_o k m_i n_i
@@ -85,8 +99,13 @@ std::string emit(const Graph& g, const loops::Schedule& schedule, int vector_byt
   return ollie::emit::emit_kernel(loops::lower(g, schedule), g, options);
 }
 
-std::string build(const Graph& g, const std::string& source) {
+// `plain_isa`: built for a plain x86-64 (no F16C, AVX or AVX512_BF16: the conversions'
+// integer forms) rather than -march=native.
+std::string build(const Graph& g, const std::string& source, bool plain_isa = false) {
   ollie::build::Request request;
+  if (plain_isa)
+    for (auto& flag : request.toolchain.flags)
+      if (flag == "-march=native") flag = "-march=x86-64";
   request.units = {{g.entry + ".ollie.h", ollie::emit::emit_header(g)},
                    {"kernel.cpp", "#include \"" + g.entry + ".ollie.h\"\n" + source},
                    {"ollie_adapter.cpp", ollie::build::adapter_source(g)}};
@@ -193,6 +212,27 @@ TEST(VectorTile, PackedColumnTileAgreesBitForBit) {
 TEST(VectorTile, DoubleTileAgreesBitForBit) {
   check_forms(compile(kMatmul64), loops::parse_schedule(kOneRow), "ollie_f64x");
 }
+TEST(VectorTile, SixteenBitOperandsConvertAsTheyLoad) {
+  for (const char* spec : {kMatmulBf16, kMatmulF16}) {
+    const Graph g = compile(spec);
+    SCOPED_TRACE(ollie::ir::dtype_name(g.params[0].dtype));
+    check_forms(g, loops::parse_schedule(kRowTile), "ollie_vload<ollie_f32x16>(&b[", {64});
+    if (::testing::Test::HasFatalFailure()) return;
+    if (g.params[0].dtype == ollie::ir::DType::BF16) {  // (8 lanes: bfloat16 only, to save builds)
+      check_forms(g, loops::parse_schedule(kOneRow), "ollie_vload<ollie_f32x8>(&b[", {32});
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    // The same vector form built without the machine's conversion instructions.
+    const std::string source = emit(g, loops::parse_schedule(kRowTile), 64);
+    const std::string native = build(g, source), plain = build(g, source, true);
+    ASSERT_FALSE(native.empty() || plain.empty());
+    const std::vector<Tensor> inputs = random_inputs(g, 5);
+    const auto got = run(plain, g, inputs), want = run(native, g, inputs);
+    for (size_t e = 0; e < want[0].data.size(); ++e)
+      ASSERT_TRUE(same_bits(got[0].data[e], want[0].data[e])) << "out0[" << e << "]";
+  }
+}
+
 TEST(VectorTile, ExampleDefaultsAgreeBitForBit) {
   const loops::Target avx512{64, 2};
   for (const auto& [name, dims] : std::vector<std::pair<std::string, ollie::ir::DimBindings>>{

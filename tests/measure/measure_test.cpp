@@ -109,6 +109,36 @@ TEST(Roofline, SoftmaxIsMemoryBound) {
   EXPECT_EQ(throughput(r, 0).roofline_fraction, 0);
 }
 
+// Contractions of two bfloat16 values count at the bf16 dot-product peak, the rest at the
+// float32 FMA peak; without a bf16 peak (or a slower one) everything at float32's.
+TEST(Roofline, Bf16ProductsCountAtTheirOwnPeak) {
+  ir::Graph mm = example("matmul_bf16");  // 1024^3, bf16 in, f32 out
+  const ir::Cost c = ir::cost(mm);
+  EXPECT_EQ(c.bf16_product_flops, c.flops);
+  EXPECT_EQ(c.compulsory_bytes, 2 * 2 * 1024 * 1024 + 4 * 1024 * 1024);  // bytes at their width
+  MachinePeaks p = synthetic();
+  EXPECT_EQ(roofline(mm, p, 4).peak_flops, 400e9);  // no bf16 peak measured
+  p.bf16_dot_flops_1core = 200e9;
+  p.bf16_dot_flops_all = 800e9;
+  EXPECT_EQ(roofline(mm, p, 4).peak_flops, 800e9);
+  EXPECT_EQ(roofline(mm, p, 1).peak_flops, 200e9);
+  // mla_decode_bf16: only q_nope @ w_uk and q_pe . k_pe multiply two bf16 values (q_lat and
+  // p are float32): the effective peak lies between the two.
+  ir::Graph mla = example("mla_decode_bf16");
+  const ir::Cost m = ir::cost(mla);
+  const double B = 1, H = 16, S = 4096, L = 512, DR = 64, DN = 128;
+  EXPECT_EQ(m.bf16_product_flops, 2 * B * H * DN * L + 2 * B * H * S * DR);
+  const Roofline r = roofline(mla, p, 4);
+  const double want =
+      m.flops / ((m.flops - m.bf16_product_flops) / 400e9 + m.bf16_product_flops / 800e9);
+  EXPECT_DOUBLE_EQ(r.peak_flops, want);
+  EXPECT_GT(r.peak_flops, 400e9);
+  EXPECT_LT(r.peak_flops, 800e9);
+  // The float32 example gets nothing from it.
+  EXPECT_EQ(ir::cost(example("matmul")).bf16_product_flops, 0);
+  EXPECT_EQ(roofline(example("matmul"), p, 4).peak_flops, 400e9);
+}
+
 TEST(Roofline, PeaksScaleLinearlyWithThreadsAndClamp) {
   MachinePeaks p = synthetic();
   ThreadPeaks two = peaks_at(p, 2);
@@ -296,6 +326,17 @@ TEST(Calibrate, FiguresArePlausibleForThisMachine) {
   EXPECT_EQ(p.llc_triad_array_bytes, llc_triad_array_size(p.llc_bytes).bytes);
   EXPECT_GT(p.llc_bytes_per_s_1core, 0.5e9);
   EXPECT_GT(p.llc_bytes_per_s_all, 0.5e9);
+  // The bf16 dot-product loop ran where the ISA has AVX512_BF16 (vdpbf16ps does twice a
+  // float32 FMA's FLOPs per instruction; at least half the FMA figure on a busy machine).
+  if (id.isa.find("avx512_bf16") != std::string::npos) {
+    EXPECT_GT(p.bf16_dot_flops_1core, 0.5 * p.fma_flops_1core);
+    EXPECT_GT(p.bf16_dot_flops_all, 0);
+  } else {
+    EXPECT_EQ(p.bf16_dot_flops_1core, 0);
+  }
+  if (id.isa.find("avx512_fp16") == std::string::npos) {
+    EXPECT_EQ(p.f16_fma_flops_1core, 0);
+  }
 }
 
 }  // namespace

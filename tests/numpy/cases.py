@@ -2,6 +2,7 @@
 # with a reduction, dims making one reduction 4096 long plus a variant dropping one term.
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 # Small enough that a whole `ollie eval` is milliseconds; big enough that reductions are
@@ -26,6 +27,8 @@ SMALL_DIMS = {
     "attention_prefill": dict(H=2, S=16, D=8),
     "gqa_decode": dict(B=1, S=16, KV=2, HD=8),
     "mla_decode_naive": dict(B=1, H=2, S=16, L=8, DR=4, DN=8, DV=8),
+    "mla_decode_bf16": dict(B=1, H=2, S=16, L=8, DR=4, DN=8, DV=8),
+    "matmul_bf16": dict(M=8, K=16, N=8),
 }
 
 # Purely elementwise (or data movement): no reduction that could lose a term.
@@ -48,6 +51,18 @@ def output_roundoff(spec, i=0):
 # softmax is so ill-conditioned that a sound float32 bound is necessarily wide (or
 # infinite) and no test of its tightness means anything.
 FAN_IN_SCALED = {"mha_causal": {"w_q": "DM", "w_k": "DM", "w_v": "DM"}}
+
+
+# The spec's exact value where numpy's run of the spec on float64 arrays is not computed in
+# double: matmul_bf16's astype(np.float32) of its bfloat16 inputs (exact) makes numpy
+# multiply in float32 even when the arrays come as float64.
+FLOAT64_FORMS = {"matmul_bf16": lambda x: [np.asarray(x["a"], np.float64) @ np.asarray(x["b"], np.float64)]}
+
+
+def run_f64(spec, inputs):
+    """spec.run_f64, or the example's FLOAT64_FORMS where that run is not in double."""
+    form = FLOAT64_FORMS.get(spec.name)
+    return form(inputs) if form else spec.run_f64(inputs)
 
 
 def make_inputs(spec, dims, rng, dist):
@@ -75,7 +90,7 @@ def _drop_matmul_k(spec, x):
     k = int(np.argmax(np.abs(a).max(axis=0) * np.abs(b).max(axis=1)))
     a = a.copy()
     a[:, k] = 0.0
-    return spec.run_f64({**x, "a": a})[0], None
+    return run_f64(spec, {**x, "a": a})[0], None
 
 
 def _drop_softmax_denominator(spec, x):
@@ -171,6 +186,12 @@ def _drop_mla_key(spec, x):
     return np.einsum("bhl,hlv->bhv", o_lat, x["w_uv"]), None
 
 
+def _drop_mla_bf16_key(spec, x):
+    # What a kernel that dropped the key stores: the result rounded to bfloat16.
+    out, mask = _drop_mla_key(spec, x)
+    return out.astype(ml_dtypes.bfloat16).astype(np.float64), mask
+
+
 def _drop_gpt2_hidden(spec, x):
     fc_w, fc_b = x["fc_w"].copy(), x["fc_b"].copy()
     f = int(np.argmax(np.abs(x["fc_proj_w"]).max(axis=1)))
@@ -207,4 +228,6 @@ REDUCTION_CASES = {
     "gqa_decode": (dict(B=1, S=LONG, KV=2, HD=4), _drop_gqa_position),
     # The naive form equals the absorbed one in exact arithmetic: the same variant.
     "mla_decode_naive": (dict(B=1, H=2, S=LONG, L=8, DR=4, DN=8, DV=8), _drop_mla_key),
+    "mla_decode_bf16": (dict(B=1, H=2, S=LONG, L=8, DR=4, DN=8, DV=8), _drop_mla_bf16_key),
+    "matmul_bf16": (dict(M=4, K=LONG, N=4), _drop_matmul_k),
 }

@@ -16,11 +16,13 @@ from spec_harness import ollie_bin
 BF16 = ml_dtypes.bfloat16
 
 
-@pytest.fixture(scope="module")
-def lib():
-    path = Path(ollie_bin()).parent / "libollie_half_check.so"
+# The plain build (the integer forms) and the -march=native one (F16C's and AVX512_BF16's
+# instructions in the vector forms, where the machine has them).
+@pytest.fixture(scope="module", params=["ollie_half_check", "ollie_half_check_native"])
+def lib(request):
+    path = Path(ollie_bin()).parent / f"lib{request.param}.so"
     if not path.exists():
-        pytest.fail(f"{path} is missing: build it with `cmake --build build --target ollie_half_check`")
+        pytest.fail(f"{path} is missing: build it with `cmake --build build --target {request.param}`")
     return ctypes.CDLL(str(path))
 
 
@@ -75,10 +77,16 @@ def float64_sweep():
     return np.concatenate(values)
 
 
-def assert_same_bits(got, want, inputs, what):
+def assert_same_bits(got, want, inputs, what, nan_payload=True):
+    """Bit for bit; with nan_payload=False a NaN need only give a NaN of the same sign."""
     got = got.view(np.uint16)
     want = want.view(np.uint16)
-    bad = np.flatnonzero(got != want)
+    differ = got != want
+    if not nan_payload:
+        exp = 0x7F80 if want.dtype == np.uint16 and "bfloat16" in what else 0x7C00
+        nan = (want & 0x7FFF) > exp
+        differ &= ~(nan & ((got & 0x7FFF) > exp) & ((got & 0x8000) == (want & 0x8000)))
+    bad = np.flatnonzero(differ)
     assert bad.size == 0, (f"{what}: {bad.size} of {got.size} differ; first: input "
                            f"{inputs[bad[0]]!r} gives {got[bad[0]]:#06x}, numpy {want[bad[0]]:#06x}")
 
@@ -112,3 +120,26 @@ def test_float64_to_f16_rounds_once_and_to_bf16_through_float32(lib):
     once = numpy_cast(x, np.float16).view(np.uint16)
     twice = numpy_cast(numpy_cast(x, np.float32), np.float16).view(np.uint16)
     assert (once != twice).sum() > 100
+
+
+def test_vector_conversions_agree_with_numpy_and_ml_dtypes(lib):
+    # ollie_vload / ollie_vstore: bit for bit, but for NaN payloads (a NaN stays a NaN of
+    # its sign: vcvtph2ps quiets a signalling NaN, vcvtneps2bf16 keeps a payload ml_dtypes
+    # drops). The sweep holds float32 subnormals, which vcvtneps2bf16 alone would flush.
+    lib.ollie_vec_isa.restype = ctypes.c_char_p
+    isa = lib.ollie_vec_isa().decode()
+    bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    for name, dtype in (("ollie_vec_f16_to_float", np.float16), ("ollie_vec_bf16_to_float", BF16)):
+        got = call(lib, name, bits, np.float32)
+        want = numpy_cast(bits.view(dtype), np.float32)
+        nan = np.isnan(want)
+        bad = np.flatnonzero((got.view(np.uint32) != want.view(np.uint32)) & ~nan)
+        assert bad.size == 0, f"{name} ({isa}): pattern {bits[bad[0]]:#06x} gives {got[bad[0]]!r}"
+        assert np.isnan(got[nan]).all() and (np.signbit(got[nan]) == np.signbit(want[nan])).all()
+    x = float32_sweep()
+    subnormal = np.arange(1, 1 << 23, 97, dtype=np.uint32).view(np.float32)
+    x = np.concatenate([x, subnormal, -subnormal])
+    assert_same_bits(call(lib, "ollie_vec_float_to_f16", x, np.uint16), numpy_cast(x, np.float16),
+                     x, f"float32 -> float16 ({isa})", nan_payload=False)
+    assert_same_bits(call(lib, "ollie_vec_float_to_bf16", x, np.uint16), numpy_cast(x, BF16), x,
+                     f"float32 -> bfloat16 ({isa})", nan_payload=False)

@@ -664,6 +664,38 @@ extern "C" void ollie_entry(void* const*, const int64_t*) {
 )");
 }
 
+// arch_prctl: the AMX tile-data permission request passes the filter (where the CPU or the
+// kernel has no AMX it fails with EOPNOTSUPP or EINVAL, and out0[0] holds that errno; 0
+// where it is granted); any other request kills.
+TEST(Sandbox, ArchPrctlAllowsOnlyTheAmxPermissionRequest) {
+  const std::string so = build_so("amx_permission", R"(
+#include <cerrno>
+#include <sys/syscall.h>
+#include <unistd.h>
+extern "C" void ollie_entry(void* const* buffers, const int64_t*) {
+  const long r = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */);
+  static_cast<float*>(buffers[1])[0] = static_cast<float>(r == 0 ? 0 : errno);
+}
+)");
+  Outcome out = ollie::runner::run(so, vector_graph(), vector_inputs(), options());
+  ASSERT_EQ(out.status, Status::Ok) << out.message;
+  const double err = out.outputs[0].data[0];
+  EXPECT_TRUE(err == 0 || err == EOPNOTSUPP || err == EINVAL) << err;
+  expect_forbidden("other_feature", R"(
+#include <sys/syscall.h>
+#include <unistd.h>
+extern "C" void ollie_entry(void* const*, const int64_t*) { syscall(SYS_arch_prctl, 0x1023, 17); }
+)");
+  expect_forbidden("get_fs", R"(
+#include <sys/syscall.h>
+#include <unistd.h>
+extern "C" void ollie_entry(void* const*, const int64_t*) {
+  unsigned long fs = 0;
+  syscall(SYS_arch_prctl, 0x1003 /* ARCH_GET_FS */, &fs);
+}
+)");
+}
+
 TEST(Sandbox, ThreadsStillWork) {
   // std::thread (clone with CLONE_THREAD) is allowed: OpenMP kernels need it.
   const std::string so = build_so("threads", R"(

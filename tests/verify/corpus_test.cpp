@@ -30,7 +30,12 @@ std::vector<std::string> corpus() {
 }
 
 // What the verifier cannot catch yet, and which check would (empty: it catches them all).
-const std::map<std::string, std::string> kNotYet = {};
+const std::map<std::string, std::string> kNotYet = {
+    {"matmul_bf16__flushes_subnormal_inputs",
+     "inputs where a subnormal bfloat16 value multiplies a large one (a row of subnormals "
+     "against weights near 2^100): no distribution draws 16-bit subnormals, and the bound "
+     "allows results below float32's normal range to flush, so a subnormal times an "
+     "ordinary value never shows"}};
 
 class Corpus : public ::testing::TestWithParam<std::string> {};
 

@@ -40,8 +40,8 @@ namespace {
 std::vector<sock_filter> loader_program, kernel_program;
 
 // What no kernel and no loader needs: sockets, new processes, exec, other processes'
-// memory, file-system changes, limits, prctl, signals to other processes. (arch_prctl
-// stays: a kernel using AMX asks for the tile state with it.)
+// memory, file-system changes, limits, prctl, signals to other processes. (arch_prctl is
+// allowed for one request only: add_arch_prctl_rule.)
 const int kForbidden[] = {
     SCMP_SYS(socket),
     SCMP_SYS(socketpair),
@@ -142,6 +142,18 @@ bool deny(scmp_filter_ctx ctx, int sys, unsigned count = 0, scmp_arg_cmp a = {},
   return seccomp_rule_add_array(ctx, SCMP_ACT_KILL_PROCESS, sys, count, args) == 0;
 }
 
+// arch_prctl: only the permission a kernel that uses AMX must ask for before its first tile
+// instruction, arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) (Linux 5.16+; without it
+// the first tile instruction raises SIGILL). Anything else (ARCH_SET_FS, ARCH_SET_GS,
+// another feature, CPUID faulting) kills. Both stages: a constructor may ask as well.
+constexpr uint64_t kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+
+bool add_arch_prctl_rule(scmp_filter_ctx ctx) {
+  return deny(ctx, SCMP_SYS(arch_prctl), 1, SCMP_A0(SCMP_CMP_NE, kArchReqXcompPerm)) &&
+         deny(ctx, SCMP_SYS(arch_prctl), 2, SCMP_A0(SCMP_CMP_EQ, kArchReqXcompPerm),
+              SCMP_A1(SCMP_CMP_NE, kXfeatureXtiledata));
+}
+
 bool add_block_rules(scmp_filter_ctx ctx, const GuardedBlock& block) {
   const uint64_t size = uint64_t{1} << block.log2_size, mask = ~(size - 1);
   const uint64_t b = reinterpret_cast<uint64_t>(block.base), pad = b - size;
@@ -165,6 +177,7 @@ bool add_block_rules(scmp_filter_ctx ctx, const GuardedBlock& block) {
 bool add_loader_rules(scmp_filter_ctx ctx, const GuardedBlock& block) {
   bool ok = true;
   for (int sys : kForbidden) ok = ok && deny(ctx, sys);
+  ok = ok && add_arch_prctl_rule(ctx);
   // Read-only opens only: the loader's, and what libgomp (sysfs, with OMP_PROC_BIND or
   // OMP_PLACES) and the sanitizer runtime (/proc/self/maps) read at load, some without
   // O_CLOEXEC. A constructor can read what the jail lets it see; it cannot write it, send
