@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD_DIR=${OLLIE_BUILD_DIR:-build}
-FUZZ_SECONDS=${OLLIE_FUZZ_SECONDS:-60}
+FUZZ_SECONDS=${OLLIE_FUZZ_SECONDS:-40}
 JOBS=${OLLIE_JOBS:-$(nproc)}
 
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOLLIE_WERROR=ON

@@ -3,7 +3,7 @@
 // rejected is rejected again, with the same reason, by lower(). The kernels of one
 // example go into a few shared objects (one compile per 40 kernels), each run in the
 // runner by its own entry symbol; schedules whose kernels have the same source share one
-// compiled kernel (each still runs on its own inputs). OLLIE_SCHEDULES (default 200) and
+// compiled kernel (each still runs on its own inputs). OLLIE_SCHEDULES (default 128) and
 // OLLIE_SCHEDULE_SEED (default 1) set the count and the seed; a failure prints both and
 // the schedule text. Flash- and online-rewritten softmax, attention and MLA graphs too,
 // with a quarter of the count (their kernels are several times larger); mla_decode and
@@ -96,7 +96,7 @@ TEST_P(SchedulePropertyTest, RandomLegalSchedulesAgreeAndIllegalOnesAreRejected)
       ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/" + c.name + ".py",
                              options),
       c.rewrites);
-  const int count = std::max(1, env_int("OLLIE_SCHEDULES", 200) / c.share);
+  const int count = std::max(1, env_int("OLLIE_SCHEDULES", 128) / c.share);
   const uint64_t seed = static_cast<uint64_t>(env_int("OLLIE_SCHEDULE_SEED", 1));
   const loops::Target target{64, 2};
 
