@@ -199,13 +199,20 @@ struct PostgresBackend::Impl {
   PGresult* execute(const std::string& sql, const Params& params, const char* what) {
     while (true) {
       PGresult* r = send(sql, params);
-      const ExecStatusType st = PQresultStatus(r);
-      if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return r;
-      const std::string state = sqlstate_of(r);
-      if (!connection_lost(conn, state)) fail(r, state, what);
-      PQclear(r);
+      if (succeeded(r, what)) return r;
       reconnect_and_replay();
     }
+  }
+
+  // Whether `r` succeeded (then the caller owns it). Otherwise a lost connection clears it
+  // and gives false, and any other error throws (fail).
+  bool succeeded(PGresult* r, const char* what) {
+    const ExecStatusType st = PQresultStatus(r);
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return true;
+    const std::string state = sqlstate_of(r);
+    if (!connection_lost(conn, state)) fail(r, state, what);
+    PQclear(r);
+    return false;
   }
 
   PGresult* send(const std::string& sql, const Params& params) {
@@ -258,17 +265,8 @@ struct PostgresBackend::Impl {
     if (!start_transaction()) return false;
     for (const Recorded& rec : log) {
       PGresult* r = send(rec.sql, rec.params);
-      const ExecStatusType st = PQresultStatus(r);
-      if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
-        PQclear(r);
-        continue;
-      }
-      const std::string state = sqlstate_of(r);
-      if (connection_lost(conn, state)) {
-        PQclear(r);
-        return false;
-      }
-      fail(r, state, "replaying a transaction after a lost connection");
+      if (!succeeded(r, "replaying a transaction after a lost connection")) return false;
+      PQclear(r);
     }
     return true;
   }
@@ -278,18 +276,9 @@ struct PostgresBackend::Impl {
   bool start_transaction() {
     for (const char* sql : {"BEGIN", "SELECT txid_current()"}) {
       PGresult* r = PQexec(conn, sql);
-      const ExecStatusType st = PQresultStatus(r);
-      if (st == PGRES_TUPLES_OK && PQntuples(r) == 1) xid = PQgetvalue(r, 0, 0);
-      if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
-        PQclear(r);
-        continue;
-      }
-      const std::string state = sqlstate_of(r);
-      if (connection_lost(conn, state)) {
-        PQclear(r);
-        return false;
-      }
-      fail(r, state, "starting a transaction");
+      if (!succeeded(r, "starting a transaction")) return false;
+      if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) xid = PQgetvalue(r, 0, 0);
+      PQclear(r);
     }
     return true;
   }
@@ -299,13 +288,10 @@ struct PostgresBackend::Impl {
   void commit(const char* what) {
     while (true) {
       PGresult* r = PQexec(conn, "COMMIT");
-      if (PQresultStatus(r) == PGRES_COMMAND_OK) {
+      if (succeeded(r, what)) {
         PQclear(r);
         return;
       }
-      const std::string state = sqlstate_of(r);
-      if (!connection_lost(conn, state)) fail(r, state, what);
-      PQclear(r);
       if (options.progress)
         options.progress("storage: lost the connection to the database server at a commit (" +
                          message() + "); reconnecting");
@@ -320,14 +306,11 @@ struct PostgresBackend::Impl {
     while (true) {
       const Params params = {xid};
       PGresult* r = send("SELECT txid_status($1::bigint)", params);
-      if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+      if (succeeded(r, "checking a commit")) {
         const bool yes = PQntuples(r) == 1 && std::string(PQgetvalue(r, 0, 0)) == "committed";
         PQclear(r);
         return yes;
       }
-      const std::string state = sqlstate_of(r);
-      if (!connection_lost(conn, state)) fail(r, state, "checking a commit");
-      PQclear(r);
       connect();
     }
   }
