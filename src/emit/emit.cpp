@@ -26,6 +26,9 @@ using loops::StmtKind;
 const char* kHelpers = R"(namespace {
 
 template <class T> inline T ollie_max(T a, T b) { return (a > b || a != a) ? a : b; }
+// np.where's element: both arms already computed (a call evaluates its arguments), so a
+// loop of selects has no branch to keep it from vectorizing.
+template <class T> inline T ollie_select(bool c, T a, T b) { return c ? a : b; }
 template <class T> inline T ollie_min(T a, T b) { return (a < b || a != a) ? a : b; }
 
 template <class T> inline T ollie_powi(T x, int64_t n) {
@@ -94,8 +97,18 @@ const char* value_type(DType t) { return is_half(t) ? "float" : c_type(t); }
 const char* storage_type(DType t) {
   if (t == DType::F16) return "ollie_half::f16";
   if (t == DType::BF16) return "ollie_half::bf16";
+  if (t == DType::Bool) return "uint8_t";
   return c_type(t);
 }
+
+// The element type of a local buffer: floats for the 16-bit floats (values already
+// rounded where the spec converts), bytes for bools (g++ 12 does not vectorize a loop
+// that loads `bool`s, one that loads bytes of 0 and 1 it does).
+const char* local_type(DType t) { return t == DType::Bool ? "uint8_t" : value_type(t); }
+
+// A parameter read and written through another element type than the ABI's: the 16-bit
+// floats (ollie_half's types) and bools (bytes, see local_type).
+bool retyped(DType t) { return is_half(t) || t == DType::Bool; }
 
 // A conversion to a 16-bit float: round to nearest even as numpy (f16, from a double
 // directly) and ml_dtypes (bf16, through float) do.
@@ -176,7 +189,10 @@ class Printer {
         }
       }
       case ExprKind::Select:
-        return "(" + expr(e->args[0]) + " ? " + expr(e->args[1]) + " : " + expr(e->args[2]) + ")";
+        if (loops::is_guarded_select(e))
+          return "(" + expr(e->args[0]) + " ? " + expr(e->args[1]) + " : " + expr(e->args[2]) + ")";
+        return std::string("ollie_select<") + value_type(e->dtype) + ">(" + expr(e->args[0]) +
+               ", " + expr(e->args[1]) + ", " + expr(e->args[2]) + ")";
       case ExprKind::Cast:
         if (is_half(e->dtype)) return round_to_half(e->dtype, e->args[0]->dtype, expr(e->args[0]));
         return std::string("static_cast<") + value_type(e->dtype) + ">(" + expr(e->args[0]) + ")";
@@ -234,9 +250,7 @@ class Printer {
         break;
       case StmtKind::Allocate: {
         if (s->register_tile && emit_vector_tile(s, vector_bytes_, depth, plain(), out)) break;
-        // A local buffer of 16-bit floats holds floats (values already rounded where the
-        // spec converts).
-        const char* t = value_type(s->dtype);
+        const char* t = local_type(s->dtype);
         const int64_t bytes = is_half(s->dtype) ? 4 : ir::dtype_bytes(s->dtype);
         const auto n = s->size->kind == ExprKind::IntImm ? s->size->int_value : -1;
         if (n >= 0 && n * bytes <= kStackBytes) {
@@ -542,15 +556,15 @@ std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph,
   // (a top-level qualifier of a parameter: the function type is unchanged).
   const std::vector<std::string> names = loops::abi_param_names(graph);
   // A 16-bit float buffer comes as uint16_t (the ABI) under a raw name, and is read and
-  // written through ollie_half's type under its own.
+  // written through ollie_half's type under its own; a bool buffer through bytes.
   std::vector<std::pair<std::string, std::string>> halves;  // raw name, typed declaration
   auto param = [&](DType t, const std::string& name, bool input) {
     const std::string c = input ? "const " : "";
-    if (!is_half(t)) return c + c_type(t) + "* __restrict " + name;
+    if (!retyped(t)) return c + c_type(t) + "* __restrict " + name;
     const std::string raw = "ollie_raw_" + name, typed = c + storage_type(t) + "*";
     halves.emplace_back(
         raw, typed + " __restrict " + name + " = reinterpret_cast<" + typed + ">(" + raw + ");");
-    return c + "uint16_t* __restrict " + raw;
+    return c + c_type(t) + "* __restrict " + raw;
   };
   out << "extern \"C\" void " << options.symbol << "(";
   for (size_t i = 0; i < graph.params.size(); ++i)

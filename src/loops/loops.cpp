@@ -127,7 +127,9 @@ Expr rebuild(const Expr& e, std::vector<Expr> a) {
     case ExprKind::Unary:
       return e->op == OpKind::PowI ? make_powi(a[0], e->int_value) : make_unary(e->op, a[0]);
     case ExprKind::Binary: return make_binary(e->op, a[0], a[1]);
-    case ExprKind::Select: return make_select(a[0], a[1], a[2]);
+    case ExprKind::Select:
+      return is_guarded_select(e) ? make_guarded_select(a[0], a[1], a[2])
+                                  : make_select(a[0], a[1], a[2]);
     case ExprKind::Cast: return make_cast(e->dtype, a[0]);
     case ExprKind::Call: return make_call(e->name, a);
     default: return e;
@@ -244,14 +246,27 @@ Expr make_binary(OpKind op, Expr a, Expr b) {
   return n;
 }
 
-Expr make_select(Expr cond, Expr a, Expr b) {
+namespace {
+Expr select_node(Expr cond, Expr a, Expr b, bool guarded) {
   require(cond && a && b, "Select needs three operands");
   require(cond->dtype == DType::Bool, "Select condition must be bool");
   require(a->dtype == b->dtype, "Select branches differ in dtype");
   auto n = node(ExprKind::Select, a->dtype);
   n->args = {std::move(cond), std::move(a), std::move(b)};
+  n->int_value = guarded ? 1 : 0;
   return n;
 }
+}  // namespace
+
+Expr make_select(Expr cond, Expr a, Expr b) {
+  return select_node(std::move(cond), std::move(a), std::move(b), false);
+}
+
+Expr make_guarded_select(Expr cond, Expr a, Expr b) {
+  return select_node(std::move(cond), std::move(a), std::move(b), true);
+}
+
+bool is_guarded_select(const Expr& e) { return e->kind == ExprKind::Select && e->int_value == 1; }
 
 Expr make_cast(DType to, Expr a) {
   require(a != nullptr, "Cast needs an operand");

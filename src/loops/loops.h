@@ -37,7 +37,7 @@ using Expr = std::shared_ptr<const ExprNode>;
 struct ExprNode {
   ExprKind kind;
   ir::DType dtype;
-  int64_t int_value = 0;            // IntImm; PowI exponent
+  int64_t int_value = 0;            // IntImm; PowI exponent; 1 on a guarded Select
   double float_value = 0;           // FloatImm
   std::string name;                 // Var / Load buffer / Call function
   ir::DimExpr dim;                  // Dim: a symbolic size over the kernel's dims
@@ -57,7 +57,13 @@ Expr make_load(const std::string& buffer, ir::DType dtype, Expr index,
 Expr make_unary(ir::OpKind op, Expr a);
 Expr make_powi(Expr a, int64_t exponent);
 Expr make_binary(ir::OpKind op, Expr a, Expr b);  // folds i64 +0, *1, *0 and constants
+// select(cond, a, b): both arms are values the emitted kernel may compute at every
+// iteration (numpy's np.where computes both arrays), so it emits them branch-free and
+// the C++ compiler vectorizes the loop. A guarded select has an arm that is only valid
+// where it is chosen (a load past a buffer's end); the kernel evaluates just that arm.
 Expr make_select(Expr cond, Expr a, Expr b);
+Expr make_guarded_select(Expr cond, Expr a, Expr b);
+bool is_guarded_select(const Expr& e);
 Expr make_cast(ir::DType to, Expr a);                           // returns `a` if already `to`
 Expr make_call(const std::string& fn, std::vector<Expr> args);  // dtype of args[0]
 

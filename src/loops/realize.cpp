@@ -592,7 +592,7 @@ class Realizer {
     const Expr zero =
         ir::is_float(src->dtype) ? make_float(0, src->dtype) : make_int(0, src->dtype);
     Expr value = make_load(p.source, src->dtype, flatten(at, src->shape), at);
-    if (inside) value = make_select(inside, value, zero);
+    if (inside) value = make_guarded_select(inside, value, zero);
     Stmt body = make_store(p.local, flatten(idx, packed_shape(p)), value);
     for (size_t k = order.size(); k-- > 0;) {
       const size_t d = order[k];

@@ -147,6 +147,34 @@ TEST(EmitKernel, ReadableAndParallel) {
   EXPECT_NE(src.find("const int64_t M = dims[0];"), std::string::npos) << src;
 }
 
+// np.where computes both arms, so the kernel selects branch-free (g++ does not
+// vectorize a loop whose division sits in one arm of `c ? a : b`), and a bool buffer is
+// read as bytes (nor one that loads `bool`s); a pack's tail guard, whose load is past
+// the buffer's end where it is not chosen, stays a conditional. The kernels agree.
+TEST(EmitKernel, WhereIsBranchFreeAndAPackTailStaysGuarded) {
+  const ollie::ir::Graph g = ollie::spec::compile_spec(
+      "t.py",
+      "import numpy as np\nDIMS = dict(M=5, N=37)\n"
+      "def f(m: \"bool[M, N]\", x: \"f32[M, N]\", y: \"f32[M]\") -> \"f32[M, N]\":\n"
+      "    return np.where(m, -1e30, x / y[:, None])\n",
+      {});
+  const std::string src =
+      ollie::emit::emit_kernel(ollie::loops::lower(g, ollie::loops::default_schedule(g)), g);
+  EXPECT_NE(src.find("ollie_select<float>("), std::string::npos) << src;
+  EXPECT_NE(src.find("const uint8_t* __restrict m = reinterpret_cast<const uint8_t*>("),
+            std::string::npos)
+      << src;
+  check_agrees(g);
+
+  const ollie::ir::Graph mm = load_example(examples()[0]);  // matmul, M=8 K=16 N=8
+  const auto packed = ollie::loops::parse_schedule(
+      "split out0 k 5\nsplit out0 n 3\nreorder out0 k_o n_o m k_i n_i\npack out0 b n_o\n");
+  const std::string packed_src = ollie::emit::emit_kernel(ollie::loops::lower(mm, packed), mm);
+  EXPECT_EQ(packed_src.find("ollie_select<"), std::string::npos) << packed_src;
+  EXPECT_NE(packed_src.find(" ? b["), std::string::npos) << packed_src;
+  check_agrees(mm, packed);
+}
+
 // A keyword parameter name is renamed the way the ABI does, in both kernel and header.
 TEST(EmitKernel, KeywordParameterRenamed) {
   const ollie::ir::Graph g =
