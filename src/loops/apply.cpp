@@ -294,11 +294,16 @@ void split(Stages& st, Stage& s, const Directive& d) {
   bool divides = false;
   if (plain)
     if (auto c = old.nominal.as_constant()) divides = *c % f == 0;
+  // A loop bounded by its reader's demand stops its outer loop there; the inner loop
+  // keeps whole blocks up to the full extent (demand_full_extent).
+  const std::optional<Expr> full = demand_full_extent(old.extent);
+  if (full)
+    if (auto c = old.nominal.as_constant()) divides = *c % f == 0;
   Expr inner_extent = fe;
   if (!divides)
-    inner_extent = make_binary(
-        OpKind::Min, fe,
-        make_binary(OpKind::Sub, old.extent, make_binary(OpKind::Mul, make_var(outer), fe)));
+    inner_extent = make_binary(OpKind::Min, fe,
+                               make_binary(OpKind::Sub, full ? *full : old.extent,
+                                           make_binary(OpKind::Mul, make_var(outer), fe)));
   StageLoop o{outer, outer_extent, outer_nominal, old.reduction, ForKind::Serial};
   StageLoop i{inner, inner_extent, DimExpr::constant(f), old.reduction, ForKind::Serial};
   if (auto c = old.nominal.as_constant(); c && *c < f) i.nominal = DimExpr::constant(*c);

@@ -5,6 +5,7 @@
 // bit-identical to the full loop (docs/schedules.md, "Causal domains"). A contraction
 // p @ v whose factor p is one value per row where the mask is false (a masked softmax)
 // is bounded the same way, guarded also by a per-call check that the skipped v is finite.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 
@@ -393,7 +394,113 @@ bool domain_candidate(const Stage& s) {
          (s.combine == OpKind::Add || s.combine == OpKind::Max || s.combine == OpKind::Min);
 }
 
+// Whether stage `s` reads `buffer` anywhere (value, initial value, loop extents).
+bool reads(const Stage& s, const std::string& buffer) {
+  std::vector<Expr> loads;
+  collect_loads(s.value, buffer, loads);
+  if (s.init) collect_loads(s.init, buffer, loads);
+  for (const auto& l : s.loops) collect_loads(l.extent, buffer, loads);
+  return !loads.empty();
+}
+
+// The bound, over the loops of the writer `p`, of the part of p's buffer that its one
+// reader `c` uses: `c` reads the buffer only in the kept arm of a select on a mask
+// `j < hi` (np.where(mask, MASKED, q @ k.T): the masked scores are never read), each load
+// at c's own vars, one per dim. The dim of `j` is then the one p's loop `x` writes, and
+// `hi`, over c's vars, translates into p's. nullopt when c is not of that form.
+std::optional<std::pair<size_t, Expr>> read_bound(const Stages& st, const Stage& p,
+                                                  const Stage& c) {
+  if (c.reduce || c.store_index.size() != c.vars.size()) return std::nullopt;
+  std::vector<Expr> loads;
+  collect_loads(c.value, p.buffer, loads);
+  if (loads.empty()) return std::nullopt;
+  std::map<std::string, std::string> to_p;  // c's var -> p's var writing the same dim
+  for (const auto& l : loads) {
+    if (l->args.size() != p.store_index.size() + 1) return std::nullopt;
+    for (size_t d = 0; d < p.store_index.size(); ++d) {
+      const Expr& at = l->args[d + 1];
+      const std::string& writes = p.store_index[d]->name;
+      if (at->kind != ExprKind::Var) return std::nullopt;
+      const auto [it, fresh] = to_p.emplace(at->name, writes);
+      if (!fresh && it->second != writes) return std::nullopt;
+    }
+  }
+  std::map<std::string, Expr> names;
+  std::set<std::string> mapped;
+  for (const auto& [cv, pv] : to_p) {
+    names[cv] = make_var(pv);
+    mapped.insert(cv);
+  }
+  std::optional<std::pair<size_t, Expr>> found;
+  for_each_expr(c.value, [&](const Expr& e) {
+    if (found || e->kind != ExprKind::Select) return;
+    for (const std::string& j : c.vars) {
+      if (!to_p.count(j) || !mentions(expand(st, e->args[0], 0), j)) continue;
+      for (const bool holds : {true, false}) {
+        const Expr& masked = e->args[holds ? 2 : 1];
+        std::vector<Expr> left;  // loads of p outside the kept arm (the mask's own included)
+        collect_loads(replace_node(c.value, e, masked), p.buffer, left);
+        collect_loads(e->args[0], p.buffer, left);
+        collect_loads(expand(st, e->args[0], 0), p.buffer, left);
+        const std::optional<Expr> hi = upper_bound(expand(st, e->args[0], 0), j, holds);
+        if (!left.empty() || !hi || !only_vars(*hi, mapped)) continue;
+        const Expr bound = substitute(*hi, names);
+        for (size_t x = 0; x < p.loops.size(); ++x)
+          if (p.loops[x].name == to_p.at(j) && only_vars(bound, outer_loops(p, x))) {
+            found = std::make_pair(x, bound);
+            return;
+          }
+      }
+    }
+  });
+  return found;
+}
+
+// A stage whose buffer its one reader reads only where a mask keeps it (read_bound)
+// computes only that part: the loop of the masked dim stops at the mask's bound
+// (q @ k.T of a causal attention skips the keys past each query). The reader's select
+// discards whatever the skipped elements hold, so the kernel's values are the same bit
+// for bit. The extent is written as a select (min(max(hi, 0), E) when hi < E) so that
+// causal_bound knows it: a block of rows may run to the largest bound of its rows.
+void bound_unread(Stages& st) {
+  for (Stage& p : st.stages) {
+    const Buffer* b = st.buffer(p.buffer);
+    if (!b || b->role != BufferRole::Local || !p.running_max.empty() || p.host >= 0) continue;
+    const Stage* reader = nullptr;
+    int writers = 0, readers = 0;
+    for (const Stage& c : st.stages) {
+      writers += c.buffer == p.buffer;
+      if (reads(c, p.buffer)) {
+        ++readers;
+        reader = &c;
+      }
+    }
+    if (writers != 1 || readers != 1 || reader == &p) continue;
+    if (!std::all_of(p.store_index.begin(), p.store_index.end(),
+                     [](const Expr& e) { return e->kind == ExprKind::Var; }))
+      continue;
+    const auto bound = read_bound(st, p, *reader);
+    if (!bound) continue;
+    StageLoop& l = p.loops[bound->first];
+    if (l.reduction || !p.subst.count(l.name) || p.subst.at(l.name)->kind != ExprKind::Var ||
+        (l.extent->kind != ExprKind::Dim && l.extent->kind != ExprKind::IntImm))
+      continue;
+    const Expr h = make_binary(OpKind::Max, bound->second, make_int(0));
+    l.extent = make_select(make_binary(OpKind::Lt, h, l.extent), h, l.extent);
+  }
+}
+
 }  // namespace
+
+std::optional<Expr> demand_full_extent(const Expr& extent) {
+  if (extent->kind != ExprKind::Select || is_guarded_select(extent)) return std::nullopt;
+  const Expr& c = extent->args[0];
+  if (c->kind != ExprKind::Binary || c->op != OpKind::Lt || !equal(c->args[0], extent->args[1]) ||
+      !equal(c->args[1], extent->args[2]) ||
+      (extent->args[2]->kind != ExprKind::Dim && extent->args[2]->kind != ExprKind::IntImm))
+    return std::nullopt;
+  return extent->args[2];
+}
 
 void set_causal_domains(bool on) { g_domains = on; }
 bool causal_domains() { return g_domains; }
@@ -425,6 +532,7 @@ void restrict_domains(Stages& st) {
   for (auto it = checks.rbegin(); it != checks.rend(); ++it)
     st.stages.insert(st.stages.begin() + static_cast<std::ptrdiff_t>(it->first),
                      std::move(it->second));
+  bound_unread(st);
 }
 
 bool causal_bound(const Expr& extent) {

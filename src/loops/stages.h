@@ -106,6 +106,10 @@ std::set<ir::ValueId> default_inlined(const ir::Graph& graph);
 // sets to one loop-invariant value past a bound the guarded extent that skips them
 // (build_stages calls it last; set_causal_domains(false) turns it off).
 void restrict_domains(Stages& st);
+// A loop bounded by what its stage's reader uses (select(h < E, h, E): the reader's
+// select discards the elements past h, so computing any of [h, E) is harmless): E, the
+// extent a split's inner loop may keep, so a register tile of the loop stays whole.
+std::optional<Expr> demand_full_extent(const Expr& extent);
 // The loads of `buffer` in the loop extents of stage `stage` (a causal domain's guard
 // reads the stage's term there), over canonical loop names.
 std::vector<Expr> extent_loads(const Stages& st, int stage, const std::string& buffer);

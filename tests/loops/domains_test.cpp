@@ -297,6 +297,17 @@ TEST(CausalDomains, DefaultScheduleTriuIsBitIdenticalAtEveryLength) {
 }
 
 // p @ v: serial loops and the default schedule (the contraction register-tiled), with v
+// Masked scores computed by a contraction (q @ k.T, then np.where(mask, s, -inf)): the
+// where never reads the scores past the mask, so q @ k.T stops there.
+const char* kTriQkSpec = R"(import numpy as np
+DIMS = dict(S=8, D=3)
+def masked(q: "f32[S, D]", k: "f32[S, D]") -> "f32[S, S]":
+    s = q.shape[0]
+    y = np.where(np.tri(s, s, {K}) > 0, q @ k.T, -np.inf)
+    e = np.exp(y - y.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+)";
+
 // finite, with inf / NaN in the skipped part (the full loop), and fully masked rows.
 TEST(CausalDomains, TriSoftmaxTimesVIsBitIdenticalAtEveryLength) {
   check_exact(kTriPvSpec, "tri pv", "", true);
@@ -381,6 +392,17 @@ TEST(CausalDomains, TheBoundShowsInTheLoopText) {
   // Turned off, every loop runs in full.
   const FullLoops off;
   EXPECT_EQ(loops_text(g, "").find("select((("), std::string::npos);
+}
+
+// q @ k.T past the mask is never computed (inf and NaN in q and k there change nothing),
+// serial, under the default schedule (blocks of rows, a register tile) and split.
+TEST(CausalDomains, ScoresPastTheMaskAreNotComputedAndBitIdenticalAtEveryLength) {
+  const std::string text = loops_text(compile(kTriQkSpec, 0), "");
+  EXPECT_NE(text.find("for s1 in [0, select((max((s + 1), 0) < S), max((s + 1), 0), S)):\n"),
+            std::string::npos)
+      << text;
+  check_exact(kTriQkSpec, "tri qk", "");
+  check_exact(kTriQkSpec, "tri qk default", "default");
 }
 
 std::string refusal(const Graph& g, const std::string& schedule) {
