@@ -264,7 +264,8 @@ std::string other_machine_kinds_line(const store::Store& db) {
   }
   return fmt::format(
       "- machine kinds: this answer was timed on {}; the run's other kinds, each with its own "
-      "best (`ollie optimize --finalize` on such a machine writes its best): {}\n",
+      "best (`ollie optimize --finalize` on such a machine writes its best): {}; report.html "
+      "draws every kind's evaluations together\n",
       db.machine_kind(), text);
 }
 

@@ -202,6 +202,12 @@ TEST(Distributed, TwoWorkersShareARunEvaluateNothingTwiceAndOneWritesTheAnswer) 
   const CommandResult report = shell(std::string(OLLIE_BINARY) + " report " + file + " -o " +
                                      (dir / "report.html").string() + " 2>&1");
   EXPECT_EQ(report.exit_code, 0) << report.out;
+  // The report straight from the database (a temporary copy, removed).
+  const CommandResult direct =
+      shell(std::string(OLLIE_BINARY) + " report --storage '" + url + "' --run " + run + " -o " +
+            (dir / "direct.html").string() + " 2>&1");
+  EXPECT_EQ(direct.exit_code, 0) << direct.out;
+  EXPECT_GT(fs::file_size(dir / "direct.html"), 1000u) << direct.out;
   const CommandResult imported = shell(std::string(OLLIE_BINARY) + " import " + file +
                                        " --storage '" + url + "' --run " + run + "-back 2>&1");
   EXPECT_EQ(imported.exit_code, 0) << imported.out;

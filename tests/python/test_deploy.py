@@ -7,7 +7,11 @@ import os
 import subprocess
 from pathlib import Path
 
-import yaml
+import pytest
+
+# pyyaml is pinned in requirements.txt (scripts/setup.sh installs it); an older .venv
+# skips these checks until setup.sh is run again.
+yaml = pytest.importorskip("yaml", reason="pyyaml is missing: run scripts/setup.sh")
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = ROOT / "deploy" / "kubernetes" / "job.yaml"
