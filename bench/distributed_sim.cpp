@@ -4,7 +4,8 @@
 // add it, record its evaluation and an event in one transaction, a step, and the run's
 // counts twice (the budget and the progress line, as the search does every step). Prints
 // the storage operations per second, claim conflicts, duplicate evaluations (must be 0),
-// the database's share of a worker's time, and the mean time of one counts().
+// the database's share of a worker's time, and the mean times of one counts() and of one
+// best(20) (every 8 candidates, as a worker refreshes the run's best).
 // --prefill N first fills the run with N evaluated candidates and their steps (a long run).
 //
 //   bench_distributed_sim URL --workers 1,4,16,64 --seconds 5 [--eval-ms 0] [--pool 20000]
@@ -35,8 +36,8 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 struct Stats {
-  long ops = 0, ours = 0, busy = 0, evaluated = 0, counts = 0;
-  double db_seconds = 0, wall = 0, count_seconds = 0;
+  long ops = 0, ours = 0, busy = 0, evaluated = 0, counts = 0, bests = 0;
+  double db_seconds = 0, wall = 0, count_seconds = 0, best_seconds = 0;
 };
 
 std::string kernel(long i) { return "// stand-in kernel " + std::to_string(i) + "\n"; }
@@ -104,6 +105,14 @@ Stats work(const store::Location& where, double seconds, int eval_ms, long pool,
     st.db_seconds += since(t0);
     st.ops += 2;
     st.counts += 2;
+    if (step % 8 == 0) {  // the run's best, as a worker refreshes it every 8 steps
+      t0 = Clock::now();
+      s.best(20);
+      st.best_seconds += since(t0);
+      st.db_seconds += since(t0);
+      ++st.ops;
+      ++st.bests;
+    }
   }
   st.wall = since(start);
   s.stop_worker();
@@ -144,7 +153,8 @@ void run(const std::string& url, int workers, double seconds, int eval_ms, long 
     info.spec_path = "sim.py";
     info.spec_source = "sim";
     info.entry = "sim";
-    info.dims_json = info.machine_json = info.options_json = "{}";
+    info.dims_json = info.options_json = "{}";
+    info.machine_json = R"({"fingerprint": "sim"})";  // the workers' machine kind
     store::Store::create(where, info);
   }
   if (prefilled > 0) prefill(url, where.run, prefilled);
@@ -159,7 +169,9 @@ void run(const std::string& url, int workers, double seconds, int eval_ms, long 
       const std::string line = std::to_string(st.ops) + " " + std::to_string(st.ours) + " " +
                                std::to_string(st.busy) + " " + std::to_string(st.evaluated) + " " +
                                std::to_string(st.db_seconds) + " " + std::to_string(st.wall) + " " +
-                               std::to_string(st.counts) + " " + std::to_string(st.count_seconds);
+                               std::to_string(st.counts) + " " + std::to_string(st.count_seconds) +
+                               " " + std::to_string(st.bests) + " " +
+                               std::to_string(st.best_seconds);
       if (::write(fds[1], line.data(), line.size()) < 0) ::_exit(1);
       ::_exit(0);
     }
@@ -176,7 +188,9 @@ void run(const std::string& url, int workers, double seconds, int eval_ms, long 
     Stats st;
     std::istringstream in(buf);
     in >> st.ops >> st.ours >> st.busy >> st.evaluated >> st.db_seconds >> st.wall >> st.counts >>
-        st.count_seconds;
+        st.count_seconds >> st.bests >> st.best_seconds;
+    total.bests += st.bests;
+    total.best_seconds += st.best_seconds;
     total.counts += st.counts;
     total.count_seconds += st.count_seconds;
     total.ops += st.ops;
@@ -191,12 +205,13 @@ void run(const std::string& url, int workers, double seconds, int eval_ms, long 
   std::printf(
       "%3d workers: %8.0f storage ops/s, %6.0f evaluations/s, claim conflicts %ld, already "
       "evaluated %ld, duplicate evaluations %lld, database %.0f%% of a worker's time, "
-      "counts() %.2f ms\n",
+      "counts() %.2f ms, best(20) %.2f ms\n",
       workers, static_cast<double>(total.ops) / total.wall,
       static_cast<double>(n.evaluations - prefilled) / total.wall, total.busy, total.evaluated,
       static_cast<long long>(n.evaluations - n.candidates),
       100 * total.db_seconds / (total.wall * workers),
-      total.counts > 0 ? 1e3 * total.count_seconds / static_cast<double>(total.counts) : 0.0);
+      total.counts > 0 ? 1e3 * total.count_seconds / static_cast<double>(total.counts) : 0.0,
+      total.bests > 0 ? 1e3 * total.best_seconds / static_cast<double>(total.bests) : 0.0);
   std::fflush(stdout);
 }
 
