@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -65,14 +66,25 @@ class SlurmCluster {
   ~SlurmCluster() {
     for (pid_t p : {ctld_, slurmd_})
       if (p > 0) ::kill(p, SIGTERM);
+    for (pid_t p : {ctld_, slurmd_})
+      if (p > 0) reap(p);
     std::error_code ec;
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
     std::filesystem::remove_all(dir_, ec);
     if (watchdog_fd_ >= 0) ::close(watchdog_fd_);
   }
 
  private:
   SlurmCluster() = default;
+
+  // Waits up to 5 s for a daemon told to stop, then kills it.
+  static void reap(pid_t p) {
+    for (int i = 0; i < 50; ++i) {
+      if (::waitpid(p, nullptr, WNOHANG) != 0) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ::kill(p, SIGKILL);
+    ::waitpid(p, nullptr, 0);
+  }
 
   static std::string sbin(const char* name) {
     for (const char* dir : {"/usr/sbin/", "/usr/bin/", "/usr/local/sbin/"})
