@@ -108,7 +108,7 @@ class SlurmCluster {
     const std::string user = output_of("id -un");
     const int port = 20000 + static_cast<int>(::getpid() % 20000) * 2;
     std::ostringstream c;
-    c << "ClusterName=ollietest\nSlurmctldHost=" << host << "\nAuthType=auth/none\n"
+    c << "ClusterName=ollietest\nSlurmctldHost=" << host << "(127.0.0.1)\nAuthType=auth/none\n"
       << "CredType=cred/none\nSlurmUser=" << user << "\nSlurmdUser=" << user
       << "\nSlurmctldPort=" << port << "\nSlurmdPort=" << port + 1 << "\nStateSaveLocation=" << dir_
       << "/state\nSlurmdSpoolDir=" << dir_ << "/spool\nSlurmctldPidFile=" << dir_
