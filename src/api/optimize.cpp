@@ -282,7 +282,9 @@ OptimizeRun OptimizeRun::open(const OptimizeOptions& options, OptimizeObserver& 
   if (replaying && so.max_evals == 0) so.max_evals = recorded->counts().candidates;
   if (so.time_budget_seconds == 0 && so.max_evals == 0 && so.max_session_evals == 0 &&
       !f.finalize_only)
-    throw UserError("no budget: give --time (e.g. --time 10m) or --evals N, or both");
+    throw UserError(
+        "no budget: give --time (e.g. --time 10m) or --evals N, or both (a worker of a "
+        "shared run also --session-evals N or --run-time 2h)");
   if (db->shared() && !f.finalize_only) start_worker(s);
 
   const std::string spec_path = db->run().spec_path;
