@@ -16,6 +16,7 @@ APT_PACKAGES=(
   libsqlite3-dev                    # the run database
   libpq-dev                         # a run in PostgreSQL, shared by many workers (docs/distributed.md)
   postgresql                        # the server the PostgreSQL tests start (as the postgres user)
+  slurm-wlm                         # the one-node Slurm cluster the launch recipe's test starts
   libcurl4-openssl-dev              # language-model clients (HTTPS)
   libcpp-httplib-dev                # `ollie serve`'s live page; the tests' loopback model server
   libgtest-dev libgmock-dev

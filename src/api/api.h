@@ -97,11 +97,13 @@ CallableKernel build_callable(const ir::Graph& graph, const std::string& kernel_
 
 // What `ollie optimize` takes: a new run (spec), a resumed one (resume) or a replay.
 struct OptimizeOptions {
-  SpecRef spec;         // spec_path empty with --resume
-  std::string out_dir;  // -o; default ollie-<entry>
-  std::string resume;   // a run database to continue
-  std::string time;     // --time 10m
-  int64_t evals = 0;    // --evals N (the whole run)
+  SpecRef spec;               // spec_path empty with --resume
+  std::string out_dir;        // -o; default ollie-<entry>
+  std::string resume;         // a run database to continue
+  std::string time;           // --time 10m
+  int64_t evals = 0;          // --evals N (the whole run)
+  int64_t session_evals = 0;  // --session-evals N (this session: this worker of a shared run)
+  std::string run_time;       // --run-time 2h: the whole run's wall time, since it was created
   uint64_t seed = 1;
   int chains = 2;
   // Schedule moves 3 to 1 over rewrites: a rewrite restarts from the new graph's default

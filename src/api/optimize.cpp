@@ -148,6 +148,7 @@ OptimizeRun OptimizeRun::open(const OptimizeOptions& options, OptimizeObserver& 
   if (f.finalize_only) {
     const store::Location where = storage_location(f, *s.observer);
     db.emplace(store::Store::open(where));
+    choose_machine_kind(*db, *s.observer);
     s.db_path = where.postgres() ? where.describe() : where.path;
     const store::RunInfo info = db->run();
     graph = graph_of_run(info);
@@ -266,6 +267,8 @@ OptimizeRun OptimizeRun::open(const OptimizeOptions& options, OptimizeObserver& 
   so.give_up = options_json.value("give_up", 0.0);
   so.time_budget_seconds = f.time.empty() ? 0 : parse_duration(f.time, "--time");
   so.max_evals = f.evals;
+  so.max_session_evals = f.session_evals;
+  if (!f.run_time.empty() && !f.finalize_only) apply_run_time(so, db->run(), f, *s.observer);
   // The written kernel's name: this session's --symbol, else the run's (the search's
   // candidates always export ollie_kernel; only the answer is renamed).
   s.symbol = !f.symbol.empty() ? f.symbol
@@ -277,8 +280,11 @@ OptimizeRun OptimizeRun::open(const OptimizeOptions& options, OptimizeObserver& 
   // A replay stops where the recorded run stopped, unless told otherwise (the budget
   // counts candidates: a confirmed new best has two evaluation rows).
   if (replaying && so.max_evals == 0) so.max_evals = recorded->counts().candidates;
-  if (so.time_budget_seconds == 0 && so.max_evals == 0 && !f.finalize_only)
-    throw UserError("no budget: give --time (e.g. --time 10m) or --evals N, or both");
+  if (so.time_budget_seconds == 0 && so.max_evals == 0 && so.max_session_evals == 0 &&
+      !f.finalize_only)
+    throw UserError(
+        "no budget: give --time (e.g. --time 10m) or --evals N, or both (a worker of a "
+        "shared run also --session-evals N or --run-time 2h)");
   if (db->shared() && !f.finalize_only) start_worker(s);
 
   const std::string spec_path = db->run().spec_path;

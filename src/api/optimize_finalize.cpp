@@ -161,8 +161,10 @@ FinishedEvent OptimizeRun::finalize(search::StopReason reason) {
                   fmt::format("candidate {}: {}", cand.id, verify::verdict_name(report.verdict)));
     s.observer->verified({cand.id, report.verdict, report.message});
     if (report.verdict != verify::Verdict::Pass) continue;
+    // The baseline's time on the machine kind the best was timed on.
     const double base_s =
-        db->evaluation_of(db->candidate_by_hash(sha256_hex(s.baseline.source))->id)->median_seconds;
+        db->evaluation_here(db->candidate_by_hash(sha256_hex(s.baseline.source))->id)
+            ->median_seconds;
     // The baseline is 1 on the chain's clock (its own side-by-side ratio is noise: 2.85 on a
     // busy machine once made the summary call it "0.35x faster" than itself).
     const bool is_baseline = cand.proposer == "baseline";
@@ -221,7 +223,7 @@ FinishedEvent OptimizeRun::finalize(search::StopReason reason) {
         measure::throughput(roof, best_s).gbytes_per_s);
     // The language model's part (never the key: the usage and settings only), and a
     // replay's sources.
-    std::string extra = "- " + cost_model_text + "\n";
+    std::string extra = "- " + cost_model_text + "\n" + other_machine_kinds_line(*db);
     if (llm_proposer || db->counts().model_calls > 0) {
       const search::LlmUsage u = search::llm_usage_of(*db);
       extra += fmt::format("- language model (llm proposer{}): {} in the run",
@@ -272,9 +274,7 @@ FinishedEvent OptimizeRun::finalize(search::StopReason reason) {
     break;
   }
   if (db->shared())
-    s.observer->note(
-        "report.html not written: the report reads a run database file; `ollie "
-        "export` copies the shared run into one");
+    write_shared_report(s.f, out_dir, done, *s.observer);
   else
     write_report_into(s.db_path, out_dir, done, *s.observer);
   s.observer->finished(done);

@@ -6,11 +6,16 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "api/optimize_state.h"
 #include "api/optimize_warm.h"
+#include "report/report.h"
 #include "search/warm_start.h"
 #include "support/error.h"
 
@@ -189,6 +194,101 @@ void start_worker(OptimizeRun::State& s) {
   s.observer->note(fmt::format("worker {} ({}): chains {} to {}, temperatures x2^{:.3g}", w.id,
                                w.name, w.first_chain, w.first_chain + w.chains - 1,
                                s.so.worker.temperature_offset));
+}
+
+namespace {
+
+// Seconds since 1970 of an ISO 8601 UTC time ("2026-12-02T13:18:47Z", milliseconds or
+// not); nullopt when it is not one.
+std::optional<double> seconds_since_epoch(const std::string& iso) {
+  std::tm tm = {};
+  if (!strptime(iso.c_str(), "%Y-%m-%dT%H:%M:%S", &tm)) return std::nullopt;
+  return static_cast<double>(timegm(&tm));
+}
+
+}  // namespace
+
+void apply_run_time(search::SearchOptions& so, const store::RunInfo& run, const OptimizeOptions& f,
+                    OptimizeObserver& observer) {
+  const double budget = parse_duration(f.run_time, "--run-time");
+  const std::optional<double> created = seconds_since_epoch(run.created);
+  if (!created)
+    throw UserError(
+        fmt::format("--run-time: the run has no creation time to count from ({})", run.created));
+  const double age = static_cast<double>(std::time(nullptr)) - *created;
+  // 0 means no limit: a run already past its time gets the least there is.
+  const double left = std::max(budget - age, 1e-9);
+  if (so.time_budget_seconds == 0 || left < so.time_budget_seconds) so.time_budget_seconds = left;
+  observer.note(budget - age > 0
+                    ? fmt::format("--run-time {}: the run is {} old, {} left", f.run_time,
+                                  clock_text(age), clock_text(budget - age))
+                    : fmt::format("--run-time {}: the run is {} old, its time is spent", f.run_time,
+                                  clock_text(age)));
+}
+
+void choose_machine_kind(store::Store& db, OptimizeObserver& observer) {
+  const auto kinds = db.machine_kinds();
+  if (kinds.size() < 2) return;
+  const std::string mine = search::machine_fingerprint();
+  const std::string runs = fingerprint_of(db.run().machine_json);
+  auto has = [&](const std::string& kind) {
+    return std::any_of(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == kind; });
+  };
+  const std::string chosen = has(mine) ? mine : has(runs) ? runs : kinds.front().first;
+  db.set_machine_kind(chosen);
+  observer.note(fmt::format(
+      "the run was timed on {} machine kinds: writing the best timed on {} ({}); the others "
+      "are listed in summary.md",
+      kinds.size(),
+      chosen == mine   ? "this machine's kind"
+      : chosen == runs ? "the run's first machine kind"
+                       : "the kind with the most evaluations",
+      chosen));
+}
+
+std::string other_machine_kinds_line(const store::Store& db) {
+  const auto kinds = db.machine_kinds();
+  if (kinds.size() < 2) return "";
+  std::string text;
+  for (const auto& [kind, evaluations] : kinds) {
+    if (kind == db.machine_kind()) continue;
+    const auto best = db.best_on(kind, 1);
+    std::string what = "no passing candidate";
+    if (!best.empty() && best[0].first.proposer == "baseline")
+      what = "the best is the baseline itself";
+    else if (!best.empty() && best[0].second.ratio_vs_baseline > 0)
+      what = fmt::format("the best is candidate {} ({:.2f}x faster than the baseline there)",
+                         best[0].first.id, 1 / best[0].second.ratio_vs_baseline);
+    text += fmt::format("{}{} ({} evaluation{}): {}", text.empty() ? "" : "; ", kind, evaluations,
+                        evaluations == 1 ? "" : "s", what);
+  }
+  return fmt::format(
+      "- machine kinds: this answer was timed on {}; the run's other kinds, each with its own "
+      "best (`ollie optimize --finalize` on such a machine writes its best): {}; report.html "
+      "draws every kind's evaluations together\n",
+      db.machine_kind(), text);
+}
+
+void write_shared_report(const OptimizeOptions& f, const std::filesystem::path& out_dir,
+                         FinishedEvent& done, OptimizeObserver& observer) {
+  namespace fs = std::filesystem;
+  const fs::path copy = out_dir / fmt::format(".report-{}.db", ::getpid());
+  auto remove_copy = [&copy] {
+    std::error_code ignored;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+      fs::remove(copy.string() + suffix, ignored);
+  };
+  remove_copy();
+  try {
+    store::Location where = store::Location::parse(f.storage, f.run_name);
+    where.timeout_seconds = f.storage_timeout;
+    store::Store::copy(where, store::Location::parse("sqlite:" + copy.string(), ""));
+    report::write_report(copy.string(), (out_dir / "report.html").string());
+    done.files.push_back("report.html");
+  } catch (const UserError& e) {
+    observer.note(std::string("report.html not written: ") + e.what());
+  }
+  remove_copy();
 }
 
 bool claim_finalize(store::Store& db, double lease_seconds) {

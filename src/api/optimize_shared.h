@@ -6,11 +6,13 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <thread>
 
 #include "api/api.h"
+#include "search/search.h"
 #include "store/store.h"
 
 namespace ollie::api {
@@ -52,6 +54,27 @@ void check_storage_flags(const OptimizeOptions& f);
 // Registers this process as a worker of the shared run in s.db: its chains, seed and
 // temperatures (s.so), and its heartbeat (s.heartbeat).
 void start_worker(OptimizeRun::State& s);
+
+// --run-time: the session's time budget is at most what is left of the run's wall time
+// (its age from run.created, on this machine's clock); a run already that old stops at
+// once.
+void apply_run_time(search::SearchOptions& so, const store::RunInfo& run, const OptimizeOptions& f,
+                    OptimizeObserver& observer);
+
+// In a run timed on several machine kinds (--allow-mixed-machines), the kind whose best a
+// `--finalize` writes: this machine's when the run has evaluations timed on it, else the
+// run's own (the first worker's); set on `db`, with a note. A run of one kind: unchanged.
+void choose_machine_kind(store::Store& db, OptimizeObserver& observer);
+
+// The summary's line on the run's other machine kinds and their bests ("" for a run of
+// one kind).
+std::string other_machine_kinds_line(const store::Store& db);
+
+// report.html of a shared run into out_dir: the run copied from the database into a
+// temporary run database file there (as `ollie export`), the report written from it, the
+// copy removed. A report that cannot be written costs a note, not the answer.
+void write_shared_report(const OptimizeOptions& f, const std::filesystem::path& out_dir,
+                         FinishedEvent& done, OptimizeObserver& observer);
 
 // Whether this worker, having stopped, writes the run's answer: the last live worker does,
 // once per run (a `finalize` event marks it).

@@ -128,6 +128,7 @@ struct ReportVerbs {
   CLI::App* report = nullptr;
   CLI::App* serve = nullptr;
   std::string db;
+  std::string storage, run_name;  // report: a run in a PostgreSQL database instead of db
   std::string out = "report.html";
   std::string bind = "127.0.0.1";
   int port = 8765;

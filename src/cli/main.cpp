@@ -202,6 +202,13 @@ int main(int argc, char** argv) {
   opt_cmd->add_option("--time", opt.time, "wall-time budget of this session: 90s, 10m, 2h, 1d");
   opt_cmd->add_option("--evals", opt.evals, "evaluation budget of the whole run")
       ->check(CLI::PositiveNumber);
+  opt_cmd
+      ->add_option("--session-evals", opt.session_evals,
+                   "evaluation budget of this session (of this worker, in a shared run)")
+      ->check(CLI::PositiveNumber);
+  opt_cmd->add_option("--run-time", opt.run_time,
+                      "wall-time budget of the whole run, since it was created: every worker "
+                      "stops when the run is this old (90s, 10m, 2h, 1d)");
   opt_cmd->add_option("--seed", opt.seed, "seed of the proposals (default 1)");
   opt_cmd->add_option("--chains", opt.chains, "Markov chains (default 2)")
       ->check(CLI::Range(1, 64));

@@ -7,12 +7,16 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
 #include "cli/cli.h"
 #include "report/report.h"
 #include "store/run_view.h"
+#include "store/store.h"
+#include "support/error.h"
 
 namespace ollie::cli {
 
@@ -30,7 +34,42 @@ void add_bind_flags(CLI::App* cmd, std::string& bind, int& port) {
       ->check(CLI::Range(0, 65535));
 }
 
+// A run in a PostgreSQL database: copied into a temporary run database file (as `ollie
+// export` does), the report written from it, the copy removed.
+void write_shared_report(const ReportVerbs& v) {
+  namespace fs = std::filesystem;
+  const store::Location shared = store::Location::parse(v.storage, v.run_name);
+  if (!shared.postgres())
+    throw UserError("--storage " + v.storage +
+                    ": ollie report takes a run database file as its argument; --storage "
+                    "names a PostgreSQL database (postgresql://...) with --run NAME");
+  std::string dir = (fs::temp_directory_path() / "ollie-report.XXXXXX").string();
+  if (!::mkdtemp(dir.data())) throw UserError("ollie report: cannot create a temporary directory");
+  struct Remove {
+    std::string dir;
+    ~Remove() {
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+    }
+  } remove{dir};
+  const std::string copy = dir + "/run.db";
+  store::Store::copy(shared, store::Location::parse("sqlite:" + copy, ""));
+  report::write_report(copy, v.out);
+}
+
 int run_report(const ReportVerbs& v) {
+  if (!v.storage.empty()) {
+    if (!v.db.empty())
+      throw UserError(
+          "ollie report: give a run database file or --storage URL --run NAME, not both");
+    write_shared_report(v);
+    std::cout << fmt::format("wrote {} (run {})\n", v.out, v.run_name);
+    return 0;
+  }
+  if (v.db.empty())
+    throw UserError(
+        "ollie report: give the run database (DIR/run.db), or --storage URL --run NAME for a "
+        "run in PostgreSQL");
   report::write_report(v.db, v.out);
   std::cout << fmt::format("wrote {} (the run in {})\n", v.out, v.db);
   return 0;
@@ -62,8 +101,12 @@ std::unique_ptr<ReportVerbs> add_report_verbs(CLI::App& app) {
       "report",
       "write a run's report: one self-contained HTML page (charts, the best kernel and "
       "its diff to the baseline, the certificate, the model calls)");
-  v->report->add_option("db", v->db, "the run database (DIR/run.db)")->required();
+  v->report->add_option("db", v->db, "the run database (DIR/run.db)");
   v->report->add_option("-o,--out", v->out, "the HTML file to write (default report.html)");
+  v->report->add_option("--storage", v->storage,
+                        "instead of a file: the PostgreSQL database of a shared run "
+                        "(postgresql://USER@HOST/DB), with --run");
+  v->report->add_option("--run", v->run_name, "the shared run's name");
   v->serve = app.add_subcommand(
       "serve",
       "serve a run's report as a live page (read-only, refreshed as the run goes) "

@@ -67,6 +67,8 @@ class Chains {
       if (interrupted()) return StopReason::Interrupted;
       if (options_.max_evals > 0 && evaluated_candidates() >= options_.max_evals)
         return StopReason::EvalBudget;
+      if (options_.max_session_evals > 0 && evaluations_ >= options_.max_session_evals)
+        return StopReason::EvalBudget;
       if (options_.time_budget_seconds > 0 && elapsed() >= options_.time_budget_seconds)
         return StopReason::TimeBudget;
       const int chain = static_cast<int>(step % static_cast<int64_t>(current_.size()));
@@ -118,21 +120,36 @@ class Chains {
                : e.median_seconds;
   }
 
-  // The candidate's stored evaluation, if it has one.
-  std::optional<std::pair<int64_t, Evaluation>> stored(const std::string& hash) const {
-    if (auto existing = store_.candidate_by_hash(hash))
+  // The candidate's stored evaluation, if it has one; `here`: timed on this worker's
+  // machine kind (always, but in a run of several kinds: docs/distributed.md).
+  struct Stored {
+    int64_t id;
+    Evaluation evaluation;
+    bool here;
+  };
+  std::optional<Stored> stored(const std::string& hash) const {
+    if (auto existing = store_.candidate_by_hash(hash)) {
+      if (auto row = store_.evaluation_here(existing->id))
+        return Stored{existing->id, evaluation_from_row(*row), true};
       if (auto row = store_.evaluation_of(existing->id))
-        return std::make_pair(existing->id, evaluation_from_row(*row));
+        return Stored{existing->id, evaluation_from_row(*row), false};
+    }
     return std::nullopt;
+  }
+
+  // Whether a fresh evaluation `e` would make its candidate this worker's new best.
+  bool would_be_best(const Evaluation& e) const {
+    return e.verdict == Verdict::Pass && e.median_seconds > 0 && seconds_of(e) < best_.seconds;
   }
 
   // A worker of a shared run claims the candidate before evaluating it: true when it is
   // this worker's to evaluate. One that another worker is evaluating is skipped (nullopt
-  // from evaluated()), or with `wait` (the baseline, a warm start) waited for.
-  bool claimed(const std::string& hash, bool wait) {
+  // from evaluated()), or with `wait` (the baseline, a warm start) waited for. `here`: to
+  // time on this machine kind a candidate another kind evaluated.
+  bool claimed(const std::string& hash, bool wait, bool here) {
     if (!options_.worker.on) return true;
     while (true) {
-      const store::Claim claim = store_.claim(hash, options_.worker.lease_seconds);
+      const store::Claim claim = store_.claim(hash, options_.worker.lease_seconds, here);
       if (claim == store::Claim::Ours) return true;
       if (claim == store::Claim::Evaluated || !wait || interrupted_()) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -143,14 +160,23 @@ class Chains {
   // was ever evaluated, else evaluated now (and, with `may_confirm`, confirmed when it
   // would be the new best) and stored before returning. nullopt: another worker of a
   // shared run is evaluating it (claimed).
+  // In a run of several machine kinds, a candidate another kind evaluated is timed again
+  // on this one when it must be (`wait`: the baseline, the clock of this kind; a warm
+  // start) or when its time there would make it this kind's new best: the best of a kind
+  // is always one timed (and confirmed) on it. Otherwise the other kind's evaluation
+  // stands in (its ratio to that kind's baseline on this kind's clock).
   std::optional<std::pair<int64_t, Evaluation>> evaluated(
       const Candidate& c, int64_t parent, bool may_confirm,
       std::optional<double> predicted = std::nullopt, const GiveUp& give_up = {},
       bool wait = false) {
     const std::string hash = sha256_hex(c.source);
-    if (auto s = stored(hash)) return s;
-    if (!claimed(hash, wait)) {
-      if (auto s = stored(hash)) return s;
+    const std::optional<Stored> found = stored(hash);
+    if (found && (found->here || !(wait || would_be_best(found->evaluation))))
+      return std::make_pair(found->id, found->evaluation);
+    const bool elsewhere = found.has_value();  // evaluated on another machine kind only
+    if (!claimed(hash, wait, elsewhere)) {
+      if (auto again = stored(hash); again && (again->here || !elsewhere))
+        return std::make_pair(again->id, again->evaluation);
       ++claimed_elsewhere_;
       return std::nullopt;
     }
@@ -169,8 +195,7 @@ class Chains {
     // A stored evaluation never needs confirming: one that made its candidate the best
     // was confirmed in the same transaction, and any other was slower than the best of
     // its time, which only gets faster.
-    if (may_confirm && options_.confirm_new_best && e.verdict == Verdict::Pass &&
-        e.median_seconds > 0 && seconds_of(e) < best_.seconds)
+    if (may_confirm && options_.confirm_new_best && would_be_best(e))
       if (auto confirmed = confirm(id, c, e)) return std::make_pair(id, *confirmed);
     store_.add_evaluation(to_row(id, e, 0));
     return std::make_pair(id, e);
@@ -296,7 +321,7 @@ class Chains {
     // A worker joining a shared run starts its chains from the run's best.
     State start = base;
     if (best_.candidate.proposer == "warm-start" || options_.worker.on)
-      if (auto e = store_.evaluation_of(best_.id))
+      if (auto e = store_.evaluation_here(best_.id))
         start = state_of(best_.id, best_.candidate, evaluation_from_row(*e), baseline_seconds_);
     for (int chain = 0; chain < options_.chains; ++chain) {
       State s = start;

@@ -185,6 +185,7 @@ struct SearchOptions {
   double time_budget_seconds = 0;  // this session's wall time; 0 = no limit
   int64_t max_evals =
       0;  // candidates evaluated in the whole run (confirmations not counted); 0 = no limit
+  int64_t max_session_evals = 0;  // evaluations this session (this worker) makes; 0 = no limit
   uint64_t seed = 1;
   int chains = 2;
   double base_temperature = 0.02;  // chain i runs at base x 2^i (cost is in log-seconds)

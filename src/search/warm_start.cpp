@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -137,7 +138,12 @@ struct Gatherer {
 
 std::string machine_fingerprint() {
   const measure::MachineIdentity id = measure::host_identity();
-  return fmt::format("{} | {} | {} cpus", id.cpu_model, id.isa, id.cores);
+  std::string fingerprint = fmt::format("{} | {} | {} cpus", id.cpu_model, id.isa, id.cores);
+  // For tests only: this machine pretends to be another machine kind, and says so in the
+  // fingerprint (docs/distributed.md, "Testing").
+  if (const char* kind = std::getenv("OLLIE_TEST_MACHINE_KIND"); kind && *kind)
+    fingerprint += fmt::format(" | test kind {}", kind);
+  return fingerprint;
 }
 
 std::string graph_signature(const ir::Graph& graph) {

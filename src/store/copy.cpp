@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "store/db.h"
+#include "store/schema.h"
 #include "store/store.h"
 #include "support/error.h"
 
@@ -106,6 +107,9 @@ void Store::copy(const Location& from_where, const Location& to_where) {
                    "', 'id'), coalesce(max(id), 1), max(id) IS NOT NULL) FROM " + t.name,
                "continuing the ids");
   }
+  // The server's counters of the rows copied in (schema::kPostgresCounters).
+  if (dst.dialect() == backend::Dialect::PostgreSQL)
+    dst.exec(schema::kRecountCounters, "counting the rows copied");
   tx.commit();
   to.db_->counts_cache.reset();
   to.checkpoint();

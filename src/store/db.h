@@ -6,11 +6,21 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 
 #include "store/backend.h"
 #include "store/store.h"
 
 namespace ollie::store::detail {
+
+inline constexpr const char* kCandidateColumns =
+    "id, hash, source, schedule, rewrites, parent, proposer, created";
+inline constexpr const char* kEvaluationColumns =
+    "id, candidate, verdict, message, penalty, certificate_json, median_seconds, min_seconds, "
+    "mad_seconds, ratio_vs_baseline, rounds, cost, eval_seconds, created";
+// A row's columns from `c0` on, in the order of the lists above.
+Candidate read_candidate(const backend::Query& q, int c0);
+Evaluation read_evaluation(const backend::Query& q, int c0);
 
 class Db {
  public:
@@ -29,8 +39,16 @@ class Db {
   // the run (an SQLite file, optimize's lock); never kept for a shared backend. Dropped
   // on a rollback, and read again when next asked for.
   std::optional<Counts> counts_cache;
+  // PostgreSQL: the inserts also add to the run's counters (schema::kPostgresCounters) and
+  // take the worker as one more parameter; counts() sums the counters.
+  bool counters = false;
   // This process's worker of a shared run (Store::add_worker); 0: none.
   int64_t worker = 0;
+  // The machine kind best(), evaluation_here() and claim(here) are about (Store::
+  // set_machine_kind; kinds.cpp); empty: every evaluation. `run_kind`: the run's own
+  // machine's fingerprint, the kind of an evaluation without a worker (read when the kind
+  // is set).
+  std::string kind, run_kind;
   // The database's clock in seconds since 1970, as SQL of the backend's dialect.
   const char* now_sql() const {
     return conn->dialect() == backend::Dialect::PostgreSQL

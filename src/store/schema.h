@@ -39,6 +39,32 @@ inline constexpr Migration kMigrations[] = {
      "evaluations", "worker"},
 };
 
+// PostgreSQL only (docs/distributed.md, "Counting"): the run's row counts kept by the
+// writes, one row per worker (0: writes of no worker), each add_* adding to its own row in
+// the statement that adds the rows, so counting the run reads a row per worker instead of
+// scanning every table. SQLite keeps its counts in the one process that writes a file.
+inline constexpr const char* kPostgresCounters = R"sql(
+CREATE TABLE IF NOT EXISTS counters(
+  worker BIGINT PRIMARY KEY,
+  candidates BIGINT NOT NULL DEFAULT 0,
+  evaluations BIGINT NOT NULL DEFAULT 0,
+  steps BIGINT NOT NULL DEFAULT 0,
+  accepted_steps BIGINT NOT NULL DEFAULT 0,
+  passes BIGINT NOT NULL DEFAULT 0,
+  events BIGINT NOT NULL DEFAULT 0,
+  model_calls BIGINT NOT NULL DEFAULT 0);
+)sql";
+// The counters from the rows themselves (a run copied in, or made before the counters).
+inline constexpr const char* kRecountCounters = R"sql(
+DELETE FROM counters;
+INSERT INTO counters(worker, candidates, evaluations, steps, accepted_steps, passes, events,
+                     model_calls)
+SELECT 0, (SELECT count(*) FROM candidates), (SELECT count(*) FROM evaluations),
+       (SELECT count(*) FROM steps), (SELECT count(*) FROM steps WHERE accepted = 1),
+       (SELECT count(DISTINCT candidate) FROM evaluations WHERE verdict = 'pass'),
+       (SELECT count(*) FROM events), (SELECT count(*) FROM model_calls);
+)sql";
+
 // The whole schema. Every value a row needs is NOT NULL except the ids that mean "none"
 // (a candidate's parent, a step's candidates), which are NULL rather than 0 so that the
 // foreign keys hold.

@@ -22,11 +22,10 @@ namespace ollie::store {
 
 namespace {
 
-constexpr const char* kCandidateColumns =
-    "id, hash, source, schedule, rewrites, parent, proposer, created";
-constexpr const char* kEvaluationColumns =
-    "id, candidate, verdict, message, penalty, certificate_json, median_seconds, min_seconds, "
-    "mad_seconds, ratio_vs_baseline, rounds, cost, eval_seconds, created";
+using detail::kCandidateColumns;
+using detail::kEvaluationColumns;
+using detail::read_candidate;
+using detail::read_evaluation;
 
 std::string or_now(const std::string& created) {
   return created.empty() ? strings::utc_now_iso8601_ms() : created;
@@ -54,6 +53,32 @@ std::string redact_secrets(std::string text) {
   }
   return text;
 }
+
+std::string cat(std::initializer_list<std::string> parts) {
+  std::string s;
+  for (const auto& p : parts) s += p;
+  return s;
+}
+
+// PostgreSQL (schema::kPostgresCounters): `insert` (without RETURNING) as one statement that
+// also adds to the counters row of the worker in parameter `worker`: `columns` by
+// `values` (SQL per inserted row). Returns the inserted row's id, as `insert RETURNING id`.
+std::string with_counters(const std::string& insert, int worker,
+                          std::initializer_list<std::pair<const char*, const char*>> add) {
+  std::string columns, values, sets;
+  for (const auto& [column, value] : add) {
+    columns += std::string(", ") + column;
+    values += std::string(", ") + value;
+    sets += cat({sets.empty() ? "" : ", ", column, " = counters.", column, " + excluded.", column});
+  }
+  return cat({"WITH ins AS (", insert, " RETURNING id), n AS (INSERT INTO counters(worker", columns,
+              ") SELECT ?", std::to_string(worker), values,
+              " FROM ins ON CONFLICT(worker) DO UPDATE SET ", sets, ") SELECT id FROM ins"});
+}
+
+}  // namespace
+
+namespace detail {
 
 Candidate read_candidate(const backend::Query& q, int c0) {
   Candidate c;
@@ -87,16 +112,6 @@ Evaluation read_evaluation(const backend::Query& q, int c0) {
   return e;
 }
 
-std::string cat(std::initializer_list<std::string> parts) {
-  std::string s;
-  for (const auto& p : parts) s += p;
-  return s;
-}
-
-}  // namespace
-
-namespace detail {
-
 void Db::prepare() {
   // The statements built from the column lists (SQLite copies the text it prepares).
   std::string sql_candidate_by_id =
@@ -122,46 +137,65 @@ void Db::prepare() {
            " AND e.id = (SELECT max(id) FROM evaluations WHERE candidate = e.candidate)"
            " ORDER BY e.median_seconds, e.id LIMIT ?1"});
 
-  auto make = [&](const char* sql) { return conn->prepare(sql); };
+  auto make = [&](const std::string& sql) { return conn->prepare(sql); };
+  counters = conn->dialect() == backend::Dialect::PostgreSQL;
+  // Each insert, and on PostgreSQL its counters in the same statement (the worker: the
+  // parameter after the row's).
+  auto counted = [&](const std::string& insert, int worker_param,
+                     std::initializer_list<std::pair<const char*, const char*>> add) {
+    return make(counters ? with_counters(insert, worker_param, add) : insert + " RETURNING id");
+  };
   run = make(
       "SELECT spec_path, spec_source, spec_sha256, entry, dims_json, machine_json, "
       "options_json, seed, created FROM run WHERE id = 1");
-  insert_candidate = make(
+  insert_candidate = counted(
       "INSERT INTO candidates(hash, source, schedule, rewrites, parent, proposer, created, "
-      "predicted) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(hash) DO NOTHING RETURNING "
-      "id");
+      "predicted) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(hash) DO NOTHING",
+      9, {{"candidates", "1"}});
   candidate_id_by_hash = make("SELECT id FROM candidates WHERE hash = ?1");
-  candidate_by_id = make(sql_candidate_by_id.c_str());
-  candidate_by_hash = make(sql_candidate_by_hash.c_str());
-  insert_evaluation = make(
+  candidate_by_id = make(sql_candidate_by_id);
+  candidate_by_hash = make(sql_candidate_by_hash);
+  // A pass counts when the candidate had none (the statement reads the rows before it).
+  insert_evaluation = counted(
       "INSERT INTO evaluations(candidate, verdict, message, penalty, certificate_json, "
       "median_seconds, min_seconds, mad_seconds, ratio_vs_baseline, rounds, cost, "
       "eval_seconds, created, worker) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-      "?13, ?14) RETURNING id");
-  evaluation_of = make(sql_evaluation_of.c_str());
-  insert_step = make(
+      "?13, ?14)",
+      15,
+      {{"evaluations", "1"},
+       {"passes",
+        "CASE WHEN ?2 = 'pass' AND NOT EXISTS (SELECT 1 FROM evaluations WHERE candidate = ?1 "
+        "AND verdict = 'pass') THEN 1 ELSE 0 END"}});
+  evaluation_of = make(sql_evaluation_of);
+  insert_step = counted(
       "INSERT INTO steps(step, chain, proposed, \"current\", accepted, temperature, "
       "cost_current, cost_proposed, note, created) "
-      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+      11, {{"steps", "1"}, {"accepted_steps", "?5"}});
   last_step = make(
       "SELECT step, chain, proposed, \"current\", accepted, temperature, cost_current, "
       "cost_proposed, note FROM steps WHERE chain = ?1 ORDER BY step DESC LIMIT 1");
   next_step = make("SELECT coalesce(max(step) + 1, 0) FROM steps");
-  insert_event = make("INSERT INTO events(kind, text, created) VALUES(?1, ?2, ?3)");
-  insert_model_call = make(
+  insert_event =
+      counted("INSERT INTO events(kind, text, created) VALUES(?1, ?2, ?3)", 4, {{"events", "1"}});
+  insert_model_call = counted(
       "INSERT INTO model_calls(proposer, request, answer, status, http_status, tokens_in, "
-      "tokens_out, cost, seconds, created) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
-      "RETURNING id");
+      "tokens_out, cost, seconds, created) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+      11, {{"model_calls", "1"}});
   model_calls = make(
       "SELECT id, proposer, request, answer, status, http_status, tokens_in, tokens_out, "
       "cost, seconds, created FROM model_calls WHERE proposer = ?1 AND id > ?2 "
       "ORDER BY id LIMIT ?3");
-  best = make(sql_best.c_str());
+  best = make(sql_best);
   counts = make(
-      "SELECT (SELECT count(*) FROM candidates), (SELECT count(*) FROM evaluations), "
-      "(SELECT count(*) FROM steps), (SELECT count(*) FROM steps WHERE accepted = 1), "
-      "(SELECT count(DISTINCT candidate) FROM evaluations WHERE verdict = 'pass'), "
-      "(SELECT count(*) FROM events), (SELECT count(*) FROM model_calls)");
+      counters
+          ? "SELECT coalesce(sum(candidates), 0), coalesce(sum(evaluations), 0), "
+            "coalesce(sum(steps), 0), coalesce(sum(accepted_steps), 0), coalesce(sum(passes), 0), "
+            "coalesce(sum(events), 0), coalesce(sum(model_calls), 0) FROM counters"
+          : "SELECT (SELECT count(*) FROM candidates), (SELECT count(*) FROM evaluations), "
+            "(SELECT count(*) FROM steps), (SELECT count(*) FROM steps WHERE accepted = 1), "
+            "(SELECT count(DISTINCT candidate) FROM evaluations WHERE verdict = 'pass'), "
+            "(SELECT count(*) FROM events), (SELECT count(*) FROM model_calls)");
   predictions = make(
       "SELECT c.predicted, e.ratio_vs_baseline FROM candidates c JOIN evaluations e ON "
       "e.candidate = c.id WHERE c.predicted IS NOT NULL AND e.id = (SELECT max(id) FROM "
@@ -261,6 +295,7 @@ int64_t Store::add_candidate(Candidate c) {
       q.real(8, *c.predicted);
     else
       q.null(8);
+    if (db_->counters) q.int64(9, db_->worker);
     if (q.next()) {  // RETURNING: a row when it was added, none when it was there
       if (db_->counts_cache) ++db_->counts_cache->candidates;
       return q.col_int64(0);
@@ -311,6 +346,7 @@ int64_t Store::add_evaluation(const Evaluation& e) {
       .real(12, e.eval_seconds)
       .text(13, or_now(e.created))
       .id_or_null(14, db_->worker);
+  if (db_->counters) q.int64(15, db_->worker);
   if (!q.next()) throw InternalError("add_evaluation: no id returned");
   if (db_->counts_cache) {
     ++db_->counts_cache->evaluations;
@@ -339,8 +375,9 @@ void Store::add_step(const Step& s) {
       .real(7, s.cost_current)
       .real(8, s.cost_proposed)
       .text(9, s.note)
-      .text(10, strings::utc_now_iso8601_ms())
-      .run();
+      .text(10, strings::utc_now_iso8601_ms());
+  if (db_->counters) q.int64(11, db_->worker);
+  q.run();
   if (db_->counts_cache) {
     ++db_->counts_cache->steps;
     if (s.accepted) ++db_->counts_cache->accepted_steps;
@@ -373,11 +410,10 @@ int64_t Store::next_step() const {
 
 void Store::add_event(const std::string& kind, const std::string& text) {
   Lock lock(db_->mu);
-  backend::Query(*db_->insert_event, "adding an event")
-      .text(1, kind)
-      .text(2, text)
-      .text(3, strings::utc_now_iso8601_ms())
-      .run();
+  backend::Query q(*db_->insert_event, "adding an event");
+  q.text(1, kind).text(2, text).text(3, strings::utc_now_iso8601_ms());
+  if (db_->counters) q.int64(4, db_->worker);
+  q.run();
   if (db_->counts_cache) ++db_->counts_cache->events;
 }
 
@@ -396,6 +432,7 @@ int64_t Store::add_model_call(const ModelCall& m) {
       .real(8, m.cost)
       .real(9, m.seconds)
       .text(10, or_now(m.created));
+  if (db_->counters) q.int64(11, db_->worker);
   if (!q.next()) throw InternalError("add_model_call: no id returned");
   if (db_->counts_cache) ++db_->counts_cache->model_calls;
   return q.col_int64(0);
@@ -427,6 +464,7 @@ std::vector<ModelCall> Store::model_calls(const std::string& proposer, int64_t a
 
 std::vector<std::pair<Candidate, Evaluation>> Store::best(int limit) const {
   Lock lock(db_->mu);
+  if (!db_->kind.empty()) return best_on(db_->kind, limit);
   std::vector<std::pair<Candidate, Evaluation>> out;
   if (limit <= 0) return out;
   backend::Query q(*db_->best, "reading the best candidates");

@@ -270,7 +270,8 @@ class Store {
 
   // The fastest passing candidates: those whose latest evaluation is "pass" with a
   // measured median (median_seconds > 0), by median_seconds ascending (ties by
-  // evaluation id), at most `limit`.
+  // evaluation id), at most `limit`. With a machine kind set (set_machine_kind, a worker),
+  // only evaluations timed on that kind count: times of two machines do not compare.
   std::vector<std::pair<Candidate, Evaluation>> best(int limit) const;
 
   Counts counts() const;
@@ -300,10 +301,28 @@ class Store {
   // Claims the candidate of source hash `hash` before evaluating it, so that no two
   // workers evaluate one candidate: Ours when nobody holds it, or its holder's heartbeat
   // is older than `lease_seconds` (a killed worker), and it has no evaluation yet. A Store
-  // without a worker (add_worker) always gets Ours.
-  Claim claim(const std::string& hash, double lease_seconds);
+  // without a worker (add_worker) always gets Ours. `here`: a claim to time it on this
+  // worker's machine kind although another kind evaluated it (a claim of its own, and
+  // Evaluated only for an evaluation on this kind).
+  Claim claim(const std::string& hash, double lease_seconds, bool here = false);
   // This Store's worker id (0: none).
   int64_t worker_id() const;
+  // ---- Machine kinds (docs/distributed.md, "Mixed machines") ----
+  // A run's evaluations are timed on the machine of the worker that made them (its
+  // fingerprint; an evaluation without a worker, on the run's own machine). Sets the kind
+  // that best(), evaluation_here() and claim(here) are about; add_worker sets its worker's.
+  // Empty (the default without a worker): every evaluation, whatever its machine.
+  void set_machine_kind(const std::string& fingerprint);
+  const std::string& machine_kind() const;
+  // The latest evaluation of a candidate timed on this store's machine kind (evaluation_of
+  // when no kind is set).
+  std::optional<Evaluation> evaluation_here(int64_t candidate) const;
+  // best(limit) on the machine kind `fingerprint`.
+  std::vector<std::pair<Candidate, Evaluation>> best_on(const std::string& fingerprint,
+                                                        int limit) const;
+  // Each machine kind with evaluations in the run and how many, most first.
+  std::vector<std::pair<std::string, int64_t>> machine_kinds() const;
+
   // Sets the run's fact `key` (a `meta` row) to `value` unless it is set: true for the one
   // caller that set it (e.g. which worker writes the answer).
   bool set_once(const std::string& key, const std::string& value);

@@ -241,6 +241,31 @@ void migrate_postgres(backend::Backend& b) {
   }
 }
 
+// A run made before the counters (schema::kPostgresCounters) gets them, filled from its
+// rows, once: under the meta table's lock, as a migration.
+void ensure_counters(backend::Backend& b) {
+  auto has_counters = [&b] {
+    auto st = b.prepare(
+        "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND "
+        "table_name = 'counters'");
+    backend::Query q(*st, "reading the schema");
+    return q.next();
+  };
+  if (has_counters()) return;
+  b.begin("adding the run's counters");
+  try {
+    b.exec("LOCK TABLE meta IN EXCLUSIVE MODE", "adding the run's counters");
+    if (!has_counters()) {
+      b.exec(kPostgresCounters, "adding the run's counters");
+      b.exec(kRecountCounters, "adding the run's counters");
+    }
+    b.commit("adding the run's counters");
+  } catch (...) {
+    b.rollback();
+    throw;
+  }
+}
+
 std::unique_ptr<detail::Db> open_postgres_run(const Location& where) {
   auto b = backend::open_postgres(where.url, where.run, pg_options(where));
   const std::string name = where.describe();
@@ -265,6 +290,7 @@ std::unique_ptr<detail::Db> open_postgres_run(const Location& where) {
                     version_text + "; this ollie reads up to " + std::to_string(kSchemaVersion) +
                     "); use that ollie or a newer one");
   if (version < kSchemaVersion) migrate_postgres(*b);
+  ensure_counters(*b);
   return prepared(std::move(b));
 }
 
@@ -281,6 +307,7 @@ Store Store::create(const Location& where, const RunInfo& info) {
                       "another --run");
     b->use_run_schema();
     b->exec(kSchema, "creating the schema");
+    b->exec(kPostgresCounters, "creating the schema");
     write_run(*b, info);
     b->commit("creating the run");
   } catch (...) {

@@ -9,6 +9,7 @@
 #include "store/db.h"
 #include "store/store.h"
 #include "support/error.h"
+#include "support/sha256.h"
 #include "support/strings.h"
 
 namespace ollie::store {
@@ -23,12 +24,21 @@ int64_t query_int(detail::Db& db, const std::string& sql, const char* what) {
   return q.next() ? q.col_int64(0) : 0;
 }
 
-bool has_evaluation(detail::Db& db, const std::string& hash) {
+// Whether the candidate has an evaluation; `here`: one timed on the store's machine kind.
+bool has_evaluation(detail::Db& db, const std::string& hash, bool here) {
+  if (!here || db.kind.empty()) {
+    auto st = db.conn->prepare(
+        "SELECT 1 FROM evaluations e JOIN candidates c ON c.id = e.candidate WHERE c.hash = ?1 "
+        "LIMIT 1");
+    backend::Query q(*st, "looking for an evaluation");
+    q.text(1, hash);
+    return q.next();
+  }
   auto st = db.conn->prepare(
-      "SELECT 1 FROM evaluations e JOIN candidates c ON c.id = e.candidate WHERE c.hash = ?1 "
-      "LIMIT 1");
+      "SELECT 1 FROM evaluations e JOIN candidates c ON c.id = e.candidate LEFT JOIN workers w "
+      "ON w.id = e.worker WHERE c.hash = ?1 AND coalesce(w.fingerprint, ?3) = ?2 LIMIT 1");
   backend::Query q(*st, "looking for an evaluation");
-  q.text(1, hash);
+  q.text(1, hash).text(2, db.kind).text(3, db.run_kind);
   return q.next();
 }
 
@@ -64,6 +74,7 @@ Worker Store::add_worker(Worker w) {
   }
   tx.commit();
   db_->worker = w.id;
+  set_machine_kind(w.fingerprint);
   return w;
 }
 
@@ -110,9 +121,12 @@ void Store::stop_worker() {
       .run();
 }
 
-Claim Store::claim(const std::string& hash, double lease_seconds) {
+Claim Store::claim(const std::string& hash, double lease_seconds, bool here) {
   Lock lock(db_->mu);
   if (db_->worker == 0) return Claim::Ours;
+  // Timing on this machine kind a candidate another kind evaluated is a claim of its own:
+  // the hash and the kind.
+  const std::string key = here ? hash + "@" + sha256_hex(db_->kind).substr(0, 16) : hash;
   const std::string now = db_->now_sql();
   // Taken over only from this worker itself, a worker that stopped, or one whose heart
   // stopped beating for the lease (killed). A server that restarted less than a lease ago
@@ -131,12 +145,12 @@ Claim Store::claim(const std::string& hash, double lease_seconds) {
   bool ours = false;
   {
     backend::Query q(*st, "claiming a candidate");
-    q.text(1, hash).int64(2, db_->worker).real(3, lease_seconds);
+    q.text(1, key).int64(2, db_->worker).real(3, lease_seconds);
     ours = q.next();
   }
   // Checked after the claim: an evaluation its last holder committed before it stopped
   // is seen here.
-  if (has_evaluation(*db_, hash)) return Claim::Evaluated;
+  if (has_evaluation(*db_, hash, here)) return Claim::Evaluated;
   return ours ? Claim::Ours : Claim::Evaluating;
 }
 

@@ -1,7 +1,10 @@
 // Joining a shared run (src/api/optimize_shared.h, docs/distributed.md): the differences
 // that refuse a worker are each named, with this worker's value and the run's, and a
-// worker on another machine kind is refused unless --allow-mixed-machines.
+// worker on another machine kind is refused unless --allow-mixed-machines; --run-time
+// leaves a worker what is left of the run's wall time.
 #include <gtest/gtest.h>
+
+#include <ctime>
 
 #include "api/optimize_shared.h"
 #include "support/error.h"
@@ -71,6 +74,43 @@ TEST(SharedRun, FlagsThatDoNotGoTogetherAreRefused) {
   EXPECT_THROW(api::check_storage_flags(f), UserError);
   f.claim_lease = 60;
   EXPECT_NO_THROW(api::check_storage_flags(f));
+}
+
+struct Notes : api::OptimizeObserver {
+  void note(const std::string& line) override { lines += line + "\n"; }
+  std::string lines;
+};
+
+// A run created `age` seconds ago.
+store::RunInfo created_ago(double age) {
+  store::RunInfo r = run_info();
+  const std::time_t t = std::time(nullptr) - static_cast<std::time_t>(age);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  r.created = text;
+  return r;
+}
+
+TEST(SharedRun, RunTimeLeavesAWorkerWhatIsLeftOfTheRunsWallTime) {
+  api::OptimizeOptions f;
+  f.run_time = "2h";
+  Notes notes;
+  search::SearchOptions so;
+  api::apply_run_time(so, created_ago(3600), f, notes);
+  EXPECT_NEAR(so.time_budget_seconds, 3600, 5);
+  EXPECT_NE(notes.lines.find("--run-time 2h: the run is 1:00:0"), std::string::npos) << notes.lines;
+  // --time of the worker, when shorter, stays.
+  so.time_budget_seconds = 600;
+  api::apply_run_time(so, created_ago(3600), f, notes);
+  EXPECT_EQ(so.time_budget_seconds, 600);
+  // A run past its time: the worker stops at once (0 would mean no limit).
+  so = {};
+  api::apply_run_time(so, created_ago(3 * 3600), f, notes);
+  EXPECT_GT(so.time_budget_seconds, 0);
+  EXPECT_LT(so.time_budget_seconds, 1e-6);
+  EXPECT_NE(notes.lines.find("its time is spent"), std::string::npos) << notes.lines;
+  f.run_time = "soon";
+  EXPECT_THROW(api::apply_run_time(so, created_ago(0), f, notes), UserError);
 }
 
 }  // namespace

@@ -8,11 +8,13 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "../store/pg_server.h"
+#include "slurm_cluster.h"
 #include "e2e_util.h"
 #include "store/store.h"
 
@@ -62,6 +64,45 @@ void sqlite_storage_keeps_the_run_in_that_file(const fs::path& dir, const std::s
   EXPECT_NE(bad.out.find("an SQLite file holds one run"), std::string::npos) << bad.out;
 }
 
+// Two workers started by the Slurm recipe (deploy/slurm/workers.sbatch): a job array of two
+// tasks on the test's one-node cluster (tests/e2e/slurm_cluster.h), or, with
+// OLLIE_SKIP_SLURM_TESTS=1, the script itself run twice at once with a stand-in `srun` that
+// runs its command. Every setting comes from the environment, as on a cluster. What each
+// task printed, and whether both ran.
+std::string run_the_slurm_recipe(const fs::path& dir, const std::string& env) {
+  const std::string script = (fs::path(OLLIE_SOURCE_DIR) / "deploy/slurm/workers.sbatch").string();
+  const std::string logs = (dir / "task-%a.log").string();
+  std::string out;
+  if (ollie::test::SlurmCluster* slurm = ollie::test::SlurmCluster::get()) {
+    const CommandResult submitted =
+        shell("cd " + dir.string() + " && " + env + " " + slurm->env() +
+              "sbatch --parsable --array=0-1 --cpus-per-task=1 --output=" + logs + " " + script +
+              " 2>&1");
+    EXPECT_EQ(submitted.exit_code, 0) << submitted.out;
+    std::string id = submitted.out.substr(0, submitted.out.find_first_of(";\n"));
+    EXPECT_TRUE(slurm->wait_for(id, 240)) << "the job array did not finish in 240 s";
+  } else if (!ollie::test::SlurmCluster::skipped()) {
+    return "";  // the cluster did not start: the test has failed with the reason
+  } else {
+    const fs::path stub = dir / "bin";
+    fs::create_directories(stub);
+    // srun's options, then the command.
+    std::ofstream(stub / "srun") << "#!/bin/sh\nwhile [ \"${1#-}\" != \"$1\" ]; do shift; "
+                                    "done\nexec \"$@\"\n";
+    fs::permissions(stub / "srun", fs::perms::owner_all);
+    auto task = [&](int i) {
+      return "(cd " + dir.string() + " && PATH=" + stub.string() +
+             ":$PATH SLURM_ARRAY_TASK_ID=" + std::to_string(i) + " SLURM_CPUS_PER_TASK=1 " + env +
+             " bash " + script + " > " + (dir / ("task-" + std::to_string(i) + ".log")).string() +
+             " 2>&1)";
+    };
+    shell(task(0) + " & " + task(1) + "; wait");
+  }
+  for (int i = 0; i < 2; ++i)
+    out += ollie_e2e::read_file(dir / ("task-" + std::to_string(i) + ".log")) + "\n----\n";
+  return out;
+}
+
 TEST(Distributed, TwoWorkersShareARunEvaluateNothingTwiceAndOneWritesTheAnswer) {
   OLLIE_REQUIRE_POSTGRES(server);
   const fs::path dir = fresh_dir("distributed");
@@ -69,21 +110,23 @@ TEST(Distributed, TwoWorkersShareARunEvaluateNothingTwiceAndOneWritesTheAnswer) 
   const std::string url = server->url();
   const std::string run = "softmax-e2e";
   const std::string env = "OLLIE_CACHE_DIR=" + (dir / "cache").string();
-  auto worker = [&](const std::string& out, const std::string& extra) {
-    return env + " " + OLLIE_BINARY + " optimize " + spec +
-           " --dims M=16,N=64 --evals 8 --bench-seconds 0.05 --no-tuning-db --storage '" + url +
-           "' --run " + run + " -o " + (dir / out).string() + extra;
-  };
-  // Two workers at once; each one's output in a file.
-  const CommandResult both =
-      shell("(" + worker("a", "") + " > " + (dir / "a.log").string() + " 2>&1; echo a=$?) & (" +
-            worker("b", "") + " > " + (dir / "b.log").string() + " 2>&1; echo b=$?); wait");
-  const std::string logs =
-      ollie_e2e::read_file(dir / "a.log") + "\n----\n" + ollie_e2e::read_file(dir / "b.log");
-  EXPECT_NE(both.out.find("a=0"), std::string::npos) << both.out << logs;
-  EXPECT_NE(both.out.find("b=0"), std::string::npos) << both.out << logs;
+  // The recipe's settings: the database, the run, the spec and its options, the budget.
+  const std::string recipe_env = env + " OLLIE='" + OLLIE_BINARY + "' OLLIE_STORAGE='" + url +
+                                 "' OLLIE_RUN=" + run + " OLLIE_SPEC=" + spec +
+                                 " OLLIE_ARGS='--dims M=16,N=64 --bench-seconds 0.05 "
+                                 "--no-tuning-db' OLLIE_BUDGET='--evals 8' OLLIE_OUT=" +
+                                 dir.string();
+  const std::string logs = run_the_slurm_recipe(dir, recipe_env);
+  ASSERT_FALSE(logs.empty());
+  EXPECT_NE(logs.find("worker 1 ("), std::string::npos) << logs;
+  EXPECT_NE(logs.find("worker 2 ("), std::string::npos) << logs;
   // Exactly one of them wrote the answer.
-  EXPECT_NE(fs::exists(dir / "a" / "softmax.cpp"), fs::exists(dir / "b" / "softmax.cpp")) << logs;
+  const bool first = fs::exists(dir / "task-0" / "softmax.cpp");
+  EXPECT_NE(first, fs::exists(dir / "task-1" / "softmax.cpp")) << logs;
+  // With its report (the run copied into a temporary file for it, and removed).
+  EXPECT_TRUE(fs::exists(dir / (first ? "task-0" : "task-1") / "report.html")) << logs;
+  for (const auto& e : fs::directory_iterator(dir / (first ? "task-0" : "task-1")))
+    EXPECT_EQ(e.path().filename().string().rfind(".report-", 0), std::string::npos) << e.path();
   const std::string q = "\"" + run + "\".";
   EXPECT_EQ(count(url, "SELECT count(*) FROM " + q + "workers"), 2);
   EXPECT_EQ(count(url, "SELECT count(*) FROM " + q + "workers WHERE stopped IS NULL"), 0);
@@ -113,12 +156,38 @@ TEST(Distributed, TwoWorkersShareARunEvaluateNothingTwiceAndOneWritesTheAnswer) 
   EXPECT_NE(refused.out.find("option chains: 3 here, 2 in the run"), std::string::npos)
       << refused.out;
 
-  // --finalize writes the answer again, without searching.
+  // A worker of another machine kind (a test kind: OLLIE_TEST_MACHINE_KIND) is refused
+  // unless --allow-mixed-machines; with it, it times the baseline on its own machine.
+  const std::string b_env = env + " OLLIE_TEST_MACHINE_KIND=b";
+  auto b_worker = [&](const std::string& extra) {
+    return shell(b_env + " " + OLLIE_BINARY + " optimize " + spec +
+                 " --dims M=16,N=64 --bench-seconds 0.05 --no-tuning-db --threads 1 --evals 8 "
+                 "--storage '" +
+                 url + "' --run " + run + " -o " + (dir / "b").string() + extra + " 2>&1");
+  };
+  const CommandResult b_refused = b_worker("");
+  EXPECT_EQ(b_refused.exit_code, 1) << b_refused.out;
+  EXPECT_NE(b_refused.out.find("the machine differs"), std::string::npos) << b_refused.out;
+  const CommandResult b_joined = b_worker(" --allow-mixed-machines");
+  EXPECT_EQ(b_joined.exit_code, 0) << b_joined.out;
+  EXPECT_EQ(count(url, "SELECT count(DISTINCT w.fingerprint) FROM " + q + "evaluations e JOIN " +
+                           q + "workers w ON w.id = e.worker JOIN " + q +
+                           "candidates c ON c.id = e.candidate WHERE c.proposer = 'baseline'"),
+            2);
+
+  // --finalize on a machine of kind b writes the best timed on kind b (its baseline: it
+  // timed nothing else) and names the other kind, without searching; with the report.
   const CommandResult fin =
-      shell(env + " " + OLLIE_BINARY + " optimize --storage '" + url + "' --run " + run +
+      shell(b_env + " " + OLLIE_BINARY + " optimize --storage '" + url + "' --run " + run +
             " --finalize -o " + (dir / "f").string() + " 2>&1");
   EXPECT_EQ(fin.exit_code, 0) << fin.out;
   EXPECT_TRUE(fs::exists(dir / "f" / "softmax.cpp")) << fin.out;
+  EXPECT_TRUE(fs::exists(dir / "f" / "report.html")) << fin.out;
+  const std::string summary = ollie_e2e::read_file(dir / "f" / "summary.md");
+  EXPECT_NE(summary.find("- best: the baseline itself"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("- machine kinds: this answer was timed on "), std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("| test kind b; the run's other kinds"), std::string::npos) << summary;
   EXPECT_EQ(count(url, "SELECT count(*) FROM " + q + "candidates"), candidates);
 
   // Export and import: the run as a file (for ollie report) and back as a new run.
@@ -133,6 +202,12 @@ TEST(Distributed, TwoWorkersShareARunEvaluateNothingTwiceAndOneWritesTheAnswer) 
   const CommandResult report = shell(std::string(OLLIE_BINARY) + " report " + file + " -o " +
                                      (dir / "report.html").string() + " 2>&1");
   EXPECT_EQ(report.exit_code, 0) << report.out;
+  // The report straight from the database (a temporary copy, removed).
+  const CommandResult direct =
+      shell(std::string(OLLIE_BINARY) + " report --storage '" + url + "' --run " + run + " -o " +
+            (dir / "direct.html").string() + " 2>&1");
+  EXPECT_EQ(direct.exit_code, 0) << direct.out;
+  EXPECT_GT(fs::file_size(dir / "direct.html"), 1000u) << direct.out;
   const CommandResult imported = shell(std::string(OLLIE_BINARY) + " import " + file +
                                        " --storage '" + url + "' --run " + run + "-back 2>&1");
   EXPECT_EQ(imported.exit_code, 0) << imported.out;

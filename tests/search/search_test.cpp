@@ -148,6 +148,27 @@ TEST(Chains, AResumedRunContinuesWithoutReevaluating) {
   EXPECT_GT(db.next_step(), steps_before);
 }
 
+// --session-evals: this session's (this worker's) evaluations, whatever the run has.
+TEST(Chains, ASessionBudgetCountsThisSessionsEvaluations) {
+  RunDir r;
+  FakeEvaluator first, second;
+  {
+    store::Store db = r.create();
+    run(db, first, 10);
+  }
+  store::Store db = store::Store::open((r.dir / "run.db").string());
+  std::vector<std::unique_ptr<search::Proposer>> proposers;
+  proposers.push_back(search::make_mutate_proposer(softmax()));
+  search::SearchOptions options;
+  options.max_session_evals = 4;
+  options.seed = 7;
+  EXPECT_EQ(search::run_chains(
+                softmax(), db, second, proposers, options, [] { return false; }, nullptr),
+            search::StopReason::EvalBudget);
+  EXPECT_EQ(second.calls, 4);
+  EXPECT_EQ(db.counts().evaluations, 14);
+}
+
 // A proposer that fails with a bug (an InternalError) half the time: the run goes on with
 // the others, and the database says what went wrong.
 class BuggyProposer : public search::Proposer {

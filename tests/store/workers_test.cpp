@@ -18,6 +18,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 
 #include "pg_server.h"
 #include "store/store.h"
@@ -146,6 +147,77 @@ void ANewWorkersChainsComeAfterEveryStepsChain(const Location& where) {
   EXPECT_EQ(s.add_worker(worker_named("late", 2)).first_chain, 5);
 }
 
+// A stand-in evaluation of `source` at `seconds`, by the store's worker (if any).
+int64_t timed(Store& s, const std::string& source, double seconds) {
+  Candidate c;
+  c.source = source;
+  c.proposer = "stand-in";
+  const int64_t id = s.add_candidate(c);
+  Evaluation e;
+  e.candidate = id;
+  e.verdict = "pass";
+  e.median_seconds = seconds;
+  s.add_evaluation(e);
+  return id;
+}
+
+// Workers of two machine kinds (--allow-mixed-machines): each kind's best is read from
+// its own evaluations (times of two machines do not compare), and a candidate one kind
+// evaluated is claimed again only to be timed on the other kind.
+void MachineKindsKeepTheirOwnBests(const Location& where) {
+  RunInfo info = sample_run();
+  info.machine_json = R"({"fingerprint": "fast"})";
+  Store a = Store::create(where, info);
+  Store b = Store::open(where), b2 = Store::open(where), any = Store::open(where);
+  Worker wa = worker_named("a", 1), wb = worker_named("b", 1), wb2 = worker_named("b2", 1);
+  wa.fingerprint = "fast";
+  wb.fingerprint = wb2.fingerprint = "slow";
+  a.add_worker(wa);
+  b.add_worker(wb);
+  b2.add_worker(wb2);
+  EXPECT_EQ(b.machine_kind(), "slow");
+  EXPECT_EQ(any.machine_kind(), "");
+  const int64_t k1 = timed(a, kernel(1), 1e-3);
+  const int64_t k2 = timed(a, kernel(2), 2e-3);
+  // Claims: evaluated somewhere, so not evaluated again as a new candidate; timed on the
+  // slow kind by one of its workers at a time.
+  const std::string h2 = sha256_hex(kernel(2));
+  EXPECT_EQ(b.claim(h2, 60), Claim::Evaluated);
+  EXPECT_EQ(b.claim(h2, 60, true), Claim::Ours);
+  EXPECT_EQ(b2.claim(h2, 60, true), Claim::Evaluating);
+  EXPECT_EQ(a.claim(h2, 60, true), Claim::Evaluated);
+  timed(b, kernel(2), 20e-3);
+  EXPECT_EQ(b2.claim(h2, 60, true), Claim::Evaluated);
+  // Each kind's best is its own: the slow kind never sees the fast kind's 1 ms.
+  const auto fast = a.best(5), slow = b.best(5);
+  ASSERT_EQ(fast.size(), 2u);
+  EXPECT_EQ(fast[0].first.id, k1);
+  EXPECT_EQ(fast[1].second.median_seconds, 2e-3);  // its latest on the fast kind
+  ASSERT_EQ(slow.size(), 1u);
+  EXPECT_EQ(slow[0].first.id, k2);
+  EXPECT_EQ(slow[0].second.median_seconds, 20e-3);
+  EXPECT_EQ(b.best_on("fast", 1)[0].first.id, k1);
+  EXPECT_EQ(b.evaluation_here(k2)->median_seconds, 20e-3);
+  EXPECT_FALSE(b.evaluation_here(k1).has_value());
+  EXPECT_EQ(a.evaluation_here(k2)->median_seconds, 2e-3);
+  // Without a kind: every evaluation, each candidate's latest (as a run of one machine).
+  const auto all = any.best(5);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[1].second.median_seconds, 20e-3);
+  const auto kinds = any.machine_kinds();
+  ASSERT_EQ(kinds.size(), 2u);
+  EXPECT_EQ(kinds[0], std::make_pair(std::string("fast"), int64_t{2}));
+  EXPECT_EQ(kinds[1], std::make_pair(std::string("slow"), int64_t{1}));
+  // An evaluation without a worker was timed on the run's own machine.
+  Evaluation e;
+  e.candidate = k2;
+  e.verdict = "pass";
+  e.median_seconds = 0.5e-3;
+  any.add_evaluation(e);
+  EXPECT_EQ(a.best(1)[0].first.id, k2);
+  EXPECT_EQ(b.best(1)[0].second.median_seconds, 20e-3);
+}
+
 // The checks above on one backend (one test per backend: ctest runs each test in a process
 // of its own, which starts its own PostgreSQL server).
 class WorkersTest : public ::testing::TestWithParam<std::string> {};
@@ -166,6 +238,10 @@ TEST_P(WorkersTest, ClaimsLeasesAndChains) {
   {
     SCOPED_TRACE("chains");
     ANewWorkersChainsComeAfterEveryStepsChain(fresh_location(server, dir));
+  }
+  {
+    SCOPED_TRACE("machine kinds");
+    MachineKindsKeepTheirOwnBests(fresh_location(server, dir));
   }
   fs::remove_all(dir);
 }
@@ -241,12 +317,31 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
-// Every candidate of the pool has exactly one evaluation.
+// The rows of a table of the run, counted by the server (not by the run's counters).
+int64_t rows(const Location& where, const std::string& what) {
+  PGconn* conn = PQconnectdb(where.url.c_str());
+  const size_t cut = what.rfind(' ');  // "EXPRESSION TABLE"
+  const std::string sql = "SELECT count(" + what.substr(0, cut) + ") FROM \"" + where.run + "\"." +
+                          what.substr(cut + 1);
+  PGresult* r = PQexec(conn, sql.c_str());
+  const int64_t n = PQresultStatus(r) == PGRES_TUPLES_OK ? std::atoll(PQgetvalue(r, 0, 0)) : -1;
+  if (n < 0) ADD_FAILURE() << sql << ": " << PQerrorMessage(conn);
+  PQclear(r);
+  PQfinish(conn);
+  return n;
+}
+
+// Every candidate of the pool has exactly one evaluation; the run's counters (what
+// counts() reads on PostgreSQL) are its rows, whatever the kills cut off.
 void expect_each_evaluated_once(const Location& where) {
   Store s = Store::open(where);
   const Counts n = s.counts();
   EXPECT_EQ(n.candidates, kPool);
   EXPECT_EQ(n.evaluations, kPool) << "a candidate was evaluated twice (or one was lost)";
+  EXPECT_EQ(n.candidates, rows(where, "* candidates"));
+  EXPECT_EQ(n.evaluations, rows(where, "* evaluations"));
+  EXPECT_EQ(n.passes, rows(where, "DISTINCT candidate evaluations"));
+  EXPECT_EQ(n.events, rows(where, "* events"));
   for (int i = 0; i < kPool; ++i) {
     const auto c = s.candidate_by_hash(sha256_hex(kernel(i)));
     ASSERT_TRUE(c) << "candidate " << i << " lost";
