@@ -55,7 +55,7 @@ TEST(Verify, EmittedKernelPassesEverySuite) {
     EXPECT_TRUE(s.passed);
     EXPECT_GT(s.elements, 0);
   }
-  // Quick: the normal, wide, special-values, offset and exact-constants inputs are calls
+  // Quick: the normal, wide, special-values, offset, exact-constants and subnormal inputs are calls
   // of the call-order suite.
   EXPECT_EQ(names, (std::set<std::string>{"call-order", "reused-buffers", "prefilled-outputs",
                                           "shape-sweep"}));
