@@ -331,6 +331,18 @@ TEST(Compare, CountsEveryElementOutOfBoundAndKeepsTheFirst) {
   EXPECT_EQ(floor.penalty(), 0.5);
 }
 
+// Below float32's normal range the floor does not count: a reference of 1e-76 (a tiny input
+// times a tiny weight, exact in the reference) is 0 in any float32 kernel, within its bound.
+TEST(Compare, ElementsBelowTheNormalRangeDoNotCountInTheFloor) {
+  ollie::interp::Result ref;
+  ref.values = {values({1e-76, -3e-77, 2e-76, 1.0})};
+  ref.bounds = {values({1e-45, 1e-45, 1e-45, 1e-6})};
+  EXPECT_TRUE(v::compare_outputs({values({0, 0, 0, 1.0})}, ref).agrees);
+  // The normal element still counts: 2% off fails the floor.
+  ref.bounds = {values({1e-45, 1e-45, 1e-45, 1.0})};
+  EXPECT_TRUE(v::compare_outputs({values({0, 0, 0, 1.02})}, ref).floor_failed);
+}
+
 // The run database stores verdicts as their names and reads them back.
 TEST(VerdictName, ParsesBackEveryName) {
   for (int i = 0; i <= static_cast<int>(v::Verdict::Sanitizer); ++i) {
