@@ -16,11 +16,13 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Evaluates r = f(a) everywhere, and e = bound(a, e_a, r) unless the input is exact
 // and the op adds no error of its own (then every bound stays zero).
-// Adds the underflow term `eta` to bound `e` of result `r` when the computed result may
-// land below the normal range (and so be flushed or rounded absolutely): |r| < eta + e.
-// An exact zero (r = 0, e = 0) stays exact: no rounding happens there.
-inline double with_underflow(double r, double e, double eta) {
-  if (eta == 0.0 || (r == 0.0 && e == 0.0) || !(std::fabs(r) < eta + e)) return e;
+// Adds the underflow term `eta` (kernels.h: underflow_unit for IEEE arithmetic,
+// library_underflow_unit for library functions) to bound `e` of result `r` when the
+// computed result may land below the normal range and so round absolutely (or flush, for a
+// library function): |r| < tiny + e, tiny the smallest normal of `dtype`. An exact zero
+// (r = 0, e = 0) stays exact: no rounding happens there.
+inline double with_underflow(double r, double e, double tiny, double eta) {
+  if (eta == 0.0 || (r == 0.0 && e == 0.0) || !(std::fabs(r) < tiny + e)) return e;
   return e + eta;
 }
 
@@ -33,7 +35,7 @@ struct NoSat {
 };
 
 template <class F, class B, class S = NoSat>
-Value map1(const Value& a, ir::DType dtype, bool op_rounds, F f, B bound, S sat = S{}) {
+Value map1(const Value& a, ir::DType dtype, double eta, F f, B bound, S sat = S{}) {
   Value out;
   out.t.dtype = dtype;
   out.t.shape = a.t.shape;
@@ -42,11 +44,11 @@ Value map1(const Value& a, ir::DType dtype, bool op_rounds, F f, B bound, S sat 
   const double* x = a.t.data.data();
   double* r = out.t.data.data();
   for (size_t i = 0; i < n; ++i) r[i] = f(x[i]);
-  if (!a.exact() || op_rounds) {
-    const double eta = op_rounds ? underflow_unit(dtype) : 0.0;
+  if (!a.exact() || eta > 0) {
+    const double tiny = subnormal_threshold(dtype);
     out.e.resize(n);
     for (size_t i = 0; i < n; ++i)
-      out.e[i] = with_underflow(r[i], bound(x[i], a.exact() ? 0.0 : a.e[i], r[i]), eta);
+      out.e[i] = with_underflow(r[i], bound(x[i], a.exact() ? 0.0 : a.e[i], r[i]), tiny, eta);
     if (!a.lo.empty())
       for (size_t i = 0; i < n; ++i)
         if (a.lo[i] > 0) set_state(out, i, sat(x[i], a.e[i], a.lo[i], r[i]));
@@ -58,8 +60,7 @@ Value map1(const Value& a, ir::DType dtype, bool op_rounds, F f, B bound, S sat 
 // `sat(x, e_x, lo_x, y, e_y, lo_y, r)` is asked for elements where an operand is
 // saturated (lo > 0; 0 for the other operand when it is not).
 template <class F, class B, class S = NoSat>
-Value map2(const Value& a, const Value& b, ir::DType dtype, bool op_rounds, F f, B bound,
-           S sat = S{}) {
+Value map2(const Value& a, const Value& b, ir::DType dtype, double eta, F f, B bound, S sat = S{}) {
   Value out;
   out.t.dtype = dtype;
   out.t.shape = a.t.shape;
@@ -69,12 +70,13 @@ Value map2(const Value& a, const Value& b, ir::DType dtype, bool op_rounds, F f,
   const double* y = b.t.data.data();
   double* r = out.t.data.data();
   for (size_t i = 0; i < n; ++i) r[i] = f(x[i], y[i]);
-  if (!a.exact() || !b.exact() || op_rounds) {
-    const double eta = op_rounds ? underflow_unit(dtype) : 0.0;
+  if (!a.exact() || !b.exact() || eta > 0) {
+    const double tiny = subnormal_threshold(dtype);
     out.e.resize(n);
     for (size_t i = 0; i < n; ++i)
       out.e[i] = with_underflow(
-          r[i], bound(x[i], a.exact() ? 0.0 : a.e[i], y[i], b.exact() ? 0.0 : b.e[i], r[i]), eta);
+          r[i], bound(x[i], a.exact() ? 0.0 : a.e[i], y[i], b.exact() ? 0.0 : b.e[i], r[i]), tiny,
+          eta);
     if (!a.lo.empty() || !b.lo.empty())
       for (size_t i = 0; i < n; ++i) {
         const double la = a.lo.empty() ? 0.0 : a.lo[i], lb = b.lo.empty() ? 0.0 : b.lo[i];
@@ -166,12 +168,12 @@ Value eval_convert(const ir::Node& n, const Value& a) {
   if (from == ir::DType::Bool || from == to)
     // Same values (0/1, or an unchanged dtype): the uncertainty carries over unchanged.
     return map1(
-        a, to, false, value, [](double, double e, double) { return e; }, keep_saturated(1.0));
+        a, to, 0.0, value, [](double, double e, double) { return e; }, keep_saturated(1.0));
   if (ir::is_float(to) && n.weak) {
     // A Python scalar taking the array's dtype: the reference keeps its exact value.
     const double u = ir::unit_roundoff(to), eta = underflow_unit(to);
     return map1(
-        a, to, false, [](double x) { return x; },
+        a, to, 0.0, [](double x) { return x; },
         [u, eta, to](double x, double e, double) {
           return e + (round_to(to, x) != x ? u * std::fabs(x) + eta : 0.0);
         },
@@ -183,41 +185,35 @@ Value eval_convert(const ir::Node& n, const Value& a) {
     // distance from r to them: 0 unless that interval holds a rounding boundary (then the
     // neighbour), so a kernel that rounds toward zero is off by a whole spacing where the
     // bound is 0. (e + u|r| would miss a neighbour one spacing away when the operand's
-    // uncertainty straddles a tie, common with f32 arithmetic and a 16-bit result.) Plus
-    // the flush allowance where the result may be subnormal.
-    const double u = ir::unit_roundoff(to), eta = underflow_unit(to);
+    // uncertainty straddles a tie, common with f32 arithmetic and a 16-bit result.)
+    // Subnormal results round the same way (gradual underflow, as numpy and ml_dtypes
+    // round): a conversion that flushes them is off by up to the smallest normal, and wrong.
+    const double u = ir::unit_roundoff(to);
     return map1(
-        a, to, false, value,
-        [to, eta](double x, double e, double r) {
-          if (e > 0) {
-            const double lo = round_to(to, x - e), hi = round_to(to, x + e);
-            const double d = std::max(std::fabs(lo - r), std::fabs(hi - r));
-            return std::min(std::fabs(lo), std::fabs(hi)) < eta ? d + eta : d;
-          }
-          return std::fabs(r) < eta ? std::fabs(r) : 0.0;
+        a, to, 0.0, value,
+        [to](double x, double e, double r) {
+          if (e == 0) return 0.0;
+          const double lo = round_to(to, x - e), hi = round_to(to, x + e);
+          return std::max(std::fabs(lo - r), std::fabs(hi - r));
         },
         keep_saturated(1.0 - u));
   }
   if (ir::is_float(to)) {
     const double u = ir::unit_roundoff(to), eta = underflow_unit(to);
-    // An exact input rounds exactly as the reference did (unless the result is subnormal
-    // and flushed to zero); an uncertain one may round to a neighbour, one more rounding
-    // error away.
+    // An exact input rounds exactly as the reference did (subnormal results too: gradual
+    // underflow); an uncertain one may round to a neighbour, one more rounding error away.
     return map1(
-        a, to, false, value,
-        [u, eta](double, double e, double r) {
-          if (e > 0) return e + u * std::fabs(r) + eta;
-          return std::fabs(r) < eta ? std::fabs(r) : 0.0;
-        },
+        a, to, 0.0, value,
+        [u, eta](double, double e, double r) { return e > 0 ? e + u * std::fabs(r) + eta : 0.0; },
         keep_saturated(1.0 - u));
   }
   if (to == ir::DType::Bool)
     return map1(
-        a, to, false, value,
+        a, to, 0.0, value,
         [](double x, double e, double) { return (e > 0 && e >= std::fabs(x)) ? 1.0 : 0.0; },
         // A saturated value is certainly nonzero.
         [](double, double, double, double) { return bounded(0.0); });
-  return map1(a, to, false, value, [](double, double e, double) { return e > 0 ? e + 1.0 : 0.0; });
+  return map1(a, to, 0.0, value, [](double, double e, double) { return e > 0 ? e + 1.0 : 0.0; });
 }
 
 Value eval_powi(const ir::Node& n, const Value& a) {
@@ -228,11 +224,11 @@ Value eval_powi(const ir::Node& n, const Value& a) {
   auto value = [pd](double x) { return std::pow(x, pd); };
   if (p == 0)
     return map1(
-        a, n.dtype, false, [](double) { return 1.0; }, [](double, double, double) { return 0.0; });
+        a, n.dtype, 0.0, [](double) { return 1.0; }, [](double, double, double) { return 0.0; });
   const double rounding = static_cast<double>(mag) * u;
   if (p > 0)
     return map1(
-        a, n.dtype, u > 0 && p > 1, value,
+        a, n.dtype, u > 0 && p > 1 ? library_underflow_unit(n.dtype) : 0.0, value,
         [p, rounding](double x, double e, double r) {
           return power_spread(x, e, p) + rounding * std::fabs(r);
         },
@@ -241,14 +237,14 @@ Value eval_powi(const ir::Node& n, const Value& a) {
         });
   // x^-m as 1 / x^m, with the Div rule applied to a numerator that is exactly 1.
   return map1(
-      a, n.dtype, u > 0, value,
+      a, n.dtype, u > 0 ? library_underflow_unit(n.dtype) : 0.0, value,
       [mag, rounding](double x, double e, double r) {
         const double denom = std::pow(std::fabs(x), static_cast<double>(mag));
         const double e_denom = power_spread(x, e, mag);
         if (!(denom > e_denom)) return kInf;
         return mul0(std::fabs(r), e_denom) / (denom - e_denom) + rounding * std::fabs(r);
       },
-      [pd, rounding, eta = underflow_unit(n.dtype)](double, double, double lo, double r) {
+      [pd, rounding, eta = library_underflow_unit(n.dtype)](double, double, double lo, double r) {
         // |x| >= lo, so |x^-m| <= lo^-m: both it and r lie in [0, lo^-m] in magnitude.
         return bounded(std::pow(lo, pd) * (1.0 + rounding) + std::fabs(r) + eta);
       });
@@ -259,25 +255,27 @@ Value eval_powi(const ir::Node& n, const Value& a) {
 Value eval_unary(const ir::Node& n, const Value& a) {
   const double u = rounding_unit(n.dtype);
   const double ku = kLibraryUlps * u;
-  const bool lib = u > 0;  // library functions exist only on floats; they always round
+  // Library functions exist only on floats; they always round.
+  const double lib_eta = u > 0 ? library_underflow_unit(n.dtype) : 0.0;
+  const double ieee_eta = u > 0 ? underflow_unit(n.dtype) : 0.0;
   switch (n.kind) {
     case ir::OpKind::Neg:
       return map1(
-          a, n.dtype, false, [](double x) { return -x; },
-          [](double, double e, double) { return e; }, keep_saturated(1.0));
+          a, n.dtype, 0.0, [](double x) { return -x; }, [](double, double e, double) { return e; },
+          keep_saturated(1.0));
     case ir::OpKind::Abs:
       return map1(
-          a, n.dtype, false, [](double x) { return std::fabs(x); },
+          a, n.dtype, 0.0, [](double x) { return std::fabs(x); },
           [](double, double e, double) { return e; }, keep_saturated(1.0));
     case ir::OpKind::Not:
       return map1(
-          a, n.dtype, false, [](double x) { return x != 0.0 ? 0.0 : 1.0; },
+          a, n.dtype, 0.0, [](double x) { return x != 0.0 ? 0.0 : 1.0; },
           [](double, double e, double) { return e; });
     case ir::OpKind::Exp:
       return map1(
-          a, n.dtype, lib, [](double x) { return std::exp(x); },
+          a, n.dtype, lib_eta, [](double x) { return std::exp(x); },
           [ku](double, double e, double r) { return mul0(r, std::expm1(e)) + ku * r; },
-          [ku, eta = underflow_unit(n.dtype)](double x, double, double lo, double r) {
+          [ku, eta = library_underflow_unit(n.dtype)](double x, double, double lo, double r) {
             // exp(+huge) is huge; exp(-huge) and r both lie in [0, exp(-lo)].
             if (x > 0) return saturated(std::exp(lo) * (1.0 - ku));
             return bounded(std::exp(-lo) * (1.0 + ku) + std::fabs(r) + eta);
@@ -285,17 +283,17 @@ Value eval_unary(const ir::Node& n, const Value& a) {
     case ir::OpKind::Exp2:
       // exp2(x) = exp(x ln2): exp's rule with the input error scaled by ln2.
       return map1(
-          a, n.dtype, lib, [](double x) { return std::exp2(x); },
+          a, n.dtype, lib_eta, [](double x) { return std::exp2(x); },
           [ku](double, double e, double r) {
             return mul0(r, std::expm1(e * std::numbers::ln2)) + ku * r;
           },
-          [ku, eta = underflow_unit(n.dtype)](double x, double, double lo, double r) {
+          [ku, eta = library_underflow_unit(n.dtype)](double x, double, double lo, double r) {
             if (x > 0) return saturated(std::exp2(lo) * (1.0 - ku));
             return bounded(std::exp2(-lo) * (1.0 + ku) + std::fabs(r) + eta);
           });
     case ir::OpKind::Log:
       return map1(
-          a, n.dtype, lib, [](double x) { return std::log(x); },
+          a, n.dtype, lib_eta, [](double x) { return std::log(x); },
           [ku](double x, double e, double r) {
             if (!(x > e)) return kInf;
             return -std::log1p(-e / x) + ku * std::fabs(r);
@@ -306,7 +304,7 @@ Value eval_unary(const ir::Node& n, const Value& a) {
           });
     case ir::OpKind::Sqrt:
       return map1(
-          a, n.dtype, lib, [](double x) { return std::sqrt(x); },
+          a, n.dtype, ieee_eta, [](double x) { return std::sqrt(x); },
           [u](double x, double e, double r) {
             if (x == 0.0) return std::sqrt(e);
             return std::min(e / std::sqrt(x), std::sqrt(e)) + u * r;  // sqrt is correctly rounded
@@ -316,7 +314,7 @@ Value eval_unary(const ir::Node& n, const Value& a) {
           });
     case ir::OpKind::Tanh:
       return map1(
-          a, n.dtype, lib, [](double x) { return std::tanh(x); },
+          a, n.dtype, lib_eta, [](double x) { return std::tanh(x); },
           [ku](double x, double e, double r) {
             const double t = std::tanh(std::max(0.0, std::fabs(x) - e));
             return mul0(e, 1.0 - t * t) + ku * std::fabs(r);
@@ -324,7 +322,7 @@ Value eval_unary(const ir::Node& n, const Value& a) {
           toward_one([](double x) { return std::tanh(x); }, ku));
     case ir::OpKind::Erf:
       return map1(
-          a, n.dtype, lib, [](double x) { return std::erf(x); },
+          a, n.dtype, lib_eta, [](double x) { return std::erf(x); },
           [ku](double x, double e, double r) {
             const double m = std::max(0.0, std::fabs(x) - e);
             return 2.0 / std::sqrt(std::numbers::pi) * mul0(e, std::exp(-m * m)) +
@@ -335,7 +333,7 @@ Value eval_unary(const ir::Node& n, const Value& a) {
     case ir::OpKind::Cos: {
       const bool is_sin = n.kind == ir::OpKind::Sin;
       return map1(
-          a, n.dtype, lib, [is_sin](double x) { return is_sin ? std::sin(x) : std::cos(x); },
+          a, n.dtype, lib_eta, [is_sin](double x) { return is_sin ? std::sin(x) : std::cos(x); },
           [ku, u](double, double e, double r) { return e + ku * (std::fabs(r) + u); });
     }
     case ir::OpKind::PowI: return eval_powi(n, a);
@@ -347,14 +345,15 @@ Value eval_unary(const ir::Node& n, const Value& a) {
 
 Value eval_binary(const ir::Node& n, const Value& a, const Value& b) {
   const double u = rounding_unit(n.dtype);
-  const bool rounds = u > 0;
+  const double ieee_eta = u > 0 ? underflow_unit(n.dtype) : 0.0;
+  const double lib_eta = u > 0 ? library_underflow_unit(n.dtype) : 0.0;
   const bool is_int = !ir::is_float(a.t.dtype);
   switch (n.kind) {
     case ir::OpKind::Add:
     case ir::OpKind::Sub: {
       const bool add = n.kind == ir::OpKind::Add;
       return map2(
-          a, b, n.dtype, rounds, [add](double x, double y) { return add ? x + y : x - y; },
+          a, b, n.dtype, ieee_eta, [add](double x, double y) { return add ? x + y : x - y; },
           [u](double, double ea, double, double eb, double r) {
             return ea + eb + u * std::fabs(r);
           },
@@ -369,7 +368,7 @@ Value eval_binary(const ir::Node& n, const Value& a, const Value& b) {
     }
     case ir::OpKind::Mul:
       return map2(
-          a, b, n.dtype, rounds, [](double x, double y) { return x * y; },
+          a, b, n.dtype, ieee_eta, [](double x, double y) { return x * y; },
           [u](double x, double ea, double y, double eb, double r) {
             return mul0(std::fabs(y), ea) + mul0(std::fabs(x), eb) + mul0(ea, eb) +
                    u * std::fabs(r);
@@ -385,7 +384,7 @@ Value eval_binary(const ir::Node& n, const Value& a, const Value& b) {
       // Integer "/" truncates (C semantics); the front end converts numpy true division to float
       // first.
       return map2(
-          a, b, n.dtype, rounds,
+          a, b, n.dtype, ieee_eta,
           [is_int](double x, double y) { return is_int ? std::trunc(x / y) : x / y; },
           [u](double, double ea, double y, double eb, double r) {
             const double by = std::fabs(y);
@@ -405,7 +404,7 @@ Value eval_binary(const ir::Node& n, const Value& a, const Value& b) {
           });
     case ir::OpKind::Pow:
       return map2(
-          a, b, n.dtype, rounds, [](double x, double y) { return std::pow(x, y); },
+          a, b, n.dtype, lib_eta, [](double x, double y) { return std::pow(x, y); },
           [u](double x, double ea, double y, double eb, double r) {
             const double ar = std::fabs(r);
             const double lib = kLibraryUlps * u * ar;
@@ -421,7 +420,7 @@ Value eval_binary(const ir::Node& n, const Value& a, const Value& b) {
     case ir::OpKind::Min: {
       const bool is_max = n.kind == ir::OpKind::Max;
       return map2(
-          a, b, n.dtype, false,
+          a, b, n.dtype, 0.0,
           [is_max](double x, double y) { return is_max ? nan_max(x, y) : nan_min(x, y); },
           [is_max](double x, double ea, double y, double eb, double r) {
             // Interval rule: the result lies in [max(x-ea, y-eb), max(x+ea, y+eb)]
@@ -443,7 +442,7 @@ Value eval_binary(const ir::Node& n, const Value& a, const Value& b) {
     case ir::OpKind::Mod: {
       const bool want_div = n.kind == ir::OpKind::FloorDiv;
       return map2(
-          a, b, n.dtype, !want_div && rounds,
+          a, b, n.dtype, want_div ? 0.0 : ieee_eta,
           [is_int, want_div](double x, double y) {
             double q, m;
             if (is_int)
@@ -478,7 +477,7 @@ Value eval_binary(const ir::Node& n, const Value& a, const Value& b) {
         }
       };
       return map2(
-          a, b, n.dtype, false, cmp,
+          a, b, n.dtype, 0.0, cmp,
           [](double x, double ea, double y, double eb, double) {
             const double slack = ea + eb;
             return (slack > 0 && std::fabs(x - y) <= slack) ? 1.0 : 0.0;
@@ -502,7 +501,7 @@ Value eval_binary(const ir::Node& n, const Value& a, const Value& b) {
     case ir::OpKind::Or: {
       const bool is_and = n.kind == ir::OpKind::And;
       return map2(
-          a, b, n.dtype, false,
+          a, b, n.dtype, 0.0,
           [is_and](double x, double y) -> double {
             return is_and ? (x != 0 && y != 0) : (x != 0 || y != 0);
           },

@@ -111,9 +111,16 @@ void perturb(const ir::Node& n, Value& v, const std::vector<const Value*>& args,
     // A random sign rather than a normal draw: each member then moves the sum by exactly
     // its standard deviation, so a few members measure an error that a whole row shares
     // (a softmax's sum, a norm's variance) without the chance of all drawing it small.
+    // A contraction's products below the normal range round absolutely (gradual
+    // underflow: uniform within half the smallest subnormal, variance eta²/12 each), which
+    // the relative model misses where every product is that small.
+    const double eta = n.kind == ir::OpKind::Contract ? underflow_unit(n.dtype) : 0.0;
+    const double absolute = eta * std::sqrt(terms / 12);
     for (size_t i = 0; i < x.size(); ++i) {
       const double sign = (g.next() >> 63) ? 1.0 : -1.0;
-      if (std::isfinite(x[i])) x[i] += sign * ordered_sum_sigma(u, terms, p2[i], x[i]);
+      const double relative = ordered_sum_sigma(u, terms, p2[i], x[i]);
+      const double sigma = p2[i] > 0 ? std::hypot(relative, absolute) : relative;
+      if (std::isfinite(x[i])) x[i] += sign * sigma;
     }
   } else if (!exact_in) {
     // One rounding (or a library function's few ulps): the op's own bound on exact

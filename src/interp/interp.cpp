@@ -436,18 +436,11 @@ Value round_input(const ir::Param& p, const Tensor& in, const std::vector<int64_
   v.t.data.assign(in.data.begin(), in.data.end());
   double* x = v.t.data.data();
   const size_t n = v.t.data.size();
-  // Rounded to the dtype (detail::round_to, one loop per dtype), looking out for
-  // subnormals on the way: a subnormal input may be read as zero (DAZ), its whole error.
-  const double tiny = detail::underflow_unit(p.dtype);
-  bool any_subnormal = false;
+  // Rounded to the dtype (detail::round_to, one loop per dtype). A subnormal input is
+  // exact: the spec reads it as it is (numpy has no denormals-are-zero), so a kernel that
+  // reads it as zero (DAZ, a flushing conversion) is off by all of it.
   auto round_all = [&](auto round) {
-    int64_t subnormals = 0;  // counted without branches, so that the loop vectorizes
-    for (size_t i = 0; i < n; ++i) {
-      const double r = round(x[i]);
-      x[i] = r;
-      subnormals += static_cast<int64_t>(std::fabs(r) < tiny) & static_cast<int64_t>(r != 0.0);
-    }
-    any_subnormal = subnormals > 0;
+    for (size_t i = 0; i < n; ++i) x[i] = round(x[i]);
   };
   switch (p.dtype) {
     case ir::DType::F32:
@@ -463,13 +456,6 @@ Value round_input(const ir::Param& p, const Tensor& in, const std::vector<int64_
     case ir::DType::BF16:
       round_all([](double a) { return static_cast<double>(ollie_half::round_bf16(a)); });
       break;
-  }
-  if (any_subnormal) {
-    v.e.assign(n, 0.0);
-    for (size_t i = 0; i < n; ++i) {
-      const double a = std::fabs(x[i]);
-      if (a != 0.0 && a < tiny) v.e[i] = a;
-    }
   }
   return v;
 }

@@ -86,12 +86,30 @@ inline double rounding_unit(ir::DType t) {
   return ir::is_float(t) ? ir::unit_roundoff(t) + 0x1p-53 : 0.0;
 }
 
-// Absolute error one rounding may add near zero: an implementation may flush subnormal
-// results and operands to zero (FTZ/DAZ, as GPU and fast-math code does), so each
-// rounding op may be off by the smallest normal number, FLT_MIN for f32 (2^-126) and
-// DBL_MIN for f64, 2^-14 for f16, 2^-126 for bf16; relative terms (u·|r|) cannot cover
-// results that small.
-inline double underflow_unit(ir::DType t) { return ir::smallest_normal(t); }
+// Below the normal range (|r| < smallest normal: FLT_MIN for f32 and bf16, 2^-14 for f16,
+// DBL_MIN for f64) a rounded result's error is absolute, which relative terms (u·|r|)
+// cannot cover. How large it may be depends on the op:
+// - the arithmetic IEEE 754 defines (+, -, *, /, sums, contractions, conversions) has
+//   gradual underflow in numpy and in every C++ build without fast-math: one rounding is
+//   off by at most half the smallest subnormal, so `underflow_unit` is the smallest
+//   subnormal (2^-149 for f32, 2^-133 for bf16, 2^-24 for f16, 2^-1074 for f64: the
+//   kernel's half plus the reference's own). A kernel that flushes subnormals (FTZ/DAZ in
+//   MXCSR, vdpbf16ps, a conversion that reads them as zero) is off by up to the smallest
+//   normal there and is caught: that differs from the spec.
+// - library functions (exp, tanh, pow, ...) are not correctly rounded anyway, and vector
+//   implementations commonly return 0 below the normal range: `library_underflow_unit` is
+//   the smallest normal.
+inline double subnormal_threshold(ir::DType t) { return ir::smallest_normal(t); }
+inline double underflow_unit(ir::DType t) {
+  switch (t) {
+    case ir::DType::F32: return 0x1p-149;
+    case ir::DType::BF16: return 0x1p-133;
+    case ir::DType::F16: return 0x1p-24;
+    case ir::DType::F64: return std::numeric_limits<double>::denorm_min();
+    default: return 0.0;
+  }
+}
+inline double library_underflow_unit(ir::DType t) { return ir::smallest_normal(t); }
 
 // Growth factor of m rounded additions: deterministic m for short sums, λ·sqrt(m)
 // (probabilistic, order independent) once that is smaller.

@@ -41,6 +41,8 @@ class InputDraw {
   std::vector<Distribution> ds_;
   int64_t k_ = 0;
   std::vector<double> scales_;
+  // Per set, per parameter: drawn at its dtype's smallest normal (Distribution::Subnormal).
+  std::vector<std::vector<bool>> tiny_;
   std::vector<std::vector<interp::Tensor>> sets_;
   std::vector<Chunk> chunks_;
   std::atomic<size_t> next_{0};

@@ -115,6 +115,7 @@ void fill_chunk(double* out, size_t n, random::Xoshiro256& g, ir::DType dtype, D
           return;
         }
         case Distribution::Normal:
+        case Distribution::Subnormal:  // its tiny parameters come with a tiny scale
           for (size_t i = 0; i < n; ++i) out[i] = keep(normal(g) * scale);
           return;
         case Distribution::Wide:
@@ -150,6 +151,24 @@ void fill_chunk(double* out, size_t n, random::Xoshiro256& g, ir::DType dtype, D
   }
 }
 
+// Distribution::Subnormal: which parameters of `graph` are drawn at their dtype's smallest
+// normal: the float parameter with the most elements at the bound dims (the first of
+// equals), the data a spec works on (activations, a cache, a matrix), while the others
+// (weights, scales) stay ordinary, so its products with them land near 2^-126.
+std::vector<bool> tiny_params(const ir::Graph& graph) {
+  std::vector<bool> tiny(graph.params.size(), false);
+  int64_t most = -1;
+  size_t largest = 0;
+  for (size_t i = 0; i < graph.params.size(); ++i) {
+    if (!ir::is_float(graph.params[i].dtype)) continue;
+    const int64_t n =
+        ir::element_count(ir::evaluate_shape(graph.params[i].shape, graph.bound_dims));
+    if (n > most) most = n, largest = i;
+  }
+  if (most >= 0) tiny[largest] = true;
+  return tiny;
+}
+
 }  // namespace
 
 InputDraw::InputDraw(const ir::Graph& graph, const std::vector<uint64_t>& seeds, Distribution d,
@@ -175,6 +194,7 @@ InputDraw::InputDraw(const ir::Graph& graph, const std::vector<uint64_t>& seeds,
       inputs.push_back(std::move(t));
     }
     sets_.push_back(std::move(inputs));
+    tiny_.push_back(ds[set] == Distribution::Subnormal ? tiny_params(graph) : std::vector<bool>());
   }
 }
 
@@ -191,8 +211,10 @@ void InputDraw::help(const std::atomic<bool>* stop) {
     const size_t row =
         t.shape.empty() ? 1 : static_cast<size_t>(std::max<int64_t>(1, t.shape.back()));
     const uint64_t row_seed = random::mix64(seeds_[c.set] ^ random::mix64(~uint64_t{c.param}));
+    const bool tiny = !tiny_[c.set].empty() && tiny_[c.set][c.param];
+    const double scale = tiny ? ir::smallest_normal(t.dtype) : scales_[c.param];
     fill_chunk(t.data.data() + begin, std::min(kChunk, t.data.size() - begin), g, t.dtype,
-               ds_[c.set], scales_[c.param], k_, begin, row, row_seed);
+               ds_[c.set], scale, k_, begin, row, row_seed);
   }
 }
 

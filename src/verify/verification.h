@@ -114,11 +114,11 @@ inline bool declares_generic(const std::string& source) {
   return source.find("// ollie: specialized") == std::string::npos;
 }
 
-// The call-order suite's inputs, call c drawn from kCallMix[c % 5]: every distribution
+// The call-order suite's inputs, call c drawn from kCallMix[c % 6]: every distribution
 // in one process, so the calls are as unlike each other as the suites.
 constexpr Distribution kCallMix[] = {Distribution::Normal, Distribution::Constants,
-                                     Distribution::Wide, Distribution::Special,
-                                     Distribution::Offset};
+                                     Distribution::Wide,   Distribution::Special,
+                                     Distribution::Offset, Distribution::Subnormal};
 
 inline const char* distribution_name(Distribution d) {
   switch (d) {
@@ -126,6 +126,7 @@ inline const char* distribution_name(Distribution d) {
     case Distribution::Wide: return "wide";
     case Distribution::Special: return "special-values";
     case Distribution::Offset: return "offset";
+    case Distribution::Subnormal: return "subnormal";
     case Distribution::Integer: return "integer";
     case Distribution::Constants: return "exact-constants";
   }
@@ -143,9 +144,10 @@ inline std::vector<Distribution> call_distributions(const Suite& suite) {
 // Call c of a suite draws its inputs with the suite's seed + c * kCallSeedStep.
 constexpr uint64_t kCallSeedStep = 1000003;
 
-// Calls per runner process in the multi-call suites: 5 to 9, drawn per run.
+// Calls per runner process in the multi-call suites: 6 to 9, drawn per run (at least one
+// call per distribution of kCallMix).
 inline int calls_per_process(uint64_t seed) {
-  return 5 + static_cast<int>(random::mix64(seed ^ 0xca11) % 5);
+  return 6 + static_cast<int>(random::mix64(seed ^ 0xca11) % 4);
 }
 
 // Suite `index`'s buffer placement: page start, page end and random in turn.

@@ -81,9 +81,13 @@ Comparison compare_outputs(const std::vector<interp::Tensor>& outputs,
     // The relative floor: over the finite elements, the error must also be small next
     // to the values themselves, so no output passes because its bounds are wide (a
     // constant, zeros or noise never does) unless the reference itself is all zeros.
+    // Elements below the dtype's normal range have no relative accuracy (a tiny input
+    // times a tiny weight underflows to 0 in any kernel): only their bound checks them.
+    const ir::DType dtype = reference.values[o].dtype;
+    const double tiny = ir::is_float(dtype) ? ir::smallest_normal(dtype) : 0.0;
     double err2 = 0, want2 = 0;
     for (size_t k = 0; k < got.size() && k < want.size(); ++k)
-      if (std::isfinite(want[k]) && std::isfinite(got[k])) {
+      if (std::isfinite(want[k]) && std::isfinite(got[k]) && std::fabs(want[k]) >= tiny) {
         err2 += (got[k] - want[k]) * (got[k] - want[k]);
         want2 += want[k] * want[k];
       }
@@ -224,7 +228,7 @@ bool Verification::plan_integer_exact(const ir::Graph& g, int64_t k) {
 
 // Random inputs at the bound dims, at the full level: each distribution as suites of
 // their own, the normal ones with calls_ calls per process. At quick the normal, wide,
-// special-values, offset and exact-constants inputs are the calls of the call-order
+// special-values, offset, exact-constants and subnormal inputs are the calls of the call-order
 // suite (plan_call_suites), whose first call is a normal one in a fresh process.
 void Verification::plan_random_suites() {
   if (!full_) return;
@@ -235,16 +239,17 @@ void Verification::plan_random_suites() {
   for (int i = 0; i < 2; ++i)
     suites_.emplace_back("exact-constants", Distribution::Constants, graph_);
   suites_.emplace_back("offset", Distribution::Offset, graph_);
+  for (int i = 0; i < 2; ++i) suites_.emplace_back("subnormal", Distribution::Subnormal, graph_);
 }
 
 // A generic kernel at the sweep's dims (verify/sweep.h), one call each: normal inputs
 // where a dim is large or a multiple of 256 (what those draws are for must not hide
-// behind equal rows or a NaN), and at the other draws exact constants, special values
-// and normal inputs in turn.
+// behind equal rows or a NaN), and at the other draws exact constants, special values,
+// normal and subnormal inputs in turn.
 void Verification::plan_shape_sweep() {
   if (report_.generic) sweep_ = sweep_graphs(graph_, graph_at_, seed_);
   const Distribution plain[] = {Distribution::Constants, Distribution::Special,
-                                Distribution::Normal};
+                                Distribution::Normal, Distribution::Subnormal};
   size_t plain_draws = 0;
   for (const auto& g : sweep_) {
     bool pinned = beyond_twice_the_bound(g);
@@ -321,7 +326,7 @@ void Verification::plan_call_suites() {
   // Outputs that already hold plausible values: a kernel must still write every element.
   // First: one call, so a kernel that hangs costs one timeout.
   suites_.emplace_back("prefilled-outputs", Distribution::Normal, graph_).plausible_outputs = true;
-  // calls_ (5 to 9) calls in one process, each on fresh inputs (kCallMix) and new buffers:
+  // calls_ (6 to 9) calls in one process, each on fresh inputs (kCallMix) and new buffers:
   // state kept between calls (a cache keyed on pointers or values, a static result, the
   // answer of an earlier call replayed) shows. Then the same inputs in another process
   // on ONE set of buffers, refilled between calls, as a benchmark calls a kernel: a

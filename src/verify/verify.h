@@ -54,7 +54,7 @@ const char* verdict_name(Verdict v);
 std::optional<Verdict> verdict_from_name(std::string_view name);
 
 // How a suite draws its float inputs.
-enum class Distribution { Normal, Wide, Special, Offset, Integer, Constants };
+enum class Distribution { Normal, Wide, Special, Offset, Integer, Constants, Subnormal };
 // Seeded inputs for `graph` at its bound dims: Normal is normal(0, 1); Wide is
 // normal(0, 1) times 30 (large magnitudes: overflow-prone code fails); Special is Normal
 // with about 1% of the elements replaced by NaN, +Inf, -Inf, 0 and -0; Offset is Normal
@@ -64,6 +64,12 @@ enum class Distribution { Normal, Wide, Special, Offset, Integer, Constants };
 // per row (the last dim) either one constant repeated, or elements drawn from 0, +-1,
 // +-0.5, +-2, 0.25, 4 (so the max recurs: ties), or normal values with about 1 in 8 of
 // them such constants; a one-element parameter (a temperature, a scale) is exactly 1.
+// Subnormal is Normal, but the float parameter with the most elements (the data: the
+// activations, the cache, a matrix; the first of equals) is normal(0, 1) times its
+// dtype's smallest normal number (2^-126 for f32 and bf16, 2^-14 for f16): about two
+// thirds of its values subnormal, and their products with the other parameters' ordinary
+// values below float32's normal range, so a kernel that flushes subnormal inputs or
+// results (FTZ/DAZ, vdpbf16ps, a flushing conversion) differs from the spec.
 // Integers are small (-8..8), bools coin flips.
 // Drawn in chunks by `threads` threads; the values do not depend on how many.
 std::vector<interp::Tensor> make_inputs(const ir::Graph& graph, uint64_t seed, Distribution d,

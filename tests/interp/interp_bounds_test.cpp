@@ -445,8 +445,9 @@ namespace ollie::interp {
 namespace {
 
 // Results below the normal range: a float32 exp lands on a subnormal (absolute error up
-// to half its spacing) or, with flush-to-zero, on 0; both must be inside the bound,
-// which relative terms alone (u·|r|) cannot give. Exact zeros stay exact.
+// to half its spacing) or, in a vector library, on 0; both must be inside the bound
+// (library functions may flush: kernels.h, library_underflow_unit), which relative terms
+// alone (u·|r|) cannot give. Exact zeros stay exact.
 TEST(InterpBounds, SubnormalAndFlushedResultsAreInsideTheBound) {
   TestGraph tg;
   auto x = tg.in("x", DType::F32, S({5}));
@@ -467,14 +468,50 @@ TEST(InterpBounds, SubnormalAndFlushedResultsAreInsideTheBound) {
   for (double b : r.bounds[1].data) EXPECT_EQ(b, 0.0);
 }
 
-// A subnormal input may be read as zero (DAZ): its bound is its own magnitude.
-TEST(InterpBounds, SubnormalInputMayBeReadAsZero) {
+// A subnormal input is exact, as numpy reads it: a kernel that reads it as zero (DAZ) is
+// off by all of it, outside the bound.
+TEST(InterpBounds, SubnormalInputIsExact) {
   TestGraph tg;
   auto x = tg.in("x", DType::F32, S({2}));
   tg.out(tg.b.binary(OpKind::Mul, x, tg.c(0x1p100, DType::F32, S({2}))));
   auto r = tg.run({T(DType::F32, {2}, {0x1p-130, 1.0})});
-  EXPECT_GE(r.bounds[0].data[0], 0x1p-30);  // 2^-130 * 2^100 could be 0
+  EXPECT_LT(r.bounds[0].data[0], 0x1p-30 * 1e-6);  // 2^-130 * 2^100 read as 0 is wrong
   EXPECT_LT(r.bounds[0].data[1], 0x1p100 * 1e-6);
+}
+
+// IEEE arithmetic below the normal range rounds gradually (2^-150 at most per operation
+// in f32): a correct float32 product and dot product of tiny values are inside the bound,
+// the same computed with flush-to-zero (products below 2^-126 read as 0) is not.
+TEST(InterpBounds, ArithmeticBelowTheNormalRangeMayNotFlush) {
+  const int64_t k = 64;
+  TestGraph tg;
+  auto a = tg.in("a", DType::F32, S({1, k}));
+  auto b = tg.in("b", DType::F32, S({k, 1}));
+  tg.out(tg.b.contract(a, b, {0, 1}, {1, 2}, {0, 2}));
+  tg.out(tg.b.binary(OpKind::Mul, a, a));
+  std::mt19937 rng(3);
+  std::vector<float> av = normal_floats(rng, static_cast<size_t>(k)), bv = av;
+  for (float& x : av) x *= 0x1p-63f;  // products near 2^-126, about half of them below it
+  for (float& x : bv) x *= 0x1p-63f;
+  auto r = tg.run({T(DType::F32, {1, k}, to_double(av)), T(DType::F32, {k, 1}, to_double(bv))});
+  float gradual = 0, flushed = 0;
+  for (size_t i = 0; i < av.size(); ++i) {
+    const float p = av[i] * bv[i];  // this test runs without FTZ: gradual underflow
+    gradual += p;
+    flushed += std::fabs(p) < 0x1p-126f ? 0.0f : p;
+  }
+  const double want = r.values[0].data[0], bound = r.bounds[0].data[0];
+  EXPECT_LE(std::fabs(gradual - want), bound);
+  EXPECT_GT(std::fabs(flushed - want), bound);
+  EXPECT_LT(bound, 0x1p-134);  // 2·64 roundings of 2^-149 and the relative terms: far below 2^-126
+  size_t caught = 0;
+  for (size_t i = 0; i < av.size(); ++i) {
+    const float p = av[i] * av[i];
+    const double w = r.values[1].data[i], e = r.bounds[1].data[i];
+    EXPECT_LE(std::fabs(p - w), e) << i;
+    caught += std::fabs(p) < 0x1p-126f && p != 0 && w > e;  // a flushed square is outside
+  }
+  EXPECT_GT(caught, 0u);
 }
 
 // ---------------------------------------------------------------------------

@@ -1,10 +1,10 @@
 // WRONG (subnormal handling): reads every bfloat16 input through a conversion that treats
 // subnormals (below 2^-126) as zero, as AVX512_BF16's vdpbf16ps and AMX's tdpbf16ps do
 // (they flush denormal inputs), while the spec's astype(np.float32) keeps them exactly.
-// Everything else is right, and ordinary data never shows it: a subnormal times an
-// ordinary value lands below float32's normal range, where the bound allows a result to
-// flush. Only a subnormal input multiplied by a large one (2^100) does; no input
-// distribution of the verifier draws that yet (see the README: not caught today).
+// Everything else is right, and ordinary data never shows it. The verifier's subnormal
+// inputs do: `a` drawn at 2^-126 (two thirds of it bf16 subnormals) against ordinary
+// weights, where the bound allows gradual underflow only (2^-149 per operation), not a
+// whole subnormal read as zero.
 // expect: wrong
 #include <cstdint>
 #include <cstring>

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "spec/spec.h"
+#include "support/half.h"
 #include "verify/polynomial.h"
 #include "verify/verify.h"
 
@@ -206,6 +207,37 @@ TEST(RandomInputs, NormalInputsAreStandardNormalAndF32Rounded) {
   }
   EXPECT_NEAR(o1 / n, 100.0, 5 / std::sqrt(n));
   EXPECT_NEAR(std::sqrt(w2 / n), 30.0, 30 * 5 * std::sqrt(0.5 / n));
+}
+
+// Subnormal: the largest float parameter at its dtype's smallest normal (most of it
+// subnormal in that dtype, every value of it rounded to it), the others as Normal draws.
+TEST(RandomInputs, SubnormalInputsAreTinyInTheLargestParameterOnly) {
+  const auto g = graph_of(
+      "import ml_dtypes\n"
+      "DIMS = dict(M=64, K=96, N=32)\n"
+      "def f(a: \"bf16[M, K]\", b: \"bf16[K, N]\", h: \"f16[M, K]\", x: \"f32[N]\") -> \"f32[M, "
+      "N]\":\n"
+      "    return (a.astype(np.float32) + h.astype(np.float32)) @ b.astype(np.float32) + x\n");
+  const auto in = v::make_inputs(g, 5, v::Distribution::Subnormal);
+  const auto normal = v::make_inputs(g, 5, v::Distribution::Normal);
+  ASSERT_EQ(in.size(), 4u);
+  size_t subnormal = 0;
+  for (double x : in[0].data) {
+    EXPECT_LT(std::fabs(x), 0x1p-120);
+    EXPECT_EQ(x, static_cast<double>(ollie_half::round_bf16(x)));
+    subnormal += x != 0 && std::fabs(x) < 0x1p-126;
+  }
+  EXPECT_GT(subnormal, in[0].data.size() / 2);  // about 68%
+  for (size_t p = 1; p < in.size(); ++p) EXPECT_EQ(in[p].data, normal[p].data) << p;
+  // One float16 parameter: drawn at 2^-14, so mostly float16 subnormals.
+  const auto h = graph_of(
+      "DIMS = dict(T=64, D=64)\n"
+      "def f(x: \"f16[T, D]\", w: \"f32[D]\") -> \"f32[T, D]\":\n"
+      "    return x.astype(np.float32) * w\n");
+  const auto tiny = v::make_inputs(h, 6, v::Distribution::Subnormal)[0].data;
+  subnormal = 0;
+  for (double x : tiny) subnormal += x != 0 && std::fabs(x) < 0x1p-14;
+  EXPECT_GT(subnormal, tiny.size() / 2);
 }
 
 TEST(RandomInputs, AboutOnePercentSpecialValuesOfEachKind) {

@@ -55,7 +55,7 @@ TEST(Verify, EmittedKernelPassesEverySuite) {
     EXPECT_TRUE(s.passed);
     EXPECT_GT(s.elements, 0);
   }
-  // Quick: the normal, wide, special-values, offset and exact-constants inputs are calls
+  // Quick: the normal, wide, special-values, offset, exact-constants and subnormal inputs are calls
   // of the call-order suite.
   EXPECT_EQ(names, (std::set<std::string>{"call-order", "reused-buffers", "prefilled-outputs",
                                           "shape-sweep"}));
@@ -329,6 +329,18 @@ TEST(Compare, CountsEveryElementOutOfBoundAndKeepsTheFirst) {
   EXPECT_TRUE(floor.floor_failed);
   EXPECT_EQ(floor.mismatches, 0);
   EXPECT_EQ(floor.penalty(), 0.5);
+}
+
+// Below float32's normal range the floor does not count: a reference of 1e-76 (a tiny input
+// times a tiny weight, exact in the reference) is 0 in any float32 kernel, within its bound.
+TEST(Compare, ElementsBelowTheNormalRangeDoNotCountInTheFloor) {
+  ollie::interp::Result ref;
+  ref.values = {values({1e-76, -3e-77, 2e-76, 1.0})};
+  ref.bounds = {values({1e-45, 1e-45, 1e-45, 1e-6})};
+  EXPECT_TRUE(v::compare_outputs({values({0, 0, 0, 1.0})}, ref).agrees);
+  // The normal element still counts: 2% off fails the floor.
+  ref.bounds = {values({1e-45, 1e-45, 1e-45, 1.0})};
+  EXPECT_TRUE(v::compare_outputs({values({0, 0, 0, 1.02})}, ref).floor_failed);
 }
 
 // The run database stores verdicts as their names and reads them back.
