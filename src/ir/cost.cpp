@@ -3,7 +3,9 @@
 // element (a transcendental counts as one, as in most roofline work); a reduction of n
 // elements to one costs n - 1; a contraction costs 2 per multiply-add. Layout ops,
 // conversions, constants and inputs cost nothing. A contraction of two bfloat16 values is
-// also counted apart (bf16_product_flops): the roofline gives it the bf16 peak.
+// also counted apart (bf16_product_flops): the roofline gives it the bf16 peak. A gather
+// costs nothing; a table only gathers read counts one row of compulsory bytes (every index
+// may name the same row), so the roofline stays a lower bound.
 #include "ir/ir.h"
 
 namespace ollie::ir {
@@ -23,6 +25,20 @@ bool bf16_value(const Graph& g, ValueId id) {
     default: return false;
   }
 }
+// The axis every reader of `v` gathers along when all of them are gathers with `v` as the
+// table on one axis; -1 otherwise.
+int gather_only_axis(const Graph& g, ValueId v) {
+  int axis = -1;
+  for (const Node& n : g.nodes)
+    for (size_t k = 0; k < n.operands.size(); ++k) {
+      if (n.operands[k] != v) continue;
+      if (n.kind != OpKind::Gather || k != 0 || (axis >= 0 && axis != n.axis)) return -1;
+      axis = n.axis;
+    }
+  for (ValueId o : g.outputs)
+    if (o == v) return -1;
+  return axis;
+}
 }  // namespace
 
 Cost cost(const Graph& g) {
@@ -38,7 +54,8 @@ Cost cost(const Graph& g) {
       case OpKind::Reshape:
       case OpKind::Transpose:
       case OpKind::Slice:
-      case OpKind::Concat: break;
+      case OpKind::Concat:
+      case OpKind::Gather: break;
       case OpKind::Reduce: c.flops += count(g.node(n.operands[0]).shape) - count(n.shape); break;
       case OpKind::Contract:
       case OpKind::ExpContract: {
@@ -71,7 +88,17 @@ Cost cost(const Graph& g) {
       default: c.flops += count(n.shape); break;
     }
   }
-  for (const auto& p : g.params) c.compulsory_bytes += count(p.shape) * dtype_bytes(p.dtype);
+  for (size_t i = 0; i < g.params.size(); ++i) {
+    const auto& p = g.params[i];
+    // A table read only by gathers may be read a row at a time, the same row for every
+    // index: one slice across the gathered axis is all a kernel must read.
+    int64_t elements = count(p.shape);
+    if (const int axis = gather_only_axis(g, g.inputs[i]); axis >= 0) {
+      const int64_t rows = p.shape[static_cast<size_t>(axis)].evaluate(g.bound_dims);
+      if (rows > 0) elements /= rows;
+    }
+    c.compulsory_bytes += elements * dtype_bytes(p.dtype);
+  }
   for (const auto& r : g.results) c.compulsory_bytes += count(r.shape) * dtype_bytes(r.dtype);
   return c;
 }

@@ -23,11 +23,11 @@
 // - "Polynomial": a value is polynomial in the inputs when it is computed from
 //   Inputs and Consts using only Add, Sub, Mul, Neg, Contract, Reduce(sum), PowI
 //   with a non-negative exponent and layout ops (Broadcast, Reshape, Transpose,
-//   Slice, Concat). On small-integer inputs such a value is exact in float32
-//   whatever the summation order. The verifier's integer-exact suite also admits
-//   ops that keep integers exact piece by piece (Max, Min, Abs, Select on
-//   comparisons), Converts, integer-valued Consts and integer arithmetic; its
-//   decision is verify/polynomial.h (polynomial_reason).
+//   Slice, Concat, Gather of such a value by input indices). On small-integer inputs such a value
+//   is exact in float32 whatever the summation order. The verifier's integer-exact suite also
+//   admits ops that keep integers exact piece by piece (Max, Min, Abs, Select on comparisons),
+//   Converts, integer-valued Consts and integer arithmetic; its decision is verify/polynomial.h
+//   (polynomial_reason).
 #pragma once
 
 #include <cstdint>
@@ -164,6 +164,13 @@ enum class OpKind {
   Transpose,  // result dim i = operand dim perm[i]
   Slice,      // per axis: start, stop (DimExprs, 0 <= start <= stop <= dim), step >= 1
   Concat,     // along `axis`; all other dims equal
+  // numpy's take(table, indices, axis) (table[indices] for axis 0): operands {table,
+  // indices}, indices i32 or i64 of any shape; the result is table's shape with dim `axis`
+  // replaced by the indices' shape: out[a..., j..., b...] = table[a..., w(indices[j...]),
+  // b...] where w(i) = i + V for i < 0 (V = table's dim `axis`), numpy's wrap. An index
+  // outside [-V, V) is outside the graph's domain (numpy raises IndexError): the reference
+  // refuses it and the verifier never draws one (docs/verifier.md, "Index inputs").
+  Gather,
   // Reductions and contractions.
   Reduce,    // kind over `axes` (sorted, unique); those axes are removed
   Contract,  // out[out_labels] = sum over labels not in out of lhs[lhs_labels] * rhs[rhs_labels]
@@ -211,7 +218,7 @@ struct Node {
   // float dtype. The reference keeps the scalar's exact value; an implementation rounds
   // it, and the bound covers that. An explicit astype/dtype= Convert is never weak.
   bool weak = false;
-  // Iota axis, Concat axis.
+  // Iota axis, Concat axis, Gather axis.
   int axis = 0;
   // PowI exponent.
   int64_t exponent = 0;
@@ -272,6 +279,7 @@ class Builder {
   ValueId transpose(ValueId x, const std::vector<int>& perm, SourceLoc loc = {});
   ValueId slice(ValueId x, const std::vector<SliceAxis>& slices, SourceLoc loc = {});
   ValueId concat(const std::vector<ValueId>& xs, int axis, SourceLoc loc = {});
+  ValueId gather(ValueId table, ValueId indices, int axis, SourceLoc loc = {});
   ValueId reduce(ReduceKind kind, ValueId x, std::vector<int> axes, SourceLoc loc = {});
   ValueId contract(ValueId lhs, ValueId rhs, const std::vector<int>& lhs_labels,
                    const std::vector<int>& rhs_labels, const std::vector<int>& out_labels,

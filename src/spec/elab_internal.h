@@ -379,6 +379,11 @@ class Elab {
   ValuePtr np_hvstack(const BuiltinCall& c);
   ValuePtr np_repeat(const BuiltinCall& c);
   ValuePtr np_tile(const BuiltinCall& c);
+  // gathers: table[ids], np.take (elab_gather.cpp)
+  static void add_gather_builtins(BuiltinTable& t);
+  ValuePtr np_take(const BuiltinCall& c);
+  ValuePtr gather_subscript(ValueId x, const std::vector<ValuePtr>& idx, SourceLoc loc);
+  ValueId take(ValueId table, ValueId ids, int axis, SourceLoc loc);
 };
 
 }  // namespace ollie::spec::elab

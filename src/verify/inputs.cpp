@@ -49,6 +49,35 @@ std::vector<double> weight_scales(const ir::Graph& g) {
   return scale;
 }
 
+// The parameter `v` is, through layout ops and converts; -1 when it is computed.
+int source_param(const ir::Graph& g, ir::ValueId v) {
+  for (;;) {
+    const ir::Node& n = g.node(v);
+    if (n.kind == ir::OpKind::Input) return n.input_index;
+    const bool layout = n.kind == ir::OpKind::Reshape || n.kind == ir::OpKind::Transpose ||
+                        n.kind == ir::OpKind::Broadcast || n.kind == ir::OpKind::Slice ||
+                        n.kind == ir::OpKind::Convert;
+    if (!layout) return -1;
+    v = n.operands[0];
+  }
+}
+
+// An index array of a table with `rows` rows along the gathered axis: uniform in [-rows,
+// rows), except that every run of 8 consecutive elements (from an offset drawn per set and
+// parameter) holds the edges -rows, -1, 0 and rows - 1, so each suite's indices wrap
+// negatives, reach both ends and repeat.
+void fill_indices(double* out, size_t n, size_t first, int64_t rows, uint64_t offset,
+                  random::Xoshiro256& g) {
+  const double edges[] = {static_cast<double>(-rows), -1.0, 0.0, static_cast<double>(rows - 1)};
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t r = (first + i + offset) % 8;
+    out[i] =
+        r < 4 ? edges[r]
+              : static_cast<double>(
+                    static_cast<int64_t>(random::below(g, static_cast<uint64_t>(2 * rows))) - rows);
+  }
+}
+
 // Elements per random stream: each chunk of each parameter has its own generator
 // (random::Xoshiro256(seed, stream)), so a tensor's values do not depend on the others'
 // sizes, and chunks may be drawn in any order with the same result.
@@ -152,13 +181,31 @@ void fill_chunk(double* out, size_t n, random::Xoshiro256& g, ir::DType dtype, D
 
 }  // namespace
 
+std::vector<int64_t> index_ranges(const ir::Graph& graph) {
+  std::vector<int64_t> rows(graph.params.size(), 0);
+  for (const ir::Node& n : graph.nodes) {
+    if (n.kind != ir::OpKind::Gather) continue;
+    const int p = source_param(graph, n.operands[1]);
+    if (p < 0) continue;  // the front end admits only inputs; np.arange became a slice
+    const int64_t v =
+        graph.node(n.operands[0]).shape[static_cast<size_t>(n.axis)].evaluate(graph.bound_dims);
+    int64_t& r = rows[static_cast<size_t>(p)];
+    r = r == 0 ? v : std::min(r, v);
+  }
+  return rows;
+}
+
 InputDraw::InputDraw(const ir::Graph& graph, const std::vector<uint64_t>& seeds, Distribution d,
                      int64_t k)
     : InputDraw(graph, seeds, std::vector<Distribution>(seeds.size(), d), k) {}
 
 InputDraw::InputDraw(const ir::Graph& graph, const std::vector<uint64_t>& seeds,
                      const std::vector<Distribution>& ds, int64_t k)
-    : seeds_(seeds), ds_(ds), k_(k), scales_(weight_scales(graph)) {
+    : seeds_(seeds),
+      ds_(ds),
+      k_(k),
+      scales_(weight_scales(graph)),
+      index_ranges_(index_ranges(graph)) {
   OLLIE_CHECK(ds.size() == seeds.size(), "one distribution per input set");
   for (Distribution d : ds)
     OLLIE_CHECK(d != Distribution::Integer || (k > 0 && k <= kMaxIntegerRange),
@@ -191,6 +238,11 @@ void InputDraw::help(const std::atomic<bool>* stop) {
     const size_t row =
         t.shape.empty() ? 1 : static_cast<size_t>(std::max<int64_t>(1, t.shape.back()));
     const uint64_t row_seed = random::mix64(seeds_[c.set] ^ random::mix64(~uint64_t{c.param}));
+    if (const int64_t rows = index_ranges_[c.param]; rows > 0) {
+      fill_indices(t.data.data() + begin, std::min(kChunk, t.data.size() - begin), begin, rows,
+                   row_seed, g);
+      continue;
+    }
     fill_chunk(t.data.data() + begin, std::min(kChunk, t.data.size() - begin), g, t.dtype,
                ds_[c.set], scales_[c.param], k_, begin, row, row_seed);
   }
