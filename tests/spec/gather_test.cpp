@@ -1,0 +1,106 @@
+// Tests of data-dependent indexing (a gather): the forms a spec accepts (table[ids],
+// table[:, ids], np.take, .take, np.arange as a slice) and the located errors for the rest.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "ir/ir.h"
+#include "spec/spec.h"
+#include "spec_test_util.h"
+
+namespace ollie::spec {
+namespace {
+
+using namespace spec_tests;
+
+using ir::OpKind;
+
+std::string spec(const std::string& params, const std::string& ret, const std::string& body) {
+  return "import numpy as np\nDIMS = dict(T=5, V=7, D=3, P=9)\n\ndef f(" + params + ") -> " + ret +
+         ":\n    return " + body + "\n";
+}
+const char* kTable = "ids: \"i64[T]\", w: \"f32[V, D]\"";
+
+const ir::Node& gather_of(const ir::Graph& g) {
+  for (const auto& n : g.nodes)
+    if (n.kind == OpKind::Gather) return n;
+  throw std::runtime_error("no gather");
+}
+
+TEST(Gather, IndexingTheFirstAxisIsAGatherOfTheInput) {
+  for (const char* body : {"w[ids]", "w[ids, :]", "w[ids, ...]", "np.take(w, ids, axis=0)",
+                           "w.take(ids, axis=0)", "np.take(w, ids, 0)"}) {
+    auto g = compile(spec(kTable, "\"f32[T, D]\"", body));
+    EXPECT_EQ(out_type(g), "f32[T, D]") << body;
+    const ir::Node& n = gather_of(g);
+    EXPECT_EQ(n.axis, 0) << body;
+    EXPECT_EQ(g.node(n.operands[0]).kind, OpKind::Input) << body;
+    EXPECT_EQ(g.node(n.operands[1]).name, "ids") << body;
+  }
+}
+
+TEST(Gather, OtherAxesAndIndexShapes) {
+  auto g = compile(spec("ids: \"i32[T]\", w: \"f32[D, V]\"", "\"f32[D, T]\"", "w[:, ids]"));
+  EXPECT_EQ(gather_of(g).axis, 1);
+  g = compile(spec("ids: \"i64[T, P]\", w: \"f32[V, D]\"", "\"f32[T, P, D]\"", "w[ids]"));
+  EXPECT_EQ(out_type(g), "f32[T, P, D]");
+  g = compile(spec("ids: \"i64[T]\", w: \"f32[D, V]\"", "\"f32[D, T]\"", "w[..., ids]"));
+  EXPECT_EQ(gather_of(g).axis, 1);
+  // axis=None takes from the flattened array.
+  g = compile(spec(kTable, "\"f32[T]\"", "np.take(w, ids)"));
+  EXPECT_EQ(ir::shape_str(g.node(gather_of(g).operands[0]).shape), "[D*V]");
+  // Index arrays through layout ops and integer converts are still the input.
+  g = compile(spec(kTable, "\"f32[T, D]\"", "w[ids.astype(np.int32).reshape(-1)]"));
+  EXPECT_EQ(count(g, OpKind::Gather), 1);
+}
+
+TEST(Gather, AnArangeIndexIsASlice) {
+  auto g = compile(spec(kTable + std::string(", p: \"f32[P, D]\""), "\"f32[T, D]\"",
+                        "w[ids] + p[np.arange(len(ids))]"));
+  EXPECT_EQ(count(g, OpKind::Gather), 1);
+  EXPECT_EQ(count(g, OpKind::Slice), 1);
+  g = compile(spec("p: \"f32[P, D]\"", "\"f32[3, D]\"", "p[np.arange(1, 7, 2)]"));
+  const ir::Node* s = nullptr;
+  for (const auto& n : g.nodes)
+    if (n.kind == OpKind::Slice) s = &n;
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->slices[0].start.str(), "1");
+  EXPECT_EQ(s->slices[0].step, 2);
+  EXPECT_EQ(s->slices[0].length().str(), "3");
+}
+
+TEST(Gather, UnsupportedFormsAreLocatedErrorsNamingWhatIs) {
+  struct Case {
+    std::string params, body, message;
+  };
+  const std::vector<Case> cases = {
+      {"x: \"f32[V, D]\"", "x[x[:, 0]]", "indexing with an array of f32"},
+      {"x: \"f32[V, D]\", m: \"bool[V]\"", "x[m]", "boolean mask indexing"},
+      {kTable, "w[ids, ids]", "several index arrays"},
+      {kTable, "w[ids, 0]", "an index array combined with an int"},
+      {kTable, "w[ids, 1:]", "an index array combined with a slice"},
+      {kTable, "w[ids + 1]", "must be an integer input of the entry"},
+      {kTable, "w[np.argmax(w, axis=0)]", "must be an integer input of the entry"},
+      {kTable, "w[np.arange(8)]", "index 7 of the np.arange index is out of bounds"},
+      {kTable, "np.take(w, ids, mode='wrap')", "mode other than 'raise'"},
+      {kTable, "np.take(w, 3)", "indices must be an integer array"},
+      {kTable, "np.take_along_axis(w, ids, axis=0)", "np.take_along_axis is not supported"},
+  };
+  for (const auto& c : cases) {
+    const Err e = error_of(spec(c.params, "\"f32[T, D]\"", c.body));
+    EXPECT_EQ(e.line, 5) << c.body;
+    EXPECT_EQ(e.col, 12) << c.body;
+    EXPECT_HAS(e.message, c.message);
+  }
+  // picoGPT's wpe[range(len(inputs))]: the range is unrolled first, so its error is at the
+  // range and its hint says to slice.
+  const Err r = error_of(spec(kTable, "\"f32[T, D]\"", "w[range(len(ids))]"));
+  EXPECT_EQ(r.col, 14);
+  EXPECT_HAS(r.message, "range() over the dim expression T");
+  EXPECT_HAS(r.hint, "x[range(T)] is the slice x[:T]");
+  // The hint names the supported forms.
+  EXPECT_HAS(error_of(spec(kTable, "\"f32[T, D]\"", "w[ids, ids]")).hint, "np.take(table, ids");
+}
+
+}  // namespace
+}  // namespace ollie::spec
