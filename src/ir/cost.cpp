@@ -4,8 +4,11 @@
 // elements to one costs n - 1; a contraction costs 2 per multiply-add. Layout ops,
 // conversions, constants and inputs cost nothing. A contraction of two bfloat16 values is
 // also counted apart (bf16_product_flops): the roofline gives it the bf16 peak. A gather
-// costs nothing; a table only gathers read counts one row of compulsory bytes (every index
-// may name the same row), so the roofline stays a lower bound.
+// costs nothing. Compulsory bytes count what every correct kernel must read: an input read
+// only through slices counts its largest slice, one only gathers read one row across the
+// gathered axis (every index may name the same row), so the roofline stays a lower bound.
+#include <algorithm>
+
 #include "ir/ir.h"
 
 namespace ollie::ir {
@@ -25,19 +28,28 @@ bool bf16_value(const Graph& g, ValueId id) {
     default: return false;
   }
 }
-// The axis every reader of `v` gathers along when all of them are gathers with `v` as the
-// table on one axis; -1 otherwise.
-int gather_only_axis(const Graph& g, ValueId v) {
-  int axis = -1;
+// The elements of param `v` every correct kernel must read (a lower bound): all of them
+// when something reads it whole, else the largest one of its readers must: a slice's
+// elements, or one row across a gather's axis (every index may name the same row).
+int64_t elements_read(const Graph& g, ValueId v) {
+  auto count = [&](const Shape& s) { return element_count(evaluate_shape(s, g.bound_dims)); };
+  const int64_t all = count(g.node(v).shape);
+  for (ValueId o : g.outputs)
+    if (o == v) return all;
+  int64_t most = 0;
   for (const Node& n : g.nodes)
     for (size_t k = 0; k < n.operands.size(); ++k) {
       if (n.operands[k] != v) continue;
-      if (n.kind != OpKind::Gather || k != 0 || (axis >= 0 && axis != n.axis)) return -1;
-      axis = n.axis;
+      if (n.kind == OpKind::Slice) {
+        most = std::max(most, count(n.shape));
+      } else if (n.kind == OpKind::Gather && k == 0) {
+        const int64_t rows = g.node(v).shape[static_cast<size_t>(n.axis)].evaluate(g.bound_dims);
+        most = std::max(most, rows > 0 ? all / rows : all);
+      } else {
+        return all;
+      }
     }
-  for (ValueId o : g.outputs)
-    if (o == v) return -1;
-  return axis;
+  return most;
 }
 }  // namespace
 
@@ -88,17 +100,8 @@ Cost cost(const Graph& g) {
       default: c.flops += count(n.shape); break;
     }
   }
-  for (size_t i = 0; i < g.params.size(); ++i) {
-    const auto& p = g.params[i];
-    // A table read only by gathers may be read a row at a time, the same row for every
-    // index: one slice across the gathered axis is all a kernel must read.
-    int64_t elements = count(p.shape);
-    if (const int axis = gather_only_axis(g, g.inputs[i]); axis >= 0) {
-      const int64_t rows = p.shape[static_cast<size_t>(axis)].evaluate(g.bound_dims);
-      if (rows > 0) elements /= rows;
-    }
-    c.compulsory_bytes += elements * dtype_bytes(p.dtype);
-  }
+  for (size_t i = 0; i < g.params.size(); ++i)
+    c.compulsory_bytes += elements_read(g, g.inputs[i]) * dtype_bytes(g.params[i].dtype);
   for (const auto& r : g.results) c.compulsory_bytes += count(r.shape) * dtype_bytes(r.dtype);
   return c;
 }

@@ -314,7 +314,8 @@ std::string to_text(const Graph& graph);
 // Cost of the whole kernel at the bound dims.
 struct Cost {
   int64_t flops = 0;             // see cost.cpp for what counts as one
-  int64_t compulsory_bytes = 0;  // every input read once, every output written once
+  int64_t compulsory_bytes = 0;  // every input read once (what of it a kernel must read: cost.cpp),
+                                 // every output written once
   // The part of `flops` in contractions of two bfloat16 values (bf16 operands, or bf16
   // widened to f32 by a convert): what AVX512_BF16's vdpbf16ps and AMX's tdpbf16ps compute.
   int64_t bf16_product_flops = 0;

@@ -24,7 +24,8 @@ struct Progression {
 // A scalar integer constant (a Const or a dim's value, broadcast or reshaped to 1-D).
 std::optional<DimExpr> constant_of(const Elab& el, ValueId v) {
   const ir::Node& n = el.node(v);
-  if (n.kind == OpKind::Broadcast || n.kind == OpKind::Reshape) return constant_of(el, n.operands[0]);
+  if (n.kind == OpKind::Broadcast || n.kind == OpKind::Reshape)
+    return constant_of(el, n.operands[0]);
   if (n.kind != OpKind::Const || ir::is_float(n.dtype)) return std::nullopt;
   if (n.const_dim) return *n.const_dim;
   return DimExpr::constant(static_cast<int64_t>(n.const_value));
@@ -93,15 +94,16 @@ ValueId Elab::take(ValueId table, ValueId ids, int axis, SourceLoc loc) {
     const int64_t last = first + (n - 1) * p->step, size = eval_dim(rows, loc);
     if (n > 0 && (first < 0 || last >= size))
       fail(loc,
-           "index " + std::to_string(first < 0 ? first : last) + " of the np.arange index is out "
-               "of bounds for axis " + std::to_string(axis) + " with size " + rows.str() + " = " +
-               std::to_string(size),
+           "index " + std::to_string(first < 0 ? first : last) +
+               " of the np.arange index is out "
+               "of bounds for axis " +
+               std::to_string(axis) + " with size " + rows.str() + " = " + std::to_string(size),
            "numpy raises IndexError here; index inside the axis, or slice (x[:n] clips)");
     std::vector<ir::SliceAxis> sl;
     for (auto& d : node(table).shape) sl.push_back({DimExpr(), d, 1});
-    const DimExpr stop = n > 0 ? p->start + len * DimExpr::constant(p->step) -
-                                     DimExpr::constant(p->step - 1)
-                               : p->start;
+    const DimExpr stop =
+        n > 0 ? p->start + len * DimExpr::constant(p->step) - DimExpr::constant(p->step - 1)
+              : p->start;
     sl[static_cast<size_t>(axis)] = {p->start, stop, p->step};
     return checked(builder_.slice(table, sl, loc), loc);
   }
@@ -161,8 +163,7 @@ ValuePtr Elab::np_take(const BuiltinCall& c) {
     fail(loc, c.shown + " with mode other than 'raise' is not supported in a spec",
          "indices outside [-V, V) are outside the spec's domain, as numpy's default mode says");
   if (a[1]->kind != Kind::Tensor || a[1]->weak)
-    fail(loc, c.shown + " indices must be an integer array, got " + kind_name(*a[1]),
-         kGatherForms);
+    fail(loc, c.shown + " indices must be an integer array, got " + kind_name(*a[1]), kGatherForms);
   int axis = 0;
   if (is_none(a[2])) {
     DimExpr n = DimExpr::constant(1);

@@ -33,8 +33,8 @@ TEST(GatherCli, OptimizeAnEmbeddingWritesAFullyVerifiedKernel) {
             std::string::npos);
   EXPECT_NE(read_file(dir / "run" / "embedding.ollie.h").find("const int64_t* ids"),
             std::string::npos);
-  const auto v = shell(ollie(env, "verify " + spec + " " + (dir / "run" / "embedding.cpp").string() +
-                                      dims));
+  const auto v =
+      shell(ollie(env, "verify " + spec + " " + (dir / "run" / "embedding.cpp").string() + dims));
   EXPECT_EQ(v.exit_code, 0) << v.out;
   fs::remove_all(dir);
 }

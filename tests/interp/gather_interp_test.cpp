@@ -17,8 +17,8 @@ TEST(InterpGather, RowsByIndexWithNegativeIndicesWrapped) {
   const auto w = tg.in("w", DType::F32, S({3, 2}));
   const auto ids = tg.in("ids", DType::I64, S({5}));
   tg.out(tg.b.gather(w, ids, 0));
-  const Result r = tg.run({T(DType::F32, {3, 2}, {0, 1, 10, 11, 20, 21}),
-                           T(DType::I64, {5}, {0, -1, 2, -3, 1})});
+  const Result r = tg.run(
+      {T(DType::F32, {3, 2}, {0, 1, 10, 11, 20, 21}), T(DType::I64, {5}, {0, -1, 2, -3, 1})});
   EXPECT_EQ(r.values[0].shape, (std::vector<int64_t>{5, 2}));
   EXPECT_EQ(r.values[0].data, (std::vector<double>{0, 1, 20, 21, 20, 21, 0, 1, 10, 11}));
   EXPECT_EQ(r.bounds[0].data, std::vector<double>(10, 0.0));  // a copy of exact inputs
@@ -29,8 +29,8 @@ TEST(InterpGather, InnerAxisAndIndexArraysOfTwoDims) {
   const auto w = tg.in("w", DType::F32, S({2, 3}));
   const auto ids = tg.in("ids", DType::I32, S({2, 2}));
   tg.out(tg.b.gather(w, ids, 1));
-  const Result r = tg.run(
-      {T(DType::F32, {2, 3}, {0, 1, 2, 10, 11, 12}), T(DType::I32, {2, 2}, {-1, 0, 1, -2})});
+  const Result r =
+      tg.run({T(DType::F32, {2, 3}, {0, 1, 2, 10, 11, 12}), T(DType::I32, {2, 2}, {-1, 0, 1, -2})});
   EXPECT_EQ(r.values[0].shape, (std::vector<int64_t>{2, 2, 2}));
   EXPECT_EQ(r.values[0].data, (std::vector<double>{2, 0, 1, 1, 12, 10, 11, 11}));
 }
@@ -42,8 +42,7 @@ TEST(InterpGather, BoundsFollowTheRowsTheyCopy) {
   const auto scaled = tg.b.binary(ir::OpKind::Mul, w, tg.c(0.1, DType::F32, S({3, 1})));
   tg.out(scaled);
   tg.out(tg.b.gather(scaled, ids, 0));
-  const Result r =
-      tg.run({T(DType::F32, {3, 1}, {1, 1000, 0}), T(DType::I64, {3}, {1, -1, 0})});
+  const Result r = tg.run({T(DType::F32, {3, 1}, {1, 1000, 0}), T(DType::I64, {3}, {1, -1, 0})});
   const auto& e = r.bounds[0].data;
   EXPECT_GT(e[1], e[0]);
   EXPECT_EQ(r.bounds[1].data, (std::vector<double>{e[1], e[2], e[0]}));
