@@ -100,8 +100,7 @@ ValuePtr Elab::py_range(const BuiltinCall& c) {
            "range() over the dim expression " + v->i.str() +
                ": a loop is unrolled, so its count must be a constant",
            "use a constant count (a module constant, or a literal size in the annotation such as "
-           "\"f32[12, D]\"), or vectorize over that axis; as an index, x[range(T)] is "
-           "the slice x[:T]");
+           "\"f32[12, D]\"), or vectorize over that axis");
   if (!a[1])
     hi = to_const_int(a[0], loc, "range()");
   else {

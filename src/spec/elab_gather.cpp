@@ -153,6 +153,21 @@ ValuePtr Elab::gather_subscript(ValueId x, const std::vector<ValuePtr>& idx, Sou
   return make_tensor(take(x, ids, axis, loc));
 }
 
+ValuePtr Elab::range_index(const ValuePtr& base, const Expr& index) {
+  if (base->kind != Kind::Tensor || base->weak || index.kind != ExprKind::Call || !index.value ||
+      index.value->kind != ExprKind::Name || !index.keywords.empty())
+    return nullptr;
+  const ValuePtr fn = eval(index.value);
+  if (fn->kind != Kind::Builtin || fn->s != "range") return nullptr;
+  CallArgs args;
+  for (const auto& a : index.items) {
+    if (a->kind == ExprKind::Starred) return nullptr;
+    args.pos.push_back(eval(a));
+    args.pos_loc.push_back(a->loc);
+  }
+  return call_builtin(*make_named(Kind::Builtin, "np.arange"), args, index.loc);
+}
+
 // np.take(a, indices, axis=None, out=None, mode='raise') and a.take(indices, axis)
 ValuePtr Elab::np_take(const BuiltinCall& c) {
   SourceLoc loc = c.loc;
