@@ -343,7 +343,15 @@ void check_node(const Graph& g, ValueId id, const Node& n, std::vector<std::stri
         fail("gather axis out of range");
         break;
       }
-      expect_shape(gather_shape(table.shape, idx.shape, n.axis));
+      if (n.along) {
+        bool same = idx.shape.size() == table.shape.size();
+        for (size_t d = 0; same && d < idx.shape.size(); ++d)
+          same = static_cast<int>(d) == n.axis || idx.shape[d] == table.shape[d];
+        if (!same) fail("take_along_axis indices differ from the table off the axis");
+        expect_shape(idx.shape);
+      } else {
+        expect_shape(gather_shape(table.shape, idx.shape, n.axis));
+      }
       expect_dtype(table.dtype);
       break;
     }
@@ -631,6 +639,15 @@ ValueId Builder::gather(ValueId table, ValueId indices, int axis, SourceLoc loc)
   Node n = make_node(OpKind::Gather, {table, indices}, gather_shape(t, node(indices).shape, axis),
                      node(table).dtype, loc);
   n.axis = axis;
+  return push(std::move(n));
+}
+
+ValueId Builder::gather_along(ValueId table, ValueId indices, int axis, SourceLoc loc) {
+  OLLIE_CHECK(axis >= 0 && axis < static_cast<int>(node(table).shape.size()),
+              "gather axis out of range");
+  Node n = make_node(OpKind::Gather, {table, indices}, node(indices).shape, node(table).dtype, loc);
+  n.axis = axis;
+  n.along = true;
   return push(std::move(n));
 }
 

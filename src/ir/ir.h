@@ -170,6 +170,9 @@ enum class OpKind {
   // b...] where w(i) = i + V for i < 0 (V = table's dim `axis`), numpy's wrap. An index
   // outside [-V, V) is outside the graph's domain (numpy raises IndexError): the reference
   // refuses it and the verifier never draws one (docs/verifier.md, "Index inputs").
+  // With `along` (numpy take_along_axis): indices of the table's rank and the result's
+  // shape, equal to the table's off the axis: out[a..., j, b...] = table[a...,
+  // w(indices[a..., j, b...]), b...].
   Gather,
   // Reductions and contractions.
   Reduce,    // kind over `axes` (sorted, unique); those axes are removed
@@ -230,6 +233,8 @@ struct Node {
   std::vector<int> lhs_labels, rhs_labels, out_labels;
   // ExpContract: exp2 instead of exp.
   bool base2 = false;
+  // Gather: take_along_axis (indices of the table's rank) rather than take.
+  bool along = false;
 
   SourceLoc loc;  // where in the spec this value was made
 };
@@ -280,6 +285,8 @@ class Builder {
   ValueId slice(ValueId x, const std::vector<SliceAxis>& slices, SourceLoc loc = {});
   ValueId concat(const std::vector<ValueId>& xs, int axis, SourceLoc loc = {});
   ValueId gather(ValueId table, ValueId indices, int axis, SourceLoc loc = {});
+  // take_along_axis: `indices` of the table's rank, equal to it off the axis.
+  ValueId gather_along(ValueId table, ValueId indices, int axis, SourceLoc loc = {});
   ValueId reduce(ReduceKind kind, ValueId x, std::vector<int> axes, SourceLoc loc = {});
   ValueId contract(ValueId lhs, ValueId rhs, const std::vector<int>& lhs_labels,
                    const std::vector<int>& rhs_labels, const std::vector<int>& out_labels,

@@ -396,10 +396,12 @@ class Lowerer {
   // element, wrapped as numpy wraps a negative index (i + V for i < 0), at the gathered axis.
   std::vector<Expr> gather_index(const Node& n, const std::vector<Expr>& idx) {
     const auto axis = static_cast<size_t>(n.axis);
-    const size_t rank = g_.node(n.operands[1]).shape.size();
+    const size_t rank = n.along ? 1 : g_.node(n.operands[1]).shape.size();
     const DimExpr rows = g_.node(n.operands[0]).shape[axis];
-    const std::vector<Expr> at(idx.begin() + static_cast<long>(axis),
-                               idx.begin() + static_cast<long>(axis + rank));
+    const std::vector<Expr> at =
+        n.along ? idx
+                : std::vector<Expr>(idx.begin() + static_cast<long>(axis),
+                                    idx.begin() + static_cast<long>(axis + rank));
     const Expr i = make_cast(DType::I64, access(n.operands[1], at));
     const Expr row = make_select(make_binary(OpKind::Lt, i, make_int(0)),
                                  make_binary(OpKind::Add, i, make_dim(rows)), i);

@@ -1,5 +1,6 @@
-// Data-dependent indexing (an embedding gather): table[ids], table[:, ids], np.take and
-// the .take method, with one integer index array that is an input of the entry. The
+// Data-dependent indexing (an embedding gather): table[ids], table[:, ids], np.take, the
+// .take method and np.take_along_axis, with one integer index array that is an input of
+// the entry. The
 // verifier draws such an input inside [-V, V), the only indices numpy accepts
 // (docs/spec-language.md, "Indexing with an array").
 #include <optional>
@@ -13,7 +14,7 @@ namespace {
 const char* kGatherForms =
     "a spec supports one integer index array that is an input of the entry (\"i64[T]\" or "
     "\"i32[T]\"), alone or with full slices: table[ids], table[ids, :], table[:, ids], "
-    "np.take(table, ids, axis=0), table.take(ids, axis=0)";
+    "np.take(table, ids, axis=0), table.take(ids, axis=0), np.take_along_axis(x, ids, axis)";
 
 // start + step * i for i = 0, 1, ...: what np.arange(start, stop, step) builds.
 struct Progression {
@@ -190,8 +191,60 @@ ValuePtr Elab::np_take(const BuiltinCall& c) {
   return make_tensor(take(x, a[1]->t, axis, loc));
 }
 
+// np.take_along_axis(arr, indices, axis): indices of arr's rank, the two broadcast against
+// each other off the axis (numpy's rule), the result shaped like the broadcast indices.
+ValuePtr Elab::np_take_along_axis(const BuiltinCall& c) {
+  SourceLoc loc = c.loc;
+  auto a = c.sig({"arr", "indices", "axis"}, 3);
+  ValueId x = c.tensor_arg(a[0], "the array")->t;
+  if (a[1]->kind != Kind::Tensor || a[1]->weak)
+    fail(loc, "np.take_along_axis indices must be an integer array, got " + kind_name(*a[1]),
+         kGatherForms);
+  ValueId ids = a[1]->t;
+  int axis = 0;
+  if (is_none(a[2])) {
+    if (node(ids).shape.size() != 1)
+      fail(loc, "np.take_along_axis with axis=None needs 1-D indices, got " + type_str(ids));
+    DimExpr n = DimExpr::constant(1);
+    for (auto& d : node(x).shape) n = n * d;
+    x = builder_.reshape(x, {n}, loc);
+  } else {
+    axis = norm_axis(to_const_int(a[2], loc, "axis"), static_cast<int>(node(x).shape.size()), loc);
+  }
+  const Shape xs = node(x).shape, is = node(ids).shape;
+  if (xs.size() != is.size())
+    fail(loc,
+         "np.take_along_axis needs indices of the array's rank: " + type_str(x) + " and " +
+             type_str(ids),
+         "add unit axes to the indices (ids[:, None]) as numpy requires");
+  Shape xt = xs, it = is;
+  const DimExpr one = DimExpr::constant(1);
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if (static_cast<int>(d) == axis || xs[d] == is[d]) continue;
+    if (xs[d] != one && is[d] != one)
+      fail(loc, "np.take_along_axis shapes " + type_str(x) + " and " + type_str(ids) +
+                    " do not broadcast off axis " + std::to_string(axis));
+    xt[d] = it[d] = xs[d] == one ? is[d] : xs[d];
+  }
+  x = to_shape(x, xt, loc);
+  ids = to_shape(ids, it, loc);
+  const DType t = node(ids).dtype;
+  if (t != DType::I32 && t != DType::I64)
+    fail(loc,
+         std::string("np.take_along_axis with indices of ") + ir::dtype_name(t) +
+             ": numpy accepts only integer indices",
+         kGatherForms);
+  if (!from_integer_input(*this, ids))
+    fail(loc,
+         "the indices of np.take_along_axis must be an integer input of the entry: the verifier "
+         "draws such an input inside [-V, V), the only indices numpy accepts",
+         kGatherForms);
+  return make_tensor(checked(builder_.gather_along(x, ids, axis, loc), loc));
+}
+
 void Elab::add_gather_builtins(BuiltinTable& t) {
   add_builtins(t, {"np.take", "method.take"}, &Elab::np_take);
+  add_builtins(t, {"np.take_along_axis"}, &Elab::np_take_along_axis);
 }
 
 }  // namespace ollie::spec::elab

@@ -382,6 +382,7 @@ class Elab {
   // gathers: table[ids], np.take (elab_gather.cpp)
   static void add_gather_builtins(BuiltinTable& t);
   ValuePtr np_take(const BuiltinCall& c);
+  ValuePtr np_take_along_axis(const BuiltinCall& c);
   ValuePtr gather_subscript(ValueId x, const std::vector<ValuePtr>& idx, SourceLoc loc);
   ValueId take(ValueId table, ValueId ids, int axis, SourceLoc loc);
   // `range(...)` indexing an array (picoGPT's wpe[range(len(inputs))]) is numpy's fancy

@@ -11,19 +11,21 @@ namespace ollie::spec::elab {
 namespace {
 
 const std::set<std::string> kNumpyFuncs = {
-    "exp",         "log",         "sqrt",        "tanh",        "abs",           "absolute",
-    "sin",         "cos",         "square",      "reciprocal",  "negative",      "maximum",
-    "minimum",     "where",       "clip",        "sum",         "max",           "min",
-    "amax",        "amin",        "mean",        "var",         "std",           "matmul",
-    "einsum",      "dot",         "outer",       "inner",       "reshape",       "transpose",
-    "swapaxes",    "expand_dims", "squeeze",     "concatenate", "stack",         "split",
-    "repeat",      "tile",        "full",        "zeros",       "ones",          "zeros_like",
-    "ones_like",   "full_like",   "tri",         "triu",        "tril",          "arange",
-    "asarray",     "array",       "add",         "subtract",    "multiply",      "divide",
-    "true_divide", "power",       "logical_and", "logical_or",  "logical_not",   "equal",
-    "not_equal",   "less",        "less_equal",  "greater",     "greater_equal", "hstack",
-    "vstack",      "array_split", "log1p",       "expm1",       "argmax",        "argmin",
-    "take"};
+    "exp",       "log",         "sqrt",        "tanh",           "abs",
+    "absolute",  "sin",         "cos",         "square",         "reciprocal",
+    "negative",  "maximum",     "minimum",     "where",          "clip",
+    "sum",       "max",         "min",         "amax",           "amin",
+    "mean",      "var",         "std",         "matmul",         "einsum",
+    "dot",       "outer",       "inner",       "reshape",        "transpose",
+    "swapaxes",  "expand_dims", "squeeze",     "concatenate",    "stack",
+    "split",     "repeat",      "tile",        "full",           "zeros",
+    "ones",      "zeros_like",  "ones_like",   "full_like",      "tri",
+    "triu",      "tril",        "arange",      "asarray",        "array",
+    "add",       "subtract",    "multiply",    "divide",         "true_divide",
+    "power",     "logical_and", "logical_or",  "logical_not",    "equal",
+    "not_equal", "less",        "less_equal",  "greater",        "greater_equal",
+    "hstack",    "vstack",      "array_split", "log1p",          "expm1",
+    "argmax",    "argmin",      "take",        "take_along_axis"};
 const std::set<std::string> kDataDependent = {"nonzero",     "unique",  "argwhere",
                                               "flatnonzero", "extract", "compress"};
 const std::set<std::string> kMethods = {
@@ -36,7 +38,7 @@ const char* kSupportedHint =
     "supported numpy: exp log sqrt tanh abs sin cos square log1p expm1 maximum minimum where clip "
     "sum max min mean var std argmax argmin linalg.norm "
     "matmul einsum dot outer reshape transpose swapaxes expand_dims squeeze concatenate stack "
-    "hstack vstack split array_split repeat tile take "
+    "hstack vstack split array_split repeat tile take take_along_axis "
     "full zeros ones *_like tri triu tril arange astype (see docs/spec-language.md)";
 
 }  // namespace

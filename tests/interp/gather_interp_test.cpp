@@ -35,6 +35,17 @@ TEST(InterpGather, InnerAxisAndIndexArraysOfTwoDims) {
   EXPECT_EQ(r.values[0].data, (std::vector<double>{2, 0, 1, 1, 12, 10, 11, 11}));
 }
 
+TEST(InterpGather, TakeAlongAxisPicksOneElementPerIndex) {
+  TestGraph tg;
+  const auto w = tg.in("w", DType::F32, S({2, 3}));
+  const auto ids = tg.in("ids", DType::I64, S({2, 2}));
+  tg.out(tg.b.gather_along(w, ids, 1));
+  const Result r =
+      tg.run({T(DType::F32, {2, 3}, {0, 1, 2, 10, 11, 12}), T(DType::I64, {2, 2}, {2, -3, -1, 1})});
+  EXPECT_EQ(r.values[0].shape, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(r.values[0].data, (std::vector<double>{2, 0, 12, 11}));
+}
+
 TEST(InterpGather, BoundsFollowTheRowsTheyCopy) {
   TestGraph tg;
   const auto w = tg.in("w", DType::F32, S({3, 1}));

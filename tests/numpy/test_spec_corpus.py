@@ -86,7 +86,7 @@ CORPUS = {
 # indexes. numpy accepts indices in [-V, V) only (V the smallest of those sizes), so they
 # are drawn there, with -V, -1, 0 and V - 1 first (the wrap and both ends) where they fit.
 GATHER_INDICES = {
-    "gather_embedding": {"ids": ("V",), "cols": ("T", "V")},
+    "gather_embedding": {"ids": ("V",), "cols": ("T", "V"), "pick": ("D",)},
 }
 
 _CACHE = {}
@@ -197,7 +197,7 @@ OUTSIDE_SUBSET = {
     "gather_mixed_int": ("x[np.arange(2), 0]", 12, "an index array combined with an int"),
     "gather_computed_index": ("x[(x[:, 0] > 0).astype(np.int64)]", 12, "must be an integer input of the entry"),
     "gather_arange_out_of_bounds": ("x[np.arange(5)]", 12, "index 4 of the np.arange index is out of bounds"),
-    "take_along_axis": ("np.take_along_axis(x, x, axis=0)", 12, "np.take_along_axis is not supported"),
+    "take_along_axis_float": ("np.take_along_axis(x, x, axis=0)", 12, "np.take_along_axis with indices of f32"),
     "take_mode_clip": ("np.take(x, np.arange(2), mode='clip')", 12, "mode other than 'raise'"),
     "index_out_of_bounds": ("x[5]", 12, "index 5 is out of bounds for axis 0"),
     "bad_reshape": ("x.reshape(-1, 5)", 12, "cannot reshape f32[M, N]"),

@@ -75,6 +75,22 @@ TEST(Gather, AnArangeIndexIsASlice) {
   EXPECT_EQ(s->slices[0].length().str(), "3");
 }
 
+TEST(Gather, TakeAlongAxisBroadcastsOffTheAxis) {
+  auto g = compile(spec("ids: \"i64[T]\", x: \"f32[T, V]\"", "\"f32[T, 1]\"",
+                        "np.take_along_axis(x, ids[:, None], axis=-1)"));
+  const ir::Node& n = gather_of(g);
+  EXPECT_TRUE(n.along);
+  EXPECT_EQ(n.axis, 1);
+  // A row of indices broadcast over the table's rows, and the table over the indices'.
+  g = compile(spec("ids: \"i32[1, D]\", w: \"f32[V, D]\"", "\"f32[1, D]\"",
+                   "np.take_along_axis(w, ids, 0)"));
+  EXPECT_EQ(out_type(g), "f32[1, D]");
+  g = compile(spec("ids: \"i64[T, D]\", w: \"f32[1, V]\"", "\"f32[T, D]\"",
+                   "np.take_along_axis(w, ids, axis=1)"));
+  EXPECT_EQ(out_type(g), "f32[T, D]");
+  EXPECT_NE(ir::to_text(g).find("gather.along"), std::string::npos);
+}
+
 TEST(Gather, UnsupportedFormsAreLocatedErrorsNamingWhatIs) {
   struct Case {
     std::string params, body, message;
@@ -90,7 +106,8 @@ TEST(Gather, UnsupportedFormsAreLocatedErrorsNamingWhatIs) {
       {kTable, "w[np.arange(8)]", "index 7 of the np.arange index is out of bounds"},
       {kTable, "np.take(w, ids, mode='wrap')", "mode other than 'raise'"},
       {kTable, "np.take(w, 3)", "indices must be an integer array"},
-      {kTable, "np.take_along_axis(w, ids, axis=0)", "np.take_along_axis is not supported"},
+      {kTable, "np.take_along_axis(w, ids, axis=0)", "needs indices of the array's rank"},
+      {kTable, "np.take_along_axis(w, ids[:, None] + 1, axis=0)", "must be an integer input"},
   };
   for (const auto& c : cases) {
     const Err e = error_of(spec(c.params, "\"f32[T, D]\"", c.body));
