@@ -93,11 +93,15 @@ ValueId Elab::take(ValueId table, ValueId ids, int axis, SourceLoc loc) {
     const DimExpr len = node(ids).shape[0];
     const int64_t n = eval_dim(len, loc), first = eval_dim(p->start, loc);
     const int64_t last = first + (n - 1) * p->step, size = eval_dim(rows, loc);
-    if (n > 0 && (first < 0 || last >= size))
+    if (n > 0 && first < 0)
       fail(loc,
-           "index " + std::to_string(first < 0 ? first : last) +
-               " of the np.arange index is out "
-               "of bounds for axis " +
+           "an np.arange index with negative values (numpy wraps them: " + std::to_string(first) +
+               " is row " + rows.str() + " - " + std::to_string(-first) +
+               ") is not supported in a spec",
+           "slice the rows instead, e.g. x[-3:] for np.arange(-3, 0)");
+    if (n > 0 && last >= size)
+      fail(loc,
+           "index " + std::to_string(last) + " of the np.arange index is out of bounds for axis " +
                std::to_string(axis) + " with size " + rows.str() + " = " + std::to_string(size),
            "numpy raises IndexError here; index inside the axis, or slice (x[:n] clips)");
     std::vector<ir::SliceAxis> sl;

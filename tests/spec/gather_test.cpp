@@ -104,6 +104,7 @@ TEST(Gather, UnsupportedFormsAreLocatedErrorsNamingWhatIs) {
       {kTable, "w[ids + 1]", "must be an integer input of the entry"},
       {kTable, "w[np.argmax(w, axis=0)]", "must be an integer input of the entry"},
       {kTable, "w[np.arange(8)]", "index 7 of the np.arange index is out of bounds"},
+      {kTable, "w[np.arange(-2, 0)]", "an np.arange index with negative values"},
       {kTable, "np.take(w, ids, mode='wrap')", "mode other than 'raise'"},
       {kTable, "np.take(w, 3)", "indices must be an integer array"},
       {kTable, "np.take_along_axis(w, ids, axis=0)", "needs indices of the array's rank"},
