@@ -318,6 +318,11 @@ void verify(const Graph& graph);
 // Golden tests pin it; change it only on purpose.
 std::string to_text(const Graph& graph);
 
+// Per parameter, the sizes of the axes it indexes as a gather's index array (through
+// layout ops and converts), one per gather that reads it; empty for other parameters. Its
+// domain is [-V, V) for the smallest V (numpy raises IndexError outside).
+std::vector<std::vector<DimExpr>> gather_index_axes(const Graph& graph);
+
 // Cost of the whole kernel at the bound dims.
 struct Cost {
   int64_t flops = 0;             // see cost.cpp for what counts as one

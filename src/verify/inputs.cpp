@@ -49,19 +49,6 @@ std::vector<double> weight_scales(const ir::Graph& g) {
   return scale;
 }
 
-// The parameter `v` is, through layout ops and converts; -1 when it is computed.
-int source_param(const ir::Graph& g, ir::ValueId v) {
-  for (;;) {
-    const ir::Node& n = g.node(v);
-    if (n.kind == ir::OpKind::Input) return n.input_index;
-    const bool layout = n.kind == ir::OpKind::Reshape || n.kind == ir::OpKind::Transpose ||
-                        n.kind == ir::OpKind::Broadcast || n.kind == ir::OpKind::Slice ||
-                        n.kind == ir::OpKind::Convert;
-    if (!layout) return -1;
-    v = n.operands[0];
-  }
-}
-
 // An index array of a table with `rows` rows along the gathered axis: uniform in [-rows,
 // rows), except that every run of 8 consecutive elements (from an offset drawn per set and
 // parameter) holds the edges -rows, -1, 0 and rows - 1, so each suite's indices wrap
@@ -182,16 +169,13 @@ void fill_chunk(double* out, size_t n, random::Xoshiro256& g, ir::DType dtype, D
 }  // namespace
 
 std::vector<int64_t> index_ranges(const ir::Graph& graph) {
+  const auto axes = ir::gather_index_axes(graph);
   std::vector<int64_t> rows(graph.params.size(), 0);
-  for (const ir::Node& n : graph.nodes) {
-    if (n.kind != ir::OpKind::Gather) continue;
-    const int p = source_param(graph, n.operands[1]);
-    if (p < 0) continue;  // the front end admits only inputs; np.arange became a slice
-    const int64_t v =
-        graph.node(n.operands[0]).shape[static_cast<size_t>(n.axis)].evaluate(graph.bound_dims);
-    int64_t& r = rows[static_cast<size_t>(p)];
-    r = r == 0 ? v : std::min(r, v);
-  }
+  for (size_t p = 0; p < axes.size(); ++p)
+    for (const auto& axis : axes[p]) {
+      const int64_t v = axis.evaluate(graph.bound_dims);
+      rows[p] = rows[p] == 0 ? v : std::min(rows[p], v);
+    }
   return rows;
 }
 

@@ -1,6 +1,6 @@
 // End-to-end test of an embedding gather (examples/embedding.py): `ollie optimize` with a
 // short budget writes a kernel that passes `ollie verify --level full`, whose certificate
-// is full, and whose ids parameter is int64_t in the header.
+// is full, and whose ids parameter is int64_t in the header, with its domain [-V, V).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -31,8 +31,12 @@ TEST(GatherCli, OptimizeAnEmbeddingWritesAFullyVerifiedKernel) {
   EXPECT_NE(r.out.find("stopped: evaluation budget spent"), std::string::npos) << r.out;
   EXPECT_NE(read_file(dir / "run" / "certificate.json").find("\"level\": \"full\""),
             std::string::npos);
-  EXPECT_NE(read_file(dir / "run" / "embedding.ollie.h").find("const int64_t* ids"),
-            std::string::npos);
+  const std::string header = read_file(dir / "run" / "embedding.ollie.h");
+  EXPECT_NE(header.find("const int64_t* ids"), std::string::npos) << header;
+  // The ids' domain, for whoever writes a kernel against the header.
+  EXPECT_NE(header.find("ids: \"i64[T]\"  (input 0), indices into an axis of V in [-V, V)"),
+            std::string::npos)
+      << header;
   const auto v =
       shell(ollie(env, "verify " + spec + " " + (dir / "run" / "embedding.cpp").string() + dims));
   EXPECT_EQ(v.exit_code, 0) << v.out;
