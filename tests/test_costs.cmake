@@ -61,3 +61,5 @@ set_tests_properties("Examples/Tolerance.DefaultKernelPassesFullyBoundedAndAScal
 set_tests_properties("Distributed.TwoWorkersShareARunEvaluateNothingTwiceAndOneWritesTheAnswer" PROPERTIES COST 48)
 set_tests_properties("WorkerProcesses.KilledWorkersAStoppedServerAndTheStorageTimeout" PROPERTIES COST 25)
 set_tests_properties("VectorTile.SixteenBitOperandsConvertAsTheyLoad" PROPERTIES COST 20)
+set_tests_properties("GatherCli.OptimizeAnEmbeddingWritesAFullyVerifiedKernel" PROPERTIES COST 15)
+set_tests_properties("Examples/SchedulePropertyTest.RandomLegalSchedulesAgreeAndIllegalOnesAreRejected/embedding" PROPERTIES COST 22)

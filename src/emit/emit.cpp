@@ -590,9 +590,15 @@ std::string emit_header(const ir::Graph& graph, const std::string& symbol) {
       << "// Tensors are dense, row-major and must not alias; sizes come from `dims`.\n"
       << "#pragma once\n\n#include <cstdint>\n\n"
       << "// Parameters, in order:\n";
-  for (size_t i = 0; i < graph.params.size(); ++i)
+  const auto index_axes = ir::gather_index_axes(graph);
+  for (size_t i = 0; i < graph.params.size(); ++i) {
     out << "//   " << names[i] << ": \"" << ir::dtype_name(graph.params[i].dtype)
-        << ir::shape_str(graph.params[i].shape) << "\"  (input " << i << ")\n";
+        << ir::shape_str(graph.params[i].shape) << "\"  (input " << i << ")";
+    for (const auto& v : index_axes[i])  // numpy's domain: docs/spec-language.md
+      out << ", indices into an axis of " << v.str() << " in [-" << v.str() << ", " << v.str()
+          << "), a negative one counting from the end";
+    out << "\n";
+  }
   for (size_t i = 0; i < graph.results.size(); ++i)
     out << "//   out" << i << ": \"" << ir::dtype_name(graph.results[i].dtype)
         << ir::shape_str(graph.results[i].shape) << "\"  (result " << i << ")\n";

@@ -60,7 +60,8 @@ bool rounds(ir::OpKind k) {
     case ir::OpKind::Reshape:
     case ir::OpKind::Transpose:
     case ir::OpKind::Slice:
-    case ir::OpKind::Concat: return false;
+    case ir::OpKind::Concat:
+    case ir::OpKind::Gather: return false;
     default: return true;
   }
 }

@@ -598,6 +598,7 @@ Result evaluate_graph(const ir::Graph& graph, const std::vector<Tensor>& inputs,
         v = eval_concat(n, xs, shape);
         break;
       }
+      case ir::OpKind::Gather: v = detail::eval_gather(n, arg(0), arg(1), shape); break;
       case ir::OpKind::Reduce:
         v = eval_reduce(member ? detail::values_only(n) : n, arg(0), shape);
         break;

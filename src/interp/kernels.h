@@ -145,6 +145,10 @@ Value eval_unary(const ir::Node& node, const Value& a);  // incl. PowI, Convert,
 Value eval_binary(const ir::Node& node, const Value& a, const Value& b);
 Value eval_select(const Value& c, const Value& x, const Value& y, ir::DType dtype);
 Value eval_contract(const ir::Node& node, const Value& a, const Value& b);
+// numpy's take(table, indices, axis) (gather.cpp); throws UserError for an index outside
+// [-V, V), as numpy raises IndexError.
+Value eval_gather(const ir::Node& node, const Value& table, const Value& indices,
+                  const std::vector<int64_t>& shape);
 // Reduce (sum, max, min) of `x` over the node's axes, to `out_shape`.
 Value reduce(const ir::Node& node, const Value& x, const std::vector<int64_t>& out_shape);
 

@@ -3,7 +3,12 @@
 // element (a transcendental counts as one, as in most roofline work); a reduction of n
 // elements to one costs n - 1; a contraction costs 2 per multiply-add. Layout ops,
 // conversions, constants and inputs cost nothing. A contraction of two bfloat16 values is
-// also counted apart (bf16_product_flops): the roofline gives it the bf16 peak.
+// also counted apart (bf16_product_flops): the roofline gives it the bf16 peak. A gather
+// costs nothing. Compulsory bytes count what every correct kernel must read: an input read
+// only through slices counts its largest slice, one only gathers read one row across the
+// gathered axis (every index may name the same row), so the roofline stays a lower bound.
+#include <algorithm>
+
 #include "ir/ir.h"
 
 namespace ollie::ir {
@@ -23,6 +28,29 @@ bool bf16_value(const Graph& g, ValueId id) {
     default: return false;
   }
 }
+// The elements of param `v` every correct kernel must read (a lower bound): all of them
+// when something reads it whole, else the largest one of its readers must: a slice's
+// elements, or one row across a gather's axis (every index may name the same row).
+int64_t elements_read(const Graph& g, ValueId v) {
+  auto count = [&](const Shape& s) { return element_count(evaluate_shape(s, g.bound_dims)); };
+  const int64_t all = count(g.node(v).shape);
+  for (ValueId o : g.outputs)
+    if (o == v) return all;
+  int64_t most = 0;
+  for (const Node& n : g.nodes)
+    for (size_t k = 0; k < n.operands.size(); ++k) {
+      if (n.operands[k] != v) continue;
+      if (n.kind == OpKind::Slice) {
+        most = std::max(most, count(n.shape));
+      } else if (n.kind == OpKind::Gather && k == 0) {
+        const int64_t rows = g.node(v).shape[static_cast<size_t>(n.axis)].evaluate(g.bound_dims);
+        most = std::max(most, rows > 0 ? all / rows : all);
+      } else {
+        return all;
+      }
+    }
+  return most;
+}
 }  // namespace
 
 Cost cost(const Graph& g) {
@@ -38,7 +66,8 @@ Cost cost(const Graph& g) {
       case OpKind::Reshape:
       case OpKind::Transpose:
       case OpKind::Slice:
-      case OpKind::Concat: break;
+      case OpKind::Concat:
+      case OpKind::Gather: break;
       case OpKind::Reduce: c.flops += count(g.node(n.operands[0]).shape) - count(n.shape); break;
       case OpKind::Contract:
       case OpKind::ExpContract: {
@@ -71,7 +100,8 @@ Cost cost(const Graph& g) {
       default: c.flops += count(n.shape); break;
     }
   }
-  for (const auto& p : g.params) c.compulsory_bytes += count(p.shape) * dtype_bytes(p.dtype);
+  for (size_t i = 0; i < g.params.size(); ++i)
+    c.compulsory_bytes += elements_read(g, g.inputs[i]) * dtype_bytes(g.params[i].dtype);
   for (const auto& r : g.results) c.compulsory_bytes += count(r.shape) * dtype_bytes(r.dtype);
   return c;
 }

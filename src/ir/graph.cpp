@@ -115,6 +115,7 @@ const char* op_name(OpKind kind) {
     case OpKind::Transpose: return "transpose";
     case OpKind::Slice: return "slice";
     case OpKind::Concat: return "concat";
+    case OpKind::Gather: return "gather";
     case OpKind::Reduce: return "reduce";
     case OpKind::Contract: return "contract";
     case OpKind::ExpContract: return "exp_contract";
@@ -136,6 +137,14 @@ const char* reduce_name(ReduceKind kind) {
 }
 
 namespace {
+
+// take(table, indices, axis)'s shape: table's with dim `axis` replaced by indices'.
+Shape gather_shape(const Shape& table, const Shape& indices, int axis) {
+  Shape s(table.begin(), table.begin() + axis);
+  s.insert(s.end(), indices.begin(), indices.end());
+  s.insert(s.end(), table.begin() + axis + 1, table.end());
+  return s;
+}
 
 bool is_transcendental(OpKind k) {
   return k == OpKind::Exp || k == OpKind::Exp2 || k == OpKind::Log || k == OpKind::Sqrt ||
@@ -323,6 +332,27 @@ void check_node(const Graph& g, ValueId id, const Node& n, std::vector<std::stri
       }
       expect_shape(s);
       expect_dtype(x.dtype);
+      break;
+    }
+    case OpKind::Gather: {
+      if (!expect_operands(2)) return;
+      const Node& table = opnd(0);
+      const Node& idx = opnd(1);
+      if (idx.dtype != DType::I32 && idx.dtype != DType::I64) fail("gather indices not integer");
+      if (n.axis < 0 || n.axis >= static_cast<int>(table.shape.size())) {
+        fail("gather axis out of range");
+        break;
+      }
+      if (n.along) {
+        bool same = idx.shape.size() == table.shape.size();
+        for (size_t d = 0; same && d < idx.shape.size(); ++d)
+          same = static_cast<int>(d) == n.axis || idx.shape[d] == table.shape[d];
+        if (!same) fail("take_along_axis indices differ from the table off the axis");
+        expect_shape(idx.shape);
+      } else {
+        expect_shape(gather_shape(table.shape, idx.shape, n.axis));
+      }
+      expect_dtype(table.dtype);
       break;
     }
     case OpKind::Reduce: {
@@ -600,6 +630,24 @@ ValueId Builder::concat(const std::vector<ValueId>& xs, int axis, SourceLoc loc)
   shape[static_cast<size_t>(axis)] = total;
   Node n = make_node(OpKind::Concat, xs, shape, node(xs[0]).dtype, loc);
   n.axis = axis;
+  return push(std::move(n));
+}
+
+ValueId Builder::gather(ValueId table, ValueId indices, int axis, SourceLoc loc) {
+  const Shape& t = node(table).shape;
+  OLLIE_CHECK(axis >= 0 && axis < static_cast<int>(t.size()), "gather axis out of range");
+  Node n = make_node(OpKind::Gather, {table, indices}, gather_shape(t, node(indices).shape, axis),
+                     node(table).dtype, loc);
+  n.axis = axis;
+  return push(std::move(n));
+}
+
+ValueId Builder::gather_along(ValueId table, ValueId indices, int axis, SourceLoc loc) {
+  OLLIE_CHECK(axis >= 0 && axis < static_cast<int>(node(table).shape.size()),
+              "gather axis out of range");
+  Node n = make_node(OpKind::Gather, {table, indices}, node(indices).shape, node(table).dtype, loc);
+  n.axis = axis;
+  n.along = true;
   return push(std::move(n));
 }
 

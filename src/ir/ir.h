@@ -23,11 +23,11 @@
 // - "Polynomial": a value is polynomial in the inputs when it is computed from
 //   Inputs and Consts using only Add, Sub, Mul, Neg, Contract, Reduce(sum), PowI
 //   with a non-negative exponent and layout ops (Broadcast, Reshape, Transpose,
-//   Slice, Concat). On small-integer inputs such a value is exact in float32
-//   whatever the summation order. The verifier's integer-exact suite also admits
-//   ops that keep integers exact piece by piece (Max, Min, Abs, Select on
-//   comparisons), Converts, integer-valued Consts and integer arithmetic; its
-//   decision is verify/polynomial.h (polynomial_reason).
+//   Slice, Concat, Gather of such a value by input indices). On small-integer inputs such a value
+//   is exact in float32 whatever the summation order. The verifier's integer-exact suite also
+//   admits ops that keep integers exact piece by piece (Max, Min, Abs, Select on comparisons),
+//   Converts, integer-valued Consts and integer arithmetic; its decision is verify/polynomial.h
+//   (polynomial_reason).
 #pragma once
 
 #include <cstdint>
@@ -164,6 +164,16 @@ enum class OpKind {
   Transpose,  // result dim i = operand dim perm[i]
   Slice,      // per axis: start, stop (DimExprs, 0 <= start <= stop <= dim), step >= 1
   Concat,     // along `axis`; all other dims equal
+  // numpy's take(table, indices, axis) (table[indices] for axis 0): operands {table,
+  // indices}, indices i32 or i64 of any shape; the result is table's shape with dim `axis`
+  // replaced by the indices' shape: out[a..., j..., b...] = table[a..., w(indices[j...]),
+  // b...] where w(i) = i + V for i < 0 (V = table's dim `axis`), numpy's wrap. An index
+  // outside [-V, V) is outside the graph's domain (numpy raises IndexError): the reference
+  // refuses it and the verifier never draws one (docs/verifier.md, "Index inputs").
+  // With `along` (numpy take_along_axis): indices of the table's rank and the result's
+  // shape, equal to the table's off the axis: out[a..., j, b...] = table[a...,
+  // w(indices[a..., j, b...]), b...].
+  Gather,
   // Reductions and contractions.
   Reduce,    // kind over `axes` (sorted, unique); those axes are removed
   Contract,  // out[out_labels] = sum over labels not in out of lhs[lhs_labels] * rhs[rhs_labels]
@@ -211,7 +221,7 @@ struct Node {
   // float dtype. The reference keeps the scalar's exact value; an implementation rounds
   // it, and the bound covers that. An explicit astype/dtype= Convert is never weak.
   bool weak = false;
-  // Iota axis, Concat axis.
+  // Iota axis, Concat axis, Gather axis.
   int axis = 0;
   // PowI exponent.
   int64_t exponent = 0;
@@ -223,6 +233,8 @@ struct Node {
   std::vector<int> lhs_labels, rhs_labels, out_labels;
   // ExpContract: exp2 instead of exp.
   bool base2 = false;
+  // Gather: take_along_axis (indices of the table's rank) rather than take.
+  bool along = false;
 
   SourceLoc loc;  // where in the spec this value was made
 };
@@ -272,6 +284,9 @@ class Builder {
   ValueId transpose(ValueId x, const std::vector<int>& perm, SourceLoc loc = {});
   ValueId slice(ValueId x, const std::vector<SliceAxis>& slices, SourceLoc loc = {});
   ValueId concat(const std::vector<ValueId>& xs, int axis, SourceLoc loc = {});
+  ValueId gather(ValueId table, ValueId indices, int axis, SourceLoc loc = {});
+  // take_along_axis: `indices` of the table's rank, equal to it off the axis.
+  ValueId gather_along(ValueId table, ValueId indices, int axis, SourceLoc loc = {});
   ValueId reduce(ReduceKind kind, ValueId x, std::vector<int> axes, SourceLoc loc = {});
   ValueId contract(ValueId lhs, ValueId rhs, const std::vector<int>& lhs_labels,
                    const std::vector<int>& rhs_labels, const std::vector<int>& out_labels,
@@ -303,10 +318,16 @@ void verify(const Graph& graph);
 // Golden tests pin it; change it only on purpose.
 std::string to_text(const Graph& graph);
 
+// Per parameter, the sizes of the axes it indexes as a gather's index array (through
+// layout ops and converts), one per gather that reads it; empty for other parameters. Its
+// domain is [-V, V) for the smallest V (numpy raises IndexError outside).
+std::vector<std::vector<DimExpr>> gather_index_axes(const Graph& graph);
+
 // Cost of the whole kernel at the bound dims.
 struct Cost {
   int64_t flops = 0;             // see cost.cpp for what counts as one
-  int64_t compulsory_bytes = 0;  // every input read once, every output written once
+  int64_t compulsory_bytes = 0;  // every input read once (what of it a kernel must read: cost.cpp),
+                                 // every output written once
   // The part of `flops` in contractions of two bfloat16 values (bf16 operands, or bf16
   // widened to f32 by a convert): what AVX512_BF16's vdpbf16ps and AMX's tdpbf16ps compute.
   int64_t bf16_product_flops = 0;

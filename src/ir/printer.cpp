@@ -74,7 +74,10 @@ std::string to_text(const Graph& g) {
       case OpKind::Reduce:
         out << "." << reduce_name(n.reduce) << operands_str(n) << " axes=" << int_list(n.axes);
         break;
-      case OpKind::Concat: out << operands_str(n) << " axis=" << n.axis; break;
+      case OpKind::Concat:
+      case OpKind::Gather:
+        out << (n.along ? ".along" : "") << operands_str(n) << " axis=" << n.axis;
+        break;
       case OpKind::Slice: {
         out << operands_str(n) << " [";
         for (size_t a = 0; a < n.slices.size(); ++a) {

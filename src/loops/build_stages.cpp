@@ -1,5 +1,6 @@
 // Lowering of the tensor IR to stages: one perfect loop nest per materialized op, with
-// layout ops, Convert, Const and Iota folded into index arithmetic and loads of their users.
+// layout ops, gathers, Convert, Const and Iota folded into index arithmetic and loads of
+// their users (a gather's row index is itself a load: table[wrap(ids[t]), d]).
 #include <array>
 #include <cctype>
 #include <optional>
@@ -66,7 +67,8 @@ bool materialized(OpKind k) {
     case OpKind::Broadcast:
     case OpKind::Reshape:
     case OpKind::Transpose:
-    case OpKind::Slice: return false;
+    case OpKind::Slice:
+    case OpKind::Gather: return false;
     default: return true;
   }
 }
@@ -383,10 +385,30 @@ class Lowerer {
                                make_binary(OpKind::Mul, idx[i], make_int(n.slices[i].step)));
         return access(n.operands[0], sub);
       }
+      case OpKind::Gather: return access(n.operands[0], gather_index(n, idx));
       default:
         if (inlined_.count(v)) return elementwise(v, idx);
         throw InternalError(std::string("loops: ") + ir::op_name(n.kind) + " was not materialized");
     }
+  }
+
+  // The table's multi-index that gather `n` reads at its own `idx`: the index array's
+  // element, wrapped as numpy wraps a negative index (i + V for i < 0), at the gathered axis.
+  std::vector<Expr> gather_index(const Node& n, const std::vector<Expr>& idx) {
+    const auto axis = static_cast<size_t>(n.axis);
+    const size_t rank = n.along ? 1 : g_.node(n.operands[1]).shape.size();
+    const DimExpr rows = g_.node(n.operands[0]).shape[axis];
+    const std::vector<Expr> at =
+        n.along ? idx
+                : std::vector<Expr>(idx.begin() + static_cast<long>(axis),
+                                    idx.begin() + static_cast<long>(axis + rank));
+    const Expr i = make_cast(DType::I64, access(n.operands[1], at));
+    const Expr row = make_select(make_binary(OpKind::Lt, i, make_int(0)),
+                                 make_binary(OpKind::Add, i, make_dim(rows)), i);
+    std::vector<Expr> sub(idx.begin(), idx.begin() + static_cast<long>(axis));
+    sub.push_back(row);
+    sub.insert(sub.end(), idx.begin() + static_cast<long>(axis + rank), idx.end());
+    return sub;
   }
 
   // The elementwise value of `v` at `idx`, from its operands' elements.

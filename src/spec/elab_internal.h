@@ -379,6 +379,15 @@ class Elab {
   ValuePtr np_hvstack(const BuiltinCall& c);
   ValuePtr np_repeat(const BuiltinCall& c);
   ValuePtr np_tile(const BuiltinCall& c);
+  // gathers: table[ids], np.take (elab_gather.cpp)
+  static void add_gather_builtins(BuiltinTable& t);
+  ValuePtr np_take(const BuiltinCall& c);
+  ValuePtr np_take_along_axis(const BuiltinCall& c);
+  ValuePtr gather_subscript(ValueId x, const std::vector<ValuePtr>& idx, SourceLoc loc);
+  ValueId take(ValueId table, ValueId ids, int axis, SourceLoc loc);
+  // `range(...)` indexing an array (picoGPT's wpe[range(len(inputs))]) is numpy's fancy
+  // index by those integers: np.arange(...) of the same arguments; null for other indices.
+  ValuePtr range_index(const ValuePtr& base, const Expr& index);
 };
 
 }  // namespace ollie::spec::elab

@@ -11,23 +11,26 @@ namespace ollie::spec::elab {
 namespace {
 
 const std::set<std::string> kNumpyFuncs = {
-    "exp",         "log",         "sqrt",        "tanh",        "abs",           "absolute",
-    "sin",         "cos",         "square",      "reciprocal",  "negative",      "maximum",
-    "minimum",     "where",       "clip",        "sum",         "max",           "min",
-    "amax",        "amin",        "mean",        "var",         "std",           "matmul",
-    "einsum",      "dot",         "outer",       "inner",       "reshape",       "transpose",
-    "swapaxes",    "expand_dims", "squeeze",     "concatenate", "stack",         "split",
-    "repeat",      "tile",        "full",        "zeros",       "ones",          "zeros_like",
-    "ones_like",   "full_like",   "tri",         "triu",        "tril",          "arange",
-    "asarray",     "array",       "add",         "subtract",    "multiply",      "divide",
-    "true_divide", "power",       "logical_and", "logical_or",  "logical_not",   "equal",
-    "not_equal",   "less",        "less_equal",  "greater",     "greater_equal", "hstack",
-    "vstack",      "array_split", "log1p",       "expm1",       "argmax",        "argmin"};
+    "exp",       "log",         "sqrt",        "tanh",           "abs",
+    "absolute",  "sin",         "cos",         "square",         "reciprocal",
+    "negative",  "maximum",     "minimum",     "where",          "clip",
+    "sum",       "max",         "min",         "amax",           "amin",
+    "mean",      "var",         "std",         "matmul",         "einsum",
+    "dot",       "outer",       "inner",       "reshape",        "transpose",
+    "swapaxes",  "expand_dims", "squeeze",     "concatenate",    "stack",
+    "split",     "repeat",      "tile",        "full",           "zeros",
+    "ones",      "zeros_like",  "ones_like",   "full_like",      "tri",
+    "triu",      "tril",        "arange",      "asarray",        "array",
+    "add",       "subtract",    "multiply",    "divide",         "true_divide",
+    "power",     "logical_and", "logical_or",  "logical_not",    "equal",
+    "not_equal", "less",        "less_equal",  "greater",        "greater_equal",
+    "hstack",    "vstack",      "array_split", "log1p",          "expm1",
+    "argmax",    "argmin",      "take",        "take_along_axis"};
 const std::set<std::string> kDataDependent = {"nonzero",     "unique",  "argwhere",
                                               "flatnonzero", "extract", "compress"};
 const std::set<std::string> kMethods = {
-    "reshape", "transpose", "swapaxes", "sum",  "max",     "min",   "mean",   "var",   "std",
-    "squeeze", "astype",    "copy",     "clip", "flatten", "ravel", "argmax", "argmin"};
+    "reshape", "transpose", "swapaxes", "sum",  "max",     "min",   "mean",   "var",    "std",
+    "squeeze", "astype",    "copy",     "clip", "flatten", "ravel", "argmax", "argmin", "take"};
 const std::set<std::string> kMathFuncs = {"sqrt", "log", "exp",  "tanh", "sin",
                                           "cos",  "erf", "fabs", "log2", "log10"};
 
@@ -35,7 +38,7 @@ const char* kSupportedHint =
     "supported numpy: exp log sqrt tanh abs sin cos square log1p expm1 maximum minimum where clip "
     "sum max min mean var std argmax argmin linalg.norm "
     "matmul einsum dot outer reshape transpose swapaxes expand_dims squeeze concatenate stack "
-    "hstack vstack split array_split repeat tile "
+    "hstack vstack split array_split repeat tile take take_along_axis "
     "full zeros ones *_like tri triu tril arange astype (see docs/spec-language.md)";
 
 }  // namespace
@@ -130,7 +133,7 @@ ValuePtr Elab::attribute(const ValuePtr& base, const std::string& name, SourceLo
     if (kMethods.count(name)) return make_named(Kind::Builtin, "method." + name, base);
     fail(loc, "array attribute ." + name + " is not supported in a spec",
          "supported: .shape .ndim .size .dtype .T and the methods reshape transpose swapaxes sum "
-         "max min mean var std squeeze astype");
+         "max min mean var std squeeze astype take");
   }
   if (base->kind == Kind::DType && name == "type") return base;
   if (base->kind == Kind::Dict &&
@@ -240,6 +243,7 @@ ValuePtr Elab::call_builtin(const Value& fn, const CallArgs& args, SourceLoc loc
     add_layout_builtins(t);
     add_creation_builtins(t);
     add_joining_builtins(t);
+    add_gather_builtins(t);
     add_static_builtins(t);
     return t;
   }();

@@ -381,18 +381,9 @@ ValuePtr Elab::subscript(const ValuePtr& base, const std::vector<ValuePtr>& idx_
   const Shape shape = node(x).shape;
   const int rank = static_cast<int>(shape.size());
   int consumers = 0, ellipses = 0;
+  for (auto& v : idx)
+    if (v->kind == Kind::Tensor) return gather_subscript(x, idx, loc);
   for (auto& v : idx) {
-    if (v->kind == Kind::Tensor) {
-      if (!v->weak && dtype_of(*v) == DType::Bool)
-        fail(loc,
-             "data-dependent shape: boolean mask indexing x[mask] has a size that depends on the "
-             "values; the shape of every value must follow from the dims",
-             "use np.where(mask, x, 0) to keep the shape");
-      fail(loc,
-           "data-dependent indexing: indexing with an array (gather) is not supported; the shape "
-           "of every value must follow from the dims",
-           "use slicing with constant bounds, or np.where(mask, x, 0) to keep the shape");
-    }
     if (v->kind == Kind::List || v->kind == Kind::Tuple)
       fail(loc, "indexing with a list (fancy indexing) is not supported in a spec",
            "use slices or integer indices");

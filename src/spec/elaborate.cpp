@@ -709,7 +709,10 @@ ValuePtr Elab::eval_inner(const Expr& e) {
     case ExprKind::Subscript: {
       ValuePtr base = eval(e.value);
       std::vector<ValuePtr> idx;
-      for (auto& it : e.items) idx.push_back(eval(it));
+      for (auto& it : e.items) {
+        ValuePtr range = range_index(base, *it);
+        idx.push_back(range ? range : eval(it));
+      }
       return subscript(base, idx, e.loc);
     }
     case ExprKind::Slice: {

@@ -12,6 +12,12 @@
 
 namespace ollie::verify {
 
+// Per parameter, the size V of the axis it indexes when it is a gather's index array
+// (through layout ops and integer converts; the smallest when several gathers read it), else
+// 0. Such a parameter is drawn inside [-V, V), the indices numpy accepts, never outside:
+// the others are outside the spec's domain (docs/verifier.md, "Index inputs").
+std::vector<int64_t> index_ranges(const ir::Graph& graph);
+
 // Draws sets of inputs for `graph` in chunks that any thread may take (help()): each
 // chunk's values depend only on its set's seed, its parameter and its index, so the
 // result is the same whoever draws which chunk, in whatever order.
@@ -43,6 +49,7 @@ class InputDraw {
   std::vector<double> scales_;
   // Per set, per parameter: drawn at its dtype's smallest normal (Distribution::Subnormal).
   std::vector<std::vector<bool>> tiny_;
+  std::vector<int64_t> index_ranges_;
   std::vector<std::vector<interp::Tensor>> sets_;
   std::vector<Chunk> chunks_;
   std::atomic<size_t> next_{0};

@@ -49,6 +49,22 @@ std::vector<double> weight_scales(const ir::Graph& g) {
   return scale;
 }
 
+// An index array of a table with `rows` rows along the gathered axis: uniform in [-rows,
+// rows), except that every run of 8 consecutive elements (from an offset drawn per set and
+// parameter) holds the edges -rows, -1, 0 and rows - 1, so each suite's indices wrap
+// negatives, reach both ends and repeat.
+void fill_indices(double* out, size_t n, size_t first, int64_t rows, uint64_t offset,
+                  random::Xoshiro256& g) {
+  const double edges[] = {static_cast<double>(-rows), -1.0, 0.0, static_cast<double>(rows - 1)};
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t r = (first + i + offset) % 8;
+    out[i] =
+        r < 4 ? edges[r]
+              : static_cast<double>(
+                    static_cast<int64_t>(random::below(g, static_cast<uint64_t>(2 * rows))) - rows);
+  }
+}
+
 // Elements per random stream: each chunk of each parameter has its own generator
 // (random::Xoshiro256(seed, stream)), so a tensor's values do not depend on the others'
 // sizes, and chunks may be drawn in any order with the same result.
@@ -171,13 +187,28 @@ std::vector<bool> tiny_params(const ir::Graph& graph) {
 
 }  // namespace
 
+std::vector<int64_t> index_ranges(const ir::Graph& graph) {
+  const auto axes = ir::gather_index_axes(graph);
+  std::vector<int64_t> rows(graph.params.size(), 0);
+  for (size_t p = 0; p < axes.size(); ++p)
+    for (const auto& axis : axes[p]) {
+      const int64_t v = axis.evaluate(graph.bound_dims);
+      rows[p] = rows[p] == 0 ? v : std::min(rows[p], v);
+    }
+  return rows;
+}
+
 InputDraw::InputDraw(const ir::Graph& graph, const std::vector<uint64_t>& seeds, Distribution d,
                      int64_t k)
     : InputDraw(graph, seeds, std::vector<Distribution>(seeds.size(), d), k) {}
 
 InputDraw::InputDraw(const ir::Graph& graph, const std::vector<uint64_t>& seeds,
                      const std::vector<Distribution>& ds, int64_t k)
-    : seeds_(seeds), ds_(ds), k_(k), scales_(weight_scales(graph)) {
+    : seeds_(seeds),
+      ds_(ds),
+      k_(k),
+      scales_(weight_scales(graph)),
+      index_ranges_(index_ranges(graph)) {
   OLLIE_CHECK(ds.size() == seeds.size(), "one distribution per input set");
   for (Distribution d : ds)
     OLLIE_CHECK(d != Distribution::Integer || (k > 0 && k <= kMaxIntegerRange),
@@ -211,6 +242,11 @@ void InputDraw::help(const std::atomic<bool>* stop) {
     const size_t row =
         t.shape.empty() ? 1 : static_cast<size_t>(std::max<int64_t>(1, t.shape.back()));
     const uint64_t row_seed = random::mix64(seeds_[c.set] ^ random::mix64(~uint64_t{c.param}));
+    if (const int64_t rows = index_ranges_[c.param]; rows > 0) {
+      fill_indices(t.data.data() + begin, std::min(kChunk, t.data.size() - begin), begin, rows,
+                   row_seed, g);
+      continue;
+    }
     const bool tiny = !tiny_[c.set].empty() && tiny_[c.set][c.param];
     const double scale = tiny ? ir::smallest_normal(t.dtype) : scales_[c.param];
     fill_chunk(t.data.data() + begin, std::min(kChunk, t.data.size() - begin), g, t.dtype,

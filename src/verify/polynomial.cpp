@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "interp/interp.h"
+#include "verify/input_draw.h"
 
 namespace ollie::verify {
 namespace {
@@ -44,6 +45,7 @@ std::string op_reason(const ir::Node& n) {
     case OpKind::Transpose:
     case OpKind::Slice:
     case OpKind::Concat:
+    case OpKind::Gather:
     case OpKind::Reduce:
     case OpKind::Contract: return "";
     case OpKind::Const: {
@@ -149,6 +151,7 @@ Magnitude magnitude_graph(const ir::Graph& g, const std::vector<bool>& live) {
     for (size_t k = 0; k < n.operands.size(); ++k) d = std::max(d, deg(k));
     if (n.kind == OpKind::Input) d = ir::is_float(n.dtype) ? 1 : 0;
     if (n.kind == OpKind::Mul || n.kind == OpKind::Contract) d = deg(0) + deg(1);
+    if (n.kind == OpKind::Gather) d = deg(0);  // the indices select, they do not scale
     if (n.kind == OpKind::PowI) d = std::min<int64_t>(deg(0) * n.exponent, int64_t{1} << 20);
     degree[id] = d;
     ir::ValueId v = -1;
@@ -186,6 +189,16 @@ Magnitude magnitude_graph(const ir::Graph& g, const std::vector<bool>& live) {
         std::vector<ir::ValueId> xs;
         for (size_t k = 0; k < n.operands.size(); ++k) xs.push_back(x(k));
         v = b.concat(xs, n.axis);
+        break;
+      }
+      case OpKind::Gather: {
+        // Any row may be gathered: the table's largest magnitude, everywhere.
+        std::vector<int> all(g.node(n.operands[0]).shape.size());
+        for (size_t a = 0; a < all.size(); ++a) all[a] = static_cast<int>(a);
+        v = b.reduce(ir::ReduceKind::Max, x(0), all);
+        if (!n.shape.empty())
+          v = b.broadcast(b.reshape(v, ir::Shape(n.shape.size(), ir::DimExpr::constant(1))),
+                          n.shape);
         break;
       }
       case OpKind::Reduce:
@@ -229,15 +242,17 @@ ExactRange exact_range(const ir::Graph& graph, int64_t k_max) {
     return range;
   }
   const Magnitude m = magnitude_graph(graph, live_values(graph));
+  const std::vector<int64_t> rows = index_ranges(graph);
   std::vector<interp::Tensor> inputs;
   for (size_t i = 0; i < graph.params.size(); ++i) {
     const ir::DType t = graph.params[i].dtype;
     interp::Tensor x;
     x.dtype = m.graph.params[i].dtype;
     x.shape = ir::evaluate_shape(m.graph.params[i].shape, m.graph.bound_dims);
-    // k = 1; every suite draws integer params from [-8, 8].
+    // k = 1; every suite draws integer params from [-8, 8], index arrays from [-V, V).
+    const double int_magnitude = rows[i] > 0 ? static_cast<double>(rows[i]) : 8.0;
     x.data.assign(static_cast<size_t>(ir::element_count(x.shape)),
-                  ir::is_float(t) || t == ir::DType::Bool ? 1.0 : 8.0);
+                  ir::is_float(t) || t == ir::DType::Bool ? 1.0 : int_magnitude);
     inputs.push_back(std::move(x));
   }
   const interp::Result r = interp::evaluate(m.graph, inputs);

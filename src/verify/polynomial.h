@@ -12,7 +12,7 @@ namespace ollie::verify {
 
 // Empty when every op between the params and a result keeps integer values integer and
 // exact: add, sub, mul, neg, abs, max, min, select on comparisons (and, or, not), sum/max/min
-// reductions, contractions, powi with a non-negative exponent, layout ops, converts,
+// reductions, contractions, powi with a non-negative exponent, layout ops, gathers, converts,
 // integer-valued constants, iota, and integer division or modulo on integer dtypes. Otherwise
 // the first op that is not (in graph order, among the values a result depends on), with its
 // value and source line, e.g. "exp at %5 (line 12)".
@@ -22,7 +22,8 @@ std::string polynomial_reason(const ir::Graph& graph);
 constexpr int64_t kMaxIntegerRange = 1024;
 
 // Integer inputs for which `graph` (at its bound dims) is exact: float params drawn from
-// [-k, k], integer params from [-8, 8] (as every suite draws them), bools 0/1.
+// [-k, k], integer params from [-8, 8] (as every suite draws them; a gather's index array
+// from [-V, V)), bools 0/1.
 struct ExactRange {
   int64_t k = 0;  // the largest k <= k_max the bound below proves exact; 0: not applicable
   double fraction =

@@ -932,7 +932,8 @@ TEST(Cli, EmittedBaselineOfEveryExampleAgreesWithTheReference) {
       {"gqa_decode", "B=1,S=16,KV=2,HD=8"},
       {"mla_decode_naive", "B=1,H=2,S=16,L=8,DR=4,DN=8,DV=8"},
       {"mla_decode_bf16", "B=1,H=2,S=16,L=8,DR=4,DN=8,DV=8"},
-      {"matmul_bf16", "M=8,K=16,N=8"}};
+      {"matmul_bf16", "M=8,K=16,N=8"},
+      {"embedding", "T=4,V=8,D=16,P=6"}};
   fs::path dir = temp_dir() / "emit";
   const std::string env = "OLLIE_CACHE_DIR=" + (dir / "cache").string();
   for (const auto& name : example_names()) {

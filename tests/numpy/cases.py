@@ -29,6 +29,7 @@ SMALL_DIMS = {
     "mla_decode_naive": dict(B=1, H=2, S=16, L=8, DR=4, DN=8, DV=8),
     "mla_decode_bf16": dict(B=1, H=2, S=16, L=8, DR=4, DN=8, DV=8),
     "matmul_bf16": dict(M=8, K=16, N=8),
+    "embedding": dict(T=4, V=8, D=16, P=6),
 }
 
 # Purely elementwise (or data movement): no reduction that could lose a term.
@@ -52,6 +53,10 @@ def output_roundoff(spec, i=0):
 # infinite) and no test of its tightness means anything.
 FAN_IN_SCALED = {"mha_causal": {"w_q": "DM", "w_k": "DM", "w_v": "DM"}}
 
+# Index arrays of gathers and the dim of the axis they index: numpy accepts indices in
+# [-V, V) only, so they are drawn there, -V, -1, 0 and V - 1 first (where they fit).
+INDEX_INPUTS = {"embedding": {"ids": "V"}}
+
 
 # The spec's exact value where numpy's run of the spec on float64 arrays is not computed in
 # double: matmul_bf16's astype(np.float32) of its bfloat16 inputs (exact) makes numpy
@@ -71,6 +76,11 @@ def make_inputs(spec, dims, rng, dist):
     for pname, dim in FAN_IN_SCALED.get(spec.name, {}).items():
         factor = 2.0 ** -round(np.log2(np.sqrt(dims[dim])))
         inputs[pname] = inputs[pname] * np.float32(factor)
+    for pname, dim in INDEX_INPUTS.get(spec.name, {}).items():
+        rows = dims[dim]
+        ids = rng.integers(-rows, rows, inputs[pname].shape)
+        ids.flat[:min(ids.size, 4)] = [-rows, -1, 0, rows - 1][:ids.size]
+        inputs[pname] = ids.astype(inputs[pname].dtype)
     return inputs
 
 
@@ -109,6 +119,12 @@ def _drop_layernorm_mean(spec, x):
     var = (centred * centred).mean(axis=-1, keepdims=True)
     eps = spec.constant("EPS")
     return centred / np.sqrt(var + eps) * gamma + beta, None
+
+
+def _drop_embedding_mean(spec, x):
+    ids, wte, wpe = x["ids"].astype(np.int64), x["wte"], x["wpe"]  # the f64 run widens all
+    v = wte[ids] + wpe[:len(ids)]
+    return _drop_layernorm_mean(spec, {"x": v, "gamma": x["gamma"], "beta": x["beta"]})
 
 
 def _drop_layernorm_f16_mean(spec, x):
@@ -230,4 +246,5 @@ REDUCTION_CASES = {
     "mla_decode_naive": (dict(B=1, H=2, S=LONG, L=8, DR=4, DN=8, DV=8), _drop_mla_key),
     "mla_decode_bf16": (dict(B=1, H=2, S=LONG, L=8, DR=4, DN=8, DV=8), _drop_mla_bf16_key),
     "matmul_bf16": (dict(M=4, K=LONG, N=4), _drop_matmul_k),
+    "embedding": (dict(T=4, V=8, D=LONG, P=4), _drop_embedding_mean),
 }

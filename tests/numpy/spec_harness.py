@@ -113,7 +113,7 @@ class Spec:
         """numpy on the inputs as float64 arrays: the spec's exact semantics, computed in
         double. Explicit casts in the spec still round (rope's `.astype(np.float32)` on
         its float64 angle tables), as they do in ollie's reference."""
-        return _as_list(self.fn(**{k: np.asarray(v, dtype=np.float64) for k, v in inputs.items()}))
+        return _as_list(self.fn(**{k: _widened(v) for k, v in inputs.items()}))
 
     def constant(self, name: str):
         """A module-level constant of the spec (EPS, SCALE, ...)."""
@@ -132,6 +132,13 @@ class Spec:
 
 def _as_list(result) -> list[np.ndarray]:
     return [np.asarray(r) for r in result] if isinstance(result, tuple) else [np.asarray(result)]
+
+
+def _widened(v) -> np.ndarray:
+    """A float input as float64; integer and bool inputs unchanged (they are exact already,
+    and numpy refuses float arrays as indices)."""
+    a = np.asarray(v)
+    return a if a.dtype.kind in "iub" else np.asarray(a, dtype=np.float64)
 
 
 def _exec_spec(path: Path, module_name: str) -> dict:

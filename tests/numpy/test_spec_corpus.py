@@ -79,6 +79,14 @@ CORPUS = {
     "scalar_params": ([dict(T=1, D=2), dict(T=5, D=6)], ("normal", "uniform")),
     "item_assign": ([dict(B=2, S=5, D=1), dict(B=3, S=9, D=3)], ("normal", "uniform")),
     "picogpt_block": ([dict(T=1, HD=1, F=3), dict(T=5, HD=3, F=8)], ("normal", "uniform")),
+    "gather_embedding": ([dict(T=1, V=7, D=3, P=2), dict(T=5, V=2, D=8, P=5)], ("normal", "uniform")),
+}
+
+# Index arrays of gathers: per spec, each index parameter and the dims of the axes it
+# indexes. numpy accepts indices in [-V, V) only (V the smallest of those sizes), so they
+# are drawn there, with -V, -1, 0 and V - 1 first (the wrap and both ends) where they fit.
+GATHER_INDICES = {
+    "gather_embedding": {"ids": ("V",), "cols": ("T", "V"), "pick": ("D",)},
 }
 
 _CACHE = {}
@@ -100,6 +108,13 @@ def _inputs(spec, dims, rng, dist):
             out[pname] = rng.integers(-6, 7, shape).astype(np.int32)
         elif t.dtype == "bool":
             out[pname] = rng.random(shape) < 0.5
+    for pname, axes in GATHER_INDICES.get(spec.name, {}).items():
+        t = dict(spec.params)[pname]
+        rows = min(dims[a] for a in axes)
+        idx = rng.integers(-rows, rows, t.shape(dims))
+        edges = [-rows, -1, 0, rows - 1]
+        idx.flat[:min(idx.size, 4)] = edges[:idx.size]
+        out[pname] = idx.astype(t.np_dtype)
     return out
 
 
@@ -177,6 +192,13 @@ OUTSIDE_SUBSET = {
     "log2_array": ("np.log2(x)", 12, "np.log2 is not supported"),
     "boolean_mask_index": ("x[x > 0]", 12, "data-dependent shape"),
     "nonzero": ("np.nonzero(x)", 12, "data-dependent shape"),
+    "gather_float_index": ("x[x[:, 0]]", 12, "indexing with an array of f32"),
+    "gather_two_arrays": ("x[np.arange(2), np.arange(2)]", 12, "several index arrays"),
+    "gather_mixed_int": ("x[np.arange(2), 0]", 12, "an index array combined with an int"),
+    "gather_computed_index": ("x[(x[:, 0] > 0).astype(np.int64)]", 12, "must be an integer input of the entry"),
+    "gather_arange_out_of_bounds": ("x[np.arange(5)]", 12, "index 4 of the np.arange index is out of bounds"),
+    "take_along_axis_float": ("np.take_along_axis(x, x, axis=0)", 12, "np.take_along_axis with indices of f32"),
+    "take_mode_clip": ("np.take(x, np.arange(2), mode='clip')", 12, "mode other than 'raise'"),
     "index_out_of_bounds": ("x[5]", 12, "index 5 is out of bounds for axis 0"),
     "bad_reshape": ("x.reshape(-1, 5)", 12, "cannot reshape f32[M, N]"),
     "matmul_mismatch": ("x @ x[:2]", 14, "matmul shape mismatch"),

@@ -7,7 +7,7 @@
 // OLLIE_SCHEDULE_SEED (default 1) set the count and the seed; a failure prints both and
 // the schedule text. Flash- and online-rewritten softmax, attention and MLA graphs too,
 // with a quarter of the count (their kernels are several times larger); mla_decode and
-// rope, the slowest to compile, with half.
+// rope, the slowest to compile, and embedding (a gather before a layernorm), with half.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -52,6 +52,8 @@ const std::vector<Case>& cases() {
       {"attention_causal", {{"S", 9}, {"D", 5}}},
       {"mha_causal", {{"S", 5}, {"DM", 6}, {"H", 3}, {"HD", 2}}},
       {"rope", {{"S", 5}, {"H", 3}, {"HD", 6}}, "", nullptr, 2},
+      // A gather fused into a layernorm: ids drawn in [-5, 5] reach V - 1 and wrap.
+      {"embedding", {{"T", 5}, {"V", 6}, {"D", 19}, {"P", 7}}, "", nullptr, 2},
       {"mla_decode",
        {{"B", 2}, {"H", 3}, {"S", 7}, {"L", 5}, {"DR", 4}, {"DN", 3}, {"DV", 5}},
        "",
