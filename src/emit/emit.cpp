@@ -135,6 +135,8 @@ class Printer {
  public:
   Printer(const loops::Kernel& k, int vector_bytes) : vector_bytes_(vector_bytes) {
     for (size_t i = 0; i < k.dims.size(); ++i) dim_names_[k.dims[i]] = k.dim_names[i];
+    for (const auto& b : k.buffers)
+      if (is_half(b.dtype)) half_buffers_[b.name] = b.dtype;
   }
 
   std::string expr(const Expr& e) {
@@ -246,7 +248,8 @@ class Printer {
         for (const auto& b : s->body) stmt(b, depth, out);
         break;
       case StmtKind::Store:
-        out << pad << s->name << "[" << expr(s->index) << "] = " << expr(s->value) << ";\n";
+        out << pad << s->name << "[" << expr(s->index) << "] = " << stored(s->name, s->value)
+            << ";\n";
         break;
       case StmtKind::Allocate: {
         if (s->register_tile && emit_vector_tile(s, vector_bytes_, depth, plain(), out)) break;
@@ -475,6 +478,19 @@ class Printer {
   }
 
   std::map<std::string, std::string> dim_names_;
+  std::map<std::string, DType> half_buffers_;  // the ABI's 16-bit float buffers
+
+  // The value a store writes. An ABI buffer of 16-bit floats rounds what it is assigned
+  // (ollie_half's operator=), so a float rounded to its dtype just before is stored
+  // unrounded: rounding twice to the same dtype is rounding once (the first result is
+  // exact in float, and a NaN keeps its payload), and it saves a conversion per element.
+  std::string stored(const std::string& buffer, const Expr& value) {
+    const auto it = half_buffers_.find(buffer);
+    if (it != half_buffers_.end() && value->kind == ExprKind::Cast && value->dtype == it->second &&
+        value->args[0]->dtype == DType::F32)
+      return expr(value->args[0]);
+    return expr(value);
+  }
   int vector_bytes_;
 };
 

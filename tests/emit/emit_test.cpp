@@ -175,6 +175,23 @@ TEST(EmitKernel, WhereIsBranchFreeAndAPackTailStaysGuarded) {
   check_agrees(mm, packed);
 }
 
+// A float rounded to float16 and stored into the ABI's float16 output is rounded once, by
+// the store (rounding twice to one dtype is rounding once); the kernel agrees.
+TEST(EmitKernel, AHalfOutputIsRoundedOnceByItsStore) {
+  const ollie::ir::Graph g =
+      ollie::spec::compile_spec("t.py",
+                                "import numpy as np\nDIMS = dict(N=37)\n"
+                                "def f(x: \"f16[N]\", s: \"f32[N]\") -> \"f16[N]\":\n"
+                                "    return (x.astype(np.float32) * s).astype(np.float16)\n",
+                                {});
+  const std::string src =
+      ollie::emit::emit_kernel(ollie::loops::lower(g, ollie::loops::default_schedule(g)), g);
+  EXPECT_NE(src.find("out0[n] = (static_cast<float>(static_cast<float>(x[n])) * s[n]);"),
+            std::string::npos)
+      << src;
+  check_agrees(g);
+}
+
 // A keyword parameter name is renamed the way the ABI does, in both kernel and header.
 TEST(EmitKernel, KeywordParameterRenamed) {
   const ollie::ir::Graph g =
