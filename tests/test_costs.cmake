@@ -63,3 +63,7 @@ set_tests_properties("WorkerProcesses.KilledWorkersAStoppedServerAndTheStorageTi
 set_tests_properties("VectorTile.SixteenBitOperandsConvertAsTheyLoad" PROPERTIES COST 20)
 set_tests_properties("GatherCli.OptimizeAnEmbeddingWritesAFullyVerifiedKernel" PROPERTIES COST 15)
 set_tests_properties("Examples/SchedulePropertyTest.RandomLegalSchedulesAgreeAndIllegalOnesAreRejected/embedding" PROPERTIES COST 22)
+# The pace test times a deliberately slow kernel against the baseline and expects it to be
+# given up; with another test beside it on 2 cores the pace check sees a contended machine
+# and times it in full instead (3 tries failed so in a full run). It runs alone.
+set_tests_properties("GiveUp.ADeliberatelySlowKernelIsGivenUpBeforeVerificationAndAFairOneIsTimedWithCappedRounds" PROPERTIES RUN_SERIAL TRUE)
