@@ -434,15 +434,16 @@ std::optional<std::pair<size_t, Expr>> read_bound(const Stages& st, const Stage&
   std::optional<std::pair<size_t, Expr>> found;
   for_each_expr(c.value, [&](const Expr& e) {
     if (found || e->kind != ExprKind::Select) return;
+    const Expr cond = expand(st, e->args[0], 0);  // the mask, traced through its stages
     for (const std::string& j : c.vars) {
-      if (!to_p.count(j) || !mentions(expand(st, e->args[0], 0), j)) continue;
+      if (!to_p.count(j) || !mentions(cond, j)) continue;
       for (const bool holds : {true, false}) {
         const Expr& masked = e->args[holds ? 2 : 1];
         std::vector<Expr> left;  // loads of p outside the kept arm (the mask's own included)
         collect_loads(replace_node(c.value, e, masked), p.buffer, left);
         collect_loads(e->args[0], p.buffer, left);
-        collect_loads(expand(st, e->args[0], 0), p.buffer, left);
-        const std::optional<Expr> hi = upper_bound(expand(st, e->args[0], 0), j, holds);
+        collect_loads(cond, p.buffer, left);
+        const std::optional<Expr> hi = upper_bound(cond, j, holds);
         if (!left.empty() || !hi || !only_vars(*hi, mapped)) continue;
         const Expr bound = substitute(*hi, names);
         for (size_t x = 0; x < p.loops.size(); ++x)
