@@ -16,18 +16,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 OLLIE=${OLLIE:-$PWD/build/ollie}
-BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-DIR=$(mktemp -d /tmp/ollie-two.XXXXXX)
-chmod 755 "$DIR"
-AS=()
-if [ "$(id -u)" -eq 0 ]; then chown postgres "$DIR"; AS=(runuser -u postgres --); fi
-CTL=("${AS[@]}" "$BIN/pg_ctl" -D "$DIR/data" -o "-k $DIR -c listen_addresses='' -p 5432")
-cleanup() { "${CTL[@]}" -m immediate stop > /dev/null 2>&1 || true; rm -rf "$DIR"; }
-trap cleanup EXIT
-"${AS[@]}" "$BIN/initdb" -D "$DIR/data" -U ollie --auth=trust -E UTF8 --locale=C > /dev/null
-"${CTL[@]}" -w -l "$DIR/log" start > /dev/null
-"${AS[@]}" "$BIN/createdb" -h "$DIR" -U ollie ollie
-URL="postgresql:///ollie?host=$DIR&user=ollie"
+# shellcheck source=bench/scratch_postgres.sh
+source bench/scratch_postgres.sh
+URL=$PG_URL
 OUT=$(mktemp -d /tmp/ollie-two-out.XXXXXX)
 read -r -a EXTRA <<< "$ARGS"
 # A fresh tuning database and no warm start: each setup searches from the baseline.
@@ -48,7 +39,7 @@ seconds_of() {
 report() {  # RUN LABEL DIRS...
   local run=$1 label=$2 evals best="- best: (no summary.md written)" d
   shift 2
-  evals=$("${AS[@]}" "$BIN/psql" -h "$DIR" -U ollie -d ollie -tAc \
+  evals=$("${PG_AS[@]}" "$PG_BIN/psql" -h "$PG_DIR" -U ollie -d ollie -tAc \
     "SELECT count(*) FROM \"$run\".candidates")
   for d in "$@"; do
     [ -f "$d/summary.md" ] && best=$(grep -m1 '^- best:' "$d/summary.md")
