@@ -94,13 +94,26 @@ namespace {
 constexpr int kMaxDepth = 150;
 constexpr int64_t kMaxElements = int64_t{1} << 34;
 
+// An annotation that describes arrays ("f32[M, K]", or a tuple holding one), as opposed
+// to a Python type (`dim: int`) that ordinary helpers carry.
+bool names_an_array(const Expr* annotation) {
+  if (!annotation) return false;
+  if (annotation->kind == ExprKind::String) return true;
+  if (annotation->kind != ExprKind::Tuple) return false;
+  for (auto& e : annotation->items)
+    if (names_an_array(e.get())) return true;
+  return false;
+}
+
+// A function that may be the entry: every parameter annotated (or a held constant), and
+// at least one annotation names arrays.
 bool fully_annotated(const FunctionDef& f) {
-  bool any = f.returns != nullptr;
+  bool arrays = names_an_array(f.returns.get());
   for (auto& p : f.params) {
     if (!p.annotation && !held_constant(p)) return false;
-    any = any || p.annotation;
+    arrays = arrays || names_an_array(p.annotation.get());
   }
-  return any;
+  return arrays;
 }
 
 std::string example_annotations(const FunctionDef& f) {
@@ -264,6 +277,13 @@ ir::Graph Elab::run() {
       if (fully_annotated(*sp->function)) candidates.push_back(sp->function.get());
     }
   add_class_entries(funcs, candidates);
+  // Of several, the ones with a return annotation (a helper may annotate its arrays too).
+  if (candidates.size() > 1 && options_.entry.empty()) {
+    std::vector<const FunctionDef*> returning;
+    for (auto* f : candidates)
+      if (f->returns) returning.push_back(f);
+    if (!returning.empty()) candidates = returning;
+  }
   auto names = [](const std::vector<const FunctionDef*>& fs) {
     std::string s;
     for (auto* f : fs) s += (s.empty() ? "" : ", ") + f->name;
@@ -286,8 +306,8 @@ ir::Graph Elab::run() {
            "write the kernel as def f(x: \"f32[M, K]\") -> \"f32[M, K]\": ...");
     const FunctionDef* partial = nullptr;
     for (auto* f : funcs) {
-      bool any = f->returns != nullptr;
-      for (auto& p : f->params) any = any || p.annotation;
+      bool any = names_an_array(f->returns.get());
+      for (auto& p : f->params) any = any || names_an_array(p.annotation.get());
       if (any && !partial) partial = f;
     }
     if (partial)

@@ -516,6 +516,20 @@ TEST(ElaborateErrors, AmbiguousEntry) {
   EXPECT_HAS(e.hint, "--entry");
 }
 
+// Helpers as model code writes them: Python types on their parameters (`dim: int`), or
+// array annotations without a return annotation. Neither competes with the entry.
+TEST(Elaborate, HelpersWithTypeHintsAreNotEntries) {
+  auto g =
+      compile(spec("def freqs(dim: int, end: int, theta: float = 10000.0):\n"
+                   "    return np.arange(end) * (1.0 / theta) * dim\n"
+                   "def norm(x: \"f32[M]\"):\n    return x * 2.0\n"
+                   "def f(a: \"f32[M]\") -> \"f32[M]\":\n    return norm(a)\n"));
+  EXPECT_EQ(g.entry, "f");
+  // Only Python types everywhere: no entry, and the error says how to annotate one.
+  auto e = error_of(spec("def f(n: int) -> int:\n    return n\n"));
+  EXPECT_HAS(e.message, "no entry function");
+}
+
 TEST(ElaborateErrors, UnknownEntryOption) {
   SpecOptions opt;
   opt.entry = "nope";
