@@ -1,5 +1,5 @@
 // Call handlers for numpy's array creation: full/zeros/ones, their *_like forms,
-// tri/triu/tril and arange.
+// tri/triu/tril, eye/identity and arange.
 #include <cmath>
 
 #include "spec/elab_internal.h"
@@ -106,6 +106,7 @@ void Elab::add_creation_builtins(BuiltinTable& t) {
   add_builtins(t, {"np.tri"}, &Elab::np_tri);
   add_builtins(t, {"np.triu", "np.tril"}, &Elab::np_triu_tril);
   add_builtins(t, {"np.arange"}, &Elab::np_arange);
+  add_builtins(t, {"np.eye", "np.identity"}, &Elab::np_eye);
 }
 
 // np.full(shape, fill_value, dtype), np.zeros(shape, dtype), np.ones(shape, dtype)
@@ -142,6 +143,21 @@ ValuePtr Elab::np_tri(const BuiltinCall& c) {
   check_shape(s, loc);
   ValueId mask = diagonal_mask(c, s, k, OpKind::Le);
   return make_tensor(convert(mask, dt.value_or(DType::F64), loc));
+}
+
+// np.eye(N, M=None, k=0, dtype=float) and np.identity(n, dtype=float): ones on the k-th
+// diagonal.
+ValuePtr Elab::np_eye(const BuiltinCall& c) {
+  SourceLoc loc = c.loc;
+  const bool eye = c.base == "eye";
+  auto a = eye ? c.sig({"N", "M", "k", "dtype"}, 1) : c.sig({"n", "dtype"}, 1);
+  DimExpr n = to_dim(a[0], loc, "N");
+  DimExpr m = eye && !is_none(a[1]) ? to_dim(a[1], loc, "M") : n;
+  DimExpr k = eye && !is_none(a[2]) ? to_dim(a[2], loc, "k") : DimExpr();
+  auto dt = to_dtype(a[eye ? 3 : 1], loc);
+  Shape s = {n, m};
+  check_shape(s, loc);
+  return make_tensor(convert(diagonal_mask(c, s, k, OpKind::Eq), dt.value_or(DType::F64), loc));
 }
 
 // np.triu(m, k) and np.tril(m, k): m with zeros below (triu) or above (tril) the k-th

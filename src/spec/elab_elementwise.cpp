@@ -38,7 +38,7 @@ void Elab::add_reduction_builtins(BuiltinTable& t) {
 
 void Elab::add_contraction_builtins(BuiltinTable& t) {
   add_builtins(t, {"np.matmul"}, &Elab::np_matmul);
-  add_builtins(t, {"np.dot", "np.inner", "np.outer"}, &Elab::np_dot);
+  add_builtins(t, {"np.dot", "method.dot", "np.inner", "np.outer"}, &Elab::np_dot);
   add_builtins(t, {"np.einsum"}, &Elab::np_einsum);
 }
 
@@ -267,7 +267,7 @@ ValuePtr Elab::np_matmul(const BuiltinCall& c) {
 ValuePtr Elab::np_dot(const BuiltinCall& c) {
   const std::string& base = c.base;
   SourceLoc loc = c.loc;
-  auto a = c.sig({"a", "b"}, 2);
+  auto a = c.fsig({"a", "b"}, 2);
   if (base != "outer" && (is_scalar(*a[0]) || is_scalar(*a[1])))
     return binary("*", a[0], a[1], loc);
   ValuePtr x = c.tensor_arg(a[0], "a"), y = c.tensor_arg(a[1], "b");

@@ -215,6 +215,8 @@ class Elab {
   ValuePtr call_builtin(const Value& fn, const CallArgs& args, SourceLoc loc);
   using BuiltinHandler = ValuePtr (Elab::*)(const BuiltinCall& c);
   using BuiltinTable = std::map<std::string, BuiltinHandler>;
+  // Every call handler by name ("np.exp", "method.reshape", "len"): what a spec may call.
+  static const BuiltinTable& builtin_table();
 
   // ---- scalar helpers
   bool is_scalar(const Value& v) const {
@@ -353,6 +355,15 @@ class Elab {
   ValuePtr np_matmul(const BuiltinCall& c);
   ValuePtr np_dot(const BuiltinCall& c);
   ValuePtr np_einsum(const BuiltinCall& c);
+  // numpy functions composed of others (elab_derived.cpp)
+  static void add_derived_builtins(BuiltinTable& t);
+  ValuePtr np_sign(const BuiltinCall& c);
+  ValuePtr np_exp2_logs(const BuiltinCall& c);
+  ValuePtr np_isnan(const BuiltinCall& c);
+  ValuePtr np_average(const BuiltinCall& c);
+  ValuePtr np_tensordot(const BuiltinCall& c);
+  ValuePtr np_moveaxis(const BuiltinCall& c);
+  ValuePtr np_broadcast_to(const BuiltinCall& c);
   // numpy layout functions and array methods (elab_layout.cpp)
   static void add_layout_builtins(BuiltinTable& t);
   ValuePtr np_reshape(const BuiltinCall& c);
@@ -371,6 +382,7 @@ class Elab {
   ValuePtr np_tri(const BuiltinCall& c);
   ValuePtr np_triu_tril(const BuiltinCall& c);
   ValuePtr np_arange(const BuiltinCall& c);
+  ValuePtr np_eye(const BuiltinCall& c);
   // numpy joining, splitting and copying (elab_join.cpp)
   static void add_joining_builtins(BuiltinTable& t);
   ValuePtr np_concatenate(const BuiltinCall& c);

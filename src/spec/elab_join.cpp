@@ -144,7 +144,7 @@ void Elab::add_joining_builtins(BuiltinTable& t) {
   add_builtins(t, {"np.stack"}, &Elab::np_stack);
   add_builtins(t, {"np.split", "np.array_split"}, &Elab::np_split);
   add_builtins(t, {"np.hstack", "np.vstack"}, &Elab::np_hvstack);
-  add_builtins(t, {"np.repeat"}, &Elab::np_repeat);
+  add_builtins(t, {"np.repeat", "method.repeat"}, &Elab::np_repeat);
   add_builtins(t, {"np.tile"}, &Elab::np_tile);
 }
 
@@ -238,7 +238,7 @@ ValuePtr Elab::np_hvstack(const BuiltinCall& c) {
 // flattened array when there is none).
 ValuePtr Elab::np_repeat(const BuiltinCall& c) {
   SourceLoc loc = c.loc;
-  auto a = c.sig({"a", "repeats", "axis"}, 2);
+  auto a = c.fsig({"a", "repeats", "axis"}, 2);
   ValueId x = c.array_arg(a[0], "a");
   int64_t r = to_const_int(a[1], loc, "repeats");
   if (r < 0) fail(loc, "np.repeat count must be non-negative");

@@ -134,11 +134,12 @@ ValuePtr Elab::np_astype(const BuiltinCall& c) {
   return make_tensor(convert(a[0]->t, *t, c.loc));
 }
 
-// Arrays are values in a spec, so a copy is the array itself.
+// a.copy() and np.copy(a): arrays are values in a spec, so a copy is the array itself.
 ValuePtr Elab::np_copy(const BuiltinCall& c) {
-  c.sig({"order"}, 0);
-  auto r = std::make_shared<Value>(*make_tensor(c.fn.self->t));  // a new array: a write
-  r->copied = true;                                              // into x leaves it alone
+  ValueId x = c.method ? c.fn.self->t : c.array_arg(c.sig({"a", "order", "subok"}, 1)[0], "a");
+  if (c.method) c.sig({"order"}, 0);
+  auto r = std::make_shared<Value>(*make_tensor(x));  // a new array: a write
+  r->copied = true;                                   // into x leaves it alone
   return r;
 }
 

@@ -10,36 +10,19 @@ namespace ollie::spec::elab {
 
 namespace {
 
-const std::set<std::string> kNumpyFuncs = {
-    "exp",       "log",         "sqrt",        "tanh",           "abs",
-    "absolute",  "sin",         "cos",         "square",         "reciprocal",
-    "negative",  "maximum",     "minimum",     "where",          "clip",
-    "sum",       "max",         "min",         "amax",           "amin",
-    "mean",      "var",         "std",         "matmul",         "einsum",
-    "dot",       "outer",       "inner",       "reshape",        "transpose",
-    "swapaxes",  "expand_dims", "squeeze",     "concatenate",    "stack",
-    "split",     "repeat",      "tile",        "full",           "zeros",
-    "ones",      "zeros_like",  "ones_like",   "full_like",      "tri",
-    "triu",      "tril",        "arange",      "asarray",        "array",
-    "add",       "subtract",    "multiply",    "divide",         "true_divide",
-    "power",     "logical_and", "logical_or",  "logical_not",    "equal",
-    "not_equal", "less",        "less_equal",  "greater",        "greater_equal",
-    "hstack",    "vstack",      "array_split", "log1p",          "expm1",
-    "argmax",    "argmin",      "take",        "take_along_axis"};
 const std::set<std::string> kDataDependent = {"nonzero",     "unique",  "argwhere",
                                               "flatnonzero", "extract", "compress"};
-const std::set<std::string> kMethods = {
-    "reshape", "transpose", "swapaxes", "sum",  "max",     "min",   "mean",   "var",    "std",
-    "squeeze", "astype",    "copy",     "clip", "flatten", "ravel", "argmax", "argmin", "take"};
 const std::set<std::string> kMathFuncs = {"sqrt", "log", "exp",  "tanh", "sin",
                                           "cos",  "erf", "fabs", "log2", "log10"};
 
 const char* kSupportedHint =
-    "supported numpy: exp log sqrt tanh abs sin cos square log1p expm1 maximum minimum where clip "
-    "sum max min mean var std argmax argmin linalg.norm "
-    "matmul einsum dot outer reshape transpose swapaxes expand_dims squeeze concatenate stack "
-    "hstack vstack split array_split repeat tile take take_along_axis "
-    "full zeros ones *_like tri triu tril arange astype (see docs/spec-language.md)";
+    "supported numpy: exp exp2 log log2 log10 sqrt tanh abs sign sin cos square log1p expm1 "
+    "maximum minimum where clip isnan isinf isfinite "
+    "sum max min mean average var std argmax argmin linalg.norm "
+    "matmul einsum dot outer tensordot reshape transpose swapaxes moveaxis expand_dims squeeze "
+    "broadcast_to concatenate stack hstack vstack split array_split repeat tile take "
+    "take_along_axis full zeros ones *_like eye identity tri triu tril arange astype copy "
+    "(see docs/spec-language.md)";
 
 }  // namespace
 
@@ -90,7 +73,7 @@ ValuePtr Elab::attribute(const ValuePtr& base, const std::string& name, SourceLo
                  " returns a size that depends on the values; the shape of every value must follow "
                  "from the dims",
              "use np.where(mask, x, 0) to keep the shape");
-      if (kNumpyFuncs.count(name)) return make_named(Kind::Builtin, "np." + name);
+      if (builtin_table().count("np." + name)) return make_named(Kind::Builtin, "np." + name);
       fail(loc, "np." + name + " is not supported in a spec", kSupportedHint);
     }
     if (m == "math") {
@@ -130,10 +113,13 @@ ValuePtr Elab::attribute(const ValuePtr& base, const std::string& name, SourceLo
       for (int i = static_cast<int>(s.size()) - 1; i >= 0; --i) perm.push_back(i);
       return make_tensor(builder_.transpose(base->t, perm, loc));
     }
-    if (kMethods.count(name)) return make_named(Kind::Builtin, "method." + name, base);
+    if (builtin_table().count("method." + name))
+      return make_named(Kind::Builtin, "method." + name, base);
+    std::string methods;
+    for (auto& [n, h] : builtin_table())
+      if (n.rfind("method.", 0) == 0) methods += " " + n.substr(7);
     fail(loc, "array attribute ." + name + " is not supported in a spec",
-         "supported: .shape .ndim .size .dtype .T and the methods reshape transpose swapaxes sum "
-         "max min mean var std squeeze astype take");
+         "supported: .shape .ndim .size .dtype .T and the methods" + methods);
   }
   if (base->kind == Kind::DType && name == "type") return base;
   if (base->kind == Kind::Dict &&
@@ -232,7 +218,7 @@ void Elab::add_builtins(BuiltinTable& t, std::initializer_list<const char*> name
       throw InternalError(std::string("builtin '") + n + "' registered twice");
 }
 
-ValuePtr Elab::call_builtin(const Value& fn, const CallArgs& args, SourceLoc loc) {
+const Elab::BuiltinTable& Elab::builtin_table() {
   static const BuiltinTable table = [] {
     BuiltinTable t;
     add_python_builtins(t);
@@ -240,6 +226,7 @@ ValuePtr Elab::call_builtin(const Value& fn, const CallArgs& args, SourceLoc loc
     add_elementwise_builtins(t);
     add_reduction_builtins(t);
     add_contraction_builtins(t);
+    add_derived_builtins(t);
     add_layout_builtins(t);
     add_creation_builtins(t);
     add_joining_builtins(t);
@@ -247,6 +234,11 @@ ValuePtr Elab::call_builtin(const Value& fn, const CallArgs& args, SourceLoc loc
     add_static_builtins(t);
     return t;
   }();
+  return table;
+}
+
+ValuePtr Elab::call_builtin(const Value& fn, const CallArgs& args, SourceLoc loc) {
+  const BuiltinTable& table = builtin_table();
   auto it = table.find(fn.s);
   if (it == table.end()) fail(loc, fn.s + " is not supported in a spec");
   return (this->*it->second)(BuiltinCall(*this, fn, args, loc));

@@ -58,6 +58,7 @@ CORPUS = {
     "helpers": ([dict(M=1, N=7), dict(M=3, N=2)], ("normal", "uniform")),
     "constants": ([dict(M=1, D=7), dict(M=3, D=1)], ("normal", "uniform")),
     "multi_output": ([dict(M=1, N=7), dict(M=3, N=1)], ("normal", "uniform")),
+    "derived_funcs": ([dict(M=1, N=7), dict(M=3, N=2)], ("normal", "uniform")),
     "f64_spec": ([dict(M=1, K=7, N=3), dict(M=3, K=1, N=1)], ("normal", "uniform")),
     "int_compute": ([dict(M=1, N=7), dict(M=3, N=1)], ("normal", "uniform")),
     "masks_neg_inf": ([dict(S=1, D=3), dict(S=7, D=1)], ("normal", "uniform")),

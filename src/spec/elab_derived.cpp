@@ -1,0 +1,175 @@
+// Call handlers for numpy functions that a spec writes in terms of others: np.sign,
+// np.exp2/log2/log10, np.isnan/isinf/isfinite, np.average, np.tensordot, np.moveaxis,
+// np.broadcast_to and np.copy. Each is numpy's function as a composition of the ops the
+// other handlers build, with numpy's dtypes and errors.
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "spec/elab_internal.h"
+
+namespace ollie::spec::elab {
+
+void Elab::add_derived_builtins(BuiltinTable& t) {
+  add_builtins(t, {"np.sign"}, &Elab::np_sign);
+  add_builtins(t, {"np.exp2", "np.log2", "np.log10"}, &Elab::np_exp2_logs);
+  add_builtins(t, {"np.isnan", "np.isinf", "np.isfinite"}, &Elab::np_isnan);
+  add_builtins(t, {"np.average"}, &Elab::np_average);
+  add_builtins(t, {"np.tensordot"}, &Elab::np_tensordot);
+  add_builtins(t, {"np.moveaxis"}, &Elab::np_moveaxis);
+  add_builtins(t, {"np.broadcast_to"}, &Elab::np_broadcast_to);
+  add_builtins(t, {"np.copy"}, &Elab::np_copy);
+}
+
+// np.sign: -1, 0 or 1 in x's dtype; NaN stays NaN, and -0.0 gives +0.0 as numpy gives it.
+ValuePtr Elab::np_sign(const BuiltinCall& c) {
+  auto a = c.sig({"x"}, 1);
+  ValuePtr x = c.tensor_arg(a[0], "x");
+  const DType t = dtype_of(*x);
+  if (t == DType::Bool) fail(c.loc, "np.sign of a boolean array is not defined (numpy refuses it)");
+  const Shape s = shape_of(*x);
+  auto filled = [&](double v) { return to_shape(builder_.constant(v, t, c.loc), s, c.loc); };
+  // Not positive and not negative: zero (of either sign: +0) or NaN (x itself, x != x).
+  ValueId rest = filled(0);
+  if (ir::is_float(t))
+    rest = builder_.select(compare("!=", x, x, c.loc)->t, x->t, rest, c.loc);
+  ValueId neg = builder_.select(compare("<", x, make_int(0), c.loc)->t, filled(-1), rest, c.loc);
+  return make_tensor(
+      builder_.select(compare(">", x, make_int(0), c.loc)->t, filled(1), neg, c.loc));
+}
+
+// np.exp2 is an op of its own; np.log2 and np.log10 are log(x) times the constant 1/ln(b):
+// the reference and its bound are those of that composition (exact to the bound, as
+// np.log1p is; numpy's own log2 of a power of two is exact, the composition may be an
+// ulp off).
+ValuePtr Elab::np_exp2_logs(const BuiltinCall& c) {
+  auto a = c.sig({"x"}, 1);
+  ValuePtr x = c.tensor_arg(a[0], "x");
+  if (dtype_of(*x) == DType::Bool)
+    fail(c.loc, "np." + c.base + " of a boolean array is not supported",
+         "convert it first: x.astype(np.float32)");
+  if (c.base == "exp2") return make_tensor(checked(apply_unary(OpKind::Exp2, x, c.loc), c.loc));
+  ValuePtr ln = make_tensor(checked(apply_unary(OpKind::Log, x, c.loc), c.loc));
+  const double scale = c.base == "log2" ? std::numbers::log2e : std::numbers::log10e;
+  ValuePtr r = binary("*", ln, make_float(scale), c.loc);
+  return make_tensor(as_tensor(r, c.loc));
+}
+
+// np.isnan (x != x), np.isinf (|x| == inf), np.isfinite (|x| < inf): booleans; for
+// integer arrays all false, false and true, as numpy gives.
+ValuePtr Elab::np_isnan(const BuiltinCall& c) {
+  auto a = c.sig({"x"}, 1);
+  ValuePtr x = c.tensor_arg(a[0], "x");
+  const bool is_float = ir::is_float(dtype_of(*x));
+  if (c.base == "isnan" || !is_float)
+    return make_tensor(as_tensor(
+        compare(c.base == "isfinite" ? "==" : "!=", x, x, c.loc), c.loc));
+  ValuePtr magnitude = make_tensor(checked(apply_unary(OpKind::Abs, x, c.loc), c.loc));
+  return make_tensor(as_tensor(
+      compare(c.base == "isinf" ? "==" : "<", magnitude, make_float(INFINITY), c.loc), c.loc));
+}
+
+// np.average without weights is np.mean.
+ValuePtr Elab::np_average(const BuiltinCall& c) {
+  auto a = c.sig({"a", "axis", "weights", "returned", "keepdims"}, 1);
+  if (!is_none(a[2]))
+    fail(c.loc, "np.average with weights is not supported in a spec",
+         "write it out: (a * w).sum(axis) / w.sum(axis)");
+  if (a[3] && c.flag(a[3])) fail(c.loc, "np.average(returned=True) is not supported in a spec");
+  return reduce("mean", c.tensor_arg(a[0], "a"), a[1], c.flag(a[4]), 0, std::nullopt, c.loc);
+}
+
+namespace {
+
+// The axes of np.tensordot's `axes` for one operand: an int or a sequence of ints.
+std::vector<int64_t> axis_list(Elab& el, const ValuePtr& v, SourceLoc loc) {
+  std::vector<int64_t> out;
+  if (v->kind == Kind::Tuple || v->kind == Kind::List)
+    for (auto& it : v->items) out.push_back(el.to_const_int(it, loc, "a tensordot axis"));
+  else
+    out.push_back(el.to_const_int(v, loc, "a tensordot axis"));
+  return out;
+}
+
+}  // namespace
+
+// np.tensordot(a, b, axes=2): the sum over the last `axes` axes of a and the first of b,
+// or over the pairs ([a axes], [b axes]); the result has a's free axes, then b's. Built
+// as the einsum it is.
+ValuePtr Elab::np_tensordot(const BuiltinCall& c) {
+  SourceLoc loc = c.loc;
+  auto a = c.sig({"a", "b", "axes"}, 2);
+  ValuePtr x = c.tensor_arg(a[0], "a"), y = c.tensor_arg(a[1], "b");
+  const int rx = static_cast<int>(shape_of(*x).size()), ry = static_cast<int>(shape_of(*y).size());
+  std::vector<int> ax, ay;
+  ValuePtr axes = a[2] ? a[2] : make_int(2);
+  if (axes->kind == Kind::Tuple || axes->kind == Kind::List) {
+    if (axes->items.size() != 2)
+      fail(loc, "np.tensordot axes must be an int or a pair of axis lists");
+    for (int64_t v : axis_list(*this, axes->items[0], loc)) ax.push_back(norm_axis(v, rx, loc));
+    for (int64_t v : axis_list(*this, axes->items[1], loc)) ay.push_back(norm_axis(v, ry, loc));
+  } else {
+    const int64_t n = to_const_int(axes, loc, "np.tensordot axes");
+    if (n < 0 || n > rx || n > ry)
+      fail(loc, "np.tensordot axes=" + std::to_string(n) + " does not fit " + type_str(x->t) +
+                    " and " + type_str(y->t));
+    for (int i = 0; i < n; ++i) {
+      ax.push_back(rx - static_cast<int>(n) + i);
+      ay.push_back(i);
+    }
+  }
+  if (ax.size() != ay.size())
+    fail(loc, "np.tensordot: the two axis lists differ in length");
+  if (rx + ry > 26) fail(loc, "np.tensordot of arrays with more than 26 axes in all");
+  std::string lx(static_cast<size_t>(rx), ' '), ly(static_cast<size_t>(ry), ' '), out;
+  char next = 'a';
+  for (size_t i = 0; i < ax.size(); ++i) {
+    if (lx[static_cast<size_t>(ax[i])] != ' ' || ly[static_cast<size_t>(ay[i])] != ' ')
+      fail(loc, "np.tensordot: an axis is summed twice");
+    lx[static_cast<size_t>(ax[i])] = ly[static_cast<size_t>(ay[i])] = next++;
+  }
+  for (auto* labels : {&lx, &ly})
+    for (char& l : *labels)
+      if (l == ' ') out += (l = next++);
+  return einsum(lx + "," + ly + "->" + out, {x, y}, loc);
+}
+
+// np.moveaxis(a, source, destination): the other axes keep their order.
+ValuePtr Elab::np_moveaxis(const BuiltinCall& c) {
+  SourceLoc loc = c.loc;
+  auto a = c.sig({"a", "source", "destination"}, 3);
+  ValuePtr x = c.tensor_arg(a[0], "a");
+  const int rank = static_cast<int>(shape_of(*x).size());
+  std::vector<int> src = axes_arg(a[1], rank, loc, false), dst = axes_arg(a[2], rank, loc, false);
+  if (src.size() != dst.size())
+    fail(loc, "np.moveaxis: `source` and `destination` must have the same number of elements");
+  std::vector<int> order;
+  for (int i = 0; i < rank; ++i)
+    if (std::find(src.begin(), src.end(), i) == src.end()) order.push_back(i);
+  std::vector<std::pair<int, int>> moves;
+  for (size_t i = 0; i < src.size(); ++i) moves.emplace_back(dst[i], src[i]);
+  std::sort(moves.begin(), moves.end());
+  for (auto [d, s] : moves) order.insert(order.begin() + d, s);
+  return make_tensor(builder_.transpose(x->t, order, loc));
+}
+
+// np.broadcast_to(array, shape): numpy's broadcasting rules, checked here.
+ValuePtr Elab::np_broadcast_to(const BuiltinCall& c) {
+  SourceLoc loc = c.loc;
+  auto a = c.sig({"array", "shape", "subok"}, 2);
+  ValueId x = c.array_arg(a[0], "array");
+  Shape target;
+  for (auto& d : c.int_seq(a[1], "a broadcast size")) target.push_back(to_dim(d, loc, "shape"));
+  const Shape s = node(x).shape;
+  bool ok = s.size() <= target.size();
+  for (size_t i = 0; ok && i < s.size(); ++i) {
+    const DimExpr& d = s[s.size() - 1 - i];
+    ok = d == DimExpr::constant(1) || same_at_bounds(d, target[target.size() - 1 - i]);
+  }
+  if (!ok)
+    fail(loc, "np.broadcast_to: " + type_str(x) + " cannot be broadcast to " + ir::shape_str(target),
+         "each of its dims, aligned at the end, must equal the target's or be 1");
+  return make_tensor(to_shape(x, target, loc));
+}
+
+}  // namespace ollie::spec::elab

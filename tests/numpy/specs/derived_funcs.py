@@ -1,0 +1,32 @@
+"""numpy functions a spec composes from others, as model code writes them: np.sign (of
+NaN, +-inf and -0.0 too), np.exp2, np.log2, np.log10, np.isnan/isinf/isfinite, np.average,
+np.tensordot (an int and axis pairs), np.moveaxis, np.broadcast_to (a GQA expand), np.eye,
+np.identity, np.copy, and the methods .dot and .repeat."""
+import numpy as np
+
+DIMS = dict(M=3, N=7)
+
+
+def derived_funcs(x: "f32[M, N]", w: "f32[N, N]", g: "f32[2, M, N]") -> (
+    "f32[M, N]", "f32[M, N]", "f32[M, N]", "f32[M, N]", "f32[M]", "f32[M, N]", "f32[M, M]",
+    "f32[N, 2, M]", "f32[2, 2, M, N]", "f32[M, N]", "f32[M, N]", "f32[M, N]", "f32[M, N]",
+    "f32[M, 2*N]"):
+    special = np.where(x > 0.8, np.inf, np.where(x < -0.8, -np.inf, x))
+    special = np.where(np.abs(x) < 0.1, np.nan, special)
+    special = np.where((x > 0.3) & (x < 0.4), -0.0, special).astype(np.float32)
+    sign = np.sign(special)
+    flags = np.isnan(special) * 1.0 + np.isinf(special) * 2.0 + np.isfinite(special) * 4.0
+    powers = np.exp2(x) + np.log2(np.abs(x) + 1) + np.log10(np.abs(x) + 2)
+    avg = np.average(x, axis=-1, keepdims=True) - x
+    rows = np.average(x, axis=1)
+    td = np.tensordot(x, w, axes=1)
+    gram = np.tensordot(x, x, axes=([1], [1]))
+    moved = np.moveaxis(g, [0, 1], [1, 2])
+    expanded = np.broadcast_to(g[:, None], (2, 2) + x.shape)
+    eye = np.eye(x.shape[0], dtype=np.float32) @ x + np.identity(x.shape[0], np.float32) @ x
+    shifted = x @ np.eye(x.shape[1], x.shape[1], 1, dtype=np.float32)
+    copied = np.copy(x) * 2
+    dotted = x.dot(w)
+    repeated = x.repeat(2, axis=1)
+    return (sign, flags.astype(np.float32), powers, avg, rows, td, gram, moved, expanded, eye,
+            shifted, copied, dotted, repeated)
