@@ -31,8 +31,7 @@ ValuePtr Elab::np_sign(const BuiltinCall& c) {
   auto filled = [&](double v) { return to_shape(builder_.constant(v, t, c.loc), s, c.loc); };
   // Not positive and not negative: zero (of either sign: +0) or NaN (x itself, x != x).
   ValueId rest = filled(0);
-  if (ir::is_float(t))
-    rest = builder_.select(compare("!=", x, x, c.loc)->t, x->t, rest, c.loc);
+  if (ir::is_float(t)) rest = builder_.select(compare("!=", x, x, c.loc)->t, x->t, rest, c.loc);
   ValueId neg = builder_.select(compare("<", x, make_int(0), c.loc)->t, filled(-1), rest, c.loc);
   return make_tensor(
       builder_.select(compare(">", x, make_int(0), c.loc)->t, filled(1), neg, c.loc));
@@ -62,8 +61,7 @@ ValuePtr Elab::np_isnan(const BuiltinCall& c) {
   ValuePtr x = c.tensor_arg(a[0], "x");
   const bool is_float = ir::is_float(dtype_of(*x));
   if (c.base == "isnan" || !is_float)
-    return make_tensor(as_tensor(
-        compare(c.base == "isfinite" ? "==" : "!=", x, x, c.loc), c.loc));
+    return make_tensor(as_tensor(compare(c.base == "isfinite" ? "==" : "!=", x, x, c.loc), c.loc));
   ValuePtr magnitude = make_tensor(checked(apply_unary(OpKind::Abs, x, c.loc), c.loc));
   return make_tensor(as_tensor(
       compare(c.base == "isinf" ? "==" : "<", magnitude, make_float(INFINITY), c.loc), c.loc));
@@ -118,8 +116,7 @@ ValuePtr Elab::np_tensordot(const BuiltinCall& c) {
       ay.push_back(i);
     }
   }
-  if (ax.size() != ay.size())
-    fail(loc, "np.tensordot: the two axis lists differ in length");
+  if (ax.size() != ay.size()) fail(loc, "np.tensordot: the two axis lists differ in length");
   if (rx + ry > 26) fail(loc, "np.tensordot of arrays with more than 26 axes in all");
   std::string lx(static_cast<size_t>(rx), ' '), ly(static_cast<size_t>(ry), ' '), out;
   char next = 'a';
@@ -167,7 +164,8 @@ ValuePtr Elab::np_broadcast_to(const BuiltinCall& c) {
     ok = d == DimExpr::constant(1) || same_at_bounds(d, target[target.size() - 1 - i]);
   }
   if (!ok)
-    fail(loc, "np.broadcast_to: " + type_str(x) + " cannot be broadcast to " + ir::shape_str(target),
+    fail(loc,
+         "np.broadcast_to: " + type_str(x) + " cannot be broadcast to " + ir::shape_str(target),
          "each of its dims, aligned at the end, must equal the target's or be 1");
   return make_tensor(to_shape(x, target, loc));
 }

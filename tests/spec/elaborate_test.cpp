@@ -771,5 +771,25 @@ TEST(Elaborate, BroadcastOneAgainstFloorDivKeepsTheDim) {
   EXPECT_EQ(out_type(g), "f32[]");
 }
 
+// The composed numpy functions (src/spec/elab_derived.cpp) refuse what numpy refuses, or
+// what a spec cannot express, with the place and what to write.
+TEST(ElaborateErrors, DerivedFunctionsRefuseWhatNumpyRefuses) {
+  auto bad_broadcast = error_of(
+      spec("def f(x: \"f32[M, K]\") -> \"f32[M, N]\":\n    return np.broadcast_to(x, (M, N))\n"
+           "M, N = 4, 8\n"));
+  EXPECT_HAS(bad_broadcast.message, "cannot be broadcast to");
+  auto weights = error_of(spec(
+      "def f(x: \"f32[M, K]\") -> \"f32[M]\":\n    return np.average(x, axis=1, weights=x)\n"));
+  EXPECT_HAS(weights.message, "np.average with weights");
+  EXPECT_HAS(weights.hint, "w.sum(axis)");
+  auto sign_bool =
+      error_of(spec("def f(x: \"f32[M]\") -> \"f32[M]\":\n    return np.sign(x > 0) * x\n"));
+  EXPECT_HAS(sign_bool.message, "np.sign of a boolean array");
+  auto axes =
+      error_of(spec("def f(x: \"f32[M, K]\") -> \"f32[M]\":\n    return np.tensordot(x, x, "
+                    "axes=([0, 1], [1]))\n"));
+  EXPECT_HAS(axes.message, "differ in length");
+}
+
 }  // namespace
 }  // namespace ollie::spec
