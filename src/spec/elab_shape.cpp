@@ -211,9 +211,18 @@ ValuePtr Elab::einsum(const std::string& spec, const std::vector<ValuePtr>& ops,
   for (char c : spec)
     if (c != ' ') s += c;
   auto arrow = s.find("->");
-  if (arrow == std::string::npos)
-    fail(loc, "np.einsum needs an explicit output: '" + spec + "' has no '->'",
-         "write the output labels, e.g. np.einsum(\"ij,jk->ik\", a, b)");
+  if (arrow == std::string::npos) {
+    // numpy's implicit mode: the labels that appear once, in ASCII order (upper case
+    // first), after the broadcast axes when an operand has '...'.
+    std::map<char, int> count;
+    for (char c : s)
+      if (c != ',' && c != '.') ++count[c];
+    std::string implicit = s.find("...") != std::string::npos ? "..." : "";
+    for (auto [c, n] : count)
+      if (n == 1) implicit += c;
+    arrow = s.size();
+    s += "->" + implicit;
+  }
   std::vector<std::string> ins;
   std::string lhs = s.substr(0, arrow), out = s.substr(arrow + 2);
   size_t p = 0;

@@ -643,14 +643,16 @@ TEST(ElaborateErrors, ReshapeWrongCount) {
   EXPECT_HAS(e.hint, "as many elements");
 }
 
-TEST(ElaborateErrors, EinsumNeedsArrow) {
+// Without '->', numpy's implicit output: the labels that appear once, in ASCII order.
+TEST(Elaborate, EinsumImplicitModeOrdersLabelsAsNumpy) {
+  auto g =
+      compile(spec("def f(a: \"f32[M, K]\", b: \"f32[K, N]\") -> \"f32[N, M]\":\n"
+                   "    return np.einsum(\"bA,AC\", a, b)\n"));
+  EXPECT_EQ(out_type(g), "f32[N, M]");
   auto e =
-      error_of(spec("def f(a: \"f32[M, K]\", b: \"f32[K, N]\") -> \"f32[M, N]\":\n    return "
-                    "np.einsum(\"ij,jk\", a, b)\n"));
-  EXPECT_EQ(e.line, 4);
-  EXPECT_EQ(e.col, 12);
-  EXPECT_HAS(e.message, "has no '->'");
-  EXPECT_HAS(e.hint, "np.einsum(\"ij,jk->ik\", a, b)");
+      error_of(spec("def f(a: \"f32[M, K]\", b: \"f32[K, N]\") -> \"f32[N, M]\":\n"
+                    "    return np.einsum(\"ij,jk\", a, b)\n"));
+  EXPECT_HAS(e.message, "returns f32[M, N] but the annotation says f32[N, M]");
 }
 
 TEST(ElaborateErrors, EinsumRepeatedLabel) {

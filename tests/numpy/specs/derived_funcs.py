@@ -1,7 +1,8 @@
 """numpy functions a spec composes from others, as model code writes them: np.sign (of
 NaN, +-inf and -0.0 too), np.exp2, np.log2, np.log10, np.isnan/isinf/isfinite, np.average,
 np.tensordot (an int and axis pairs), np.moveaxis, np.broadcast_to (a GQA expand), np.eye,
-np.identity, np.copy, and the methods .dot and .repeat."""
+np.identity, np.copy, the methods .dot and .repeat, and np.einsum in implicit mode (numpy's
+output order: the labels that appear once, upper case first)."""
 import numpy as np
 
 DIMS = dict(M=3, N=7)
@@ -10,7 +11,7 @@ DIMS = dict(M=3, N=7)
 def derived_funcs(x: "f32[M, N]", w: "f32[N, N]", g: "f32[2, M, N]") -> (
     "f32[M, N]", "f32[M, N]", "f32[M, N]", "f32[M, N]", "f32[M]", "f32[M, N]", "f32[M, M]",
     "f32[N, 2, M]", "f32[2, 2, M, N]", "f32[M, N]", "f32[M, N]", "f32[M, N]", "f32[M, N]",
-    "f32[M, 2*N]"):
+    "f32[M, 2*N]", "f32[M, N]", "f32[N, M]", "f32[2, M, N]"):
     special = np.where(x > 0.8, np.inf, np.where(x < -0.8, -np.inf, x))
     special = np.where(np.abs(x) < 0.1, np.nan, special)
     special = np.where((x > 0.3) & (x < 0.4), -0.0, special).astype(np.float32)
@@ -28,5 +29,8 @@ def derived_funcs(x: "f32[M, N]", w: "f32[N, N]", g: "f32[2, M, N]") -> (
     copied = np.copy(x) * 2
     dotted = x.dot(w)
     repeated = x.repeat(2, axis=1)
+    implicit = np.einsum('ij,jk', x, w)
+    upper_first = np.einsum('bA,AC', x, w)
+    broadcast = np.einsum('...j,jk', g, w)
     return (sign, flags.astype(np.float32), powers, avg, rows, td, gram, moved, expanded, eye,
-            shifted, copied, dotted, repeated)
+            shifted, copied, dotted, repeated, implicit, upper_first, broadcast)
