@@ -17,7 +17,8 @@ void Elab::add_python_builtins(BuiltinTable& t) {
   add_builtins(t, {"dict"}, &Elab::py_dict);
   add_builtins(t, {"min", "max"}, &Elab::py_min_max);
   add_builtins(t, {"abs"}, &Elab::py_abs);
-  add_builtins(t, {"sum", "round", "pow"}, &Elab::py_unsupported);
+  add_builtins(t, {"sum"}, &Elab::py_sum);
+  add_builtins(t, {"round", "pow"}, &Elab::py_unsupported);
   add_builtins(t, {"dtype_call"}, &Elab::dtype_cast);  // np.float32(x): see call_value
 }
 
@@ -168,7 +169,20 @@ ValuePtr Elab::py_abs(const BuiltinCall& c) {
   return make_tensor(apply_unary(OpKind::Abs, c.tensor_arg(c.sig({"x"}, 1)[0], "x"), c.loc), true);
 }
 
-// sum(), round(), pow(): Python's versions would loop over arrays; numpy's are supported.
+// Python's sum(iterable, start=0) of a list or tuple: ((start + a) + b) + ..., left to
+// right as Python adds (arrays broadcast, numbers fold). Over an array Python would loop
+// over its rows: np.sum is the spec's way to write that.
+ValuePtr Elab::py_sum(const BuiltinCall& c) {
+  auto a = c.sig({"iterable", "start"}, 1);
+  if (a[0]->kind != Kind::List && a[0]->kind != Kind::Tuple)
+    fail(c.loc, "Python sum() of " + kind_name(*a[0]) + " is not supported in a spec",
+         "sum a list of values, or use np.sum(x, axis=0) over an array's rows");
+  ValuePtr total = a[1] ? a[1] : make_int(0);
+  for (auto& x : a[0]->items) total = binary("+", total, x, c.loc);
+  return total;
+}
+
+// round(), pow(): Python's versions would loop over arrays; numpy's are supported.
 ValuePtr Elab::py_unsupported(const BuiltinCall& c) {
   fail(c.loc, "Python " + c.name + "() is not supported in a spec",
        "use the numpy function (np." + c.name + ")");

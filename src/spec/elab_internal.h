@@ -120,10 +120,10 @@ struct BuiltinCall {
   // Binds args (sig) or full (fsig) against a signature; an absent argument is null.
   std::vector<ValuePtr> sig(const std::vector<std::string>& names, size_t required) const;
   std::vector<ValuePtr> fsig(const std::vector<std::string>& names, size_t required) const;
-  // An array argument; a Python scalar becomes a 0-d array.
+  // An array argument; a Python scalar becomes a 0-d array, a list or tuple literal the
+  // array numpy makes of it (Elab::array_literal).
   ValuePtr tensor_arg(const ValuePtr& v, const std::string& what) const;
-  // The same as a value id, for the creation and joining functions: a list here gets the
-  // plain "must be an array" message rather than tensor_arg's word on list literals.
+  // The same as a value id.
   ValueId array_arg(const ValuePtr& v, const std::string& what) const;
   // A size or a tuple/list of sizes, each checked to be an int.
   std::vector<ValuePtr> int_seq(const ValuePtr& v, const std::string& what) const;
@@ -189,6 +189,8 @@ class Elab {
   ValuePtr subscript(const ValuePtr& base, const std::vector<ValuePtr>& idx, SourceLoc loc);
   // Makes a (strong or weak) tensor out of a scalar or tensor value.
   ValueId as_tensor(const ValuePtr& v, SourceLoc loc, std::optional<DType> dtype = std::nullopt);
+  // A list or tuple literal as numpy's np.array makes it (elab_join.cpp).
+  ValueId array_literal(const ValuePtr& list, SourceLoc loc);
   // NEP 50 result dtype of several operands (tensors strong or weak, Python scalars weak).
   DType result_dtype(const std::vector<ValuePtr>& vs, SourceLoc loc);
   // Converts and broadcasts the operands to a common dtype and shape.
@@ -327,6 +329,7 @@ class Elab {
   ValuePtr py_min_max(const BuiltinCall& c);
   ValuePtr py_abs(const BuiltinCall& c);
   ValuePtr py_unsupported(const BuiltinCall& c);
+  ValuePtr py_sum(const BuiltinCall& c);
   static void add_static_builtins(BuiltinTable& t);
   ValuePtr py_zip(const BuiltinCall& c);
   ValuePtr py_enumerate(const BuiltinCall& c);

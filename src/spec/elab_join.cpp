@@ -187,6 +187,57 @@ ValuePtr Elab::np_stack(const BuiltinCall& c) {
   return make_tensor(checked(builder_.concat(j.ids, ax, loc), loc));
 }
 
+// A list or tuple literal where numpy wants an array (np.array([a, b]), np.sum([x, y],
+// axis=0), np.array([1.0, 2.0])): what numpy's np.array makes of it. Arrays of one shape
+// stack along a new first axis in their common dtype; Python numbers make a 1-D array
+// (float64 when one is a float, else int64, bool when all are bools); nested lists
+// recurse. Ragged lists and arrays mixed with numbers are refused, as numpy refuses them.
+ValueId Elab::array_literal(const ValuePtr& list, SourceLoc loc) {
+  if (list->items.empty())
+    fail(loc, "an empty list as an array is not supported in a spec",
+         "build it with np.zeros((0,), dtype=...)");
+  std::vector<ValuePtr> xs;
+  bool arrays = false, numbers = false, floats = false, ints = false;
+  for (auto& it : list->items) {
+    ValuePtr x = it;
+    if (x->kind == Kind::List || x->kind == Kind::Tuple) x = make_tensor(array_literal(x, loc));
+    if (x->kind == Kind::Tensor && !x->weak) {
+      arrays = true;
+    } else if (is_scalar(*x)) {
+      numbers = true;
+      const bool is_float =
+          x->kind == Kind::Float || (x->kind == Kind::Tensor && ir::is_float(node(x->t).dtype));
+      floats = floats || is_float;
+      ints = ints || (!is_float && x->kind != Kind::Bool &&
+                      !(x->kind == Kind::Tensor && node(x->t).dtype == DType::Bool));
+    } else {
+      fail(loc, "a list holding " + kind_name(*x) + " is not an array",
+           "a list literal as an array holds arrays of one shape, or numbers");
+    }
+    xs.push_back(x);
+  }
+  if (arrays && numbers)
+    fail(loc, "a list mixing arrays and numbers has an inhomogeneous shape (numpy refuses it)",
+         "make the numbers arrays of the same shape (np.full_like(x, 1.0))");
+  const DType t = arrays   ? result_dtype(xs, loc)
+                  : floats ? DType::F64
+                  : ints   ? DType::I64
+                           : DType::Bool;
+  std::vector<ValueId> rows;
+  for (auto& x : xs) rows.push_back(as_tensor(x, loc, t));
+  const Shape s0 = node(rows[0]).shape;
+  for (auto& id : rows)
+    if (node(id).shape != s0)
+      fail(loc, "a list of arrays of different shapes (" + type_str(rows[0]) + " and " +
+                    type_str(id) + ") is not an array (numpy refuses it as inhomogeneous)");
+  for (auto& id : rows) {
+    Shape e = s0;
+    e.insert(e.begin(), DimExpr::constant(1));
+    id = builder_.reshape(convert(id, t, loc), e, loc);
+  }
+  return checked(builder_.concat(rows, 0, loc), loc);
+}
+
 // np.split(ary, indices_or_sections, axis)
 ValuePtr Elab::np_split(const BuiltinCall& c) {
   SourceLoc loc = c.loc;

@@ -187,15 +187,13 @@ std::vector<ValuePtr> BuiltinCall::fsig(const std::vector<std::string>& names,
 
 ValuePtr BuiltinCall::tensor_arg(const ValuePtr& v, const std::string& what) const {
   if (v->kind == Kind::Tensor && !v->weak) return v;
-  if (v->kind == Kind::List || v->kind == Kind::Tuple)
-    el.fail(loc, shown + ": array literals from lists are not supported in a spec (" + what + ")",
-            "pass the values as an input, or build them with np.full / np.arange");
   return make_tensor(array_arg(v, what));
 }
 
 ValueId BuiltinCall::array_arg(const ValuePtr& v, const std::string& what) const {
   if (v->kind == Kind::Tensor && !v->weak) return v->t;
   if (el.is_scalar(*v)) return el.as_tensor(v, loc);
+  if (v->kind == Kind::List || v->kind == Kind::Tuple) return el.array_literal(v, loc);
   el.fail(loc, shown + ": " + what + " must be an array, got " + kind_name(*v));
 }
 

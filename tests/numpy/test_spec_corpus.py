@@ -59,6 +59,7 @@ CORPUS = {
     "constants": ([dict(M=1, D=7), dict(M=3, D=1)], ("normal", "uniform")),
     "multi_output": ([dict(M=1, N=7), dict(M=3, N=1)], ("normal", "uniform")),
     "derived_funcs": ([dict(M=1, N=7), dict(M=3, N=2)], ("normal", "uniform")),
+    "list_literals": ([dict(M=1, N=4), dict(M=3, N=4)], ("normal", "uniform")),
     "f64_spec": ([dict(M=1, K=7, N=3), dict(M=3, K=1, N=1)], ("normal", "uniform")),
     "int_compute": ([dict(M=1, N=7), dict(M=3, N=1)], ("normal", "uniform")),
     "masks_neg_inf": ([dict(S=1, D=3), dict(S=7, D=1)], ("normal", "uniform")),
@@ -189,6 +190,8 @@ OUTSIDE_SUBSET = {
     "concatenate_axis_none": ("np.concatenate([x, x], axis=None)", 12, "axis=None is not supported"),
     "arange_float_dim_bound": ("np.arange(0.0, x.shape[0] * 0.5, 0.5)", 12, "float computed from a dim"),
     "flip": ("np.flip(x, 0)", 12, "np.flip is not supported"),
+    "ragged_list": ("np.array([x, x[:1]])", 12, "arrays of different shapes"),
+    "python_sum_of_array": ("sum(x)", 12, "Python sum() of an array"),
     "prod_method": ("x.prod(axis=0)", 12, "array attribute .prod is not supported"),
     "boolean_mask_index": ("x[x > 0]", 12, "data-dependent shape"),
     "nonzero": ("np.nonzero(x)", 12, "data-dependent shape"),
@@ -219,7 +222,7 @@ OUTSIDE_SUBSET_STATEMENTS = {
     "if_on_array": (["if x.sum() > 2:", "    x = x * 2", "return x"], 6, 8, "`if` on an array"),
     "for_over_array": (["for row in x:", "    x = x + row", "return x"], 6, 16, "cannot loop over an array"),
     "while_loop": (["while x.shape[0] > 2:", "    x = x[1:]", "return x"], 6, 5, "while loops are not supported"),
-    "python_sum": (["return x * sum([1, 2])"], 6, 16, "Python sum() is not supported"),
+    "python_round": (["return x * round(1.5)"], 6, 16, "Python round() is not supported"),
 }
 
 
