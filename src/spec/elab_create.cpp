@@ -1,5 +1,5 @@
 // Call handlers for numpy's array creation: full/zeros/ones, their *_like forms,
-// tri/triu/tril, eye/identity and arange.
+// tri/triu/tril, eye/identity, arange and pad (constant mode).
 #include <cmath>
 
 #include "spec/elab_internal.h"
@@ -107,6 +107,7 @@ void Elab::add_creation_builtins(BuiltinTable& t) {
   add_builtins(t, {"np.triu", "np.tril"}, &Elab::np_triu_tril);
   add_builtins(t, {"np.arange"}, &Elab::np_arange);
   add_builtins(t, {"np.eye", "np.identity"}, &Elab::np_eye);
+  add_builtins(t, {"np.pad"}, &Elab::np_pad);
 }
 
 // np.full(shape, fill_value, dtype), np.zeros(shape, dtype), np.ones(shape, dtype)
@@ -198,6 +199,78 @@ ValuePtr Elab::np_arange(const BuiltinCall& c) {
   ValueId r =
       all_int ? arange_of_ints(c, start, stop, step) : arange_of_floats(c, start, stop, step);
   return make_tensor(dt ? convert(r, *dt, loc) : r);
+}
+
+namespace {
+
+// np.pad's pad_width, numpy's forms: n, (n,), (before, after), ((before, after),) for every
+// axis, or one (before, after) or (n,) per axis.
+std::vector<std::pair<DimExpr, DimExpr>> pad_widths(const BuiltinCall& c, const ValuePtr& v,
+                                                    size_t rank) {
+  Elab& el = c.el;
+  auto is_seq = [](const ValuePtr& x) { return x->kind == Kind::Tuple || x->kind == Kind::List; };
+  auto pair_of = [&](const ValuePtr& x) -> std::pair<DimExpr, DimExpr> {
+    if (!is_seq(x)) return {el.to_dim(x, c.loc, "a pad width"), el.to_dim(x, c.loc, "a pad width")};
+    if (x->items.size() == 1) {
+      const DimExpr n = el.to_dim(x->items[0], c.loc, "a pad width");
+      return {n, n};
+    }
+    if (x->items.size() != 2)
+      el.fail(c.loc, "np.pad: a pad width is n or (before, after), got " +
+                         std::to_string(x->items.size()) + " values");
+    return {el.to_dim(x->items[0], c.loc, "a pad width"),
+            el.to_dim(x->items[1], c.loc, "a pad width")};
+  };
+  std::vector<std::pair<DimExpr, DimExpr>> out;
+  if (is_seq(v) && !v->items.empty() && is_seq(v->items[0])) {
+    if (v->items.size() != 1 && v->items.size() != rank)
+      el.fail(c.loc,
+              "np.pad: " + std::to_string(v->items.size()) + " pad widths for an array of rank " +
+                  std::to_string(rank),
+              "give one (before, after) per axis, or one for all");
+    for (size_t i = 0; i < rank; ++i)
+      out.push_back(pair_of(v->items[v->items.size() == 1 ? 0 : i]));
+  } else {
+    out.assign(rank, pair_of(v));
+  }
+  for (auto& [before, after] : out)
+    if (el.eval_dim(before, c.loc) < 0 || el.eval_dim(after, c.loc) < 0)
+      el.fail(c.loc, "np.pad: pad widths must be non-negative");
+  return out;
+}
+
+}  // namespace
+
+// np.pad(array, pad_width, mode='constant', constant_values=0): each axis grown by its
+// before and after widths of the constant (cast to the array's dtype, as numpy casts it),
+// built as concatenations.
+ValuePtr Elab::np_pad(const BuiltinCall& c) {
+  SourceLoc loc = c.loc;
+  auto a = c.sig({"array", "pad_width", "mode", "constant_values"}, 2);
+  ValueId x = c.array_arg(a[0], "array");
+  if (a[2] && !(a[2]->kind == Kind::Str && a[2]->s == "constant"))
+    fail(loc, "np.pad with a mode other than 'constant' is not supported in a spec",
+         "write edge or reflect padding with slices and np.concatenate");
+  ValuePtr fill = a[3] ? a[3] : make_int(0);
+  if (fill->kind == Kind::Tuple || fill->kind == Kind::List)
+    fail(loc, "np.pad with per-axis constant_values is not supported in a spec",
+         "pad with one constant, or pad each axis in its own np.pad");
+  const DType t = node(x).dtype;
+  const auto widths = pad_widths(c, a[1], node(x).shape.size());
+  for (size_t axis = 0; axis < widths.size(); ++axis) {
+    std::vector<ValueId> parts;
+    for (const DimExpr& w : {widths[axis].first, widths[axis].second}) {
+      if (eval_dim(w, loc) == 0) continue;
+      Shape s = node(x).shape;
+      s[axis] = w;
+      parts.push_back(filled(c, s, fill, t));
+    }
+    if (parts.empty()) continue;
+    const bool before = eval_dim(widths[axis].first, loc) > 0;
+    parts.insert(parts.begin() + (before ? 1 : 0), x);
+    x = checked(builder_.concat(parts, static_cast<int>(axis), loc), loc);
+  }
+  return make_tensor(x);
 }
 
 }  // namespace ollie::spec::elab

@@ -386,6 +386,7 @@ class Elab {
   ValuePtr np_triu_tril(const BuiltinCall& c);
   ValuePtr np_arange(const BuiltinCall& c);
   ValuePtr np_eye(const BuiltinCall& c);
+  ValuePtr np_pad(const BuiltinCall& c);
   // numpy joining, splitting and copying (elab_join.cpp)
   static void add_joining_builtins(BuiltinTable& t);
   ValuePtr np_concatenate(const BuiltinCall& c);
