@@ -213,7 +213,7 @@ def run_facts(db_path) -> dict:
     """From the run database: how many candidates were evaluated, and the best time as the
     search's clock counts it (the candidate `optimize` wrote, i.e. the last final-verify
     that passed, else the fastest pass: its ratio to the baseline times the baseline's
-    median)."""
+    median; the baseline itself at its median, as the report shows it)."""
     con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
         evaluated = con.execute("SELECT COUNT(DISTINCT candidate) FROM evaluations").fetchone()[0]
@@ -232,6 +232,8 @@ def run_facts(db_path) -> dict:
         verdict, med, ratio = latest[c]
         if verdict != "pass" or med <= 0:
             return 0
+        if c == baseline:  # the baseline at its own time, not its noisy ratio to itself
+            return med
         return base_s * ratio if base_s > 0 and ratio > 0 else med
 
     passed = [int(re.match(r"candidate (\d+): pass$", t)[1]) for t in finals
