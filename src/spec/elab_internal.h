@@ -187,6 +187,8 @@ class Elab {
   void expand_ellipsis(const std::string& spec, const std::vector<ValueId>& ids,
                        std::vector<std::string>& ins, std::string& out, SourceLoc loc);
   ValuePtr subscript(const ValuePtr& base, const std::vector<ValuePtr>& idx, SourceLoc loc);
+  ValuePtr list_subscript(const ValuePtr& base, const std::vector<ValuePtr>& idx, size_t at,
+                          SourceLoc loc);
   // Makes a (strong or weak) tensor out of a scalar or tensor value.
   ValueId as_tensor(const ValuePtr& v, SourceLoc loc, std::optional<DType> dtype = std::nullopt);
   // A list or tuple literal as numpy's np.array makes it (elab_join.cpp).

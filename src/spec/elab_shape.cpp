@@ -333,6 +333,52 @@ ValuePtr Elab::einsum(const std::string& spec, const std::vector<ValuePtr>& ops,
 
 // ---------------------------------------------------------------------------- indexing
 
+// numpy's fancy index by one constant list of integers (x[:, [2, 0, 1]]): the rows it
+// names, in its order, repeats allowed, each checked and negative ones wrapped as an
+// integer index is; the result's axis stands where the list stands, as numpy puts a single
+// advanced index (first, when integers apart from it make the advanced indices
+// non-adjacent). Built as the concatenation of those integer indexings.
+ValuePtr Elab::list_subscript(const ValuePtr& base, const std::vector<ValuePtr>& idx, size_t at,
+                              SourceLoc loc) {
+  const ValuePtr& list = idx[at];
+  for (size_t i = 0; i < idx.size(); ++i)
+    if (i != at && (idx[i]->kind == Kind::List || idx[i]->kind == Kind::Tuple))
+      fail(loc, "indexing with several lists (fancy indexing) is not supported in a spec",
+           "index with one list, then the other in a second subscript");
+  if (list->items.empty()) fail(loc, "indexing with an empty list is not supported in a spec");
+  for (auto& v : list->items)
+    if (v->kind != Kind::Int || !v->i.is_constant())
+      fail(loc, "indexing with a list of " + kind_name(*v) + " is not supported in a spec",
+           "a list index holds constant integers (x[:, [2, 0, 1]]); use np.where for masks");
+  // The output axis of the list: the axes that the indices before it keep or add.
+  const int rank = static_cast<int>(shape_of(*base).size());
+  int consumers = 0, position = 0;
+  for (auto& v : idx)
+    if (v->kind == Kind::Int || v->kind == Kind::Slice || v.get() == list.get()) ++consumers;
+  for (size_t i = 0; i < at; ++i) {
+    const Kind k = idx[i]->kind;
+    if (k == Kind::None || k == Kind::Slice) ++position;
+    if (k == Kind::Ellipsis) position += std::max(0, rank - consumers);
+  }
+  // Integers count as advanced indices beside a list: when a slice, None or ... separates
+  // them from it, numpy puts the list's axis first.
+  size_t first = at, last = at;
+  for (size_t i = 0; i < idx.size(); ++i)
+    if (idx[i]->kind == Kind::Int) first = std::min(first, i), last = std::max(last, i);
+  for (size_t i = first; i <= last; ++i)
+    if (i != at && idx[i]->kind != Kind::Int) position = 0;
+  std::vector<ValueId> rows;
+  for (auto& v : list->items) {
+    std::vector<ValuePtr> one = idx;
+    one[at] = v;
+    ValueId r = as_tensor(subscript(base, one, loc), loc);
+    Shape s = node(r).shape;
+    s.insert(s.begin() + position, DimExpr::constant(1));
+    rows.push_back(builder_.reshape(r, s, loc));
+  }
+  return make_tensor(checked(builder_.concat(rows, position, loc), loc));
+}
+
 ValuePtr Elab::subscript(const ValuePtr& base, const std::vector<ValuePtr>& idx_in, SourceLoc loc) {
   std::vector<ValuePtr> idx = idx_in;
   if (idx.size() == 1 && idx[0]->kind == Kind::Tuple) idx = idx[0]->items;
@@ -392,10 +438,10 @@ ValuePtr Elab::subscript(const ValuePtr& base, const std::vector<ValuePtr>& idx_
   int consumers = 0, ellipses = 0;
   for (auto& v : idx)
     if (v->kind == Kind::Tensor) return gather_subscript(x, idx, loc);
+  for (size_t i = 0; i < idx.size(); ++i)
+    if (idx[i]->kind == Kind::List || idx[i]->kind == Kind::Tuple)
+      return list_subscript(base, idx, i, loc);
   for (auto& v : idx) {
-    if (v->kind == Kind::List || v->kind == Kind::Tuple)
-      fail(loc, "indexing with a list (fancy indexing) is not supported in a spec",
-           "use slices or integer indices");
     if (v->kind == Kind::Int || v->kind == Kind::Slice)
       ++consumers;
     else if (v->kind == Kind::Ellipsis)
