@@ -26,7 +26,7 @@ std::vector<std::vector<DimExpr>> gather_index_axes(const Graph& graph) {
   for (const Node& n : graph.nodes) {
     if (n.kind != OpKind::Gather) continue;
     const int p = source_param(graph, n.operands[1]);
-    if (p < 0) continue;  // the front end admits only inputs; np.arange became a slice
+    if (p < 0) continue;  // computed rows (a reversed slice's), always inside the axis
     axes[static_cast<size_t>(p)].push_back(
         graph.node(n.operands[0]).shape[static_cast<size_t>(n.axis)]);
   }

@@ -1,6 +1,6 @@
 // Call handlers for numpy functions that a spec writes in terms of others: np.sign,
 // np.exp2/log2/log10, np.isnan/isinf/isfinite, np.average, np.tensordot, np.moveaxis,
-// np.broadcast_to and np.copy. Each is numpy's function as a composition of the ops the
+// np.broadcast_to, np.copy and np.flip. Each is numpy's function as a composition of the ops the
 // other handlers build, with numpy's dtypes and errors.
 #include <algorithm>
 #include <cmath>
@@ -19,6 +19,7 @@ void Elab::add_derived_builtins(BuiltinTable& t) {
   add_builtins(t, {"np.moveaxis"}, &Elab::np_moveaxis);
   add_builtins(t, {"np.broadcast_to"}, &Elab::np_broadcast_to);
   add_builtins(t, {"np.copy"}, &Elab::np_copy);
+  add_builtins(t, {"np.flip", "np.fliplr", "np.flipud"}, &Elab::np_flip);
 }
 
 // np.sign: -1, 0 or 1 in x's dtype; NaN stays NaN, and -0.0 gives +0.0 as numpy gives it.
@@ -168,6 +169,29 @@ ValuePtr Elab::np_broadcast_to(const BuiltinCall& c) {
          "np.broadcast_to: " + type_str(x) + " cannot be broadcast to " + ir::shape_str(target),
          "each of its dims, aligned at the end, must equal the target's or be 1");
   return make_tensor(to_shape(x, target, loc));
+}
+
+// np.flip(m, axis=None), np.fliplr (axis 1), np.flipud (axis 0): m[..., ::-1, ...] on
+// those axes.
+ValuePtr Elab::np_flip(const BuiltinCall& c) {
+  auto a = c.base == "flip" ? c.sig({"m", "axis"}, 1) : c.sig({"m"}, 1);
+  ValuePtr x = c.tensor_arg(a[0], "m");
+  const int rank = static_cast<int>(shape_of(*x).size());
+  std::vector<int> axes;
+  if (c.base == "fliplr" || c.base == "flipud") {
+    const int need = c.base == "fliplr" ? 2 : 1;
+    if (rank < need)
+      fail(c.loc, "np." + c.base + " needs an array of rank >= " + std::to_string(need));
+    axes = {c.base == "fliplr" ? 1 : 0};
+  } else {
+    axes = axes_arg(a[1], rank, c.loc);  // None: every axis
+  }
+  std::vector<ValuePtr> idx;
+  for (int i = 0; i < rank; ++i) {
+    const bool flipped = std::find(axes.begin(), axes.end(), i) != axes.end();
+    idx.push_back(make_seq(Kind::Slice, {nullptr, nullptr, flipped ? make_int(-1) : nullptr}));
+  }
+  return idx.empty() ? x : subscript(x, idx, c.loc);
 }
 
 }  // namespace ollie::spec::elab

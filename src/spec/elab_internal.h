@@ -187,6 +187,8 @@ class Elab {
   void expand_ellipsis(const std::string& spec, const std::vector<ValueId>& ids,
                        std::vector<std::string>& ins, std::string& out, SourceLoc loc);
   ValuePtr subscript(const ValuePtr& base, const std::vector<ValuePtr>& idx, SourceLoc loc);
+  ValuePtr reversed_subscript(const ValuePtr& base, const std::vector<ValuePtr>& idx,
+                              SourceLoc loc);
   ValuePtr list_subscript(const ValuePtr& base, const std::vector<ValuePtr>& idx, size_t at,
                           SourceLoc loc);
   // Makes a (strong or weak) tensor out of a scalar or tensor value.
@@ -369,6 +371,7 @@ class Elab {
   ValuePtr np_tensordot(const BuiltinCall& c);
   ValuePtr np_moveaxis(const BuiltinCall& c);
   ValuePtr np_broadcast_to(const BuiltinCall& c);
+  ValuePtr np_flip(const BuiltinCall& c);
   // numpy layout functions and array methods (elab_layout.cpp)
   static void add_layout_builtins(BuiltinTable& t);
   ValuePtr np_reshape(const BuiltinCall& c);

@@ -379,6 +379,71 @@ ValuePtr Elab::list_subscript(const ValuePtr& base, const std::vector<ValuePtr>&
   return make_tensor(checked(builder_.concat(rows, position, loc), loc));
 }
 
+// A subscript with slices of negative step (x[::-1], x[5:1:-2]): the subscript with those
+// axes whole, then each such axis read backwards by a gather whose rows are computed
+// (start - |step| * i, always inside the axis), with Python's bounds: defaults from the
+// end, negative bounds counted from the end, then clamped.
+ValuePtr Elab::reversed_subscript(const ValuePtr& base, const std::vector<ValuePtr>& idx,
+                                  SourceLoc loc) {
+  const int rank = static_cast<int>(shape_of(*base).size());
+  int consumers = 0;
+  for (auto& v : idx)
+    if (v->kind == Kind::Int || v->kind == Kind::Slice) ++consumers;
+  std::vector<ValuePtr> whole = idx;
+  struct Reversal {
+    int axis;      // in the result of the whole-axes subscript
+    int64_t step;  // > 0: the magnitude of the slice's step
+    ValuePtr start, stop;
+  };
+  std::vector<Reversal> reversals;
+  int position = 0;
+  for (size_t i = 0; i < idx.size(); ++i) {
+    const ValuePtr& v = idx[i];
+    if (v->kind == Kind::None) ++position;
+    if (v->kind == Kind::Ellipsis) position += std::max(0, rank - consumers);
+    if (v->kind != Kind::Slice) continue;
+    const int64_t step =
+        v->items[2] && !is_none(v->items[2]) ? to_const_int(v->items[2], loc, "slice step") : 1;
+    if (step < 0) {
+      reversals.push_back({position, -step, v->items[0], v->items[1]});
+      whole[i] = make_seq(Kind::Slice, {nullptr, nullptr, nullptr});
+    }
+    ++position;
+  }
+  ValueId x = as_tensor(subscript(base, whole, loc), loc);
+  for (const Reversal& r : reversals) {
+    const DimExpr d = node(x).shape[static_cast<size_t>(r.axis)];
+    const int64_t dv = eval_dim(d, loc);
+    // Python's slice bounds for a negative step: start in [-1, d - 1], stop in [-1, d - 1].
+    auto bound = [&](const ValuePtr& b, bool is_start) -> DimExpr {
+      if (is_none(b)) return is_start ? d - DimExpr::constant(1) : DimExpr::constant(-1);
+      DimExpr e = to_dim(b, loc, "a slice bound");
+      int64_t ev = eval_dim(e, loc);
+      if (ev < 0) {
+        e = d + e;
+        ev += dv;
+      }
+      if (ev < 0) return DimExpr::constant(-1);
+      if (ev > dv - 1) return d - DimExpr::constant(1);
+      return e;
+    };
+    const DimExpr start = bound(r.start, true), stop = bound(r.stop, false);
+    const int64_t span = eval_dim(start, loc) - eval_dim(stop, loc);
+    const DimExpr len = span <= 0 ? DimExpr::constant(0)
+                                  : (start - stop + DimExpr::constant(r.step - 1)).floordiv(r.step);
+    check_shape({len}, loc);
+    const ValueId i = builder_.iota({len}, 0, DType::I64, loc);
+    const ValueId step =
+        to_shape(builder_.constant(static_cast<double>(r.step), DType::I64, loc), {len}, loc);
+    ValueId rows = builder_.binary(OpKind::Mul, i, step, loc);
+    rows = builder_.binary(OpKind::Sub,
+                           to_shape(builder_.dim_constant(start, DType::I64, loc), {len}, loc),
+                           rows, loc);
+    x = checked(builder_.gather(x, rows, r.axis, loc), loc);
+  }
+  return make_tensor(x);
+}
+
 ValuePtr Elab::subscript(const ValuePtr& base, const std::vector<ValuePtr>& idx_in, SourceLoc loc) {
   std::vector<ValuePtr> idx = idx_in;
   if (idx.size() == 1 && idx[0]->kind == Kind::Tuple) idx = idx[0]->items;
@@ -493,9 +558,7 @@ ValuePtr Elab::subscript(const ValuePtr& base, const std::vector<ValuePtr>& idx_
                        ? to_const_int(v->items[2], loc, "slice step")
                        : 1;
     if (step == 0) fail(loc, "slice step cannot be zero");
-    if (step < 0)
-      fail(loc, "negative slice steps (reversal) are not supported in a spec",
-           "slice with a positive step");
+    if (step < 0) return reversed_subscript(base, idx, loc);
     auto bound = [&](const ValuePtr& b, bool is_lower) -> std::pair<DimExpr, int64_t> {
       if (!b || b->kind == Kind::None)
         return is_lower ? std::pair{DimExpr(), int64_t{0}} : std::pair{d, dv};
