@@ -1,7 +1,7 @@
 // Call handlers for numpy functions that a spec writes in terms of others: np.sign,
 // np.exp2/log2/log10, np.isnan/isinf/isfinite, np.average, np.tensordot, np.moveaxis,
-// np.broadcast_to, np.copy and np.flip. Each is numpy's function as a composition of the ops the
-// other handlers build, with numpy's dtypes and errors.
+// np.broadcast_to, np.copy, np.flip and np.cumsum. Each is numpy's function as a composition of the
+// ops the other handlers build, with numpy's dtypes and errors.
 #include <algorithm>
 #include <cmath>
 #include <numbers>
@@ -20,6 +20,7 @@ void Elab::add_derived_builtins(BuiltinTable& t) {
   add_builtins(t, {"np.broadcast_to"}, &Elab::np_broadcast_to);
   add_builtins(t, {"np.copy"}, &Elab::np_copy);
   add_builtins(t, {"np.flip", "np.fliplr", "np.flipud"}, &Elab::np_flip);
+  add_builtins(t, {"np.cumsum", "method.cumsum"}, &Elab::np_cumsum);
 }
 
 // np.sign: -1, 0 or 1 in x's dtype; NaN stays NaN, and -0.0 gives +0.0 as numpy gives it.
@@ -192,6 +193,51 @@ ValuePtr Elab::np_flip(const BuiltinCall& c) {
     idx.push_back(make_seq(Kind::Slice, {nullptr, nullptr, flipped ? make_int(-1) : nullptr}));
   }
   return idx.empty() ? x : subscript(x, idx, c.loc);
+}
+
+// np.cumsum(a, axis=None, dtype=None) and a.cumsum(...): out[..., i] = the sum of a[..., j]
+// for j <= i, as a masked sum over a square of the axis (a select, not a product with a 0/1
+// matrix, so an inf or NaN past i does not reach out[i]); integers and bools sum in int64
+// as numpy's do, floats in their own dtype. Quadratic in the axis: this states what is
+// computed, a kernel may scan.
+ValuePtr Elab::np_cumsum(const BuiltinCall& c) {
+  SourceLoc loc = c.loc;
+  auto a = c.fsig({"a", "axis", "dtype", "out"}, 1);
+  if (!is_none(a[3])) fail(loc, "out= is not supported in a spec");
+  ValueId x = c.array_arg(a[0], "a");
+  if (is_none(a[1])) x = reshape_to(x, {make_int(-1)}, loc);
+  const int rank = static_cast<int>(node(x).shape.size());
+  if (rank == 0) x = reshape_to(x, {make_int(1)}, loc);
+  const int axis = is_none(a[1]) ? 0 : norm_axis(to_const_int(a[1], loc, "axis"), rank, loc);
+  DType t = node(x).dtype;
+  if (auto dt = to_dtype(a[2], loc))
+    t = *dt;
+  else if (!ir::is_float(t))
+    t = DType::I64;
+  if (t == DType::Bool) fail(loc, "np.cumsum with a bool dtype is not supported");
+  x = convert(x, t, loc);
+  // The axis last, then [..., i, j]: a[..., j] where j <= i, else 0, summed over j.
+  const int r = static_cast<int>(node(x).shape.size());
+  std::vector<int> perm;
+  for (int i = 0; i < r; ++i)
+    if (i != axis) perm.push_back(i);
+  perm.push_back(axis);
+  x = builder_.transpose(x, perm, loc);
+  Shape s = node(x).shape;
+  const DimExpr n = s.back();
+  Shape row = s, square = s;
+  row.insert(row.end() - 1, DimExpr::constant(1));
+  square.insert(square.end() - 1, n);
+  const ValueId terms = builder_.broadcast(builder_.reshape(x, row, loc), square, loc);
+  const ValueId i = builder_.iota({n, n}, 0, DType::I64, loc),
+                j = builder_.iota({n, n}, 1, DType::I64, loc);
+  const ValueId kept = to_shape(builder_.binary(OpKind::Le, j, i, loc), square, loc);
+  const ValueId zero = to_shape(builder_.constant(0, t, loc), square, loc);
+  ValueId sums =
+      builder_.reduce(ir::ReduceKind::Sum, builder_.select(kept, terms, zero, loc), {r}, loc);
+  std::vector<int> back(static_cast<size_t>(r));
+  for (int k = 0; k < r; ++k) back[static_cast<size_t>(perm[static_cast<size_t>(k)])] = k;
+  return make_tensor(checked(builder_.transpose(sums, back, loc), loc));
 }
 
 }  // namespace ollie::spec::elab

@@ -372,6 +372,7 @@ class Elab {
   ValuePtr np_moveaxis(const BuiltinCall& c);
   ValuePtr np_broadcast_to(const BuiltinCall& c);
   ValuePtr np_flip(const BuiltinCall& c);
+  ValuePtr np_cumsum(const BuiltinCall& c);
   // numpy layout functions and array methods (elab_layout.cpp)
   static void add_layout_builtins(BuiltinTable& t);
   ValuePtr np_reshape(const BuiltinCall& c);
