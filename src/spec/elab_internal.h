@@ -373,6 +373,12 @@ class Elab {
   ValuePtr np_broadcast_to(const BuiltinCall& c);
   ValuePtr np_flip(const BuiltinCall& c);
   ValuePtr np_cumsum(const BuiltinCall& c);
+  // scipy.special's functions that model code calls (elab_scipy.cpp)
+  static void add_scipy_builtins(BuiltinTable& t);
+  ValuePtr scipy_erf_expit(const BuiltinCall& c);
+  ValuePtr scipy_softmax(const BuiltinCall& c);
+  ValuePtr scipy_logsumexp(const BuiltinCall& c);
+  ValuePtr finite_or_zero(const ValuePtr& m, SourceLoc loc);
   // numpy layout functions and array methods (elab_layout.cpp)
   static void add_layout_builtins(BuiltinTable& t);
   ValuePtr np_reshape(const BuiltinCall& c);

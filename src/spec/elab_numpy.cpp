@@ -15,6 +15,8 @@ const std::set<std::string> kDataDependent = {"nonzero",     "unique",  "argwher
 const std::set<std::string> kMathFuncs = {"sqrt", "log", "exp",  "tanh", "sin",
                                           "cos",  "erf", "fabs", "log2", "log10"};
 
+const char* kScipySpecial = "erf, expit, softmax, log_softmax and logsumexp";
+
 const char* kSupportedHint =
     "supported numpy: exp exp2 log log2 log10 sqrt tanh abs sign sin cos square log1p expm1 "
     "maximum minimum where clip isnan isinf isfinite "
@@ -65,7 +67,8 @@ ValuePtr Elab::attribute(const ValuePtr& base, const std::string& name, SourceLo
         return make_named(Kind::Module, "np." + name);
       if (name == "erf")
         fail(loc, "np.erf is not a numpy function",
-             "numpy has no erf; write gelu in its tanh form: "
+             "numpy has no erf: import it from scipy (from scipy.special import erf), or write "
+             "gelu in its tanh form: "
              "0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))");
       if (kDataDependent.count(name))
         fail(loc,
@@ -85,6 +88,17 @@ ValuePtr Elab::attribute(const ValuePtr& base, const std::string& name, SourceLo
       if (kMathFuncs.count(name)) return make_named(Kind::Builtin, "math." + name);
       fail(loc, "math." + name + " is not supported in a spec",
            "supported: math.pi, e, inf, sqrt, log, exp, tanh, sin, cos, erf");
+    }
+    if (m == "scipy") {
+      if (name == "special") return make_named(Kind::Module, "scipy.special");
+      fail(loc, "scipy." + name + " is not supported in a spec",
+           "of scipy a spec may use scipy.special's " + std::string(kScipySpecial));
+    }
+    if (m == "scipy.special") {
+      if (builtin_table().count("scipy.special." + name))
+        return make_named(Kind::Builtin, "scipy.special." + name);
+      fail(loc, "scipy.special." + name + " is not supported in a spec",
+           "supported: " + std::string(kScipySpecial));
     }
     if (m == "ml_dtypes") {
       if (name == "bfloat16") return make_dtype(DType::BF16);
@@ -225,6 +239,7 @@ const Elab::BuiltinTable& Elab::builtin_table() {
     add_reduction_builtins(t);
     add_contraction_builtins(t);
     add_derived_builtins(t);
+    add_scipy_builtins(t);
     add_layout_builtins(t);
     add_creation_builtins(t);
     add_joining_builtins(t);

@@ -224,16 +224,21 @@ void Elab::run_module() {
             globals_[bind] = make_named(Kind::Module, "ml_dtypes");
           else if (mod == "numpy.linalg" && !alias.empty())
             globals_[bind] = make_named(Kind::Module, "np.linalg");
+          else if (mod == "scipy" || (mod == "scipy.special" && alias.empty()))
+            globals_["scipy"] = make_named(Kind::Module, "scipy");  // scipy.special.f(...)
+          else if (mod == "scipy.special")
+            globals_[bind] = make_named(Kind::Module, "scipy.special");
           else
             fail(s.loc, "import of '" + mod + "' is not supported in a spec",
-                 "a spec may import only numpy (as np), math and ml_dtypes");
+                 "a spec may import only numpy (as np), math, ml_dtypes and scipy.special");
         }
         break;
       case StmtKind::ImportFrom: {
         if (s.module == "__future__") break;
-        if (s.module != "numpy" && s.module != "math" && s.module != "ml_dtypes")
+        if (s.module != "numpy" && s.module != "math" && s.module != "ml_dtypes" &&
+            s.module != "scipy" && s.module != "scipy.special")
           fail(s.loc, "import from '" + s.module + "' is not supported in a spec",
-               "a spec may import only numpy (as np), math and ml_dtypes");
+               "a spec may import only numpy (as np), math, ml_dtypes and scipy.special");
         const std::string short_name = s.module == "numpy" ? "np" : s.module;
         auto mod = make_named(Kind::Module, short_name);
         for (auto& [name, alias] : s.names) {

@@ -62,6 +62,7 @@ CORPUS = {
     "list_literals": ([dict(M=1, N=4), dict(M=3, N=4)], ("normal", "uniform")),
     "list_index": ([dict(M=3, N=4), dict(M=4, N=5)], ("normal", "uniform")),
     "reversal": ([dict(M=1, N=7), dict(M=4, N=3)], ("normal", "uniform")),
+    "scipy_special": ([dict(M=1, N=7), dict(M=4, N=3)], ("normal", "uniform")),
     "f64_spec": ([dict(M=1, K=7, N=3), dict(M=3, K=1, N=1)], ("normal", "uniform")),
     "int_compute": ([dict(M=1, N=7), dict(M=3, N=1)], ("normal", "uniform")),
     "masks_neg_inf": ([dict(S=1, D=3), dict(S=7, D=1)], ("normal", "uniform")),

@@ -773,6 +773,34 @@ TEST(Elaborate, BroadcastOneAgainstFloorDivKeepsTheDim) {
   EXPECT_EQ(out_type(g), "f32[]");
 }
 
+// scipy.special: its supported functions by every import form, the rest refused with the
+// list of what is supported.
+TEST(Elaborate, ScipySpecialByEveryImportForm) {
+  for (const char* head :
+       {"import scipy.special\n", "import scipy\n", "import scipy.special as sp\n",
+        "from scipy import special\n", "from scipy.special import erf\n"}) {
+    const std::string call =
+        std::string(head).find(" as sp") != std::string::npos           ? "sp.erf"
+        : std::string(head).find("import special") != std::string::npos ? "special.erf"
+        : std::string(head).find("import erf") != std::string::npos     ? "erf"
+                                                                        : "scipy.special.erf";
+    auto g = compile(std::string(head) +
+                     spec("def f(x: \"f32[M]\") -> \"f32[M]\":\n    return " + call + "(x)\n"));
+    EXPECT_NE(find(g, OpKind::Erf), nullptr) << head;
+  }
+  auto gamma = error_of("from scipy.special import gamma\n" +
+                        spec("def f(x: \"f32[M]\") -> \"f32[M]\":\n    return gamma(x)\n"));
+  EXPECT_HAS(gamma.message, "scipy.special.gamma is not supported");
+  EXPECT_HAS(gamma.hint, "logsumexp");
+  auto stats = error_of("import scipy.stats\n" +
+                        spec("def f(x: \"f32[M]\") -> \"f32[M]\":\n    return x\n"));
+  EXPECT_HAS(stats.message, "import of 'scipy.stats' is not supported");
+  auto weights =
+      error_of("from scipy.special import logsumexp\n" +
+               spec("def f(x: \"f32[M]\") -> \"f32[]\":\n    return logsumexp(x, b=x)\n"));
+  EXPECT_HAS(weights.message, "b= or return_sign=True");
+}
+
 // The composed numpy functions (src/spec/elab_derived.cpp) refuse what numpy refuses, or
 // what a spec cannot express, with the place and what to write.
 TEST(ElaborateErrors, DerivedFunctionsRefuseWhatNumpyRefuses) {
