@@ -305,6 +305,8 @@ class Elab {
   // `name[index] = v`: a functional update that rebinds the name.
   void assign_item(const Expr& target, const ValuePtr& v);
   void check_fits(ValueId value, const Shape& region, SourceLoc loc);
+  void assign_masked(const Expr& target, const ValuePtr& base, const ValuePtr& mask,
+                     const ValuePtr& v);
   ValueId update_region(ValueId base, const std::vector<std::pair<DimExpr, DimExpr>>& region,
                         size_t axis, ValueId value, SourceLoc loc);
   // Static lists and lambdas (elab_lists.cpp)

@@ -56,7 +56,8 @@ ValuePtr Elab::scipy_softmax(const BuiltinCall& c) {
   ValuePtr shifted = binary("-", x, m, loc);
   ValuePtr e = make_tensor(checked(apply_unary(OpKind::Exp, shifted, loc), loc));
   ValuePtr sum = reduce("sum", e, a[1], true, 0, std::nullopt, loc);
-  if (c.name == "scipy.special.softmax") return make_tensor(as_tensor(binary("/", e, sum, loc), loc));
+  if (c.name == "scipy.special.softmax")
+    return make_tensor(as_tensor(binary("/", e, sum, loc), loc));
   ValuePtr log_sum = make_tensor(checked(apply_unary(OpKind::Log, sum, loc), loc));
   return make_tensor(as_tensor(binary("-", shifted, log_sum, loc), loc));
 }

@@ -125,6 +125,9 @@ void Elab::assign_item(const Expr& target, const ValuePtr& v) {
     fail(loc, "cannot assign into an item of " + kind_name(*base),
          "item assignment works on local arrays, lists and dicts");
   check_no_views(*base, target.value->name, loc);
+  if (idx.size() == 1 && idx[0]->kind == Kind::Tensor && !idx[0]->weak &&
+      node(idx[0]->t).dtype == DType::Bool)
+    return assign_masked(target, base, idx[0], v);
   const Shape shape = shape_of(*base);  // a copy: building nodes moves the graph's storage
   int rank = static_cast<int>(shape.size());
   // Expand `...` to full slices.
@@ -191,6 +194,45 @@ void Elab::assign_item(const Expr& target, const ValuePtr& v) {
   ValueId updated = update_region(base->t, region, 0, val, loc);
   if (node(updated).shape != shape) updated = builder_.reshape(updated, shape, loc);
   ValuePtr result = make_tensor(checked(updated, loc));
+  rebind_aliases(base.get(), result);
+  assign(target.value, result);
+}
+
+// x[mask] = v with a boolean mask of x's shape, or of its leading axes (whole rows): numpy
+// writes v into every selected element, or every selected row when v broadcasts to a row.
+// That is np.where(mask, v, x), and the shape stays the data's. A v with one value per
+// selected element would need their count, which depends on the data: refused.
+void Elab::assign_masked(const Expr& target, const ValuePtr& base, const ValuePtr& mask,
+                         const ValuePtr& v) {
+  SourceLoc loc = target.loc;
+  const Shape shape = shape_of(*base), mask_shape = shape_of(*mask);
+  bool ok = mask_shape.size() <= shape.size();
+  for (size_t k = 0; ok && k < mask_shape.size(); ++k) ok = same_at_bounds(mask_shape[k], shape[k]);
+  if (!ok)
+    fail(loc,
+         "a boolean mask of shape " + ir::shape_str(mask_shape) + " does not match " +
+             type_str(base->t) + "'s leading axes",
+         "numpy needs the mask's shape to be the array's, or its leading axes'");
+  const Shape row(shape.begin() + static_cast<long>(mask_shape.size()), shape.end());
+  ValueId val = convert(as_tensor(v, loc), dtype_of(*base), loc);
+  const Shape& vs = node(val).shape;
+  bool fits = vs.size() <= row.size();
+  for (size_t k = 0; fits && k < vs.size(); ++k) {
+    const DimExpr& have = vs[vs.size() - 1 - k];
+    fits = have == DimExpr::constant(1) || same_at_bounds(have, row[row.size() - 1 - k]);
+  }
+  if (!fits)
+    fail(loc,
+         "x[mask] = v with v of " + type_str(val) +
+             ": one value per selected element needs their "
+             "count, which depends on the data",
+         "assign a scalar or one row of shape " + ir::shape_str(row) +
+             ", or write x = np.where(mask, values, x)");
+  Shape padded = mask_shape;
+  padded.resize(shape.size(), DimExpr::constant(1));
+  ValueId m = to_shape(builder_.reshape(mask->t, padded, loc), shape, loc);
+  ValuePtr result =
+      make_tensor(checked(builder_.select(m, to_shape(val, shape, loc), base->t, loc), loc));
   rebind_aliases(base.get(), result);
   assign(target.value, result);
 }

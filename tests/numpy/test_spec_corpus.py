@@ -63,6 +63,7 @@ CORPUS = {
     "list_index": ([dict(M=3, N=4), dict(M=4, N=5)], ("normal", "uniform")),
     "reversal": ([dict(M=1, N=7), dict(M=4, N=3)], ("normal", "uniform")),
     "scipy_special": ([dict(M=1, N=7), dict(M=4, N=3)], ("normal", "uniform")),
+    "masked_assign": ([dict(T=1, D=6), dict(T=4, D=3)], ("normal", "uniform")),
     "f64_spec": ([dict(M=1, K=7, N=3), dict(M=3, K=1, N=1)], ("normal", "uniform")),
     "int_compute": ([dict(M=1, N=7), dict(M=3, N=1)], ("normal", "uniform")),
     "masks_neg_inf": ([dict(S=1, D=3), dict(S=7, D=1)], ("normal", "uniform")),
@@ -226,6 +227,7 @@ OUTSIDE_SUBSET_STATEMENTS = {
     "for_over_array": (["for row in x:", "    x = x + row", "return x"], 6, 16, "cannot loop over an array"),
     "while_loop": (["while x.shape[0] > 2:", "    x = x[1:]", "return x"], 6, 5, "while loops are not supported"),
     "python_round": (["return x * round(1.5)"], 6, 16, "Python round() is not supported"),
+    "mask_assign_values": (["y = x * 1", "y[x > 0] = x.sum(axis=0)", "return y"], 7, 5, "count, which depends on the data"),
 }
 
 
