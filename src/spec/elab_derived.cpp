@@ -1,10 +1,14 @@
 // Call handlers for numpy functions that a spec writes in terms of others: np.sign,
 // np.exp2/log2/log10, np.isnan/isinf/isfinite, np.average, np.tensordot, np.moveaxis,
-// np.broadcast_to, np.copy, np.flip and np.cumsum. Each is numpy's function as a composition of the
-// ops the other handlers build, with numpy's dtypes and errors.
+// np.broadcast_to, np.copy, np.flip, np.cumsum, np.finfo/np.iinfo's limits, np.nan_to_num,
+// np.logaddexp and np.heaviside. Each is numpy's
+// function as a composition of the ops the other handlers build, with numpy's dtypes and errors.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numbers>
+
+#include "support/half.h"
 
 #include "spec/elab_internal.h"
 
@@ -21,6 +25,10 @@ void Elab::add_derived_builtins(BuiltinTable& t) {
   add_builtins(t, {"np.copy"}, &Elab::np_copy);
   add_builtins(t, {"np.flip", "np.fliplr", "np.flipud"}, &Elab::np_flip);
   add_builtins(t, {"np.cumsum", "method.cumsum"}, &Elab::np_cumsum);
+  add_builtins(t, {"np.finfo", "np.iinfo"}, &Elab::np_finfo);
+  add_builtins(t, {"np.nan_to_num"}, &Elab::np_nan_to_num);
+  add_builtins(t, {"np.logaddexp"}, &Elab::np_logaddexp);
+  add_builtins(t, {"np.heaviside"}, &Elab::np_heaviside);
 }
 
 // np.sign: -1, 0 or 1 in x's dtype; NaN stays NaN, and -0.0 gives +0.0 as numpy gives it.
@@ -238,6 +246,135 @@ ValuePtr Elab::np_cumsum(const BuiltinCall& c) {
   std::vector<int> back(static_cast<size_t>(r));
   for (int k = 0; k < r; ++k) back[static_cast<size_t>(perm[static_cast<size_t>(k)])] = k;
   return make_tensor(checked(builder_.transpose(sums, back, loc), loc));
+}
+
+// np.finfo(dtype or array) and np.iinfo(...) (ml_dtypes.finfo too): an object whose
+// attributes are the type's limits (type_info).
+ValuePtr Elab::np_finfo(const BuiltinCall& c) {
+  auto a = c.sig({"dtype"}, 1);
+  std::optional<DType> t;
+  if (a[0]->kind == Kind::Tensor && !a[0]->weak)
+    t = node(a[0]->t).dtype;
+  else
+    t = to_dtype(a[0], c.loc);
+  if (!t) fail(c.loc, "np." + c.base + " needs a dtype or an array", "e.g. np.finfo(np.float32)");
+  const bool floating = ir::is_float(*t);
+  if (c.base == "finfo" && !floating)
+    fail(c.loc, std::string("np.finfo of ") + ir::dtype_name(*t) + ": not a floating type",
+         "np.iinfo gives an integer type's limits");
+  if (c.base == "iinfo" && (floating || *t == DType::Bool))
+    fail(c.loc, std::string("np.iinfo of ") + ir::dtype_name(*t) + ": not an integer type",
+         "np.finfo gives a floating type's limits");
+  return make_named(Kind::Module, c.base + ":" + ir::dtype_name(*t));
+}
+
+// An attribute of np.finfo / np.iinfo: finfo's limits are NumPy scalars of the type (strong
+// in promotion, as numpy's are), bits a Python int; iinfo's limits are Python ints.
+ValuePtr Elab::type_info(const ValuePtr& info, const std::string& name, SourceLoc loc) {
+  const std::string& m = info->s;
+  const DType t = *ir::dtype_from_name(m.substr(6));
+  const int bits = t == DType::F64 || t == DType::I64   ? 64
+                   : t == DType::F32 || t == DType::I32 ? 32
+                                                        : 16;
+  if (name == "bits") return make_int(bits);
+  if (name == "dtype") return make_dtype(t);
+  if (m[0] == 'i') {
+    const int64_t max = t == DType::I64 ? INT64_MAX : INT32_MAX;
+    if (name == "max") return make_int(max);
+    if (name == "min") return make_int(-max - 1);
+    fail(loc, "np.iinfo has no attribute '" + name + "' in a spec",
+         "its attributes: min, max, bits, dtype");
+  }
+  // Mantissa bits (without the implicit one) and exponent range of each floating type.
+  const int mant = t == DType::F64 ? 52 : t == DType::F32 ? 23 : t == DType::F16 ? 10 : 7;
+  const int emax = t == DType::F64 ? 1023 : t == DType::F16 ? 15 : 127;
+  const double max = std::ldexp(2.0 - std::ldexp(1.0, -mant), emax);
+  double v;
+  if (name == "max")
+    v = max;
+  else if (name == "min")
+    v = -max;
+  else if (name == "eps")
+    v = std::ldexp(1.0, -mant);
+  else if (name == "tiny" || name == "smallest_normal")
+    v = std::ldexp(1.0, 1 - emax);
+  else if (name == "smallest_subnormal")
+    v = std::ldexp(1.0, 1 - emax - mant);
+  else if (name == "resolution")
+    v = t == DType::F64 ? 1e-15 : t == DType::F32 ? 1e-6 : t == DType::F16 ? 1e-3 : 1e-2;
+  else
+    fail(loc, "np.finfo has no attribute '" + name + "' in a spec",
+         "its attributes: min, max, eps, tiny, smallest_normal, smallest_subnormal, resolution, "
+         "bits, dtype");
+  if (name == "resolution") {  // a decimal: rounded to the type, as numpy stores it
+    if (t == DType::F32) v = static_cast<double>(static_cast<float>(v));
+    if (t == DType::F16) v = ollie_half::round_f16(v);
+    if (t == DType::BF16) v = ollie_half::round_bf16(v);
+  }
+  return make_tensor(builder_.constant(v, t, loc));
+}
+
+// np.nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None): NaN, +inf and -inf
+// replaced (by the type's max and min by default); integers unchanged.
+ValuePtr Elab::np_nan_to_num(const BuiltinCall& c) {
+  SourceLoc loc = c.loc;
+  auto a = c.sig({"x", "copy", "nan", "posinf", "neginf"}, 1);
+  ValuePtr x = c.tensor_arg(a[0], "x");
+  const DType t = dtype_of(*x);
+  if (!ir::is_float(t)) return x;
+  const Shape s = shape_of(*x);
+  auto value = [&](const ValuePtr& given, const char* limit) {
+    ValueId v = given && !is_none(given)
+                    ? convert(as_tensor(given, loc), t, loc)
+                    : type_info(make_named(Kind::Module, std::string("finfo:") + ir::dtype_name(t)),
+                                limit, loc)
+                          ->t;
+    return to_shape(v, s, loc);
+  };
+  ValueId r = x->t;
+  r = builder_.select(compare("==", x, make_float(-INFINITY), loc)->t, value(a[4], "min"), r, loc);
+  r = builder_.select(compare("==", x, make_float(INFINITY), loc)->t, value(a[3], "max"), r, loc);
+  ValueId nan =
+      a[2] && !is_none(a[2]) ? value(a[2], "") : to_shape(builder_.constant(0, t, loc), s, loc);
+  r = builder_.select(compare("!=", x, x, loc)->t, nan, r, loc);
+  return make_tensor(checked(r, loc));
+}
+
+// np.logaddexp(x1, x2) = log(exp(x1) + exp(x2)) as numpy computes it: max + log1p(exp(-|x1 -
+// x2|)), and x1 + ln 2 where x1 == x2 (both infinite too); NaN stays NaN.
+ValuePtr Elab::np_logaddexp(const BuiltinCall& c) {
+  SourceLoc loc = c.loc;
+  auto a = c.sig({"x1", "x2"}, 2);
+  DType t = result_dtype({a[0], a[1]}, loc);
+  if (!ir::is_float(t)) t = DType::F64;
+  auto ids = unify({a[0], a[1]}, loc, t);
+  ValuePtr x = make_tensor(ids[0]), y = make_tensor(ids[1]);
+  ValuePtr big = make_tensor(builder_.binary(OpKind::Max, x->t, y->t, loc));
+  ValuePtr gap =
+      unary("-", make_tensor(apply_unary(OpKind::Abs, binary("-", x, y, loc), loc)), loc);
+  ValuePtr e = make_tensor(apply_unary(OpKind::Exp, gap, loc));
+  ValuePtr log1p = make_tensor(apply_unary(OpKind::Log, binary("+", make_float(1.0), e, loc), loc));
+  ValuePtr sum = binary("+", big, log1p, loc);
+  ValuePtr same = binary("+", x, make_float(std::numbers::ln2), loc);
+  return make_tensor(checked(
+      builder_.select(compare("==", x, y, loc)->t, as_tensor(same, loc), as_tensor(sum, loc), loc),
+      loc));
+}
+
+// np.heaviside(x1, x2): 0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0, NaN where x1 is.
+ValuePtr Elab::np_heaviside(const BuiltinCall& c) {
+  SourceLoc loc = c.loc;
+  auto a = c.sig({"x1", "x2"}, 2);
+  DType t = result_dtype({a[0], a[1]}, loc);
+  if (!ir::is_float(t)) t = DType::F64;
+  auto ids = unify({a[0], a[1]}, loc, t);
+  ValuePtr x = make_tensor(ids[0]);
+  const Shape s = node(ids[0]).shape;
+  auto filled = [&](double v) { return to_shape(builder_.constant(v, t, loc), s, loc); };
+  ValueId r = builder_.select(compare("==", x, make_int(0), loc)->t, ids[1], x->t, loc);
+  r = builder_.select(compare("<", x, make_int(0), loc)->t, filled(0), r, loc);
+  r = builder_.select(compare(">", x, make_int(0), loc)->t, filled(1), r, loc);
+  return make_tensor(checked(r, loc));
 }
 
 }  // namespace ollie::spec::elab

@@ -375,6 +375,11 @@ class Elab {
   ValuePtr np_broadcast_to(const BuiltinCall& c);
   ValuePtr np_flip(const BuiltinCall& c);
   ValuePtr np_cumsum(const BuiltinCall& c);
+  ValuePtr np_finfo(const BuiltinCall& c);
+  ValuePtr np_nan_to_num(const BuiltinCall& c);
+  ValuePtr np_logaddexp(const BuiltinCall& c);
+  ValuePtr np_heaviside(const BuiltinCall& c);
+  ValuePtr type_info(const ValuePtr& info, const std::string& name, SourceLoc loc);
   // scipy.special's functions that model code calls (elab_scipy.cpp)
   static void add_scipy_builtins(BuiltinTable& t);
   ValuePtr scipy_erf_expit(const BuiltinCall& c);

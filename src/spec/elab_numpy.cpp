@@ -100,8 +100,10 @@ ValuePtr Elab::attribute(const ValuePtr& base, const std::string& name, SourceLo
       fail(loc, "scipy.special." + name + " is not supported in a spec",
            "supported: " + std::string(kScipySpecial));
     }
+    if (m.rfind("finfo:", 0) == 0 || m.rfind("iinfo:", 0) == 0) return type_info(base, name, loc);
     if (m == "ml_dtypes") {
       if (name == "bfloat16") return make_dtype(DType::BF16);
+      if (name == "finfo") return make_named(Kind::Builtin, "np.finfo");
       fail(loc, "ml_dtypes." + name + " is not supported in a spec",
            "of ml_dtypes a spec may use bfloat16 only (and np.float16 for float16)");
     }

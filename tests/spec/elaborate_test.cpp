@@ -801,6 +801,22 @@ TEST(Elaborate, ScipySpecialByEveryImportForm) {
   EXPECT_HAS(weights.message, "b= or return_sign=True");
 }
 
+// np.finfo's limits are NumPy scalars of their type, strong in promotion as numpy's are
+// (a float16 array meeting np.finfo(np.float32).min becomes float32); iinfo's are ints.
+TEST(Elaborate, FinfoLimitsAreStrongScalarsOfTheirType) {
+  auto g = compile(spec(
+      "def f(x: \"f16[M]\") -> \"f32[M]\":\n    return np.maximum(x, np.finfo(np.float32).min)\n"));
+  EXPECT_EQ(out_type(g), "f32[M]");
+  auto h =
+      compile(spec("def f(x: \"f16[M]\") -> \"f16[M]\":\n"
+                   "    return x * np.finfo(x.dtype).eps + np.iinfo(np.int32).bits\n"));
+  EXPECT_EQ(out_type(h), "f16[M]");
+  auto bad = error_of(
+      spec("def f(x: \"f32[M]\") -> \"f32[M]\":\n    return x + np.finfo(np.int64).max\n"));
+  EXPECT_HAS(bad.message, "np.finfo of i64: not a floating type");
+  EXPECT_HAS(bad.hint, "np.iinfo");
+}
+
 // The composed numpy functions (src/spec/elab_derived.cpp) refuse what numpy refuses, or
 // what a spec cannot express, with the place and what to write.
 TEST(ElaborateErrors, DerivedFunctionsRefuseWhatNumpyRefuses) {
