@@ -287,7 +287,18 @@ ValuePtr Elab::np_dot(const BuiltinCall& c) {
     return make_tensor(
         builder_.contract(convert(x->t, t, loc), convert(y->t, t, loc), {0}, {0}, {}, loc));
   }
-  if (base == "dot" && rx <= 2 && ry <= 2) return matmul(x, y, loc);
+  if (base == "dot" && ry <= 2) return matmul(x, y, loc);  // a's last axis with b's first
+  if (base == "dot" && rx >= 1 && rx + ry <= 26) {
+    // sum over a's last axis and b's second-to-last: out[i..., j..., m] (numpy's dot).
+    std::string la, lb, out;
+    char next = 'a';
+    for (size_t i = 0; i + 1 < rx; ++i) la += next++;
+    const char k = next++;
+    la += k;
+    for (size_t i = 0; i < ry; ++i) lb += i + 2 == ry ? k : next++;
+    out = la.substr(0, rx - 1) + lb.substr(0, ry - 2) + lb.back();
+    return einsum(la + "," + lb + "->" + out, {x, y}, loc);
+  }
   fail(loc, "np." + base + " of " + type_str(x->t) + " and " + type_str(y->t) + " is not supported",
        "use np.einsum or @");
 }

@@ -309,8 +309,8 @@ TEST(Static, LambdasBindLate) {
 }
 
 TEST(StaticErrors, ItemAssignmentMisuses) {
-  auto e = error_of(
-      spec(std::string(kEntry) + "    x[(x > 0).astype(np.int64)] = 0.0\n    return x\n"));
+  auto e =
+      error_of(spec(std::string(kEntry) + "    x[(x > 0).astype(np.int64)] = 0.0\n    return x\n"));
   EXPECT_EQ(e.line, 4);
   EXPECT_EQ(e.col, 5);
   EXPECT_HAS(e.message, "assignment through an array index depends on the data");
