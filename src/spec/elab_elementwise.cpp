@@ -287,6 +287,15 @@ ValuePtr Elab::np_dot(const BuiltinCall& c) {
     return make_tensor(
         builder_.contract(convert(x->t, t, loc), convert(y->t, t, loc), {0}, {0}, {}, loc));
   }
+  if (base == "inner" && rx >= 1 && ry >= 1 && rx + ry <= 26) {
+    // sum over both last axes: out[i..., j...] (numpy's inner).
+    std::string la, lb;
+    char next = 'a';
+    for (size_t i = 0; i + 1 < rx; ++i) la += next++;
+    for (size_t i = 0; i + 1 < ry; ++i) lb += next++;
+    const char k = next++;
+    return einsum(la + k + "," + lb + k + "->" + la + lb, {x, y}, loc);
+  }
   if (base == "dot" && ry <= 2) return matmul(x, y, loc);  // a's last axis with b's first
   if (base == "dot" && rx >= 1 && rx + ry <= 26) {
     // sum over a's last axis and b's second-to-last: out[i..., j..., m] (numpy's dot).

@@ -2,7 +2,7 @@
 NaN, +-inf and -0.0 too), np.exp2, np.log2, np.log10, np.isnan/isinf/isfinite, np.average,
 np.tensordot (an int and axis pairs), np.moveaxis, np.broadcast_to (a GQA expand), np.eye,
 np.identity, np.copy, the methods .dot and .repeat, np.dot of 3-D arrays (numpy's rule:
-a's last axis with b's second-to-last), and np.einsum in implicit mode (numpy's
+a's last axis with b's second-to-last) and np.inner of 2-D and 3-D arrays, and np.einsum in implicit mode (numpy's
 output order: the labels that appear once, upper case first), and np.pad in constant mode
 (a causal convolution's left padding, a border of -1.5, a dim as a width); np.finfo's min
 as a mask value (a strong float32 scalar, as numpy's) and its eps, np.nan_to_num (defaults
@@ -17,7 +17,7 @@ def derived_funcs(x: "f32[M, N]", w: "f32[N, N]", g: "f32[2, M, N]") -> (
     "f32[N, 2, M]", "f32[2, 2, M, N]", "f32[M, N]", "f32[M, N]", "f32[M, N]", "f32[M, N]",
     "f32[M, 2*N]", "f32[M, N]", "f32[N, M]", "f32[2, M, N]", "f32[M, N]", "f32[M+2, N+2]",
     "f32[2, M, 2*N]", "f32[M, N]", "f32[M, N]", "f32[M, N]", "f32[M, N]", "f32[M, N]",
-    "f32[2, M, N]", "f32[2, M, M, 2]"):
+    "f32[2, M, N]", "f32[2, M, M, 2]", "f32[M, 2, M]"):
     special = np.where(x > 0.8, np.inf, np.where(x < -0.8, -np.inf, x))
     special = np.where(np.abs(x) < 0.1, np.nan, special)
     special = np.where((x > 0.3) & (x < 0.4), -0.0, special).astype(np.float32)
@@ -50,4 +50,4 @@ def derived_funcs(x: "f32[M, N]", w: "f32[N, N]", g: "f32[2, M, N]") -> (
     return (sign, flags.astype(np.float32), powers, avg, rows, td, gram, moved, expanded, eye,
             shifted, copied, dotted, repeated, implicit, upper_first, broadcast, conv, border, wide,
             masked_min, cleaned, cleaned_given, lae, step, np.dot(g, w),
-            np.dot(g, np.transpose(g, (1, 2, 0))))
+            np.dot(g, np.transpose(g, (1, 2, 0))), np.inner(x, g))
