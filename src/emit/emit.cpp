@@ -86,6 +86,20 @@ const char* kHalf =
 #include "emit/half_text.inc"
     ;
 
+// The bf16 dot-product micro-kernel (src/support/bf16_dot.h), pasted into kernels that
+// call it (a bf16_dot stage).
+const char* kBf16Dot =
+#include "emit/bf16_dot_text.inc"
+    ;
+
+// Whether `s` calls a micro-kernel.
+bool has_call(const loops::Stmt& s) {
+  if (s->kind == StmtKind::Call) return true;
+  for (const auto& b : s->body)
+    if (has_call(b)) return true;
+  return false;
+}
+
 bool is_half(DType t) { return t == DType::F16 || t == DType::BF16; }
 
 // The C++ type a value of dtype `t` is computed in: float for the 16-bit floats (they
@@ -275,6 +289,16 @@ class Printer {
         out << pad << "} else {\n";
         stmt(s->body[1], depth + 1, out);
         out << pad << "}\n";
+        break;
+      case StmtKind::Call:  // a micro-kernel: element addresses and values
+        out << pad << s->name << "(";
+        for (size_t i = 0; i < s->args.size(); ++i) {
+          const Expr& a = s->args[i];
+          out << (i ? ", " : "")
+              << (a->kind == ExprKind::Load ? "&" + a->name + "[" + expr(a->args[0]) + "]"
+                                            : expr(a));
+        }
+        out << ");\n";
         break;
     }
   }
@@ -567,6 +591,7 @@ std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph,
       for (std::string line; std::getline(lines, line);) out << "//   " << line << "\n";
     }
     out << kernel_prelude(uses_half(graph));
+    if (has_call(kernel.body)) out << kBf16Dot << "\n";
   }
   // The ABI's declaration, with the buffers' promise not to alias spelled __restrict
   // (a top-level qualifier of a parameter: the function type is unchanged).

@@ -1,0 +1,247 @@
+// The bf16 dot-product micro-kernel that a `bf16_dot` stage calls (docs/schedules.md):
+// out[i*o_m + j*o_n] = sum over k of a[i*a_m + k*a_k] * b[k*b_k + j*b_n], float32 sums of
+// exact products of bfloat16 values. The emitter pastes this text into kernels that call
+// it; tests include it directly.
+//
+// Both operands are packed per call with each pair of k interleaved in one 32-bit word
+// (the layout vdpbf16ps reads): a row by row, b in panels of 32 columns. A tile of kRows
+// rows by 32 columns keeps its sums in 2 * kRows float vectors.
+// AVX512_BF16's vdpbf16ps flushes subnormal inputs and results (whatever MXCSR says) and
+// adds the two products of a pair in its own order, so a tile uses it only when every
+// nonzero input of its rows of a and its panel of b has |x| in [2^-40, 2^41). Such a
+// bfloat16 is a multiple of 2^-47, so every product is 0 or a nonzero multiple of 2^-94
+// (exact in float32), every rounded partial sum stays a multiple of 2^-94, and
+// |sum| < K * 2^82: nothing is ever subnormal, infinite or NaN, so the flush never acts and
+// the result is a correctly rounded sum of the exact products in some order. Any other tile
+// (a subnormal, a huge value, inf or NaN among its inputs) takes the float32 path on the same
+// packed data: each pair split into its two floats (a 16-bit shift), multiply-adds in k
+// order, as the plain loop adds them. Without AVX512_BF16 every tile takes that path.
+#ifndef OLLIE_SUPPORT_BF16_DOT_H
+#define OLLIE_SUPPORT_BF16_DOT_H
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <type_traits>
+
+#if defined(__AVX512BF16__) && defined(__AVX512F__) && !defined(OLLIE_BF16_DOT_FMA_ONLY)
+#include <immintrin.h>
+#define OLLIE_BF16_DOT_VDP 1
+#endif
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace ollie_dot {
+
+typedef float f32x16 __attribute__((vector_size(64)));
+typedef uint32_t u32x16 __attribute__((vector_size(64)));
+
+#if defined(__AVX512F__)
+constexpr int64_t kRows = 8;  // 16 accumulators of the 32 registers
+#else
+constexpr int64_t kRows = 4;
+#endif
+constexpr int64_t kCols = 32;  // two vectors of 16 pairs
+
+// Whether the vdpbf16ps form is compiled in (the machine reports AVX512_BF16).
+constexpr bool kHaveVdp =
+#if defined(OLLIE_BF16_DOT_VDP)
+    true;
+#else
+    false;
+#endif
+
+// The bit pattern of a bfloat16 element: a 16-bit pattern, a type holding one in `bits`
+// (ollie_half::bf16), or a float holding a bfloat16 value (a kernel's local buffers).
+template <class T>
+inline uint16_t bits(const T& x) {
+  if constexpr (std::is_same_v<T, float>)
+    return static_cast<uint16_t>(std::bit_cast<uint32_t>(x) >> 16);
+  else if constexpr (std::is_same_v<T, uint16_t>)
+    return x;
+  else
+    return x.bits;
+}
+
+// Zero, or finite with |x| in [2^-40, 2^41) (branch-free, so the packing loops vectorize).
+inline uint32_t in_range(uint32_t h) {
+  const uint32_t e = (h >> 7) & 0xffu;
+  return static_cast<uint32_t>((h & 0x7fffu) == 0) | static_cast<uint32_t>(e - (127u - 40u) <= 80u);
+}
+
+inline f32x16 even(u32x16 v) { return std::bit_cast<f32x16>(v << 16); }
+inline f32x16 odd(u32x16 v) { return std::bit_cast<f32x16>(v & 0xffff0000u); }
+
+// The float32 form of a tile: a[r] (kRows packed rows) times the packed panel.
+inline void tile_fma(const uint32_t* const* a, int64_t k2, const uint32_t* panel,
+                     f32x16 (&acc)[kRows][2]) {
+  for (int64_t q = 0; q < k2; ++q) {
+    u32x16 v[2];
+    std::memcpy(v, panel + q * kCols, sizeof v);
+    const f32x16 be[2] = {even(v[0]), even(v[1])}, bo[2] = {odd(v[0]), odd(v[1])};
+    for (int64_t r = 0; r < kRows; ++r) {
+      const uint32_t p = a[r][q];
+      const float ae = std::bit_cast<float>(p << 16), ao = std::bit_cast<float>(p & 0xffff0000u);
+      for (int h = 0; h < 2; ++h) {
+        acc[r][h] += ae * be[h];
+        acc[r][h] += ao * bo[h];
+      }
+    }
+  }
+}
+
+#if defined(OLLIE_BF16_DOT_VDP)
+// The vdpbf16ps form: one instruction per pair of k and 16 columns.
+inline void tile_vdp(const uint32_t* const* a, int64_t k2, const uint32_t* panel,
+                     f32x16 (&acc)[kRows][2]) {
+  __m512 c[kRows][2];
+  for (int64_t r = 0; r < kRows; ++r)
+    for (int h = 0; h < 2; ++h) c[r][h] = std::bit_cast<__m512>(acc[r][h]);
+  for (int64_t q = 0; q < k2; ++q) {
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(panel + q * kCols);
+    const __m512bh b1 = (__m512bh)_mm512_loadu_si512(panel + q * kCols + 16);
+    for (int64_t r = 0; r < kRows; ++r) {
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[r][q]));
+      c[r][0] = _mm512_dpbf16_ps(c[r][0], av, b0);
+      c[r][1] = _mm512_dpbf16_ps(c[r][1], av, b1);
+    }
+  }
+  for (int64_t r = 0; r < kRows; ++r)
+    for (int h = 0; h < 2; ++h) acc[r][h] = std::bit_cast<f32x16>(c[r][h]);
+}
+#else
+inline void tile_vdp(const uint32_t* const* a, int64_t k2, const uint32_t* panel,
+                     f32x16 (&acc)[kRows][2]) {
+  tile_fma(a, k2, panel, acc);
+}
+#endif
+
+// Panel p of b: k2 rows of kCols pairs (b[2q][j], b[2q + 1][j]), zeros past the edges.
+// Returns whether every element is in range. A whole panel of contiguous rows takes a loop
+// the compiler vectorizes.
+template <class T>
+bool pack_b(const T* b, int64_t b_k, int64_t b_n, int64_t n, int64_t k, int64_t p,
+            uint32_t* out) {
+  uint32_t ok = 1;
+  const int64_t j0 = p * kCols;
+  for (int64_t q = 0; q < (k + 1) / 2; ++q) {
+    const int64_t k0 = 2 * q;
+    uint32_t* row = out + q * kCols;
+    if (b_n == 1 && j0 + kCols <= n && k0 + 1 < k) {
+      const T* r0 = b + k0 * b_k + j0;
+      const T* r1 = r0 + b_k;
+      for (int64_t c = 0; c < kCols; ++c) {
+        const uint32_t lo = bits(r0[c]), hi = bits(r1[c]);
+        row[c] = lo | hi << 16;
+        ok &= in_range(lo) & in_range(hi);
+      }
+      continue;
+    }
+    for (int64_t c = 0; c < kCols; ++c) {
+      const int64_t j = j0 + c;
+      const uint32_t lo = j < n ? bits(b[k0 * b_k + j * b_n]) : 0;
+      const uint32_t hi = j < n && k0 + 1 < k ? bits(b[(k0 + 1) * b_k + j * b_n]) : 0;
+      row[c] = lo | hi << 16;
+      ok &= in_range(lo) & in_range(hi);
+    }
+  }
+  return ok != 0;
+}
+
+// Row i of a as k2 pairs. Returns whether every element is in range.
+template <class T>
+bool pack_a(const T* a, int64_t a_m, int64_t a_k, int64_t k, int64_t i, uint32_t* out) {
+  uint32_t ok = 1;
+  const T* row = a + i * a_m;
+  if (a_k == 1) {
+    for (int64_t q = 0; q < k / 2; ++q) {
+      const uint32_t lo = bits(row[2 * q]), hi = bits(row[2 * q + 1]);
+      out[q] = lo | hi << 16;
+      ok &= in_range(lo) & in_range(hi);
+    }
+  } else {
+    for (int64_t q = 0; q < k / 2; ++q) {
+      const uint32_t lo = bits(row[2 * q * a_k]), hi = bits(row[(2 * q + 1) * a_k]);
+      out[q] = lo | hi << 16;
+      ok &= in_range(lo) & in_range(hi);
+    }
+  }
+  if (k % 2) {
+    const uint32_t lo = bits(row[(k - 1) * a_k]);
+    out[k / 2] = lo;
+    ok &= in_range(lo);
+  }
+  return ok != 0;
+}
+
+// Stores the tile's rows and columns that fall inside the output.
+inline void store(const f32x16 (&acc)[kRows][2], float* out, int64_t o_m, int64_t o_n,
+                  int64_t m, int64_t n, int64_t i0, int64_t j0) {
+  for (int64_t r = 0; r < kRows && i0 + r < m; ++r)
+    for (int h = 0; h < 2; ++h) {
+      const int64_t j = j0 + 16 * h, count = std::min<int64_t>(16, n - j);
+      float* row = out + (i0 + r) * o_m + j * o_n;
+      if (count == 16 && o_n == 1) {
+        std::memcpy(row, &acc[r][h], sizeof acc[r][h]);
+        continue;
+      }
+      for (int64_t l = 0; l < count; ++l) row[l * o_n] = acc[r][h][l];
+    }
+}
+
+template <class TA, class TB>
+void run(const TA* a, int64_t a_m, int64_t a_k, const TB* b, int64_t b_k, int64_t b_n, float* out,
+         int64_t o_m, int64_t o_n, int64_t m, int64_t n, int64_t k) {
+  if (m <= 0 || n <= 0) return;
+  const int64_t k2 = (k + 1) / 2, width = std::max<int64_t>(k2, 1);
+  const int64_t panels = (n + kCols - 1) / kCols, blocks = (m + kRows - 1) / kRows;
+  const std::unique_ptr<uint32_t[]> ap(new uint32_t[static_cast<size_t>(m * width)]);
+  const std::unique_ptr<uint32_t[]> bp(new uint32_t[static_cast<size_t>(panels * width * kCols)]);
+  const std::unique_ptr<char[]> a_ok(new char[static_cast<size_t>(blocks)]);
+  const std::unique_ptr<char[]> b_ok(new char[static_cast<size_t>(panels)]);
+  [[maybe_unused]] const bool big = m * n * std::max<int64_t>(k, 1) >= (int64_t{1} << 18);
+#pragma omp parallel if (big)
+  {
+#pragma omp for schedule(static)
+    for (int64_t p = 0; p < panels; ++p)
+      b_ok[p] = pack_b(b, b_k, b_n, n, k, p, bp.get() + p * width * kCols);
+#pragma omp for schedule(static)
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      bool ok = true;
+      for (int64_t i = blk * kRows; i < std::min(m, (blk + 1) * kRows); ++i)
+        ok = pack_a(a, a_m, a_k, k, i, ap.get() + i * width) && ok;
+      a_ok[blk] = ok;
+    }
+#pragma omp for schedule(static) collapse(2)
+    for (int64_t blk = 0; blk < blocks; ++blk)
+      for (int64_t p = 0; p < panels; ++p) {
+        const uint32_t* rows[kRows];  // rows past m repeat the last one; they are not stored
+        for (int64_t r = 0; r < kRows; ++r)
+          rows[r] = ap.get() + std::min(m - 1, blk * kRows + r) * width;
+        f32x16 acc[kRows][2] = {};
+        const uint32_t* panel = bp.get() + p * width * kCols;
+        if (kHaveVdp && a_ok[blk] && b_ok[p])
+          tile_vdp(rows, k2, panel, acc);
+        else
+          tile_fma(rows, k2, panel, acc);
+        store(acc, out, o_m, o_n, m, n, blk * kRows, p * kCols);
+      }
+  }
+}
+
+}  // namespace ollie_dot
+
+// The call a bf16_dot stage is emitted as (a, b: bfloat16 elements; out: float).
+template <class TA, class TB>
+inline void ollie_bf16_dot(const TA* a, int64_t a_m, int64_t a_k, const TB* b, int64_t b_k,
+                           int64_t b_n, float* out, int64_t o_m, int64_t o_n, int64_t m, int64_t n,
+                           int64_t k) {
+  ollie_dot::run(a, a_m, a_k, b, b_k, b_n, out, o_m, o_n, m, n, k);
+}
+
+#pragma GCC diagnostic pop
+
+#endif  // OLLIE_SUPPORT_BF16_DOT_H
