@@ -86,19 +86,11 @@ const char* kHalf =
 #include "emit/half_text.inc"
     ;
 
-// The bf16 dot-product micro-kernel (src/support/bf16_dot.h), pasted into kernels that
-// call it (a bf16_dot stage).
+// The bf16 dot-product micro-kernel (src/support/bf16_dot.h) that a bf16_dot stage calls,
+// pasted with kHalf (such a stage loads bfloat16 values).
 const char* kBf16Dot =
 #include "emit/bf16_dot_text.inc"
     ;
-
-// Whether `s` calls a micro-kernel.
-bool has_call(const loops::Stmt& s) {
-  if (s->kind == StmtKind::Call) return true;
-  for (const auto& b : s->body)
-    if (has_call(b)) return true;
-  return false;
-}
 
 bool is_half(DType t) { return t == DType::F16 || t == DType::BF16; }
 
@@ -573,7 +565,7 @@ std::string kernel_prelude(bool half) {
              "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <limits>\n"
              "#include <memory>\n#include <type_traits>\n\n") +
          kHelpers + "\n" + kVectorHelpers + "\n" + kKernelMath + "\n" +
-         (half ? std::string(kHalf) + "\n" : std::string());
+         (half ? std::string(kHalf) + "\n" + kBf16Dot + "\n" : std::string());
 }
 
 std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph,
@@ -591,7 +583,6 @@ std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph,
       for (std::string line; std::getline(lines, line);) out << "//   " << line << "\n";
     }
     out << kernel_prelude(uses_half(graph));
-    if (has_call(kernel.body)) out << kBf16Dot << "\n";
   }
   // The ABI's declaration, with the buffers' promise not to alias spelled __restrict
   // (a top-level qualifier of a parameter: the function type is unchanged).

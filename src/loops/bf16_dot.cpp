@@ -80,8 +80,8 @@ std::string operand_text(const Expr& x) {
   if (inner->kind == ExprKind::Load)
     return "a " + std::string(ir::dtype_name(inner->dtype)) + " load of " + inner->name;
   if (inner->kind == ExprKind::Cast && inner->dtype == DType::BF16)
-    return "a " + std::string(ir::dtype_name(inner->args[0]->dtype)) +
-           " value rounded to bf16 (" + to_text(inner) + ")";
+    return "a " + std::string(ir::dtype_name(inner->args[0]->dtype)) + " value rounded to bf16 (" +
+           to_text(inner) + ")";
   return to_text(x);
 }
 
@@ -94,8 +94,10 @@ Expr bf16_load(const Expr& x) {
 
 // The stage's loops are the ones it was built with: no split, reorder aside.
 void require_initial(const Stages& st, const Stage& s, const Directive& d) {
-  const std::string why = "bf16_dot replaces the stage's whole nest: apply it before any other "
-                          "directive on " + s.name;
+  const std::string why =
+      "bf16_dot replaces the stage's whole nest: apply it before any other "
+      "directive on " +
+      s.name;
   if (s.host >= 0)
     reject(d, s.name + " is computed at " + st.stages[static_cast<size_t>(s.host)].name, why);
   for (const auto& o : st.stages)
@@ -108,8 +110,9 @@ void require_initial(const Stages& st, const Stage& s, const Directive& d) {
     if (l.kind != ForKind::Serial)
       reject(d, "loop " + l.name + " of " + s.name + " is " + for_kind_name(l.kind), why);
     if (has_vars(l.extent))
-      reject(d, "loop " + l.name + " of " + s.name + " has a bound over other loops or memory (" +
-                    to_text(l.extent) + ")",
+      reject(d,
+             "loop " + l.name + " of " + s.name + " has a bound over other loops or memory (" +
+                 to_text(l.extent) + ")",
              "the micro-kernel runs whole rectangular contractions");
   }
   for (const auto& v : s.vars) {

@@ -123,8 +123,7 @@ inline void tile_vdp(const uint32_t* const* a, int64_t k2, const uint32_t* panel
 // Returns whether every element is in range. A whole panel of contiguous rows takes a loop
 // the compiler vectorizes.
 template <class T>
-bool pack_b(const T* b, int64_t b_k, int64_t b_n, int64_t n, int64_t k, int64_t p,
-            uint32_t* out) {
+bool pack_b(const T* b, int64_t b_k, int64_t b_n, int64_t n, int64_t k, int64_t p, uint32_t* out) {
   uint32_t ok = 1;
   const int64_t j0 = p * kCols;
   for (int64_t q = 0; q < (k + 1) / 2; ++q) {
@@ -178,8 +177,8 @@ bool pack_a(const T* a, int64_t a_m, int64_t a_k, int64_t k, int64_t i, uint32_t
 }
 
 // Stores the tile's rows and columns that fall inside the output.
-inline void store(const f32x16 (&acc)[kRows][2], float* out, int64_t o_m, int64_t o_n,
-                  int64_t m, int64_t n, int64_t i0, int64_t j0) {
+inline void store(const f32x16 (&acc)[kRows][2], float* out, int64_t o_m, int64_t o_n, int64_t m,
+                  int64_t n, int64_t i0, int64_t j0) {
   for (int64_t r = 0; r < kRows && i0 + r < m; ++r)
     for (int h = 0; h < 2; ++h) {
       const int64_t j = j0 + 16 * h, count = std::min<int64_t>(16, n - j);
