@@ -2,9 +2,10 @@
 // summed in float32, computed by one call of the bf16 dot-product micro-kernel
 // (ollie_bf16_dot, src/emit/bf16_dot.h): its legality, the index analysis that finds the
 // call's strides, and the call statement realize() writes for the stage.
+#include <algorithm>
 #include <set>
 
-#include "loops/stages.h"
+#include "loops/proposals.h"
 
 namespace ollie::loops {
 namespace {
@@ -198,6 +199,9 @@ void apply_bf16_dot(Stages& st, Stage& s, const Directive& d) {
   k.m = extent(m);
   k.n = extent(n);
   k.k = s.loops[red[0]].extent;
+  k.m_loop = m;
+  k.n_loop = n;
+  k.k_loop = static_cast<int>(red[0]);
   s.bf16_dot = k;
 }
 
@@ -224,6 +228,57 @@ Stmt bf16_dot_call(const Stage& s, std::set<std::string> scope,
     body = make_for(opened[j], make_int(0), substitute(s.loops[k.batch[j]].extent, names),
                     ForKind::Serial, body);
   return body;
+}
+
+std::vector<std::string> bf16_dot_stages(const ir::Graph& g) {
+  const Stages st = build_stages(g, {});
+  std::vector<std::string> out;
+  for (const auto& s : st.stages) {
+    if (!s.contract) continue;
+    Stages work = st;
+    Schedule done;
+    if (try_apply(g, work, done, make_directive(DirectiveKind::Bf16Dot, s.name, {})))
+      out.push_back(s.name);
+  }
+  return out;
+}
+
+Schedule with_bf16_dot(const ir::Graph& g, const std::vector<std::string>& stages,
+                       const Schedule& base) {
+  Stages st = build_stages(g, {});
+  Schedule out;
+  for (const auto& name : stages)
+    try_apply(g, st, out, make_directive(DirectiveKind::Bf16Dot, name, {}));
+  for (const auto& d : base.directives) {
+    const bool shapes = std::find(stages.begin(), stages.end(), d.stage) != stages.end() ||
+                        std::find(stages.begin(), stages.end(), d.stage + "_rf") != stages.end();
+    if (!shapes) try_apply(g, st, out, d);
+  }
+  return out;
+}
+
+std::vector<std::string> default_bf16_dots(const ir::Graph& g, const Schedule& base) {
+  std::vector<std::string> out;
+  const Stages st = build_stages(g, {});
+  for (const auto& name : bf16_dot_stages(g)) {
+    bool fused = false;
+    for (const auto& d : base.directives)
+      fused =
+          fused || (d.kind == DirectiveKind::ComputeAt && (d.stage == name || d.args[0] == name));
+    if (fused) continue;
+    Stages work = st;
+    Schedule done;
+    try_apply(g, work, done, make_directive(DirectiveKind::Bf16Dot, name, {}));
+    const Stage& s = work.stages[static_cast<size_t>(work.find(name))];
+    const Bf16Dot& k = *s.bf16_dot;
+    auto size = [&](int loop) {
+      return loop < 0 ? 1 : bound_size(g, s.loops[static_cast<size_t>(loop)].nominal);
+    };
+    if (size(k.m_loop) >= kBf16DotMinRows && size(k.n_loop) >= kBf16DotMinColumns &&
+        size(k.k_loop) >= kBf16DotMinDepth)
+      out.push_back(name);
+  }
+  return out;
 }
 
 }  // namespace ollie::loops

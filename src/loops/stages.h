@@ -53,7 +53,8 @@ struct Bf16Dot {
   std::string a, b;
   ir::DType a_type, b_type;
   Expr a_off, a_m, a_k, b_off, b_k, b_n, o_off, o_m, o_n, m, n, k;
-  std::vector<size_t> batch;  // the stage's loops around the call
+  std::vector<size_t> batch;                  // the stage's loops around the call
+  int m_loop = -1, n_loop = -1, k_loop = -1;  // the loops of m, n, k (-1: none, size 1)
 };
 
 // A perfect loop nest around one store: buffer[store_index] = value, or for a reduction

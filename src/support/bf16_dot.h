@@ -201,20 +201,22 @@ void run(const TA* a, int64_t a_m, int64_t a_k, const TB* b, int64_t b_k, int64_
   const std::unique_ptr<uint32_t[]> bp(new uint32_t[static_cast<size_t>(panels * width * kCols)]);
   const std::unique_ptr<char[]> a_ok(new char[static_cast<size_t>(blocks)]);
   const std::unique_ptr<char[]> b_ok(new char[static_cast<size_t>(panels)]);
+  // Dynamic schedules: a thread that loses its core for a while (a shared machine) does not
+  // hold the others at the barriers with its static share of the tiles.
   [[maybe_unused]] const bool big = m * n * std::max<int64_t>(k, 1) >= (int64_t{1} << 18);
 #pragma omp parallel if (big)
   {
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic)
     for (int64_t p = 0; p < panels; ++p)
       b_ok[p] = pack_b(b, b_k, b_n, n, k, p, bp.get() + p * width * kCols);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic)
     for (int64_t blk = 0; blk < blocks; ++blk) {
       bool ok = true;
       for (int64_t i = blk * kRows; i < std::min(m, (blk + 1) * kRows); ++i)
         ok = pack_a(a, a_m, a_k, k, i, ap.get() + i * width) && ok;
       a_ok[blk] = ok;
     }
-#pragma omp for schedule(static) collapse(2)
+#pragma omp for schedule(dynamic, 4) collapse(2)
     for (int64_t blk = 0; blk < blocks; ++blk)
       for (int64_t p = 0; p < panels; ++p) {
         const uint32_t* rows[kRows];  // rows past m repeat the last one; they are not stored

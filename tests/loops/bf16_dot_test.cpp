@@ -88,8 +88,8 @@ TEST(Bf16Dot, AFloat32ValueRoundedToBf16IsRefused) {
 TEST(Bf16Dot, MlaDecodeScoresOfAFloat32LatentQueryAreRefused) {
   ollie::spec::SpecOptions options;
   options.dim_overrides = {{"B", 1}, {"H", 2}, {"S", 7}, {"L", 5}, {"DR", 4}, {"DN", 3}, {"DV", 5}};
-  const auto g =
-      ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/mla_decode_bf16.py", options);
+  const auto g = ollie::spec::load_spec(
+      std::string(OLLIE_SOURCE_DIR) + "/examples/mla_decode_bf16.py", options);
   // q_lat (t9) is float32: its product with c_kv is not a product of two bfloat16 values.
   EXPECT_EQ(reason_of(g, "bf16_dot t10"),
             "operand 1 of t10's product is a f32 load of t9, not a bf16 buffer loaded as such");
@@ -127,6 +127,32 @@ TEST(Bf16Dot, NothingIsComputedInsideAMicroKernelStage) {
   EXPECT_EQ(reason_of(g, "bf16_dot t6; compute_at t6 out0 m"),
             "t6 is computed by the bf16_dot micro-kernel");
   EXPECT_EQ(reason_of(g, "compute_at t3 t6 m; bf16_dot t6"), "t3 is computed inside t6");
+}
+
+TEST(Bf16Dot, TheDefaultScheduleUsesItWhereTheMachineHasAvx512Bf16) {
+  const auto& big = matmul_bf16(64, 128, 64);
+  Target with{64, 2};
+  with.bf16_dot = true;
+  const Target without{64, 2};
+  EXPECT_EQ(to_text(default_schedule(big, with)), "bf16_dot out0\n");
+  EXPECT_EQ(to_text(default_schedule(big, without)).find("bf16_dot"), std::string::npos);
+  // Too few rows for one whole tile of the micro-kernel: the register tile stays.
+  EXPECT_EQ(to_text(default_schedule(matmul_bf16(4, 128, 64), with)).find("bf16_dot"),
+            std::string::npos);
+}
+
+TEST(Bf16Dot, TheSearchCanMoveAContractionOntoIt) {
+  const auto& g = matmul_bf16(64, 128, 64);
+  const Schedule tiled = default_schedule(g, Target{64, 2});
+  bool found = false;
+  for (uint64_t seed = 1; seed < 200 && !found; ++seed) {
+    const auto m = mutate_schedule(g, tiled, seed);
+    found = m && m->move == "bf16_dot out0 in place of the directives that shaped it";
+    if (found) {
+      EXPECT_EQ(to_text(m->schedule), "bf16_dot out0\n");
+    }
+  }
+  EXPECT_TRUE(found);
 }
 
 // bfloat16 inputs: normal values (kind 0); scattered subnormals, values out of the guard's
