@@ -4,8 +4,8 @@
 // it; tests include it directly.
 //
 // Both operands are packed per call with each pair of k interleaved in one 32-bit word
-// (the layout vdpbf16ps reads): a row by row, b in panels of 32 columns. A tile of kRows
-// rows by 32 columns keeps its sums in 2 * kRows float vectors.
+// (the layout vdpbf16ps reads): a row by row, b in panels of 32 columns, one at a time
+// per thread. A tile of kRows rows by 32 columns keeps its sums in 2 * kRows float vectors.
 // AVX512_BF16's vdpbf16ps flushes subnormal inputs and results (whatever MXCSR says) and
 // adds the two products of a pair in its own order, so a tile uses it only when every
 // nonzero input of its rows of a and its panel of b has |x| in [2^-40, 2^41). Such a
@@ -25,6 +25,10 @@
 #include <cstring>
 #include <memory>
 #include <type_traits>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 #if defined(__AVX512BF16__) && defined(__AVX512F__) && !defined(OLLIE_BF16_DOT_FMA_ONLY)
 #include <immintrin.h>
@@ -191,24 +195,35 @@ inline void store(const f32x16 (&acc)[kRows][2], float* out, int64_t o_m, int64_
     }
 }
 
+// The threads the call may use (1 outside OpenMP).
+inline int64_t threads() {
+#if defined(_OPENMP)
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+// Tasks are a panel of b by a group of row blocks: each packs its panel (kept in the
+// thread's L2 while the group's rows of a stream past it) and runs the group's tiles, so
+// the only barrier is after a is packed. Panels are split into groups of rows only as far
+// as the threads need work (each group packs its panel again).
 template <class TA, class TB>
 void run(const TA* a, int64_t a_m, int64_t a_k, const TB* b, int64_t b_k, int64_t b_n, float* out,
          int64_t o_m, int64_t o_n, int64_t m, int64_t n, int64_t k) {
   if (m <= 0 || n <= 0) return;
   const int64_t k2 = (k + 1) / 2, width = std::max<int64_t>(k2, 1);
   const int64_t panels = (n + kCols - 1) / kCols, blocks = (m + kRows - 1) / kRows;
+  const int64_t groups =
+      std::min(blocks, std::max<int64_t>(1, (4 * threads() + panels - 1) / panels));
+  const int64_t per_group = (blocks + groups - 1) / groups;
   const std::unique_ptr<uint32_t[]> ap(new uint32_t[static_cast<size_t>(m * width)]);
-  const std::unique_ptr<uint32_t[]> bp(new uint32_t[static_cast<size_t>(panels * width * kCols)]);
   const std::unique_ptr<char[]> a_ok(new char[static_cast<size_t>(blocks)]);
-  const std::unique_ptr<char[]> b_ok(new char[static_cast<size_t>(panels)]);
   // Dynamic schedules: a thread that loses its core for a while (a shared machine) does not
-  // hold the others at the barriers with its static share of the tiles.
+  // hold the others at the barrier with its static share.
   [[maybe_unused]] const bool big = m * n * std::max<int64_t>(k, 1) >= (int64_t{1} << 18);
 #pragma omp parallel if (big)
   {
-#pragma omp for schedule(dynamic)
-    for (int64_t p = 0; p < panels; ++p)
-      b_ok[p] = pack_b(b, b_k, b_n, n, k, p, bp.get() + p * width * kCols);
 #pragma omp for schedule(dynamic)
     for (int64_t blk = 0; blk < blocks; ++blk) {
       bool ok = true;
@@ -216,20 +231,23 @@ void run(const TA* a, int64_t a_m, int64_t a_k, const TB* b, int64_t b_k, int64_
         ok = pack_a(a, a_m, a_k, k, i, ap.get() + i * width) && ok;
       a_ok[blk] = ok;
     }
-#pragma omp for schedule(dynamic, 4) collapse(2)
-    for (int64_t blk = 0; blk < blocks; ++blk)
-      for (int64_t p = 0; p < panels; ++p) {
+    const std::unique_ptr<uint32_t[]> panel(new uint32_t[static_cast<size_t>(width * kCols)]);
+#pragma omp for schedule(dynamic)
+    for (int64_t task = 0; task < panels * groups; ++task) {
+      const int64_t p = task / groups, g = task % groups;
+      const bool b_ok = pack_b(b, b_k, b_n, n, k, p, panel.get());
+      for (int64_t blk = g * per_group; blk < std::min(blocks, (g + 1) * per_group); ++blk) {
         const uint32_t* rows[kRows];  // rows past m repeat the last one; they are not stored
         for (int64_t r = 0; r < kRows; ++r)
           rows[r] = ap.get() + std::min(m - 1, blk * kRows + r) * width;
         f32x16 acc[kRows][2] = {};
-        const uint32_t* panel = bp.get() + p * width * kCols;
-        if (kHaveVdp && a_ok[blk] && b_ok[p])
-          tile_vdp(rows, k2, panel, acc);
+        if (kHaveVdp && a_ok[blk] && b_ok)
+          tile_vdp(rows, k2, panel.get(), acc);
         else
-          tile_fma(rows, k2, panel, acc);
+          tile_fma(rows, k2, panel.get(), acc);
         store(acc, out, o_m, o_n, m, n, blk * kRows, p * kCols);
       }
+    }
   }
 }
 

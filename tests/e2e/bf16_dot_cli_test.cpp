@@ -20,8 +20,8 @@ CommandResult ollie(const std::string& args) {
 }
 
 fs::path scratch(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() /
-                     ("ollie_bf16_dot_" + name + "_" + std::to_string(::getpid()));
+  const fs::path d =
+      fs::temp_directory_path() / ("ollie_bf16_dot_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -51,8 +51,8 @@ TEST(Bf16DotCli, AnEmittedKernelPassesFullVerification) {
 
 TEST(Bf16DotCli, AFloat32OperandIsRefusedAndNothingIsWritten) {
   const fs::path dir = scratch("refused");
-  const CommandResult r = ollie("emit " + kExamples + "mla_decode_bf16.py --schedule 'bf16_dot t10' -o " +
-                                dir.string());
+  const CommandResult r = ollie("emit " + kExamples +
+                                "mla_decode_bf16.py --schedule 'bf16_dot t10' -o " + dir.string());
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("cannot bf16_dot t10: operand 1 of t10's product is a f32 load of t9, not "
                        "a bf16 buffer loaded as such"),
