@@ -3,14 +3,13 @@
 // exact products of bfloat16 values. The emitter pastes this text into kernels that call
 // it; tests include it directly.
 //
-// Both operands are packed per call with each pair of k interleaved in one 32-bit word
-// (the layout vdpbf16ps reads): a row by row, b in panels of 32 columns, one at a time
-// per thread. A tile of kRows rows by 32 columns keeps its sums in 2 * kRows float vectors.
-// AVX512_BF16's vdpbf16ps flushes subnormal inputs and results (whatever MXCSR says) and
-// adds the two products of a pair in its own order, so a tile uses it only when every
-// nonzero input of its rows of a and its panel of b has |x| in [2^-40, 2^41). Such a
-// bfloat16 is a multiple of 2^-47, so every product is 0 or a nonzero multiple of 2^-94
-// (exact in float32), every rounded partial sum stays a multiple of 2^-94, and
+// Each pair of k is one 32-bit word (the layout vdpbf16ps reads): b is packed per call in
+// panels of 32 columns, one at a time per thread, a block of rows at a time. A tile of kRows rows
+// by 32 columns keeps its sums in 2 * kRows float vectors. AVX512_BF16's vdpbf16ps flushes
+// subnormal inputs and results (whatever MXCSR says) and adds the two products of a pair in its own
+// order, so a tile uses it only when every nonzero input of its rows of a and its panel of b has
+// |x| in [2^-40, 2^41). Such a bfloat16 is a multiple of 2^-47, so every product is 0 or a nonzero
+// multiple of 2^-94 (exact in float32), every rounded partial sum stays a multiple of 2^-94, and
 // |sum| < K * 2^82: nothing is ever subnormal, infinite or NaN, so the flush never acts and
 // the result is a correctly rounded sum of the exact products in some order. Any other tile
 // (a subnormal, a huge value, inf or NaN among its inputs) takes the float32 path on the same
@@ -20,6 +19,7 @@
 #define OLLIE_SUPPORT_BF16_DOT_H
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -79,15 +79,22 @@ inline uint32_t in_range(uint32_t h) {
 inline f32x16 even(u32x16 v) { return std::bit_cast<f32x16>(v << 16); }
 inline f32x16 odd(u32x16 v) { return std::bit_cast<f32x16>(v & 0xffff0000u); }
 
-// The float32 form of a tile: a[r] (kRows packed rows) times the packed panel.
-inline void tile_fma(const uint32_t* const* a, int64_t k2, const uint32_t* panel,
+// Pair q of a row of bfloat16 bit patterns (a[2q] in the low half; little-endian).
+inline uint32_t pair(const uint16_t* row, int64_t q) {
+  uint32_t p;
+  std::memcpy(&p, row + 2 * q, sizeof p);
+  return p;
+}
+
+// The float32 form of a tile: a[r] (kRows rows of pairs) times the packed panel.
+inline void tile_fma(const uint16_t* const* a, int64_t k2, const uint32_t* panel,
                      f32x16 (&acc)[kRows][2]) {
   for (int64_t q = 0; q < k2; ++q) {
     u32x16 v[2];
     std::memcpy(v, panel + q * kCols, sizeof v);
     const f32x16 be[2] = {even(v[0]), even(v[1])}, bo[2] = {odd(v[0]), odd(v[1])};
     for (int64_t r = 0; r < kRows; ++r) {
-      const uint32_t p = a[r][q];
+      const uint32_t p = pair(a[r], q);
       const float ae = std::bit_cast<float>(p << 16), ao = std::bit_cast<float>(p & 0xffff0000u);
       for (int h = 0; h < 2; ++h) {
         acc[r][h] += ae * be[h];
@@ -99,7 +106,7 @@ inline void tile_fma(const uint32_t* const* a, int64_t k2, const uint32_t* panel
 
 #if defined(OLLIE_BF16_DOT_VDP)
 // The vdpbf16ps form: one instruction per pair of k and 16 columns.
-inline void tile_vdp(const uint32_t* const* a, int64_t k2, const uint32_t* panel,
+inline void tile_vdp(const uint16_t* const* a, int64_t k2, const uint32_t* panel,
                      f32x16 (&acc)[kRows][2]) {
   __m512 c[kRows][2];
   for (int64_t r = 0; r < kRows; ++r)
@@ -108,7 +115,7 @@ inline void tile_vdp(const uint32_t* const* a, int64_t k2, const uint32_t* panel
     const __m512bh b0 = (__m512bh)_mm512_loadu_si512(panel + q * kCols);
     const __m512bh b1 = (__m512bh)_mm512_loadu_si512(panel + q * kCols + 16);
     for (int64_t r = 0; r < kRows; ++r) {
-      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[r][q]));
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(pair(a[r], q)));
       c[r][0] = _mm512_dpbf16_ps(c[r][0], av, b0);
       c[r][1] = _mm512_dpbf16_ps(c[r][1], av, b1);
     }
@@ -117,7 +124,7 @@ inline void tile_vdp(const uint32_t* const* a, int64_t k2, const uint32_t* panel
     for (int h = 0; h < 2; ++h) acc[r][h] = std::bit_cast<f32x16>(c[r][h]);
 }
 #else
-inline void tile_vdp(const uint32_t* const* a, int64_t k2, const uint32_t* panel,
+inline void tile_vdp(const uint16_t* const* a, int64_t k2, const uint32_t* panel,
                      f32x16 (&acc)[kRows][2]) {
   tile_fma(a, k2, panel, acc);
 }
@@ -204,10 +211,35 @@ inline int64_t threads() {
 #endif
 }
 
+// Block blk of a (kRows rows) packed by the first task that needs it: its state goes
+// 0 (not packed) -> 1 (being packed) -> 2 (packed, in range) or 3 (packed, out of range);
+// a task that finds another packing it waits for the state to change (a few microseconds
+// of copying), so no task waits for the whole of a to be packed.
+template <class T>
+bool block_in_range(const T* a, int64_t a_m, int64_t a_k, int64_t k, int64_t m, int64_t width,
+                    int64_t blk, uint32_t* ap, std::atomic<signed char>& state) {
+  signed char s = state.load(std::memory_order_acquire);
+  signed char expected = 0;
+  if (s == 0 && state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+    bool ok = true;
+    for (int64_t i = blk * kRows; i < std::min(m, (blk + 1) * kRows); ++i)
+      ok = pack_a(a, a_m, a_k, k, i, ap + i * width) && ok;
+    state.store(ok ? 2 : 3, std::memory_order_release);
+    return ok;
+  }
+  while ((s = state.load(std::memory_order_acquire)) < 2) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  return s == 2;
+}
+
 // Tasks are a panel of b by a group of row blocks: each packs its panel (kept in the
-// thread's L2 while the group's rows of a stream past it) and runs the group's tiles, so
-// the only barrier is after a is packed. Panels are split into groups of rows only as far
-// as the threads need work (each group packs its panel again).
+// thread's L2 while the group's rows of a stream past it) and runs the group's tiles.
+// Panels are split into groups of rows only as far as the threads need work (each group
+// packs its panel again). The tasks never wait at a barrier (a is packed block by block
+// as they first need it), so a thread that loses its core does not stall the others.
 template <class TA, class TB>
 void run(const TA* a, int64_t a_m, int64_t a_k, const TB* b, int64_t b_k, int64_t b_n, float* out,
          int64_t o_m, int64_t o_n, int64_t m, int64_t n, int64_t k) {
@@ -218,30 +250,24 @@ void run(const TA* a, int64_t a_m, int64_t a_k, const TB* b, int64_t b_k, int64_
       std::min(blocks, std::max<int64_t>(1, (4 * threads() + panels - 1) / panels));
   const int64_t per_group = (blocks + groups - 1) / groups;
   const std::unique_ptr<uint32_t[]> ap(new uint32_t[static_cast<size_t>(m * width)]);
-  const std::unique_ptr<char[]> a_ok(new char[static_cast<size_t>(blocks)]);
-  // Dynamic schedules: a thread that loses its core for a while (a shared machine) does not
-  // hold the others at the barrier with its static share.
+  const std::unique_ptr<std::atomic<signed char>[]> a_state(
+      new std::atomic<signed char>[static_cast<size_t>(blocks)]());
   [[maybe_unused]] const bool big = m * n * std::max<int64_t>(k, 1) >= (int64_t{1} << 18);
 #pragma omp parallel if (big)
   {
-#pragma omp for schedule(dynamic)
-    for (int64_t blk = 0; blk < blocks; ++blk) {
-      bool ok = true;
-      for (int64_t i = blk * kRows; i < std::min(m, (blk + 1) * kRows); ++i)
-        ok = pack_a(a, a_m, a_k, k, i, ap.get() + i * width) && ok;
-      a_ok[blk] = ok;
-    }
     const std::unique_ptr<uint32_t[]> panel(new uint32_t[static_cast<size_t>(width * kCols)]);
 #pragma omp for schedule(dynamic)
     for (int64_t task = 0; task < panels * groups; ++task) {
       const int64_t p = task / groups, g = task % groups;
       const bool b_ok = pack_b(b, b_k, b_n, n, k, p, panel.get());
       for (int64_t blk = g * per_group; blk < std::min(blocks, (g + 1) * per_group); ++blk) {
-        const uint32_t* rows[kRows];  // rows past m repeat the last one; they are not stored
+        const bool a_ok = block_in_range(a, a_m, a_k, k, m, width, blk, ap.get(), a_state[blk]);
+        const uint16_t* rows[kRows];  // rows past m repeat the last one; they are not stored
         for (int64_t r = 0; r < kRows; ++r)
-          rows[r] = ap.get() + std::min(m - 1, blk * kRows + r) * width;
+          rows[r] = reinterpret_cast<const uint16_t*>(ap.get() +
+                                                      std::min(m - 1, blk * kRows + r) * width);
         f32x16 acc[kRows][2] = {};
-        if (kHaveVdp && a_ok[blk] && b_ok)
+        if (kHaveVdp && a_ok && b_ok)
           tile_vdp(rows, k2, panel.get(), acc);
         else
           tile_fma(rows, k2, panel.get(), acc);
