@@ -86,6 +86,12 @@ const char* kHalf =
 #include "emit/half_text.inc"
     ;
 
+// The bf16 dot-product micro-kernel (src/support/bf16_dot.h) that a bf16_dot stage calls,
+// pasted with kHalf (such a stage loads bfloat16 values).
+const char* kBf16Dot =
+#include "emit/bf16_dot_text.inc"
+    ;
+
 bool is_half(DType t) { return t == DType::F16 || t == DType::BF16; }
 
 // The C++ type a value of dtype `t` is computed in: float for the 16-bit floats (they
@@ -275,6 +281,16 @@ class Printer {
         out << pad << "} else {\n";
         stmt(s->body[1], depth + 1, out);
         out << pad << "}\n";
+        break;
+      case StmtKind::Call:  // a micro-kernel: element addresses and values
+        out << pad << s->name << "(";
+        for (size_t i = 0; i < s->args.size(); ++i) {
+          const Expr& a = s->args[i];
+          out << (i ? ", " : "")
+              << (a->kind == ExprKind::Load ? "&" + a->name + "[" + expr(a->args[0]) + "]"
+                                            : expr(a));
+        }
+        out << ");\n";
         break;
     }
   }
@@ -549,7 +565,7 @@ std::string kernel_prelude(bool half) {
              "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n#include <limits>\n"
              "#include <memory>\n#include <type_traits>\n\n") +
          kHelpers + "\n" + kVectorHelpers + "\n" + kKernelMath + "\n" +
-         (half ? std::string(kHalf) + "\n" : std::string());
+         (half ? std::string(kHalf) + "\n" + kBf16Dot + "\n" : std::string());
 }
 
 std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph,

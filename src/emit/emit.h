@@ -29,7 +29,8 @@ std::string emit_kernel(const loops::Kernel& kernel, const ir::Graph& graph,
                         const EmitOptions& options = {});
 // The includes and helpers every kernel needs, once per translation unit; with `half`,
 // also the float16/bfloat16 conversions and storage types (support/half.h) a kernel
-// with a 16-bit float value needs.
+// with a 16-bit float value needs, and the bf16 dot-product micro-kernel a bf16_dot stage
+// calls (support/bf16_dot.h).
 std::string kernel_prelude(bool half = false);
 
 // The C++ type of a dtype in the ABI: float, double, int32_t, int64_t, bool, and uint16_t

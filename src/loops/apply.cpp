@@ -830,6 +830,14 @@ void accumulate(Stages& st, Stage& s, const Directive& d) {
 
 void apply_directive(const ir::Graph&, Stages& st, const Directive& d) {
   Stage& s = stage_named(st, d, d.stage);
+  if (s.bf16_dot)
+    reject(d, s.name + " is computed by the bf16_dot micro-kernel",
+           "bf16_dot replaces the stage's whole nest; no other directive may name it");
+  if (d.kind == DirectiveKind::ComputeAt) {
+    const int h = st.find(d.args[0]);
+    if (h >= 0 && st.stages[static_cast<size_t>(h)].bf16_dot)
+      reject(d, d.args[0] + " is computed by the bf16_dot micro-kernel; it has no loops to share");
+  }
   switch (d.kind) {
     case DirectiveKind::Split: return split(st, s, d);
     case DirectiveKind::Reorder: return reorder(st, s, d);
@@ -840,6 +848,7 @@ void apply_directive(const ir::Graph&, Stages& st, const Directive& d) {
     case DirectiveKind::Rfactor: return rfactor(st, s, d);
     case DirectiveKind::Pack: return pack(st, s, d);
     case DirectiveKind::Accumulate: return accumulate(st, s, d);
+    case DirectiveKind::Bf16Dot: return apply_bf16_dot(st, s, d);
     case DirectiveKind::Inline: break;
   }
   throw InternalError("apply_directive: inline is applied by lower()");

@@ -521,8 +521,12 @@ std::map<std::string, size_t> row_blocks(const ir::Graph& graph, const Target& t
 Schedule default_schedule(const ir::Graph& graph, const Target& target) {
   const Schedule plain = default_schedule_with(graph, target, false, {});
   const std::set<std::string> untiled = untiled_hosts(graph, plain);
-  return default_schedule_with(graph, target, kDefaultRegisterTiles, untiled,
-                               blocks_of(graph, plain, untiled));
+  const Schedule tiled = default_schedule_with(graph, target, kDefaultRegisterTiles, untiled,
+                                               blocks_of(graph, plain, untiled));
+  // With AVX512_BF16, the big bfloat16 contractions take the bf16 dot-product micro-kernel.
+  const std::vector<std::string> dots =
+      target.bf16_dot ? default_bf16_dots(graph, tiled) : std::vector<std::string>{};
+  return dots.empty() ? tiled : with_bf16_dot(graph, dots, tiled);
 }
 
 }  // namespace ollie::loops

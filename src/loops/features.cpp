@@ -135,6 +135,7 @@ class Walker {
       }
       case StmtKind::For: loop(s); return;
       case StmtKind::Store: store(s); return;
+      case StmtKind::Call: return;  // a micro-kernel: not modelled
     }
   }
 

@@ -364,6 +364,16 @@ Stmt make_if(Expr cond, Stmt then_body, Stmt else_body) {
   return n;
 }
 
+Stmt make_call_stmt(const std::string& fn, std::vector<Expr> args) {
+  require(!fn.empty(), "Call needs a function");
+  for (const auto& a : args) require(a != nullptr, "Call with a null argument");
+  auto n = std::make_shared<StmtNode>();
+  n->kind = StmtKind::Call;
+  n->name = fn;
+  n->args = std::move(args);
+  return n;
+}
+
 std::string to_text(const Expr& e) {
   switch (e->kind) {
     case ExprKind::IntImm:
@@ -425,6 +435,13 @@ std::string to_text(const Stmt& s, int indent) {
       out << pad << "if " << to_text(s->cond) << ":\n"
           << to_text(s->body[0], indent + 1) << pad << "else:\n"
           << to_text(s->body[1], indent + 1);
+      break;
+    case StmtKind::Call:
+      out << pad << "call " << s->name << "(";
+      for (size_t i = 0; i < s->args.size(); ++i)
+        out << (i ? ", " : "") << (s->args[i]->kind == ExprKind::Load ? "&" : "")
+            << to_text(s->args[i]);
+      out << ")\n";
       break;
   }
   return out.str();

@@ -94,7 +94,7 @@ void for_each_load(const Expr& e, const F& f) {
   });
 }
 
-enum class StmtKind { For, Block, Store, Allocate, If };
+enum class StmtKind { For, Block, Store, Allocate, If, Call };
 enum class ForKind { Serial, Parallel, Vectorized, Unrolled };
 const char* for_kind_name(ForKind kind);
 
@@ -113,6 +113,7 @@ struct StmtNode {
   bool register_tile = false;        // Allocate: an `accumulate` tile (src/emit/vector_tile.h)
   Expr cond;                         // If: a Bool condition
   std::vector<Stmt> body;            // For / Allocate: one stmt; Block: many; If: {then, else}
+  std::vector<Expr> args;            // Call: a Load is the address of its element, others values
 };
 
 Stmt make_for(const std::string& var, Expr min, Expr extent, ForKind kind, Stmt body,
@@ -123,6 +124,10 @@ Stmt make_allocate(const std::string& buffer, ir::DType dtype, Expr size, Stmt b
 // Runs `then_body` when `cond` holds, else `else_body` (loop versioning: a fast path with
 // constant trip counts beside the general one).
 Stmt make_if(Expr cond, Stmt then_body, Stmt else_body);
+// A call of the micro-kernel `fn` (the kernel's prelude defines it, e.g. ollie_bf16_dot:
+// src/emit/bf16_dot.h) that computes a whole stage: `args` are the addresses of buffer
+// elements (Loads: `&buffer[index]`) and i64 values (sizes and strides).
+Stmt make_call_stmt(const std::string& fn, std::vector<Expr> args);
 
 enum class BufferRole { Input, Output, Local };
 
@@ -181,6 +186,11 @@ struct Kernel {
 //                               constant extents (split factors; at most 4 KiB of them); a
 //                               tile cut by a split tail runs a general copy of the loops,
 //                               full tiles a copy with constant trip counts
+//   bf16_dot STAGE              compute the contraction STAGE (float32 sums of products of two
+//                               bfloat16 loads) with the bf16 dot-product micro-kernel
+//                               (AVX512_BF16's vdpbf16ps where the machine has it and a tile's
+//                               inputs are in range; float32 FMAs otherwise): the stage's
+//                               whole nest, so no other directive may name it
 enum class DirectiveKind {
   Split,
   Reorder,
@@ -191,7 +201,8 @@ enum class DirectiveKind {
   Inline,
   Pack,
   Rfactor,
-  Accumulate
+  Accumulate,
+  Bf16Dot
 };
 const char* directive_name(DirectiveKind kind);
 
@@ -237,6 +248,7 @@ struct Target {
   int cores = 2;
   int64_t l1_bytes = 32 * 1024;    // data cache per core (recipes size their blocks by it)
   int64_t l2_bytes = 1024 * 1024;  // per core
+  bool bf16_dot = false;           // AVX512_BF16 (vdpbf16ps): the default schedule's bf16_dot
 };
 Target host_target();
 

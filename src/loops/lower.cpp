@@ -16,6 +16,7 @@ Target host_target() {
   t.vector_bytes = __builtin_cpu_supports("avx512f") ? 64
                    : __builtin_cpu_supports("avx2")  ? 32
                                                      : 16;
+  t.bf16_dot = __builtin_cpu_supports("avx512bf16");
   t.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // sysconf reports 0 or -1 where the C library does not know; keep the defaults then.
   if (const long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE); l1 > 0) t.l1_bytes = l1;

@@ -179,4 +179,16 @@ std::optional<std::vector<Directive>> apply_recipe(const ir::Graph& g, Stages& s
 bool split_k(const ir::Graph& g, Stages& st, Schedule& out, const std::string& name,
              const Target& target, bool tiles);
 
+// bf16_dot (bf16_dot.cpp): the stages it applies to in the stages as lowering builds them;
+// `base` with bf16_dot for `stages` first and the legal rest of its directives, those that
+// shaped those stages left out; and the stages the default schedule gives it on a machine
+// with AVX512_BF16: root contractions of at least kBf16DotMin* rows, columns and depth at
+// the bound dims (whole tiles of the micro-kernel, with enough reduction to pay for
+// packing both operands per call).
+inline constexpr int64_t kBf16DotMinRows = 8, kBf16DotMinColumns = 32, kBf16DotMinDepth = 64;
+std::vector<std::string> bf16_dot_stages(const ir::Graph& g);
+Schedule with_bf16_dot(const ir::Graph& g, const std::vector<std::string>& stages,
+                       const Schedule& base);
+std::vector<std::string> default_bf16_dots(const ir::Graph& g, const Schedule& base);
+
 }  // namespace ollie::loops

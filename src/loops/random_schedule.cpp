@@ -149,7 +149,16 @@ Schedule random_schedule(const ir::Graph& graph, uint64_t seed, int moves,
   std::mt19937_64 rng(seed);
   Schedule out;
   Stages st = build_stages(graph, {});
-  if (std::uniform_int_distribution<int>(0, 1)(rng) == 0)
+  const bool from_default = std::uniform_int_distribution<int>(0, 1)(rng) == 0;
+  // One time in 4 a bfloat16 contraction starts as the bf16_dot micro-kernel (drawn only
+  // where there is one, so other graphs draw the same schedules as before).
+  const std::vector<std::string> dots = bf16_dot_stages(graph);
+  if (!dots.empty() && std::uniform_int_distribution<int>(0, 3)(rng) == 0)
+    try_apply(
+        graph, st, out,
+        make_directive(DirectiveKind::Bf16Dot,
+                       dots[std::uniform_int_distribution<size_t>(0, dots.size() - 1)(rng)], {}));
+  if (from_default)
     for (const auto& d : default_schedule(graph, target).directives) try_apply(graph, st, out, d);
   for (int m = 0; m < moves; ++m) {
     if (std::uniform_int_distribution<int>(0, kRecipeOdds - 1)(rng) == 0) {
@@ -174,10 +183,20 @@ std::optional<Mutation> mutate_schedule(const ir::Graph& graph, const Schedule& 
     return static_cast<size_t>(std::uniform_int_distribution<size_t>(0, n - 1)(rng));
   };
   const std::string base_text = to_text(base);
+  const std::vector<std::string> dots = bf16_dot_stages(graph);
   for (int attempt = 0; attempt < attempts; ++attempt) {
     Stages st = build_stages(graph, {});
     Mutation m;
     const size_t n = base.directives.size();
+    // Where a bfloat16 contraction could take the bf16_dot micro-kernel, sometimes it does
+    // (drawn only there, so other graphs draw the same mutations as before).
+    if (!dots.empty() && pick(kRecipeOdds) == 0) {
+      const std::string stage = dots[pick(dots.size())];
+      m.schedule = with_bf16_dot(graph, {stage}, base);
+      m.move = "bf16_dot " + stage + " in place of the directives that shaped it";
+      if (to_text(m.schedule) == base_text) continue;
+      return m;
+    }
     const size_t kind = n == 0 ? 0 : pick(4);
     if (kind == 0 && pick(kRecipeOdds) == 0) {  // a whole recipe for one stage
       if (!recipe_step(graph, base, rng, m)) continue;

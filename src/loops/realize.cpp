@@ -183,6 +183,7 @@ class Realizer {
   // loops' names to the realized loop variables, `scope` holds every loop variable in scope.
   Stmt body_at(int si, int t, std::map<std::string, Expr> names, std::set<std::string> scope) {
     const Stage& s = st_.stages[static_cast<size_t>(si)];
+    if (s.bf16_dot) return bf16_dot_call(s, scope, st_.reserved);  // no children, no packs
     std::vector<Stmt> out;
     if (auto it = children_.find(si); it != children_.end())
       for (int c : it->second) {

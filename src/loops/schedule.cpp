@@ -26,6 +26,7 @@ const Syntax kSyntax[] = {
     {DirectiveKind::Pack, "pack", "pack STAGE BUFFER LOOP|root [transposed]", 2, 3},
     {DirectiveKind::Rfactor, "rfactor", "rfactor STAGE LOOP", 1, 1},
     {DirectiveKind::Accumulate, "accumulate", "accumulate STAGE LOOP", 1, 1},
+    {DirectiveKind::Bf16Dot, "bf16_dot", "bf16_dot STAGE", 0, 0},
 };
 
 const Syntax& syntax(DirectiveKind k) {

@@ -45,6 +45,18 @@ struct PackedTile {
 std::vector<size_t> packed_order(const PackedTile& p);
 ir::Shape packed_shape(const PackedTile& p);
 
+// The contraction a bf16_dot stage computes: out[o + i*o_m + j*o_n] = sum over k of
+// a[a_off + i*a_m + k*a_k] * b[b_off + k*b_k + j*b_n], i < M, j < N, k < K. The offsets are
+// over the stage's other (batch) loops, which run serially around the call; the strides
+// and sizes over the dims only.
+struct Bf16Dot {
+  std::string a, b;
+  ir::DType a_type, b_type;
+  Expr a_off, a_m, a_k, b_off, b_k, b_n, o_off, o_m, o_n, m, n, k;
+  std::vector<size_t> batch;                  // the stage's loops around the call
+  int m_loop = -1, n_loop = -1, k_loop = -1;  // the loops of m, n, k (-1: none, size 1)
+};
+
 // A perfect loop nest around one store: buffer[store_index] = value, or for a reduction
 // buffer[store_index] = combine(buffer[store_index], value) after buffer = init.
 // store_index and value are over the stage's variables (`vars`); `subst` maps each of
@@ -77,6 +89,8 @@ struct Stage {
   // are reduced in the local array `accumulator` (0: straight into the buffer).
   int accumulate_depth = 0;
   std::string accumulator;
+  // bf16_dot (bf16_dot.cpp): the stage is one call of the bf16 dot-product micro-kernel.
+  std::optional<Bf16Dot> bf16_dot;
 };
 
 // The most bytes of accumulators `accumulate` keeps in one tile (a register file is 2 KiB
@@ -122,6 +136,13 @@ bool causal_bound(const Expr& extent);
 // when `extent` does not depend on `row` or the block is not small and constant.
 constexpr int64_t kMaxBlockRows = 16;
 std::optional<Expr> block_bound(const Expr& extent, const StageLoop& row);
+
+// bf16_dot (bf16_dot.cpp): checks that stage `s` is a float32 sum of products of two
+// bfloat16 loads in its initial loops, and makes it one micro-kernel call; throws
+// ScheduleError with the reason otherwise. The call statement of such a stage.
+void apply_bf16_dot(Stages& st, Stage& s, const Directive& d);
+Stmt bf16_dot_call(const Stage& s, std::set<std::string> scope,
+                   const std::set<std::string>& reserved);
 
 // Applies one directive to `st` or throws ScheduleError; `st` is unchanged on error.
 void apply_directive(const ir::Graph& graph, Stages& st, const Directive& d);

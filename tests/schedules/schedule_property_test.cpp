@@ -8,6 +8,7 @@
 // the schedule text. Flash- and online-rewritten softmax, attention and MLA graphs too,
 // with a quarter of the count (their kernels are several times larger); mla_decode and
 // rope, the slowest to compile, and embedding (a gather before a layernorm), with half.
+// matmul_bf16 and mla_decode_bf16 (half the count) draw the bf16_dot directive too.
 // Compiled at -O2 (property_toolchain).
 #include <gtest/gtest.h>
 
@@ -45,6 +46,13 @@ const std::vector<Case>& cases() {
   static const std::vector<Case> list = {
       {"matmul", {{"M", 5}, {"K", 7}, {"N", 9}}},
       {"matmul_bias_relu", {{"M", 5}, {"K", 7}, {"N", 9}}},
+      // bfloat16 operands: a quarter of the schedules start with the bf16_dot micro-kernel.
+      {"matmul_bf16", {{"M", 5}, {"K", 7}, {"N", 9}}},
+      {"mla_decode_bf16",
+       {{"B", 2}, {"H", 3}, {"S", 7}, {"L", 5}, {"DR", 4}, {"DN", 3}, {"DV", 5}},
+       "",
+       nullptr,
+       2},
       {"softmax", {{"M", 3}, {"N", 19}}},
       {"layernorm", {{"T", 3}, {"D", 19}}},
       {"rmsnorm", {{"T", 3}, {"D", 19}}},
@@ -112,6 +120,10 @@ TEST_P(SchedulePropertyTest, RandomLegalSchedulesAgreeAndIllegalOnesAreRejected)
   const int count = std::max(1, env_int("OLLIE_SCHEDULES", 128) / c.share);
   const uint64_t seed = static_cast<uint64_t>(env_int("OLLIE_SCHEDULE_SEED", 1));
   const loops::Target target{64, 2};
+  // A graph with 16-bit floats needs their conversions (and the bf16_dot micro-kernel).
+  const bool half = std::any_of(g.nodes.begin(), g.nodes.end(), [](const auto& n) {
+    return n.dtype == ollie::ir::DType::BF16 || n.dtype == ollie::ir::DType::F16;
+  });
 
   std::vector<loops::Schedule> schedules;
   std::vector<loops::RejectedDirective> rejected;
@@ -147,7 +159,7 @@ TEST_P(SchedulePropertyTest, RandomLegalSchedulesAgreeAndIllegalOnesAreRejected)
     if (!fresh) continue;
     const int id_number = known->second;
     if (id_number % kChunk == 0) {
-      kernels.push_back(ollie::emit::kernel_prelude());
+      kernels.push_back(ollie::emit::kernel_prelude(half));
       adapters.emplace_back();
     }
     const std::string id = std::to_string(id_number);
@@ -163,6 +175,11 @@ TEST_P(SchedulePropertyTest, RandomLegalSchedulesAgreeAndIllegalOnesAreRejected)
   // The random moves must explore: many different schedules, and some rejections.
   EXPECT_GT(distinct.size(), static_cast<size_t>(count) / 2) << c.name;
   EXPECT_FALSE(rejected.empty()) << c.name;
+  if (std::string(c.name) == "matmul_bf16") {  // its contraction takes bf16_dot sometimes
+    EXPECT_TRUE(std::any_of(distinct.begin(), distinct.end(), [](const std::string& t) {
+      return t.find("bf16_dot out0") != std::string::npos;
+    }));
+  }
 
   std::vector<std::string> so_paths;
   for (size_t chunk = 0; chunk < kernels.size(); ++chunk) {
