@@ -336,6 +336,25 @@ Value eval_unary(const ir::Node& n, const Value& a) {
           a, n.dtype, lib_eta, [is_sin](double x) { return is_sin ? std::sin(x) : std::cos(x); },
           [ku, u](double, double e, double r) { return e + ku * (std::fabs(r) + u); });
     }
+    case ir::OpKind::Floor:
+    case ir::OpKind::Ceil:
+    case ir::OpKind::Trunc:
+    case ir::OpKind::Rint: {
+      // Exact, monotone and piecewise constant: an input off by e moves the result by at
+      // most the jumps between x - e and x + e.
+      double (*f)(double) =
+          n.kind == ir::OpKind::Floor   ? static_cast<double (*)(double)>(std::floor)
+          : n.kind == ir::OpKind::Ceil  ? static_cast<double (*)(double)>(std::ceil)
+          : n.kind == ir::OpKind::Trunc ? static_cast<double (*)(double)>(std::trunc)
+                                        : static_cast<double (*)(double)>(std::nearbyint);
+      return map1(
+          a, n.dtype, 0.0, f,
+          [f](double x, double e, double r) {
+            if (e == 0.0) return 0.0;
+            return std::max(f(x + e) - r, r - f(x - e));
+          },
+          keep_saturated(1.0));
+    }
     case ir::OpKind::PowI: return eval_powi(n, a);
     case ir::OpKind::Convert: return eval_convert(n, a);
     default: OLLIE_CHECK(false, std::string("eval_unary with ") + ir::op_name(n.kind));

@@ -89,6 +89,10 @@ const char* op_name(OpKind kind) {
     case OpKind::Erf: return "erf";
     case OpKind::Sin: return "sin";
     case OpKind::Cos: return "cos";
+    case OpKind::Floor: return "floor";
+    case OpKind::Ceil: return "ceil";
+    case OpKind::Trunc: return "trunc";
+    case OpKind::Rint: return "rint";
     case OpKind::PowI: return "powi";
     case OpKind::Not: return "not";
     case OpKind::Convert: return "convert";
@@ -232,12 +236,18 @@ void check_node(const Graph& g, ValueId id, const Node& n, std::vector<std::stri
     case OpKind::Erf:
     case OpKind::Sin:
     case OpKind::Cos:
+    case OpKind::Floor:
+    case OpKind::Ceil:
+    case OpKind::Trunc:
+    case OpKind::Rint:
     case OpKind::PowI:
       if (!expect_operands(1)) return;
       expect_shape(opnd(0).shape);
       expect_dtype(opnd(0).dtype);
       if (n.dtype == DType::Bool) fail("arithmetic on bool");
       if (is_transcendental(n.kind) && !is_float(n.dtype)) fail("transcendental of a non-float");
+      if ((n.kind >= OpKind::Floor && n.kind <= OpKind::Rint) && !is_float(n.dtype))
+        fail("rounding to an integer value of a non-float");
       if (n.kind == OpKind::PowI && n.exponent < 0 && !is_float(n.dtype))
         fail("negative power of an integer");
       break;

@@ -134,7 +134,11 @@ enum class OpKind {
   Tanh,
   Erf,
   Sin,
-  Cos,      // Exp2: 2^x
+  Cos,    // Exp2: 2^x
+  Floor,  // numpy's floor, ceil, trunc and rint (round half to even), floats only: exact
+  Ceil,
+  Trunc,
+  Rint,
   PowI,     // x ** exponent, integer exponent (may be negative)
   Not,      // logical not of a bool
   Convert,  // to the node's dtype; rounds (float) or truncates toward zero (int)

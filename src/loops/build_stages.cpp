@@ -84,6 +84,10 @@ const char* call_name(OpKind k) {
     case OpKind::Erf:
     case OpKind::Sin:
     case OpKind::Cos:
+    case OpKind::Floor:
+    case OpKind::Ceil:
+    case OpKind::Trunc:
+    case OpKind::Rint:
     case OpKind::Pow: return ir::op_name(k);
     default: return nullptr;
   }

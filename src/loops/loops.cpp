@@ -278,8 +278,8 @@ Expr make_cast(DType to, Expr a) {
 }
 
 Expr make_call(const std::string& fn, std::vector<Expr> args) {
-  static const std::vector<std::string> unary = {"exp",  "exp2", "log", "sqrt",
-                                                 "tanh", "erf",  "sin", "cos"};
+  static const std::vector<std::string> unary = {"exp", "exp2", "log",   "sqrt", "tanh",  "erf",
+                                                 "sin", "cos",  "floor", "ceil", "trunc", "rint"};
   bool known_unary = false;
   for (const auto& u : unary) known_unary = known_unary || u == fn;
   // online / online2 (score, x): the step of an exp-weighted contraction stage, only in a

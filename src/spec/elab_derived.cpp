@@ -1,8 +1,9 @@
 // Call handlers for numpy functions that a spec writes in terms of others: np.sign,
 // np.exp2/log2/log10, np.isnan/isinf/isfinite, np.average, np.tensordot, np.moveaxis,
 // np.broadcast_to, np.copy, np.flip, np.cumsum, np.finfo/np.iinfo's limits, np.nan_to_num,
-// np.logaddexp and np.heaviside. Each is numpy's
-// function as a composition of the ops the other handlers build, with numpy's dtypes and errors.
+// np.logaddexp, np.heaviside, and rounding to integers (floor, ceil, trunc, rint, round). Each is
+// numpy's function as a composition of the ops the other handlers build, with numpy's dtypes and
+// errors.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -29,6 +30,8 @@ void Elab::add_derived_builtins(BuiltinTable& t) {
   add_builtins(t, {"np.nan_to_num"}, &Elab::np_nan_to_num);
   add_builtins(t, {"np.logaddexp"}, &Elab::np_logaddexp);
   add_builtins(t, {"np.heaviside"}, &Elab::np_heaviside);
+  add_builtins(t, {"np.floor", "np.ceil", "np.trunc", "np.fix", "np.rint"}, &Elab::np_floor);
+  add_builtins(t, {"np.round", "np.around", "method.round"}, &Elab::np_round);
 }
 
 // np.sign: -1, 0 or 1 in x's dtype; NaN stays NaN, and -0.0 gives +0.0 as numpy gives it.
@@ -375,6 +378,49 @@ ValuePtr Elab::np_heaviside(const BuiltinCall& c) {
   r = builder_.select(compare("<", x, make_int(0), loc)->t, filled(0), r, loc);
   r = builder_.select(compare(">", x, make_int(0), loc)->t, filled(1), r, loc);
   return make_tensor(checked(r, loc));
+}
+
+// np.floor, np.ceil, np.trunc (np.fix), np.rint: exact ops on floats; integers and bools
+// come back unchanged from the first three, as numpy 2 returns them, and rint makes
+// integers float64.
+ValuePtr Elab::np_floor(const BuiltinCall& c) {
+  auto a = c.sig({"x"}, 1);
+  ValuePtr x = c.tensor_arg(a[0], "x");
+  const DType t = dtype_of(*x);
+  if (c.base == "rint" && t == DType::Bool)
+    fail(c.loc, "np.rint of a boolean array is not supported",
+         "convert it first: x.astype(np.float32)");
+  if (!ir::is_float(t)) {
+    if (c.base != "rint") return x;
+    x = make_tensor(convert(x->t, DType::F64, c.loc));
+  }
+  const OpKind k = c.base == "floor"  ? OpKind::Floor
+                   : c.base == "ceil" ? OpKind::Ceil
+                   : c.base == "rint" ? OpKind::Rint
+                                      : OpKind::Trunc;
+  return make_tensor(checked(apply_unary(k, x, c.loc), c.loc));
+}
+
+// np.round(a, decimals=0) (np.around, a.round): half to even, as numpy computes it: rint
+// of a times 10**decimals, divided back (for negative decimals, divided then multiplied),
+// in the array's dtype. Integers with decimals >= 0 come back unchanged.
+ValuePtr Elab::np_round(const BuiltinCall& c) {
+  SourceLoc loc = c.loc;
+  auto a = c.fsig({"a", "decimals", "out"}, 1);
+  if (!is_none(a[2])) fail(loc, "out= is not supported in a spec");
+  ValuePtr x = c.tensor_arg(a[0], "a");
+  const int64_t d = a[1] ? to_const_int(a[1], loc, "decimals") : 0;
+  const DType t = dtype_of(*x);
+  if (!ir::is_float(t)) {
+    if (d >= 0 && t != DType::Bool) return x;
+    fail(loc, "np.round of an integer or boolean array with negative decimals is not supported",
+         "convert it first: x.astype(np.float64)");
+  }
+  if (d == 0) return make_tensor(checked(apply_unary(OpKind::Rint, x, loc), loc));
+  const ValuePtr scale = make_float(std::pow(10.0, static_cast<double>(d < 0 ? -d : d)));
+  ValuePtr y = binary(d > 0 ? "*" : "/", x, scale, loc);
+  y = make_tensor(checked(apply_unary(OpKind::Rint, y, loc), loc));
+  return make_tensor(as_tensor(binary(d > 0 ? "/" : "*", y, scale, loc), loc));
 }
 
 }  // namespace ollie::spec::elab

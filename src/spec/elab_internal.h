@@ -379,6 +379,8 @@ class Elab {
   ValuePtr np_nan_to_num(const BuiltinCall& c);
   ValuePtr np_logaddexp(const BuiltinCall& c);
   ValuePtr np_heaviside(const BuiltinCall& c);
+  ValuePtr np_floor(const BuiltinCall& c);
+  ValuePtr np_round(const BuiltinCall& c);
   ValuePtr type_info(const ValuePtr& info, const std::string& name, SourceLoc loc);
   // scipy.special's functions that model code calls (elab_scipy.cpp)
   static void add_scipy_builtins(BuiltinTable& t);

@@ -140,6 +140,10 @@ void fill_chunk(double* out, size_t n, random::Xoshiro256& g, ir::DType dtype, D
         case Distribution::Offset:
           for (size_t i = 0; i < n; ++i) out[i] = keep(normal(g) * scale + 100.0);
           return;
+        case Distribution::Ties:
+          for (size_t i = 0; i < n; ++i)
+            out[i] = static_cast<double>(static_cast<int64_t>(below(g, 129)) - 64) / 8.0;
+          return;
         case Distribution::Constants:
           fill_constants(out, n, first, row, row_seed, g, scale);
           return;

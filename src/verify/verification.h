@@ -129,6 +129,7 @@ inline const char* distribution_name(Distribution d) {
     case Distribution::Subnormal: return "subnormal";
     case Distribution::Integer: return "integer";
     case Distribution::Constants: return "exact-constants";
+    case Distribution::Ties: return "rounding-ties";
   }
   return "?";
 }
@@ -237,6 +238,7 @@ class Verification {
   bool plan_integer_exact(const ir::Graph& g, int64_t k);
   const ir::Graph& median_sweep_graph() const;
   void plan_random_suites();
+  void plan_rounding_suites();
   void plan_shape_sweep();
   void plan_tight_calls();
   bool beyond_twice_the_bound(const ir::Graph& g) const;

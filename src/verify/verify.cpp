@@ -206,6 +206,7 @@ void Verification::plan_suites() {
     user.given = options_.user_inputs;
   }
   plan_random_suites();
+  plan_rounding_suites();
   plan_call_suites();
   plan_shape_sweep();
   plan_tight_calls();
@@ -224,6 +225,18 @@ bool Verification::plan_integer_exact(const ir::Graph& g, int64_t k) {
     report_.not_applicable.push_back({"integer-exact", dims_text(g), range.reason});
   }
   return range.k > 0;
+}
+
+// Where the spec rounds to integers (np.round, np.rint, floor, ceil, trunc): inputs on the
+// integers and the .5 ties, which random floats never hit, at every level (a kernel that
+// rounds half away from zero, or floors x - tiny, differs only there).
+void Verification::plan_rounding_suites() {
+  bool rounds = false;
+  for (const auto& n : graph_.nodes)
+    rounds = rounds || (n.kind >= ir::OpKind::Floor && n.kind <= ir::OpKind::Rint);
+  if (!rounds) return;
+  for (int i = 0; i < (full_ ? 2 : 1); ++i)
+    suites_.emplace_back("rounding-ties", Distribution::Ties, graph_);
 }
 
 // Random inputs at the bound dims, at the full level: each distribution as suites of

@@ -54,7 +54,7 @@ const char* verdict_name(Verdict v);
 std::optional<Verdict> verdict_from_name(std::string_view name);
 
 // How a suite draws its float inputs.
-enum class Distribution { Normal, Wide, Special, Offset, Integer, Constants, Subnormal };
+enum class Distribution { Normal, Wide, Special, Offset, Integer, Constants, Subnormal, Ties };
 // Seeded inputs for `graph` at its bound dims: Normal is normal(0, 1); Wide is
 // normal(0, 1) times 30 (large magnitudes: overflow-prone code fails); Special is Normal
 // with about 1% of the elements replaced by NaN, +Inf, -Inf, 0 and -0; Offset is Normal
@@ -70,6 +70,10 @@ enum class Distribution { Normal, Wide, Special, Offset, Integer, Constants, Sub
 // thirds of its values subnormal, and their products with the other parameters' ordinary
 // values below float32's normal range, so a kernel that flushes subnormal inputs or
 // results (FTZ/DAZ, vdpbf16ps, a flushing conversion) differs from the spec.
+// Ties (for specs that round to integers: np.round, np.rint, floor, ceil, trunc) is
+// multiples of 1/8 in [-8, 8], exact in every float dtype: integers, halves and quarters,
+// so x, 2x, 3x, 4x ... land on integers and on the .5 ties where rounding half to even
+// and half away from zero differ.
 // Integers are small (-8..8), bools coin flips.
 // Drawn in chunks by `threads` threads; the values do not depend on how many.
 std::vector<interp::Tensor> make_inputs(const ir::Graph& graph, uint64_t seed, Distribution d,

@@ -65,6 +65,7 @@ CORPUS = {
     "scipy_special": ([dict(M=1, N=7), dict(M=4, N=3)], ("normal", "uniform")),
     "masked_assign": ([dict(T=1, D=6), dict(T=4, D=3)], ("normal", "uniform")),
     "bert_layer": ([dict(T=1, D=4, F=3), dict(T=6, D=12, F=5)], ("normal", "uniform")),
+    "rounding": ([dict(M=1, N=8), dict(M=4, N=3)], ("normal", "uniform")),
     "f64_spec": ([dict(M=1, K=7, N=3), dict(M=3, K=1, N=1)], ("normal", "uniform")),
     "int_compute": ([dict(M=1, N=7), dict(M=3, N=1)], ("normal", "uniform")),
     "masks_neg_inf": ([dict(S=1, D=3), dict(S=7, D=1)], ("normal", "uniform")),

@@ -113,6 +113,37 @@ TEST(Verify, WrongKernelGivesTheFirstCounterexample) {
   EXPECT_NE(r.message.find("expected"), std::string::npos) << r.message;
 }
 
+// A spec that rounds (np.round: half to even) gets inputs on the .5 ties at quick: its
+// emitted kernel passes, the same kernel rounding half away from zero (std::round) is
+// wrong there, and only there (random floats never land on a tie).
+TEST(Verify, RoundingTiesCatchAKernelThatRoundsHalfAwayFromZero) {
+  auto fake_quant = [](const ollie::ir::DimBindings& dims) {
+    ollie::spec::SpecOptions o;
+    o.dim_overrides = dims;
+    return ollie::spec::compile_spec("q.py",
+                                     "import numpy as np\nDIMS = dict(M=4, N=16)\n"
+                                     "def f(x: \"f32[M, N]\") -> \"f32[M, N]\":\n"
+                                     "    return np.clip(np.round(x * 4), -127, 127) / 4\n",
+                                     o);
+  };
+  const auto g = fake_quant({});
+  const std::string source =
+      ollie::emit::emit_kernel(ollie::loops::lower(g, ollie::loops::default_schedule(g)), g);
+  ASSERT_NE(source.find("std::rint"), std::string::npos);
+  const v::Report good = v::verify(g, source, fake_quant, options());
+  EXPECT_EQ(good.verdict, v::Verdict::Pass) << good.message;
+  bool ties = false;
+  for (const auto& s : good.suites) ties = ties || s.name == "rounding-ties";
+  EXPECT_TRUE(ties);
+  std::string away = source;
+  for (size_t at; (at = away.find("std::rint")) != std::string::npos;)
+    away.replace(at, 9, "std::round");
+  const v::Report bad = v::verify(g, away, fake_quant, options());
+  ASSERT_EQ(bad.verdict, v::Verdict::Wrong) << bad.message;
+  EXPECT_NE(bad.message.find("rounding-ties"), std::string::npos) << bad.message;
+  for (const auto& s : bad.suites) EXPECT_EQ(s.passed, s.name != "rounding-ties") << s.name;
+}
+
 TEST(Verify, CrashesCompileErrorsAndForbiddenCallsHaveTheirVerdicts) {
   EXPECT_EQ(check(kernel_file("softmax_segfaults.cpp")).verdict, v::Verdict::Crash);
   EXPECT_EQ(check(kernel_file("softmax_does_not_compile.cpp")).verdict, v::Verdict::CompileError);
