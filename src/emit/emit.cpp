@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <sstream>
+#include <utility>
 
 namespace ollie::emit {
 namespace {
@@ -219,7 +221,13 @@ class Printer {
       case StmtKind::For: {
         if (s->for_kind == loops::ForKind::Vectorized && s->reduction)
           return vector_sum(s, depth, out);
-        switch (s->for_kind) {
+        const bool work_shared = std::exchange(work_shared_, false);
+        if (work_shared) {
+          out << pad << "#pragma omp for\n";
+        } else if (s->for_kind == loops::ForKind::Parallel && scratch_loop(s, depth, out)) {
+          break;
+        }
+        switch (work_shared ? loops::ForKind::Serial : s->for_kind) {
           case loops::ForKind::Parallel: out << pad << "#pragma omp parallel for\n"; break;
           case loops::ForKind::Vectorized: out << pad << "#pragma omp simd\n"; break;
           case loops::ForKind::Unrolled:
@@ -260,17 +268,18 @@ class Printer {
       case StmtKind::Allocate: {
         if (s->register_tile && emit_vector_tile(s, vector_bytes_, depth, plain(), out)) break;
         const char* t = local_type(s->dtype);
-        const int64_t bytes = is_half(s->dtype) ? 4 : ir::dtype_bytes(s->dtype);
-        const auto n = s->size->kind == ExprKind::IntImm ? s->size->int_value : -1;
-        if (n >= 0 && n * bytes <= kStackBytes) {
-          // Small tiles of constant size live on the stack (private to the thread).
-          out << pad << "alignas(64) " << t << " " << s->name << "[" << std::max<int64_t>(n, 1)
-              << "];\n";
-        } else {
+        if (scratch_.count(s->name)) {
+          // A per-thread scratch buffer, allocated once before the parallel loop.
+          out << pad << t << "* __restrict " << s->name << " = " << s->name << "_mem.get();\n";
+        } else if (on_heap(s)) {
           // On the heap: intermediates grow with the dims and would overflow the stack.
           out << pad << "std::unique_ptr<" << t << "[]> " << s->name << "_mem(new " << t << "["
               << expr(s->size) << "]);\n"
               << pad << t << "* __restrict " << s->name << " = " << s->name << "_mem.get();\n";
+        } else {
+          // Small tiles of constant size live on the stack (private to the thread).
+          out << pad << "alignas(64) " << t << " " << s->name << "["
+              << std::max<int64_t>(s->size->int_value, 1) << "];\n";
         }
         stmt(s->body[0], depth, out);
         break;
@@ -296,6 +305,59 @@ class Printer {
   }
 
  private:
+  // Whether local buffer `a` (an Allocate) lives on the heap: its size is not a constant,
+  // or too big for the stack.
+  static bool on_heap(const Stmt& a) {
+    const int64_t bytes = is_half(a->dtype) ? 4 : ir::dtype_bytes(a->dtype);
+    return a->size->kind != ExprKind::IntImm || a->size->int_value * bytes > kStackBytes;
+  }
+
+  // The heap buffers allocated inside `s` (not inside a nested parallel loop) whose size
+  // depends only on the dims, by name, with their size as printed; a name allocated at
+  // several sites with different sizes maps to "".
+  void heap_locals(const Stmt& s, std::map<std::string, std::pair<Stmt, std::string>>& found) {
+    if (s->kind == StmtKind::Allocate && on_heap(s)) {
+      bool dims_only = true;
+      loops::for_each_expr(s->size, [&](const Expr& e) {
+        dims_only = dims_only && e->kind != ExprKind::Var && e->kind != ExprKind::Load;
+      });
+      const std::string size = dims_only ? expr(s->size) : "";
+      const auto [it, fresh] = found.emplace(s->name, std::make_pair(s, size));
+      if (!fresh && it->second.second != size) it->second.second = "";
+    }
+    for (const auto& b : s->body)
+      if (b && !(b->kind == StmtKind::For && b->for_kind == loops::ForKind::Parallel))
+        heap_locals(b, found);
+  }
+
+  // A parallel loop whose iterations allocate heap buffers of a size fixed by the dims (a
+  // fused row's scores, `new float[S]` per row): each thread allocates them once, in an
+  // `omp parallel` region around the work-shared loop (`omp for`: the iterations are dealt
+  // to the threads as `omp parallel for` deals them), and every iteration reuses its
+  // thread's copy. False, with nothing written, when the loop allocates none.
+  bool scratch_loop(const Stmt& s, int depth, std::ostringstream& out) {
+    std::map<std::string, std::pair<Stmt, std::string>> found;
+    heap_locals(s->body[0], found);
+    std::vector<std::string> names;
+    for (const auto& [name, at] : found)
+      if (!at.second.empty() && !scratch_.count(name)) names.push_back(name);
+    if (names.empty()) return false;
+    const std::string pad(static_cast<size_t>(depth) * 2, ' ');
+    out << pad << "#pragma omp parallel\n" << pad << "{\n";
+    for (const auto& name : names) {
+      const Stmt& a = found.at(name).first;
+      const char* t = local_type(a->dtype);
+      out << pad << "  std::unique_ptr<" << t << "[]> " << name << "_mem(new " << t << "["
+          << found.at(name).second << "]);  // scratch, one per thread\n";
+      scratch_.insert(name);
+    }
+    work_shared_ = true;  // the loop, below its `omp for`, as a plain loop
+    stmt(s, depth + 1, out);
+    for (const auto& name : names) scratch_.erase(name);
+    out << pad << "}\n";
+    return true;
+  }
+
   PlainPrinter plain() {
     return {[this](const Expr& e) { return expr(e); },
             [this](const Stmt& st, int d, std::ostringstream& o) { stmt(st, d, o); }};
@@ -495,6 +557,8 @@ class Printer {
 
   std::map<std::string, std::string> dim_names_;
   std::map<std::string, DType> half_buffers_;  // the ABI's 16-bit float buffers
+  std::set<std::string> scratch_;  // per-thread scratch buffers of the parallel loop emitted
+  bool work_shared_ = false;       // the next For is a parallel region's `omp for` loop
 
   // The value a store writes. An ABI buffer of 16-bit floats rounds what it is assigned
   // (ollie_half's operator=), so a float rounded to its dtype just before is stored

@@ -103,13 +103,13 @@ void fuse_block(const ir::Graph& g, Stages& st, Schedule& out, const BlockPlan& 
 // loop, or `rows` 1, gets a single row. A `column` loop other than the last pure one makes
 // that loop the vectorized columns (the tile's store-back then writes it with a stride);
 // a `row` loop, the rows (the pure loops outside the tile keep their order).
+// `columns_outside`: the tile's column loop runs outside its row loop (a column of tiles
+// sweeps all the rows, reusing its strip of the operand the columns stream from cache).
 // Each directive is applied to `st`; nullopt (and `st` as it was) if one is illegal.
-std::optional<std::vector<Directive>> register_tile(const ir::Graph& g, Stages& st,
-                                                    const std::string& stage, int64_t rows,
-                                                    int64_t vectors, const Target& target,
-                                                    bool parallel = true,
-                                                    const std::string& column = "",
-                                                    const std::string& row = "");
+std::optional<std::vector<Directive>> register_tile(
+    const ir::Graph& g, Stages& st, const std::string& stage, int64_t rows, int64_t vectors,
+    const Target& target, bool parallel = true, const std::string& column = "",
+    const std::string& row = "", bool columns_outside = false);
 // A dot-product tile for a contraction vectorized along its innermost reduction loop
 // (attention scores: q[h, l] . c_kv[s, l], both contiguous only along l): kDotTile
 // iterations of the innermost pure loop that some operand does not depend on run inside

@@ -16,7 +16,8 @@ std::optional<std::vector<Directive>> register_tile(const ir::Graph& g, Stages& 
                                                     const std::string& stage, int64_t rows,
                                                     int64_t vectors, const Target& target,
                                                     bool parallel, const std::string& column,
-                                                    const std::string& row_loop) {
+                                                    const std::string& row_loop,
+                                                    bool columns_outside) {
   Stages work = st;
   Schedule out;
   auto loops_now = [&] { return work.stages[static_cast<size_t>(work.find(stage))].loops; };
@@ -39,15 +40,24 @@ std::optional<std::vector<Directive>> register_tile(const ir::Graph& g, Stages& 
   for (const auto& p : pure)
     if (p != col && p != row) order.push_back(p);
   std::vector<std::string> inner;
+  std::string rows_outer;
   if (!row.empty()) {
     const auto r = split(row, rows);
     if (!r) return std::nullopt;
+    rows_outer = r->first;
     order.push_back(r->first);
     inner.push_back(r->second);
   }
   const auto c = split(col, cols);
   if (!c) return std::nullopt;
-  order.push_back(c->first);
+  // The accumulators live in the innermost loop outside the reduction loops.
+  std::string acc_loop = c->first;
+  if (columns_outside && !rows_outer.empty()) {
+    order.insert(order.end() - 1, c->first);
+    acc_loop = rows_outer;
+  } else {
+    order.push_back(c->first);
+  }
   inner.push_back(c->second);
   order.insert(order.end(), reduced.begin(), reduced.end());
   order.insert(order.end(), inner.begin(), inner.end());
@@ -56,7 +66,7 @@ std::optional<std::vector<Directive>> register_tile(const ir::Graph& g, Stages& 
   if (now != order &&
       !try_apply(g, work, out, make_directive(DirectiveKind::Reorder, stage, order)))
     return std::nullopt;
-  if (!try_apply(g, work, out, make_directive(DirectiveKind::Accumulate, stage, {c->first})))
+  if (!try_apply(g, work, out, make_directive(DirectiveKind::Accumulate, stage, {acc_loop})))
     return std::nullopt;
   try_apply(g, work, out, make_directive(DirectiveKind::Vectorize, stage, {c->second}));
   if (!row.empty())

@@ -140,7 +140,11 @@ TEST(EmitKernel, ReadableAndParallel) {
   const std::string src =
       ollie::emit::emit_kernel(ollie::loops::lower(g, ollie::loops::default_schedule(g)), g);
   EXPECT_NE(src.find("`softmax`"), std::string::npos);
-  EXPECT_NE(src.find("#pragma omp parallel for\n  for (int64_t m = 0; m < M; ++m) {"),
+  // The row of exponentials is a scratch buffer per thread (HeapLocalsOfAParallelLoop...).
+  EXPECT_NE(src.find("  #pragma omp parallel\n  {\n    std::unique_ptr<float[]> "),
+            std::string::npos)
+      << src;
+  EXPECT_NE(src.find("    #pragma omp for\n    for (int64_t m = 0; m < M; ++m) {"),
             std::string::npos)
       << src;
   EXPECT_NE(src.find("#pragma omp simd"), std::string::npos) << src;
@@ -203,3 +207,42 @@ TEST(EmitKernel, KeywordParameterRenamed) {
 }
 
 }  // namespace
+
+// A parallel loop whose iterations allocate heap buffers sized by the dims (attention's
+// fused rows of scores, `new float[S]` per row) allocates them once per thread, in an
+// `omp parallel` region around the `omp for` loop; each iteration reuses its thread's
+// buffers (the rows are rewritten before they are read), and the kernel agrees, at dims
+// where each thread runs several iterations and the last block of rows is cut short.
+TEST(EmitKernel, HeapLocalsOfAParallelLoopAreAllocatedOncePerThread) {
+  Example attention = *std::find_if(examples().begin(), examples().end(), [](const Example& e) {
+    return std::string(e.name) == "attention_causal";
+  });
+  for (const int64_t s : {16, 37}) {
+    attention.dims["S"] = s;
+    const ollie::ir::Graph g = load_example(attention);
+    const std::string src =
+        ollie::emit::emit_kernel(ollie::loops::lower(g, ollie::loops::default_schedule(g)), g);
+    const size_t region = src.find("#pragma omp parallel\n");
+    const size_t loop = src.find("#pragma omp for\n");
+    ASSERT_NE(region, std::string::npos) << src;
+    ASSERT_NE(loop, std::string::npos) << src;
+    EXPECT_LT(region, loop);
+    EXPECT_NE(src.find("(new float[S]);  // scratch, one per thread"), std::string::npos) << src;
+    EXPECT_EQ(src.find("(new ", loop), std::string::npos) << src;  // none inside the loop
+    check_agrees(g);
+  }
+}
+
+// The default schedule's projections with their rows swept inside each column of tiles
+// (a streamed operand over half of L2: here a 64 KiB L2), with row and column tails: the
+// kernel agrees.
+TEST(EmitKernel, TilesWithRowsInsideColumnsAgree) {
+  Example mha = *std::find_if(examples().begin(), examples().end(),
+                              [](const Example& e) { return std::string(e.name) == "mha_causal"; });
+  mha.dims = {{"S", 50}, {"DM", 40}, {"H", 4}, {"HD", 90}};
+  const ollie::ir::Graph g = load_example(mha);
+  const auto schedule = ollie::loops::default_schedule(g, {64, 2, 32 * 1024, 64 * 1024});
+  ASSERT_NE(to_text(schedule).find("reorder t6 i_o s_o dm s_i i_i\n"), std::string::npos)
+      << to_text(schedule);
+  check_agrees(g, schedule);
+}

@@ -121,6 +121,27 @@ TEST(LoopsDefault, AGemmStreamingMoreThanL2PacksPanelsOfIt) {
   EXPECT_EQ(to_text(default_schedule(short_gemm, Target{64, 2})).find("pack"), std::string::npos);
 }
 
+// A GEMM whose streamed operand fills more than half of L2 but cannot be packed (mha's
+// projections read w[DM, H, HD] through a reshape) sweeps the rows inside each column of
+// tiles, so that a column's strip of w is reused from cache; the columns are the parallel
+// loop. Not for matmul's b (half of L2), nor with a bigger L2.
+TEST(LoopsDefault, AProjectionStreamingMoreThanHalfOfL2SweepsRowsInsideColumns) {
+  const auto mha =
+      ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/mha_causal.py", {});
+  const std::string text = to_text(default_schedule(mha, Target{64, 2}));
+  EXPECT_NE(text.find("split t6 s 6\nsplit t6 i 32\nreorder t6 i_o s_o dm s_i i_i\n"
+                      "accumulate t6 s_o\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("parallel t6 i_o\n"), std::string::npos) << text;
+  const std::string big_l2 = to_text(default_schedule(mha, Target{64, 2, 32 * 1024, 4 << 20}));
+  EXPECT_NE(big_l2.find("reorder t6 s_o i_o dm s_i i_i\n"), std::string::npos) << big_l2;
+  const auto matmul =
+      ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/matmul.py", {});
+  EXPECT_NE(to_text(default_schedule(matmul, Target{64, 2})).find("reorder out0 m_o n_o k"),
+            std::string::npos);
+}
+
 // A contraction whose rows do not index its big operand takes a full tile instead of
 // sinking the rows inside the reduction when the operand's slice swept per row of tiles
 // fits in half of L2 (gpt2_block's projections); not when the rows to sink run once
