@@ -155,9 +155,24 @@ bool panel_pays(const ir::Graph& graph, const Target& target, const Stages& st, 
   return false;
 }
 
+// The rows of a full tile over a row loop of `extent` (at the bound dims): 6 (the GEMM
+// micro-kernel's 6 x 2 vectors), but for a short row loop that 6 does not divide (a
+// decode's heads), 8 rows where 8 divides it and the machine has 32 vector registers
+// (16 accumulators), else 4 where 4 does: a partial tile runs the slow generic path on a
+// large share of a short loop's rows. mla_decode's flash o_b over 16 heads, tiles of 6 + 6
+// + 4 rows against 8 + 8 (measured in the commit that made this).
+constexpr int64_t kShortRowLoop = 96;
+
+int64_t full_tile_rows(const Target& target, int64_t extent) {
+  if (extent > kShortRowLoop || extent % 6 == 0) return 6;
+  if (target.vector_bytes >= 64 && extent % 8 == 0) return 8;
+  return extent % 4 == 0 ? 4 : 6;
+}
+
 // A contraction's register tile when every pure loop but `last_pure` stays outside its
-// reduction loops: 6 rows of the pure loop before the last by 2 vectors of the last
-// (fewer when the dims are smaller), the accumulators in registers across the reduction;
+// reduction loops: full_tile_rows (6 for a GEMM) rows of the pure loop before the last by
+// 2 vectors of the last (fewer when the dims are smaller), the accumulators in registers
+// across the reduction;
 // or, for Tile::Row, one row by up to kRowTileVectors vectors.
 // No tile for a short reduction (flash's combination over a few blocks, or its empty
 // tail): the accumulators would be reused too few times to pay for the tile, and its
@@ -172,9 +187,12 @@ bool contraction_tile(const ir::Graph& graph, const Target& target, Stages& st, 
     if (!l.reduction && l.name != last_pure) row = l.name;
   const std::string last_row = row;  // the rows blocked_tile takes
   if (kind == Tile::Full) row = tile_row_of(graph, s, last_pure, big_operand_loops(graph, st, s));
+  int64_t row_extent = 1;
   for (const auto& l : s.loops) {
-    if (l.name == row)
-      rows = std::min<int64_t>(rows, std::max<int64_t>(1, bound_size(graph, l.nominal)));
+    if (l.name == row) {
+      row_extent = std::max<int64_t>(1, bound_size(graph, l.nominal));
+      rows = std::min<int64_t>(rows, row_extent);
+    }
     if (l.name == last_pure) cols = bound_size(graph, l.nominal);
   }
   int64_t steps = 1;
@@ -190,6 +208,8 @@ bool contraction_tile(const ir::Graph& graph, const Target& target, Stages& st, 
       return true;
     }
   }
+  // (The panel keeps its 6 rows: swiglu_mlp's 64-row down projection was measured so.)
+  if (kind == Tile::Full) rows = std::min(full_tile_rows(target, row_extent), row_extent);
   const int64_t vectors = kind == Tile::Row || kind == Tile::Block
                               ? std::min<int64_t>(kRowTileVectors, cols / w)
                           : cols >= 2 * w ? 2

@@ -143,9 +143,33 @@ TEST(LoopsDefault, TilesOverSunkRowsWhenTheSweptSliceFitsInL2) {
   const auto flash =
       ollie::rewrite::replay(mla, "exp2 %18\nnormalize-late %23 lhs\nflash %25 256\n");
   const std::string flash_text = to_text(default_schedule(flash, Target{64, 2}));
-  EXPECT_NE(flash_text.find("split t33 h 6\nsplit t33 l 32\nreorder t33 b i h_o l_o i1 h_i l_i\n"),
+  // 8 rows: two full tiles over the 16 heads (6 + 6 + 4 would leave a partial one); 4 with
+  // 16 vector registers (AVX2), whose 8 x 2 accumulators would spill.
+  EXPECT_NE(flash_text.find("split t33 h 8\nsplit t33 l 32\nreorder t33 b i h_o l_o i1 h_i l_i\n"),
             std::string::npos)
       << flash_text;
+  const std::string avx2_text = to_text(default_schedule(flash, Target{32, 2}));
+  EXPECT_NE(avx2_text.find("split t33 h 4\nsplit t33 l 16\n"), std::string::npos) << avx2_text;
+}
+
+// A full tile's rows divide a short row loop where 6 does not: 8 (or 4 without 32 vector
+// registers); a long row loop keeps 6 rows (its partial tile is a small share).
+TEST(LoopsDefault, AFullTilesRowsDivideAShortRowLoop) {
+  const std::string path = std::string(OLLIE_SOURCE_DIR) + "/examples/matmul.py";
+  auto rows_of = [&](int64_t m, int vector_bytes) {
+    ollie::spec::SpecOptions o;
+    o.dim_overrides["M"] = m;
+    const std::string text =
+        to_text(default_schedule(ollie::spec::load_spec(path, o), Target{vector_bytes, 2}));
+    const size_t at = text.find("split out0 m ");
+    return at == std::string::npos ? std::string("none")
+                                   : text.substr(at + 13, text.find('\n', at) - at - 13);
+  };
+  EXPECT_EQ(rows_of(16, 64), "8");
+  EXPECT_EQ(rows_of(16, 32), "4");
+  EXPECT_EQ(rows_of(24, 64), "6");
+  EXPECT_EQ(rows_of(20, 64), "4");
+  EXPECT_EQ(rows_of(256, 64), "6");
 }
 
 // Block fusion: in mla_decode's flash graph every stage of a key block (scores, max,

@@ -49,15 +49,25 @@ TEST(RecipeStarts, FlashInBlocksOfEachLengthThatFitsTwiceWithItsDefaultSchedule)
   EXPECT_NE(short_cache[0].candidate.rewrites.find(" 64\n"), std::string::npos);
 }
 
+// GQA decode has the same shape of problem: both recipes apply.
+TEST(RecipeStarts, GqaDecodeGetsThemToo) {
+  spec::SpecOptions o;
+  o.dim_overrides = {{"B", 1}, {"S", 512}, {"KV", 2}, {"HD", 16}};
+  const ir::Graph g = spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/gqa_decode.py", o);
+  const auto starts = search::recipe_starts(g);
+  ASSERT_EQ(starts.size(), 2u);
+  for (const auto& s : starts)
+    EXPECT_NE(s.candidate.rewrites.find("\nflash %"), std::string::npos) << s.candidate.rewrites;
+}
+
 TEST(RecipeStarts, NoneWithoutAttention) {
   // A softmax alone: no p @ v to move its normalization after.
-  const ir::Graph softmax = spec::compile_spec(
-      "softmax.py",
-      "import numpy as np\nDIMS = dict(M=8, N=512)\n"
-      "def softmax(x: \"f32[M, N]\") -> \"f32[M, N]\":\n"
-      "    e = np.exp(x - x.max(axis=-1, keepdims=True))\n"
-      "    return e / e.sum(axis=-1, keepdims=True)\n",
-      {});
+  const ir::Graph softmax = spec::compile_spec("softmax.py",
+                                               "import numpy as np\nDIMS = dict(M=8, N=512)\n"
+                                               "def softmax(x: \"f32[M, N]\") -> \"f32[M, N]\":\n"
+                                               "    e = np.exp(x - x.max(axis=-1, keepdims=True))\n"
+                                               "    return e / e.sum(axis=-1, keepdims=True)\n",
+                                               {});
   EXPECT_TRUE(search::recipe_starts(softmax).empty());
 }
 
@@ -75,8 +85,9 @@ TEST(RecipeStarts, LinesAndOriginSayRecipe) {
       << line;
   e.verdict = verify::Verdict::Wrong;
   e.message = "out0[0]: 2 is not 1";
-  EXPECT_EQ(search::warm_start_line(starts[0], 4, e),
-            "recipe start: " + starts[0].origin + " refused: wrong (candidate 4: out0[0]: 2 is not 1)");
+  EXPECT_EQ(
+      search::warm_start_line(starts[0], 4, e),
+      "recipe start: " + starts[0].origin + " refused: wrong (candidate 4: out0[0]: 2 is not 1)");
   store::Candidate best;
   best.id = 3;
   best.proposer = "recipe";
@@ -101,7 +112,8 @@ class RecipeFastEvaluator : public search::Evaluator {
 };
 
 TEST(RecipeStarts, ChainsStartFromARecipeStartThatBeatsTheBaseline) {
-  const fs::path dir = fs::temp_directory_path() / ("ollie-recipe-test-" + std::to_string(getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("ollie-recipe-test-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const ir::Graph g = mla_decode(512);
