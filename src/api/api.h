@@ -138,6 +138,9 @@ struct OptimizeOptions {
   std::vector<std::string> warm_start;
   std::string tuning_db;
   bool no_tuning_db = false;
+  // A new run also starts from the known-good rewrite recipes that apply to the spec
+  // (search::recipe_starts) unless this is set; a resumed run keeps its run's setting.
+  bool no_recipe_starts = false;
   std::string cost_model;  // --cost-model on|off; empty: off for a new run, the run's own on resume
   // The timing regime (docs/measurement.md); neither: chosen from the working set.
   bool cold = false;  // --cold: flush the caches before every timed call

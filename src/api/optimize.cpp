@@ -224,6 +224,7 @@ OptimizeRun OptimizeRun::open(const OptimizeOptions& options, OptimizeObserver& 
                     {"accept_weak", f.accept_weak}};
     if (!llm_options.is_null()) options_json["llm"] = llm_options;
     options_json["cost_model"] = f.cost_model.empty() ? "off" : f.cost_model;
+    options_json["recipe_starts"] = !f.no_recipe_starts;
     if (!f.symbol.empty() && f.symbol != emit::kDefaultSymbol) options_json["symbol"] = f.symbol;
     options_json["timing"] = regime_json(regime_for_new_run(f, graph, f.threads));
     info.options_json = options_json.dump();
@@ -359,6 +360,11 @@ OptimizeRun OptimizeRun::open(const OptimizeOptions& options, OptimizeObserver& 
     db->add_event("warm-start", note);
   }
   so.warm_starts = warm.starts;
+  // Recipe starts, for a new run or a replay of one that had them (a resumed run's chains
+  // go on from where they stopped).
+  if (!s.resuming && !f.finalize_only && options_json.value("recipe_starts", false))
+    for (search::WarmStart& r : search::recipe_starts(graph))
+      so.warm_starts.push_back(std::move(r));
   so.on_warm_start = [&s](const std::string& line) { s.observer->note(line); };
 
   return OptimizeRun(std::move(state));

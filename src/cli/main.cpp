@@ -265,6 +265,9 @@ int main(int argc, char** argv) {
                       "$XDG_CACHE_HOME/ollie or ~/.cache/ollie)");
   opt_cmd->add_flag("--no-tuning-db", opt.no_tuning_db,
                     "neither read nor write the tuning database");
+  opt_cmd->add_flag("--no-recipe-starts", opt.no_recipe_starts,
+                    "start the chains from the baseline and any warm starts only, not from the "
+                    "known-good rewrite recipes (flash attention) that apply to the spec");
   opt_cmd
       ->add_option("--log-every", opt.log_every,
                    "seconds between progress lines when not on a terminal")

@@ -49,9 +49,9 @@ std::string clock_text(double seconds) {
 
 std::string proposer_color(const std::string& proposer) {
   static const std::map<std::string, std::string> known = {
-      {"baseline", "#111111"}, {"mutate", "#1f77b4"}, {"rewrite", "#ff7f0e"},
-      {"llm", "#2ca02c"},      {"cmd", "#9467bd"},    {"warm-start", "#8c564b"},
-      {"restart", "#7f7f7f"},  {"confirm", "#17becf"}};
+      {"baseline", "#111111"}, {"mutate", "#1f77b4"},  {"rewrite", "#ff7f0e"},
+      {"llm", "#2ca02c"},      {"cmd", "#9467bd"},     {"warm-start", "#8c564b"},
+      {"restart", "#7f7f7f"},  {"confirm", "#17becf"}, {"recipe", "#bc5a45"}};
   const auto it = known.find(proposer);
   if (it != known.end()) return it->second;
   // Another proposer: a colour of its own, the same on every page.

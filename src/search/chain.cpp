@@ -317,10 +317,12 @@ class Chains {
     best_ = {base_id, baseline, baseline_seconds_};
     evaluate_warm_starts();
     refresh_best();
-    // A chain without steps starts from the baseline, or from a warm start that beat it.
-    // A worker joining a shared run starts its chains from the run's best.
+    // A chain without steps starts from the baseline, or from a warm start (or recipe
+    // start) that beat it. A worker joining a shared run starts its chains from the run's
+    // best.
     State start = base;
-    if (best_.candidate.proposer == "warm-start" || options_.worker.on)
+    if (best_.candidate.proposer == "warm-start" || best_.candidate.proposer == "recipe" ||
+        options_.worker.on)
       if (auto e = store_.evaluation_here(best_.id))
         start = state_of(best_.id, best_.candidate, evaluation_from_row(*e), baseline_seconds_);
     for (int chain = 0; chain < options_.chains; ++chain) {

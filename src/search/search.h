@@ -169,6 +169,14 @@ struct WarmStart {
   std::string origin;  // "RUN.db #12": where it was read
 };
 
+// Recipe starts (docs/search.md, "Recipe starts"): the spec's graph after each known-good
+// rewrite recipe that applies to it (attention's normalization moved after p @ v, then
+// its softmax in key blocks: flash), with that graph's default schedule, as starts with
+// proposer "recipe" (move "recipe: LINES (its default schedule)", origin "the recipe
+// LINES"). A new run evaluates them after the baseline, like warm starts, and its chains
+// start from the fastest. Empty when no recipe applies; never the baseline's kernel.
+std::vector<WarmStart> recipe_starts(const ir::Graph& graph);
+
 // The cost model (docs/search.md, "The cost model"; cost_model.h): learned during the run
 // from its own evaluations, it ranks `candidates` proposals of a cheap proposer and only
 // the most promising is evaluated. Off: every step evaluates its one proposal, as before.

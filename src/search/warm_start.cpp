@@ -17,6 +17,7 @@
 #include "store/tuning_db.h"
 #include "support/error.h"
 #include "support/sha256.h"
+#include "support/strings.h"
 
 namespace ollie::search {
 
@@ -180,23 +181,31 @@ GatheredWarmStarts gather_warm_starts(const ir::Graph& graph, const std::string&
 }
 
 std::string warm_start_line(const WarmStart& start, int64_t candidate, const Evaluation& e) {
+  const bool recipe = start.candidate.proposer == "recipe";
+  const char* kind = recipe ? "recipe start" : "warm start";
   if (e.verdict != verify::Verdict::Pass) {
     const std::string message = e.message.substr(0, e.message.find('\n'));
-    return fmt::format("warm start: {} refused: {} (candidate {}{}{})", start.origin,
+    return fmt::format("{}: {} refused: {} (candidate {}{}{})", kind, start.origin,
                        verify::verdict_name(e.verdict), candidate, message.empty() ? "" : ": ",
                        message.substr(0, 300));
   }
-  const std::string move = start.candidate.move.rfind("from ", 0) == 0
-                               ? start.candidate.move.substr(5)
-                               : start.candidate.move;
+  std::string move = start.candidate.move;
+  for (const char* prefix : {"from ", "recipe: "})
+    if (move.rfind(prefix, 0) == 0) move = move.substr(std::string(prefix).size());
   return fmt::format(
-      "warm start: {} -> candidate {}: re-verified (quick), x{:.3f} of this run's baseline "
-      "side by side",
-      move, candidate, e.ratio_vs_baseline);
+      "{}: {} -> candidate {}: {} (quick), x{:.3f} of this run's baseline side by side", kind, move,
+      candidate, recipe ? "verified" : "re-verified", e.ratio_vs_baseline);
 }
 
 std::string origin_of(const store::Candidate& best, const std::vector<std::string>& warm_events) {
   if (best.proposer == "baseline") return "the baseline (the default schedule)";
+  if (best.proposer == "recipe") {
+    std::string lines;
+    for (const std::string& line : strings::split_lines(best.rewrites))
+      if (!line.empty()) lines += (lines.empty() ? "" : "; ") + line;
+    return "a recipe start (the rewrites " + lines +
+           " with their default schedule), timed side by side with this run's baseline";
+  }
   if (best.proposer != "warm-start")
     return "found by this run's search (proposer " + best.proposer + ")";
   const std::string marker = " -> candidate " + std::to_string(best.id) + ":";

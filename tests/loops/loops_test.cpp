@@ -61,20 +61,21 @@ TEST(LoopsIR, MakeTypesAndFoldsIndexArithmetic) {
 // in it outside that loop (the two products sharing the token loop, sibling fusion) run
 // their own outermost pure loop in parallel (before, the whole attention ran on one core); o_lat =
 // p . c_kv (16 x 512 outputs, 4096 keys) runs split-K: partial results over 64-key slices in
-// parallel with register tiles, then their sum; the 512-long score dots run 4 heads x 4
-// tokens at a time (the tokens' split takes them out of the sibling fusion with the rope
-// scores: each product runs its own token loop in parallel).
+// parallel with register tiles, then their sum; the 512-long score dots run as lane tiles
+// (q_lat copied transposed, the 16 heads one vector against a broadcast c_kv element, 8
+// tokens at a time), as do the rope scores, the scores computed at the rope scores' token
+// tiles, which run in parallel.
 TEST(LoopsDefault, ARootNestThatRunsOnceSharesItsWorkInside) {
   const auto g =
       ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/mla_decode.py", {});
   ASSERT_EQ(g.bound_dims.at("B"), 1);
   const std::string text = to_text(default_schedule(g, Target{64, 2}));
   for (const char* line :
-       {"compute_at t8 t22 b\n", "compute_at t7 t22 b\n", "parallel t8 s\n", "parallel t7 s_o\n",
-        "parallel t22 h\n", "split t23 s 64\n", "rfactor t23 s_o\n", "accumulate t23_rf l_o\n",
-        "parallel t23_rf s_o\n", "vectorize t23 l\n", "split t7 h 4\n", "split t7 s 4\n",
-        "reorder t7 b s_o h_o l h_i s_i\n", "unroll t7 h_i\n", "unroll t7 s_i\n",
-        "vectorize t7 l\n"})
+       {"compute_at t8 t22 b\n", "compute_at t7 t8 h_o\n", "parallel t8 s_o\n", "parallel t22 h\n",
+        "split t23 s 64\n", "rfactor t23 s_o\n", "accumulate t23_rf l_o\n", "parallel t23_rf s_o\n",
+        "vectorize t23 l\n", "pack t7 t6 root transposed\n", "split t7 s 8\n", "split t7 h 16\n",
+        "reorder t7 b s_o h_o l s_i h_i\n", "accumulate t7 h_o\n", "vectorize t7 h_i\n",
+        "unroll t7 s_i\n", "pack t8 q_pe root transposed\n"})
     EXPECT_NE(text.find(line), std::string::npos) << line << " in\n" << text;
   EXPECT_EQ(text.find("parallel t23_rf s_o\nparallel t23_rf s_o\n"), std::string::npos) << text;
   // Within one core nothing runs in parallel.
@@ -88,6 +89,7 @@ TEST(LoopsDefault, ARootNestThatRunsOnceSharesItsWorkInside) {
   const std::string text4 = to_text(default_schedule(g4, Target{64, 2}));
   EXPECT_NE(text4.find("parallel t23 b\n"), std::string::npos) << text4;
   EXPECT_EQ(text4.find("parallel t7 "), std::string::npos) << text4;
+  EXPECT_EQ(text4.find("parallel t8 "), std::string::npos) << text4;
   EXPECT_EQ(text4.find("rfactor t23"), std::string::npos) << text4;
   // Short score dots (attention_causal's 64-long head dim) keep one accumulator.
   const auto att =
@@ -164,9 +166,55 @@ TEST(LoopsDefault, TilesOverSunkRowsWhenTheSweptSliceFitsInL2) {
   const auto flash =
       ollie::rewrite::replay(mla, "exp2 %18\nnormalize-late %23 lhs\nflash %25 256\n");
   const std::string flash_text = to_text(default_schedule(flash, Target{64, 2}));
-  EXPECT_NE(flash_text.find("split t33 h 6\nsplit t33 l 32\nreorder t33 b i h_o l_o i1 h_i l_i\n"),
+  // 8 rows: two full tiles over the 16 heads (6 + 6 + 4 would leave a partial one); 4 with
+  // 16 vector registers (AVX2), whose 8 x 2 accumulators would spill.
+  EXPECT_NE(flash_text.find("split t33 h 8\nsplit t33 l 32\nreorder t33 b i h_o l_o i1 h_i l_i\n"),
             std::string::npos)
       << flash_text;
+  const std::string avx2_text = to_text(default_schedule(flash, Target{32, 2}));
+  EXPECT_NE(avx2_text.find("split t33 h 4\nsplit t33 l 16\n"), std::string::npos) << avx2_text;
+}
+
+// Lane tiles: mla_decode's flash scores q_lat[h, l] . c_kv[s, l] read a transposed copy of
+// q_lat, the 16 heads one vector (two with 32-byte vectors) against a broadcast c_kv
+// element, 8 keys at a time; gqa_decode's 4 query heads per group are too few lanes, so its
+// scores keep the dot tile.
+TEST(LoopsDefault, ShortHeadLoopsAreTheLanesOfDecodeScores) {
+  const std::string dir = std::string(OLLIE_SOURCE_DIR) + "/examples/";
+  const auto mla = ollie::spec::load_spec(dir + "mla_decode.py", {});
+  const auto flash = ollie::rewrite::replay(mla, "normalize-late %23 lhs\nflash %25 256\n");
+  const std::string text = to_text(default_schedule(flash, Target{64, 2}));
+  EXPECT_NE(text.find("pack t11 t6 root transposed\nsplit t11 i1 8\nsplit t11 h 16\n"
+                      "reorder t11 b i i1_o h_o l i1_i h_i\naccumulate t11 h_o\n"
+                      "vectorize t11 h_i\nunroll t11 i1_i\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("compute_at t11 t33 i\n"), std::string::npos) << text;
+  const std::string avx2 = to_text(default_schedule(flash, Target{32, 2}));
+  EXPECT_NE(avx2.find("pack t11 t6 root transposed\n"), std::string::npos) << avx2;
+  const auto gqa = ollie::spec::load_spec(dir + "gqa_decode.py", {});
+  EXPECT_EQ(to_text(default_schedule(gqa, Target{64, 2})).find("root transposed"),
+            std::string::npos);
+}
+
+// A full tile's rows divide a short row loop where 6 does not: 8 (or 4 without 32 vector
+// registers); a long row loop keeps 6 rows (its partial tile is a small share).
+TEST(LoopsDefault, AFullTilesRowsDivideAShortRowLoop) {
+  const std::string path = std::string(OLLIE_SOURCE_DIR) + "/examples/matmul.py";
+  auto rows_of = [&](int64_t m, int vector_bytes) {
+    ollie::spec::SpecOptions o;
+    o.dim_overrides["M"] = m;
+    const std::string text =
+        to_text(default_schedule(ollie::spec::load_spec(path, o), Target{vector_bytes, 2}));
+    const size_t at = text.find("split out0 m ");
+    return at == std::string::npos ? std::string("none")
+                                   : text.substr(at + 13, text.find('\n', at) - at - 13);
+  };
+  EXPECT_EQ(rows_of(16, 64), "8");
+  EXPECT_EQ(rows_of(16, 32), "4");
+  EXPECT_EQ(rows_of(24, 64), "6");
+  EXPECT_EQ(rows_of(20, 64), "4");
+  EXPECT_EQ(rows_of(256, 64), "6");
 }
 
 // Block fusion: in mla_decode's flash graph every stage of a key block (scores, max,
@@ -221,7 +269,8 @@ TEST(LoopsDefault, ABigContractionTakesATileOverAFusedElementwiseProducer) {
 
 // The scores q . k^T (both contiguous along d) read a transposed copy of k made once per
 // call, and become an outer-product tile along the keys over a block of 4 query rows;
-// a decode step's scores (16 heads against the cache: little reuse) keep their dot products.
+// a decode step's scores (16 heads against the cache: little reuse) never copy the cache;
+// they copy the small q_lat instead, for a lane tile (ShortHeadLoopsAreTheLanesOfDecodeScores).
 TEST(LoopsDefault, DotShapedScoresReadATransposedCopyWhereItIsReused) {
   const auto att =
       ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/attention_causal.py", {});
@@ -234,7 +283,9 @@ TEST(LoopsDefault, DotShapedScoresReadATransposedCopyWhereItIsReused) {
   EXPECT_NE(text.find("compute_at t4 out0 s_o\n"), std::string::npos) << text;
   const auto mla =
       ollie::spec::load_spec(std::string(OLLIE_SOURCE_DIR) + "/examples/mla_decode.py", {});
-  EXPECT_EQ(to_text(default_schedule(mla, Target{64, 2})).find("transposed"), std::string::npos);
+  const std::string mla_text = to_text(default_schedule(mla, Target{64, 2}));
+  EXPECT_EQ(mla_text.find("pack t7 c_kv"), std::string::npos) << mla_text;
+  EXPECT_NE(mla_text.find("pack t7 t6 root transposed\n"), std::string::npos) << mla_text;
 }
 
 // Attention's P . V hosts the fused softmax at its query rows: the rows run in blocks of
