@@ -2,6 +2,7 @@
 // parallel and vectorized loops) plus the documenting header.
 #include "emit/emit.h"
 
+#include "emit/half_blocks.h"
 #include "emit/vector_tile.h"
 
 #include <cctype>
@@ -154,9 +155,13 @@ class Printer {
       case ExprKind::Var: return e->name;
       case ExprKind::Dim: return dim_text(e->dim);
       case ExprKind::Load:
-        // A 16-bit float reads as float (explicitly, so templates see float).
-        if (is_half(e->dtype))
-          return "static_cast<float>(" + e->name + "[" + expr(e->args[0]) + "])";
+        // A 16-bit float reads as float (explicitly, so templates see float); in a block,
+        // as its lane of the block converted before the loop.
+        if (is_half(e->dtype)) {
+          const std::string element = e->name + "[" + expr(e->args[0]) + "]";
+          const auto it = block_lanes_.find(element);
+          return "static_cast<float>(" + (it == block_lanes_.end() ? element : it->second) + ")";
+        }
         return e->name + "[" + expr(e->args[0]) + "]";
       case ExprKind::Unary:
         switch (e->op) {
@@ -226,6 +231,8 @@ class Printer {
           out << pad << "#pragma omp for\n";
         } else if (s->for_kind == loops::ForKind::Parallel && scratch_loop(s, depth, out)) {
           break;
+        } else if (s->for_kind == loops::ForKind::Vectorized && blocked_loop(s, depth, out)) {
+          return;
         }
         switch (work_shared ? loops::ForKind::Serial : s->for_kind) {
           case loops::ForKind::Parallel: out << pad << "#pragma omp parallel for\n"; break;
@@ -261,10 +268,13 @@ class Printer {
       case StmtKind::Block:
         for (const auto& b : s->body) stmt(b, depth, out);
         break;
-      case StmtKind::Store:
-        out << pad << s->name << "[" << expr(s->index) << "] = " << stored(s->name, s->value)
-            << ";\n";
+      case StmtKind::Store: {
+        const std::string element = s->name + "[" + expr(s->index) + "]";
+        const auto it = block_lanes_.find(element);
+        out << pad << (it == block_lanes_.end() ? element : it->second) << " = "
+            << stored(s->name, s->value) << ";\n";
         break;
+      }
       case StmtKind::Allocate: {
         if (s->register_tile && emit_vector_tile(s, vector_bytes_, depth, plain(), out)) break;
         const char* t = local_type(s->dtype);
@@ -361,6 +371,48 @@ class Printer {
   PlainPrinter plain() {
     return {[this](const Expr& e) { return expr(e); },
             [this](const Stmt& st, int d, std::ostringstream& o) { stmt(st, d, o); }};
+  }
+
+  // A vectorized loop of stores that loads or stores an ABI buffer of 16-bit floats with
+  // unit stride (half_blocks.h): chunks of kHalfBlockLanes iterations, each converting
+  // those elements as vectors around a vectorized loop over its lanes, then the remaining
+  // iterations as the plain loop. False, writing nothing, where that does not apply.
+  bool blocked_loop(const Stmt& s, int depth, std::ostringstream& out) {
+    std::vector<Stmt> stores;
+    const Stmt& body = s->body[0];
+    for (const Stmt& b : body->kind == StmtKind::Block ? body->body : std::vector<Stmt>{body}) {
+      if (b->kind != StmtKind::Store) return false;
+      stores.push_back(b);
+    }
+    if (s->extent->kind == ExprKind::IntImm && s->extent->int_value < kHalfBlockLanes) return false;
+    const std::string i = s->name, chunk = i + "_vec", lane = i + "_lane", end = i + "_end";
+    const auto blocks = half_blocks(stores, {}, i, half_buffers_, plain(), i + "_");
+    if (blocks.empty()) return false;
+    const std::string pad(static_cast<size_t>(depth) * 2, ' '), p = pad + "  ";
+    const std::string lanes = std::to_string(kHalfBlockLanes);
+    out << pad << "{\n"
+        << p << "const int64_t " << end << " = " << expr(s->min) << " + " << expr(s->extent)
+        << ";\n"
+        << p << "int64_t " << chunk << " = " << expr(s->min) << ";\n"
+        << p << "for (; " << chunk << " + " << lanes << " <= " << end << "; " << chunk
+        << " += " << lanes << ") {\n";
+    write_half_block_heads(blocks, i, chunk, p + "  ", plain(), out);
+    out << p << "  #pragma omp simd\n"
+        << p << "  for (int64_t " << lane << " = 0; " << lane << " < " << lanes << "; ++" << lane
+        << ") {\n"
+        << p << "    const int64_t " << i << " = " << chunk << " + " << lane << ";\n";
+    block_lanes_ = half_block_lanes(blocks, lane, plain());
+    stmt(body, depth + 3, out);
+    block_lanes_.clear();
+    out << p << "  }\n";
+    write_half_block_tails(blocks, i, chunk, p + "  ", plain(), out);
+    out << p << "}\n"
+        << p << "#pragma omp simd\n"
+        << p << "for (int64_t " << i << " = " << chunk << "; " << i << " < " << end << "; ++" << i
+        << ") {\n";
+    stmt(body, depth + 2, out);
+    out << p << "}\n" << pad << "}\n";
+    return true;
   }
 
   // A vectorized reduction loop (a sum: the only combine a schedule may vectorize) around
@@ -467,15 +519,23 @@ class Printer {
       out << p << "alignas(64) " << type << " " << acc_name(buffer, n, k) << "_lanes[" << lanes
           << "] = {};\n";
     out << p << "for (; " << chunk << " + " << lanes << " <= " << end << "; " << chunk
-        << " += " << lanes << ") {\n"
-        << p << "  #pragma omp simd\n"
+        << " += " << lanes << ") {\n";
+    // The terms' 16-bit loads with unit stride, converted a chunk at a time (half_blocks.h).
+    std::vector<Expr> terms;
+    for (const auto& u : updates) terms.push_back(u.second);
+    auto blocks = half_blocks({}, terms, i, half_buffers_, plain(), i + "_");
+    std::erase_if(blocks, [&](const HalfBlock& b) { return b.buffer == buffer; });
+    write_half_block_heads(blocks, i, chunk, p + "  ", plain(), out);
+    out << p << "  #pragma omp simd\n"
         << p << "  for (int64_t " << lane << " = 0; " << lane << " < " << lanes << "; ++" << lane
         << ") {\n"
         << p << "    const int64_t " << i << " = " << chunk << " + " << lane << ";\n";
+    block_lanes_ = half_block_lanes(blocks, lane, plain());
     for (size_t k = 0; k < n; ++k) {
       const std::string a = acc_name(buffer, n, k) + "_lanes[" + lane + "]";
       out << p << "    " << a << " = " << a << " + " << expr(updates[k].second) << ";\n";
     }
+    block_lanes_.clear();
     out << p << "  }\n" << p << "}\n";
     out << p << "for (int64_t " << i << " = " << chunk << "; " << i << " < " << end << "; ++" << i
         << ") {\n";
@@ -504,6 +564,7 @@ class Printer {
   // Lanes of a vectorized sum: a 64-byte vector of float (a double sum keeps 16 too, two
   // vectors, so the adds of a short sum do not wait on each other).
   static constexpr int kSumLanes = 16;
+  static_assert(kSumLanes == kHalfBlockLanes, "a sum's chunk converts its blocks whole");
 
   static std::string acc_name(const std::string& buffer, size_t count, size_t k) {
     return count == 1 ? buffer + "_acc" : buffer + "_acc" + std::to_string(k);
@@ -559,6 +620,8 @@ class Printer {
   std::map<std::string, DType> half_buffers_;  // the ABI's 16-bit float buffers
   std::set<std::string> scratch_;  // per-thread scratch buffers of the parallel loop emitted
   bool work_shared_ = false;       // the next For is a parallel region's `omp for` loop
+  // While a block's lanes are written: element text -> its lane (half_blocks.h).
+  std::map<std::string, std::string> block_lanes_;
 
   // The value a store writes. An ABI buffer of 16-bit floats rounds what it is assigned
   // (ollie_half's operator=), so a float rounded to its dtype just before is stored

@@ -188,12 +188,15 @@ struct bf16 {
 // Vectors of 8 and 16 lanes (the kernels' ollie_f32x8 / ollie_f32x16 are the same types),
 // read from and written to 16-bit buffers: ollie_vload<V>(p) and ollie_vstore(p, v), found
 // by argument-dependent lookup where a kernel's vector form loads or stores an f16 or bf16
-// buffer. With the machine's instructions where the compiler targets them (-march=native
-// on a CPU that reports them): F16C's vcvtph2ps / vcvtps2ph (round to nearest even) and
-// AVX512_BF16's vcvtneps2bf16, which flushes subnormal inputs to zero, so a vector holding
-// one is converted by the integer formula instead. Bit-exact with the scalar conversions
-// except in NaN payloads (a NaN stays a NaN of the same sign). Elsewhere, the integer
-// formulas lane by lane.
+// buffer, and where a plain vectorized loop converts its 16-bit loads and stores a block of
+// 16 at a time (emit/half_blocks.cpp). With the machine's instructions where the compiler
+// targets them (-march=native on a CPU that reports them): F16C's vcvtph2ps / vcvtps2ph
+// (round to nearest even) and AVX512_BF16's vcvtneps2bf16. Those differ from numpy and
+// ml_dtypes in NaN payloads (they quiet a signalling NaN; vcvtneps2bf16 keeps a payload
+// ml_dtypes drops) and vcvtneps2bf16 flushes subnormal inputs to zero, so a vector holding
+// such a lane (rare: one test and a branch per vector) is converted by the integer
+// formulas instead: bit-exact with the scalar conversions for every input. Elsewhere, the
+// integer formulas lane by lane.
 typedef float f32x16 __attribute__((vector_size(64)));
 typedef float f32x8 __attribute__((vector_size(32)));
 typedef uint32_t u32x16 __attribute__((vector_size(64)));
@@ -231,16 +234,59 @@ template <class V>
   return std::bit_cast<V>(load_bits<V>(p) << 16);
 }
 
+#if defined(__F16C__)
+// Whether some lane of the float16 patterns at p (as many as V has lanes) is a NaN.
+template <class V>
+[[gnu::always_inline]] inline bool any_f16_nan(const void* p) {
+#if defined(__AVX2__)
+  if constexpr (sizeof(V) == 64) {
+    const __m256i h = _mm256_loadu_si256(static_cast<const __m256i*>(p));
+    const __m256i a = _mm256_and_si256(h, _mm256_set1_epi16(0x7fff));
+    return _mm256_movemask_epi8(_mm256_cmpgt_epi16(a, _mm256_set1_epi16(0x7c00))) != 0;
+  }
+#endif
+  if constexpr (sizeof(V) == 64)  // two halves of 8
+    return any_f16_nan<f32x8>(p) || any_f16_nan<f32x8>(static_cast<const uint16_t*>(p) + 8);
+  const __m128i h = _mm_loadu_si128(static_cast<const __m128i*>(p));
+  const __m128i a = _mm_and_si128(h, _mm_set1_epi16(0x7fff));
+  return _mm_movemask_epi8(_mm_cmpgt_epi16(a, _mm_set1_epi16(0x7c00))) != 0;
+}
+// Whether some lane of v is a NaN.
+template <class V>
+[[gnu::always_inline]] inline bool any_nan(const V& v) {
+#if defined(__AVX512F__)
+  if constexpr (sizeof(V) == 64) {
+    const __m512 x = std::bit_cast<__m512>(v);
+    return _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q) != 0;
+  }
+#endif
+  if constexpr (sizeof(V) == 32) {
+    const __m256 x = std::bit_cast<__m256>(v);
+    return _mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q)) != 0;
+  }
+  return true;  // no vector form: the caller takes the integer formula
+}
+#endif
+
 template <class V>
 [[gnu::always_inline]] inline V ollie_vload(const f16* p) {
 #if defined(__F16C__)
+  if (!any_f16_nan<V>(p)) {
 #if defined(__AVX512F__)
-  if constexpr (sizeof(V) == 64)
-    return std::bit_cast<V>(
-        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+    if constexpr (sizeof(V) == 64)
+      return std::bit_cast<V>(
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+#else
+    if constexpr (sizeof(V) == 64) {  // two halves of 8
+      const f32x8 lo = ollie_vload<f32x8>(p), hi = ollie_vload<f32x8>(p + 8);
+      return V{lo[0], lo[1], lo[2], lo[3], lo[4], lo[5], lo[6], lo[7],
+               hi[0], hi[1], hi[2], hi[3], hi[4], hi[5], hi[6], hi[7]};
+    }
 #endif
-  if constexpr (sizeof(V) == 32)
-    return std::bit_cast<V>(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+    if constexpr (sizeof(V) == 32)
+      return std::bit_cast<V>(
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
 #endif
   using U = typename lanes_of<V>::U;
   return std::bit_cast<V>(detail::f16_bits_to_float_bits<U, V>(load_bits<V>(p)));
@@ -249,9 +295,10 @@ template <class V>
 template <class V>
 [[gnu::always_inline]] inline void ollie_vstore(bf16* p, const V& v) {
 #if defined(__AVX512BF16__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+  // fpclass 0xa1: a quiet or signalling NaN, or a subnormal.
   if constexpr (sizeof(V) == 64) {
     const __m512 x = std::bit_cast<__m512>(v);
-    if (!_mm512_fpclass_ps_mask(x, 0x20)) {  // no subnormal lane
+    if (!_mm512_fpclass_ps_mask(x, 0xa1)) {
       const __m256bh r = _mm512_cvtneps_pbh(x);
       __builtin_memcpy(p, &r, sizeof r);
       return;
@@ -259,7 +306,7 @@ template <class V>
   }
   if constexpr (sizeof(V) == 32) {
     const __m256 x = std::bit_cast<__m256>(v);
-    if (!_mm256_fpclass_ps_mask(x, 0x20)) {
+    if (!_mm256_fpclass_ps_mask(x, 0xa1)) {
       const __m128bh r = _mm256_cvtneps_pbh(x);
       __builtin_memcpy(p, &r, sizeof r);
       return;
@@ -274,17 +321,25 @@ template <class V>
 [[gnu::always_inline]] inline void ollie_vstore(f16* p, const V& v) {
 #if defined(__F16C__)
   constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  if (!any_nan(v)) {
 #if defined(__AVX512F__)
-  if constexpr (sizeof(V) == 64) {
-    const __m256i r = _mm512_cvtps_ph(std::bit_cast<__m512>(v), kNearest);
-    __builtin_memcpy(p, &r, sizeof r);
-    return;
-  }
+    if constexpr (sizeof(V) == 64) {
+      const __m256i r = _mm512_cvtps_ph(std::bit_cast<__m512>(v), kNearest);
+      __builtin_memcpy(p, &r, sizeof r);
+      return;
+    }
+#else
+    if constexpr (sizeof(V) == 64) {  // two halves of 8
+      ollie_vstore(p, f32x8{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]});
+      ollie_vstore(p + 8, f32x8{v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15]});
+      return;
+    }
 #endif
-  if constexpr (sizeof(V) == 32) {
-    const __m128i r = _mm256_cvtps_ph(std::bit_cast<__m256>(v), kNearest);
-    __builtin_memcpy(p, &r, sizeof r);
-    return;
+    if constexpr (sizeof(V) == 32) {
+      const __m128i r = _mm256_cvtps_ph(std::bit_cast<__m256>(v), kNearest);
+      __builtin_memcpy(p, &r, sizeof r);
+      return;
+    }
   }
 #endif
   using U = typename lanes_of<V>::U;
