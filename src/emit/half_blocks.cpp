@@ -68,11 +68,11 @@ std::vector<HalfBlock> half_blocks(const std::vector<Stmt>& stores, const std::v
   std::vector<HalfBlock> blocks;
   std::set<std::string> seen;  // element texts
   auto add = [&](const std::string& buffer, const Expr& index, bool store) {
-    if (!half_buffers.count(buffer) || coefficient(index, var) != std::optional<int64_t>(1))
-      return;
+    if (!half_buffers.count(buffer) || coefficient(index, var) != std::optional<int64_t>(1)) return;
     if (stored.count(buffer) && (stored[buffer] > 1 || loaded.count(buffer))) return;
     if (!seen.insert(element_text(buffer, index, plain)).second) return;
-    blocks.push_back({buffer, index, store, prefix + buffer + "_h" + std::to_string(blocks.size())});
+    blocks.push_back(
+        {buffer, index, store, prefix + buffer + "_h" + std::to_string(blocks.size())});
   };
   for (const Expr& e : all)
     unconditional_loads(e, [&](const Expr& l) { add(l->name, l->args[0], false); });

@@ -19,10 +19,8 @@ namespace {
 using namespace ollie_test;
 
 ollie::ir::Graph spec(const std::string& body, const std::string& dims) {
-  return ollie::spec::compile_spec("t.py",
-                                   "import numpy as np\nimport ml_dtypes\nDIMS = dict(" + dims +
-                                       ")\n" + body,
-                                   {});
+  return ollie::spec::compile_spec(
+      "t.py", "import numpy as np\nimport ml_dtypes\nDIMS = dict(" + dims + ")\n" + body, {});
 }
 
 std::string emitted(const ollie::ir::Graph& g) {
@@ -51,7 +49,7 @@ std::vector<uint32_t> float32_sweep() {
   for (uint64_t a = 0; a < (uint64_t{1} << 31); a += 1u << 16)
     for (uint32_t d : {0x7fffu, 0x8000u, 0x8001u, 0x18000u}) bits.push_back(uint32_t(a) + d);
   for (uint32_t m = 1; m < (1u << 23); m = m * 3 + 1) bits.push_back(m);  // subnormals
-  for (int k = 0; k < 23; ++k) bits.push_back(0x7f800000u | (1u << k));  // NaNs
+  for (int k = 0; k < 23; ++k) bits.push_back(0x7f800000u | (1u << k));   // NaNs
   bits.push_back(0x7f800000u);
   const size_t n = bits.size();
   for (size_t i = 0; i < n; ++i) bits.push_back(bits[i] | 0x80000000u);
@@ -60,17 +58,17 @@ std::vector<uint32_t> float32_sweep() {
 }
 
 TEST(HalfBlocks, PlainLoopsConvertTheirSixteenBitElementsInBlocks) {
-  const std::string widen = emitted(spec(
-      "def f(x: \"f16[N]\") -> \"f32[N]\":\n    return x.astype(np.float32)\n", "N=100"));
+  const std::string widen = emitted(
+      spec("def f(x: \"f16[N]\") -> \"f32[N]\":\n    return x.astype(np.float32)\n", "N=100"));
   EXPECT_NE(widen.find("ollie_half::ollie_vload<ollie_half::f32x16>(&x["), std::string::npos)
       << widen;
-  const std::string narrow = emitted(spec(
-      "def f(x: \"f32[N]\") -> \"f16[N]\":\n    return x.astype(np.float16)\n", "N=100"));
+  const std::string narrow = emitted(
+      spec("def f(x: \"f32[N]\") -> \"f16[N]\":\n    return x.astype(np.float16)\n", "N=100"));
   EXPECT_NE(narrow.find("ollie_half::ollie_vstore(&out0["), std::string::npos) << narrow;
   // A vectorized sum's chunks too.
-  const std::string sum = emitted(spec(
-      "def f(x: \"f16[M, N]\") -> \"f32[M]\":\n    return x.astype(np.float32).sum(axis=-1)\n",
-      "M=3, N=100"));
+  const std::string sum = emitted(
+      spec("def f(x: \"f16[M, N]\") -> \"f32[M]\":\n    return x.astype(np.float32).sum(axis=-1)\n",
+           "M=3, N=100"));
   EXPECT_NE(sum.find("ollie_half::ollie_vload<ollie_half::f32x16>(&x["), std::string::npos) << sum;
 }
 
