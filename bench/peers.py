@@ -343,7 +343,14 @@ def bench_example(path, workdir, peaks, row, calibration):
     dims = {name: check["dims"][name] for name in check["dims_order"]}
     row["dims"] = dims
     flops, nbytes = check["flops"], check["compulsory_bytes"]
-    compute_s = flops / peaks["flops_per_s"]
+    # Products of two bf16 values at the bf16 dot-product peak, as ollie's roofline counts
+    # them (src/measure/roofline.cpp); the rest at the float32 FMA peak.
+    bf16 = check.get("bf16_product_flops", 0)
+    bf16_peak = peaks.get("bf16_dot_flops_per_s", 0)
+    if bf16_peak > peaks["flops_per_s"] and bf16 > 0:
+        compute_s = (flops - bf16) / peaks["flops_per_s"] + bf16 / bf16_peak
+    else:
+        compute_s = flops / peaks["flops_per_s"]
     bandwidth, row["memory_ceiling"] = memory_ceiling(nbytes, peaks, calibration)
     memory_s = nbytes / bandwidth
     row.update(flops=flops, bytes=nbytes, intensity=flops / nbytes if nbytes else 0.0,

@@ -40,6 +40,7 @@ std::string check_facts_json(const ir::Graph& graph, int indent, bool with_ir) {
   const ir::Cost c = ir::cost(graph);
   j["flops"] = c.flops;
   j["compulsory_bytes"] = c.compulsory_bytes;
+  j["bf16_product_flops"] = c.bf16_product_flops;  // at the bf16 peak in the roofline
   j["intensity"] = c.compulsory_bytes > 0
                        ? static_cast<double>(c.flops) / static_cast<double>(c.compulsory_bytes)
                        : 0.0;

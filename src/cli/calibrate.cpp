@@ -27,7 +27,8 @@ int run_calibrate(const CalibrateFlags& flags) {
     j["at_threads"] = {{"threads", at.threads},
                        {"flops_per_s", at.flops_per_s},
                        {"bytes_per_s", at.bytes_per_s},
-                       {"llc_bytes_per_s", at.llc_bytes_per_s}};
+                       {"llc_bytes_per_s", at.llc_bytes_per_s},
+                       {"bf16_dot_flops_per_s", at.bf16_dot_flops_per_s}};
     std::cout << j.dump(2) << "\n";
     return 0;
   }

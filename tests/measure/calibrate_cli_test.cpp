@@ -96,6 +96,8 @@ TEST_F(CachedMachine, CalibrateTextShowsTheLastLevelCacheTriadWhenCached) {
   p.llc_triad_array_bytes = int64_t{4} << 20;
   p.llc_bytes_per_s_1core = 40e9;
   p.llc_bytes_per_s_all = 40e9 * p.cores;
+  p.bf16_dot_flops_1core = 300e9;
+  p.bf16_dot_flops_all = 300e9 * p.cores;
   std::ofstream(dir_ / "machine.json") << to_json_text(p);
   CommandResult r = ollie("calibrate --threads 1 --cache-dir " + dir_.string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -106,6 +108,7 @@ TEST_F(CachedMachine, CalibrateTextShowsTheLastLevelCacheTriadWhenCached) {
   nlohmann::json j =
       nlohmann::json::parse(ollie("calibrate --json --threads 1 --cache-dir " + dir_.string()).out);
   EXPECT_EQ(j["at_threads"]["llc_bytes_per_s"], 40e9);
+  EXPECT_EQ(j["at_threads"]["bf16_dot_flops_per_s"], 300e9);
 }
 
 TEST(CheckJson, MatmulCostAndDims) {
@@ -120,6 +123,18 @@ TEST(CheckJson, MatmulCostAndDims) {
   EXPECT_EQ(j["compulsory_bytes"], 224);  // (4*8 + 8*2 + 4*2) floats of 4 bytes
   EXPECT_EQ(j["params"][0]["bound_shape"], nlohmann::json({4, 8}));
   EXPECT_EQ(j["results"][0]["dtype"], "f32");
+  EXPECT_EQ(j["bf16_product_flops"], 0);
+}
+
+// A bf16 x bf16 contraction's products are counted apart: the roofline gives them the bf16
+// dot-product peak (bench/peers.py reads this).
+TEST(CheckJson, Bf16ProductsAreCountedApart) {
+  CommandResult r = ollie("check " + std::string(OLLIE_SOURCE_DIR) +
+                          "/examples/matmul_bf16.py --dims M=4,K=8,N=2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["flops"], 128);
+  EXPECT_EQ(j["bf16_product_flops"], 128);
 }
 
 }  // namespace
