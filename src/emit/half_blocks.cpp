@@ -4,6 +4,8 @@
 #include <optional>
 #include <set>
 
+#include "emit/vector_tile.h"
+
 namespace ollie::emit {
 namespace {
 
@@ -11,22 +13,6 @@ using ir::OpKind;
 using loops::Expr;
 using loops::ExprKind;
 using loops::Stmt;
-
-// The coefficient of `var` in the index `e` when `e` is affine in it with a constant one.
-std::optional<int64_t> coefficient(const Expr& e, const std::string& var) {
-  if (!loops::mentions(e, var)) return 0;
-  if (e->kind == ExprKind::Var) return 1;
-  if (e->kind != ExprKind::Binary) return std::nullopt;
-  const auto a = coefficient(e->args[0], var), b = coefficient(e->args[1], var);
-  if (!a || !b) return std::nullopt;
-  if (e->op == OpKind::Add) return *a + *b;
-  if (e->op == OpKind::Sub) return *a - *b;
-  if (e->op == OpKind::Mul && e->args[1]->kind == ExprKind::IntImm && *b == 0)
-    return *a * e->args[1]->int_value;
-  if (e->op == OpKind::Mul && e->args[0]->kind == ExprKind::IntImm && *a == 0)
-    return *b * e->args[0]->int_value;
-  return std::nullopt;
-}
 
 // Calls `f` on each load that every iteration performs: not those in a guarded select's
 // arms (such a load may lie past its buffer's end where the select does not choose it).
@@ -68,7 +54,7 @@ std::vector<HalfBlock> half_blocks(const std::vector<Stmt>& stores, const std::v
   std::vector<HalfBlock> blocks;
   std::set<std::string> seen;  // element texts
   auto add = [&](const std::string& buffer, const Expr& index, bool store) {
-    if (!half_buffers.count(buffer) || coefficient(index, var) != std::optional<int64_t>(1)) return;
+    if (!half_buffers.count(buffer) || stride_of(index, var) != std::optional<int64_t>(1)) return;
     if (stored.count(buffer) && (stored[buffer] > 1 || loaded.count(buffer))) return;
     if (!seen.insert(element_text(buffer, index, plain)).second) return;
     blocks.push_back(

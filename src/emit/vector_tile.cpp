@@ -30,6 +30,26 @@ template <class V> inline V ollie_vmin(V a, V b) { return (a < b || a != a) ? a 
 }  // namespace
 )";
 
+// The coefficient of `var` in `e` when `e` is affine in it with a constant coefficient.
+std::optional<int64_t> stride_of(const loops::Expr& e, const std::string& var) {
+  if (!loops::mentions(e, var)) return 0;
+  switch (e->kind) {
+    case loops::ExprKind::Var: return 1;
+    case loops::ExprKind::Binary: {
+      const auto a = stride_of(e->args[0], var), b = stride_of(e->args[1], var);
+      if (!a || !b) return std::nullopt;
+      if (e->op == ir::OpKind::Add) return *a + *b;
+      if (e->op == ir::OpKind::Sub) return *a - *b;
+      if (e->op == ir::OpKind::Mul && e->args[1]->kind == loops::ExprKind::IntImm && *b == 0)
+        return *a * e->args[1]->int_value;
+      if (e->op == ir::OpKind::Mul && e->args[0]->kind == loops::ExprKind::IntImm && *a == 0)
+        return *b * e->args[0]->int_value;
+      return std::nullopt;
+    }
+    default: return std::nullopt;
+  }
+}
+
 namespace {
 
 using ir::OpKind;
@@ -37,26 +57,6 @@ using loops::Expr;
 using loops::ExprKind;
 using loops::Stmt;
 using loops::StmtKind;
-
-// The coefficient of `var` in `e` when `e` is affine in it with a constant coefficient.
-std::optional<int64_t> stride_of(const Expr& e, const std::string& var) {
-  if (!loops::mentions(e, var)) return 0;
-  switch (e->kind) {
-    case ExprKind::Var: return 1;
-    case ExprKind::Binary: {
-      const auto a = stride_of(e->args[0], var), b = stride_of(e->args[1], var);
-      if (!a || !b) return std::nullopt;
-      if (e->op == OpKind::Add) return *a + *b;
-      if (e->op == OpKind::Sub) return *a - *b;
-      if (e->op == OpKind::Mul && e->args[1]->kind == ExprKind::IntImm && *b == 0)
-        return *a * e->args[1]->int_value;
-      if (e->op == OpKind::Mul && e->args[0]->kind == ExprKind::IntImm && *a == 0)
-        return *b * e->args[0]->int_value;
-      return std::nullopt;
-    }
-    default: return std::nullopt;
-  }
-}
 
 // Whether `s` stores to or loads from `buffer` anywhere.
 bool touches(const Stmt& s, const std::string& buffer) {

@@ -2,7 +2,9 @@
 // vector extensions) rather than a C array the compiler may leave in memory.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -31,6 +33,10 @@ constexpr int kTileUnroll = 4;
 // more vectors than the registers hold, an update other than the arithmetic of loads.
 bool emit_vector_tile(const loops::Stmt& alloc, int vector_bytes, int depth,
                       const PlainPrinter& plain, std::ostringstream& out);
+
+// The coefficient of `var` in the index `e` when `e` is affine in it with a constant
+// coefficient (0 when `e` does not mention it); nullopt otherwise.
+std::optional<int64_t> stride_of(const loops::Expr& e, const std::string& var);
 
 // The vector types and helpers the vector form uses, once per translation unit.
 extern const char* kVectorHelpers;
