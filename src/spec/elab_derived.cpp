@@ -343,14 +343,22 @@ ValuePtr Elab::np_nan_to_num(const BuiltinCall& c) {
   return make_tensor(checked(r, loc));
 }
 
+// The two operands (x1, x2) of a float ufunc, broadcast to one shape in their common
+// dtype (float64 when both are integers or bools, as numpy's float loops take them).
+DType Elab::float_operands(const BuiltinCall& c, std::vector<ValueId>& ids) {
+  auto a = c.sig({"x1", "x2"}, 2);
+  DType t = result_dtype({a[0], a[1]}, c.loc);
+  if (!ir::is_float(t)) t = DType::F64;
+  ids = unify({a[0], a[1]}, c.loc, t);
+  return t;
+}
+
 // np.logaddexp(x1, x2) = log(exp(x1) + exp(x2)) as numpy computes it: max + log1p(exp(-|x1 -
 // x2|)), and x1 + ln 2 where x1 == x2 (both infinite too); NaN stays NaN.
 ValuePtr Elab::np_logaddexp(const BuiltinCall& c) {
   SourceLoc loc = c.loc;
-  auto a = c.sig({"x1", "x2"}, 2);
-  DType t = result_dtype({a[0], a[1]}, loc);
-  if (!ir::is_float(t)) t = DType::F64;
-  auto ids = unify({a[0], a[1]}, loc, t);
+  std::vector<ValueId> ids;
+  float_operands(c, ids);
   ValuePtr x = make_tensor(ids[0]), y = make_tensor(ids[1]);
   ValuePtr big = make_tensor(builder_.binary(OpKind::Max, x->t, y->t, loc));
   ValuePtr gap =
@@ -367,10 +375,8 @@ ValuePtr Elab::np_logaddexp(const BuiltinCall& c) {
 // np.heaviside(x1, x2): 0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0, NaN where x1 is.
 ValuePtr Elab::np_heaviside(const BuiltinCall& c) {
   SourceLoc loc = c.loc;
-  auto a = c.sig({"x1", "x2"}, 2);
-  DType t = result_dtype({a[0], a[1]}, loc);
-  if (!ir::is_float(t)) t = DType::F64;
-  auto ids = unify({a[0], a[1]}, loc, t);
+  std::vector<ValueId> ids;
+  const DType t = float_operands(c, ids);
   ValuePtr x = make_tensor(ids[0]);
   const Shape s = node(ids[0]).shape;
   auto filled = [&](double v) { return to_shape(builder_.constant(v, t, loc), s, loc); };

@@ -378,6 +378,7 @@ class Elab {
   ValuePtr np_finfo(const BuiltinCall& c);
   ValuePtr np_nan_to_num(const BuiltinCall& c);
   ValuePtr np_logaddexp(const BuiltinCall& c);
+  DType float_operands(const BuiltinCall& c, std::vector<ValueId>& ids);
   ValuePtr np_heaviside(const BuiltinCall& c);
   ValuePtr np_floor(const BuiltinCall& c);
   ValuePtr np_round(const BuiltinCall& c);
