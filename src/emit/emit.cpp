@@ -397,10 +397,7 @@ class Printer {
         << p << "for (; " << chunk << " + " << lanes << " <= " << end << "; " << chunk
         << " += " << lanes << ") {\n";
     write_half_block_heads(blocks, i, chunk, p + "  ", plain(), out);
-    out << p << "  #pragma omp simd\n"
-        << p << "  for (int64_t " << lane << " = 0; " << lane << " < " << lanes << "; ++" << lane
-        << ") {\n"
-        << p << "    const int64_t " << i << " = " << chunk << " + " << lane << ";\n";
+    open_lane_loop(p, lane, lanes, i, chunk, out);
     block_lanes_ = half_block_lanes(blocks, lane, plain());
     stmt(body, depth + 3, out);
     block_lanes_.clear();
@@ -526,10 +523,7 @@ class Printer {
     auto blocks = half_blocks({}, terms, i, half_buffers_, plain(), i + "_");
     std::erase_if(blocks, [&](const HalfBlock& b) { return b.buffer == buffer; });
     write_half_block_heads(blocks, i, chunk, p + "  ", plain(), out);
-    out << p << "  #pragma omp simd\n"
-        << p << "  for (int64_t " << lane << " = 0; " << lane << " < " << lanes << "; ++" << lane
-        << ") {\n"
-        << p << "    const int64_t " << i << " = " << chunk << " + " << lane << ";\n";
+    open_lane_loop(p, lane, lanes, i, chunk, out);
     block_lanes_ = half_block_lanes(blocks, lane, plain());
     for (size_t k = 0; k < n; ++k) {
       const std::string a = acc_name(buffer, n, k) + "_lanes[" + lane + "]";
@@ -614,6 +608,17 @@ class Printer {
     }
     const bool atom = out.find_first_of(" +-*/()") == std::string::npos;
     return atom ? out : "(" + out + ")";
+  }
+
+  // The `omp simd` loop over a chunk's lanes, opened at indent `p` + 2, with the original
+  // loop variable `i` defined as chunk + lane.
+  static void open_lane_loop(const std::string& p, const std::string& lane,
+                             const std::string& lanes, const std::string& i,
+                             const std::string& chunk, std::ostringstream& out) {
+    out << p << "  #pragma omp simd\n"
+        << p << "  for (int64_t " << lane << " = 0; " << lane << " < " << lanes << "; ++" << lane
+        << ") {\n"
+        << p << "    const int64_t " << i << " = " << chunk << " + " << lane << ";\n";
   }
 
   std::map<std::string, std::string> dim_names_;
